@@ -1,0 +1,59 @@
+// The kernel ABI. A kernel is a plain function that receives the arguments of
+// one instruction, in the order of the operator's out-variant schema followed
+// by the returned values (ExecuTorch's convention), and returns an Error.
+//
+// Argument types are checked once, when the program is loaded, against the
+// kernel's signature string (see KernelEntry), so accessors here do not check
+// types again; kernels check shapes and dtypes, which the signature does not
+// cover, and return Error::KernelFailed when they do not match.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/error.h"
+#include "mcu/types.h"
+
+namespace mcu {
+
+class Executor;
+
+class KernelContext {
+ public:
+  int32_t num_args() const { return num_args_; }
+  TensorRef tensor(int32_t i) const;   // signature 'T', 'O' (or 't' when not none)
+  bool is_none(int32_t i) const;       // signature 't', '?'
+  int64_t int_arg(int32_t i) const;    // 'I'
+  double double_arg(int32_t i) const;  // 'D'; for 'S' (Scalar) use scalar_arg
+  double scalar_arg(int32_t i) const;  // 'S': Int, Double or Bool as a double
+  bool bool_arg(int32_t i) const;      // 'B'
+  IntList int_list(int32_t i) const;   // 'L'
+  int32_t list_size(int32_t i) const;  // 'X': number of tensors in a tensor list
+  TensorRef list_tensor(int32_t i, int32_t k) const;  // 'X': k-th tensor
+
+  // Instruction's arguments as value indices; used by the executor only.
+  const Executor* exec_ = nullptr;
+  const uint8_t* args_ = nullptr;  // flatbuffer vector data of int32 value indices
+  int32_t num_args_ = 0;
+};
+
+using KernelFn = Error (*)(const KernelContext& ctx);
+
+// One entry of the generated kernel table.
+//   name      "aten::convolution"     overload "out"
+//   signature one char per argument (schema order, then returns):
+//     T tensor   t tensor or None   O out tensor (must live in the arena)
+//     I int      D double           B bool      S scalar (int, double or bool)
+//     L int list X tensor list      ? anything (not checked)
+struct KernelEntry {
+  const char* name;
+  const char* overload;
+  const char* signature;
+  KernelFn fn;
+};
+
+struct KernelTable {
+  const KernelEntry* entries;
+  size_t count;
+};
+
+}  // namespace mcu

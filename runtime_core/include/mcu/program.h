@@ -1,0 +1,77 @@
+// Loading (verifying) and executing an ET12 program read in place.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/error.h"
+#include "mcu/kernel.h"
+#include "mcu/types.h"
+
+#ifndef MCU_MAX_OPERATORS
+#define MCU_MAX_OPERATORS 32
+#endif
+
+namespace mcu {
+
+class Executor {
+ public:
+  // Verifies `data` (the whole .pte file) once: every table, vector, string and
+  // offset the executor will read is bounds-checked here, every instruction's
+  // arguments are checked against its kernel's signature, and every tensor is
+  // checked to lie inside the arena or the constant data. On success the
+  // executor refers into `data` and `arena`, which must outlive it. On failure
+  // the executor is left unloaded and `error_detail()` gives the index of the
+  // offending value or instruction (or -1).
+  Error load(const uint8_t* data, size_t size, const KernelTable& kernels, uint8_t* arena, size_t arena_size);
+
+  bool loaded() const { return loaded_; }
+  void unload() { loaded_ = false; }
+  int32_t error_detail() const { return detail_; }
+
+  int32_t num_inputs() const;
+  int32_t num_outputs() const;
+  TensorRef input(int32_t i) const;
+  TensorRef output(int32_t i) const;
+  size_t arena_used() const { return arena_used_; }
+  int32_t num_instructions() const { return num_instructions_; }
+  int32_t num_operators() const { return num_operators_; }
+
+  // Runs every instruction in order. On failure, `error_detail()` is the
+  // index of the failing instruction.
+  Error execute();
+
+  // Decoding used by KernelContext (values are verified at load).
+  TensorRef tensor_at(int32_t value_index) const;
+  int32_t value_type(int32_t value_index) const;  // KernelTypes union tag
+  const uint8_t* value_table(int32_t value_index) const;
+
+ private:
+  Error verify_value(int32_t i);
+  Error verify_instruction(int32_t i, const KernelTable& kernels);
+
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  uint8_t* arena_ = nullptr;
+  size_t arena_size_ = 0;
+  size_t arena_used_ = 0;
+  const uint8_t* values_ = nullptr;        // vector<EValue> (after length)
+  int32_t num_values_ = 0;
+  const uint8_t* instructions_ = nullptr;  // vector<Instruction>
+  int32_t num_instructions_ = 0;
+  const uint8_t* inputs_ = nullptr;        // vector<int>
+  int32_t num_inputs_ = 0;
+  const uint8_t* outputs_ = nullptr;
+  int32_t num_outputs_ = 0;
+  const uint8_t* constants_ = nullptr;     // segment data (or null when inline buffers)
+  size_t constants_size_ = 0;
+  const uint8_t* constant_offsets_ = nullptr;  // vector<uint64>
+  int32_t num_constant_offsets_ = 0;
+  const uint8_t* constant_buffers_ = nullptr;  // vector<Buffer> (legacy inline)
+  int32_t num_constant_buffers_ = 0;
+  int32_t num_operators_ = 0;
+  int32_t detail_ = -1;
+  bool loaded_ = false;
+  KernelFn fns_[MCU_MAX_OPERATORS] = {};
+};
+
+}  // namespace mcu
