@@ -21,11 +21,13 @@ class KernelContext {
  public:
   int32_t num_args() const { return num_args_; }
   TensorRef tensor(int32_t i) const;   // signature 'T', 'O' (or 't' when not none)
-  bool is_none(int32_t i) const;       // signature 't', '?'
+  bool is_none(int32_t i) const;       // signature 't', 'i', 's', 'l'
   int64_t int_arg(int32_t i) const;    // 'I'
   double double_arg(int32_t i) const;  // 'D'; for 'S' (Scalar) use scalar_arg
   double scalar_arg(int32_t i) const;  // 'S': Int, Double or Bool as a double
   bool bool_arg(int32_t i) const;      // 'B'
+  // 'Z': the string's bytes (not NUL-terminated) and its length.
+  const char* string_arg(int32_t i, int32_t* length) const;
   IntList int_list(int32_t i) const;   // 'L'
   int32_t list_size(int32_t i) const;  // 'X': number of tensors in a tensor list
   TensorRef list_tensor(int32_t i, int32_t k) const;  // 'X': k-th tensor
@@ -42,8 +44,10 @@ using KernelFn = Error (*)(const KernelContext& ctx);
 //   name      "aten::convolution"     overload "out"
 //   signature one char per argument (schema order, then returns):
 //     T tensor   t tensor or None   O out tensor (must live in the arena)
-//     I int      D double           B bool      S scalar (int, double or bool)
-//     L int list X tensor list      ? anything (not checked)
+//     I int      i int or None      D double    B bool
+//     S scalar (int, double or bool)            s scalar or None
+//     L int list l int list or None Z string    X tensor list (out lists too)
+//     ? anything (not checked, not to be read)
 struct KernelEntry {
   const char* name;
   const char* overload;

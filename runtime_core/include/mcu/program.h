@@ -72,6 +72,7 @@ class Executor {
   int32_t detail_ = -1;
   bool loaded_ = false;
   KernelFn fns_[MCU_MAX_OPERATORS] = {};
+  uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator
 };
 
 }  // namespace mcu

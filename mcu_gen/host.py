@@ -1,0 +1,115 @@
+"""Run programs natively on the build machine ("host" board).
+
+The native runner is runtime_core plus exactly the kernels a program uses,
+compiled with g++ under AddressSanitizer and UBSan, so kernel tests are fast
+and any out-of-bounds access fails loudly. Builds are cached by the hash of
+their sources, so many tests with the same operators share one binary.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import kernels as kernel_registry
+from . import planner, pte
+from .ir import Program, TensorValue
+from .paths import RUNTIME_CORE
+
+CACHE = Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "host"
+CXXFLAGS = ["-std=c++17", "-O1", "-g", "-fno-exceptions", "-fno-rtti", "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all", "-Wall", "-Wextra"]
+
+
+class HostRunError(RuntimeError):
+    pass
+
+
+def runtime_sources() -> list:
+    return sorted((RUNTIME_CORE / "src").glob("executor*.cpp"))
+
+
+def build_runner(kernels) -> Path:
+    """Build (or reuse) a native runner with these kernels; returns its path."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        raise HostRunError("no host C++ compiler: install g++ (Debian package g++)")
+    table = kernel_registry.kernel_table_source(kernels)
+    sources = runtime_sources() + [RUNTIME_CORE / "tools" / "host_runner.cpp"]
+    kernel_sources = []
+    for k in kernels:
+        if k.file not in kernel_sources:
+            kernel_sources.append(k.file)
+    h = hashlib.sha256(table.encode())
+    for path in sources + kernel_sources + sorted((RUNTIME_CORE / "include").rglob("*.h")) + sorted(
+        (RUNTIME_CORE / "src").glob("*.h")
+    ):
+        h.update(str(path).encode())
+        h.update(path.read_bytes())
+    for folder in {k.file.parent for k in kernels}:
+        for header in sorted(folder.glob("*.h")):
+            h.update(header.read_bytes())
+    out = CACHE / h.hexdigest()[:20]
+    exe = out / "host_runner"
+    if exe.exists():
+        return exe
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "kernel_table.cpp").write_text(table)
+    includes = ["-I", str(RUNTIME_CORE / "include")]
+    for folder in sorted({str(k.file.parent) for k in kernels}):
+        includes += ["-I", folder]
+    tmp_exe = out / f"host_runner.{os.getpid()}"
+    cmd = [cxx, *CXXFLAGS, *includes, *map(str, sources), *map(str, kernel_sources), str(out / "kernel_table.cpp"),
+           "-o", str(tmp_exe), "-lm"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise HostRunError("host build failed:\n" + r.stderr[-4000:])
+    os.replace(tmp_exe, exe)
+    return exe
+
+
+def _np_dtype(dtype: str):
+    return np.bool_ if dtype == "bool" else np.dtype(dtype)
+
+
+def run_pte(data: bytes, inputs, kernels, arena_size: int, outputs_meta) -> list:
+    """Run .pte bytes with the given kernels. outputs_meta: list of TensorValue."""
+    exe = build_runner(kernels)
+    with tempfile.TemporaryDirectory(prefix="mcu-host-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "program.pte").write_bytes(data)
+        paths = []
+        for i, x in enumerate(inputs):
+            p = tmp / f"in_{i}.bin"
+            p.write_bytes(np.ascontiguousarray(x).tobytes())
+            paths.append(str(p))
+        r = subprocess.run([str(exe), str(tmp / "program.pte"), str(arena_size), str(tmp), *paths],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise HostRunError(f"host runner failed ({r.returncode}): {r.stdout.strip()} {r.stderr[-3000:]}")
+        outs = []
+        for i, t in enumerate(outputs_meta):
+            raw = (tmp / f"out_{i}.bin").read_bytes()
+            outs.append(np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(t.shape).copy())
+        return outs
+
+
+def run_on_host(program: Program, inputs, available=None) -> list:
+    """Plan (if needed), serialize and run a program natively; returns the outputs."""
+    if any(isinstance(v, TensorValue) and not v.is_constant and v.offset is None for v in program.values):
+        planner.plan(program)
+    sel = kernel_registry.select(program.operators, available)
+    if sel.missing:
+        raise HostRunError(f"no kernel for: {', '.join(sel.missing)}")
+    for x, i in zip(inputs, program.inputs):
+        t = program.tensor(i)
+        if tuple(np.shape(x)) != t.shape:
+            raise HostRunError(f"input {i}: shape {np.shape(x)} but the program expects {t.shape}")
+    inputs = [np.asarray(x, dtype=_np_dtype(program.tensor(i).dtype)) for x, i in zip(inputs, program.inputs)]
+    data = pte.write(program)
+    return run_pte(data, inputs, sel.kernels, max(program.arena_size, 16), [program.tensor(o) for o in program.outputs])

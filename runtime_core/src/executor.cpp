@@ -1,0 +1,600 @@
+// Loading (verification) and execution of an ET12 program read in place.
+#include <string.h>
+
+#include "flatbuffer.h"
+#include "mcu/program.h"
+
+namespace mcu {
+namespace {
+
+// Slot numbers from docs/schema/program.fbs.
+enum ProgramSlot { kProgVersion = 0, kProgPlans = 1, kProgConstBuffers = 2, kProgSegments = 4, kProgConstSegment = 5 };
+enum PlanSlot { kPlanValues = 2, kPlanInputs = 3, kPlanOutputs = 4, kPlanChains = 5, kPlanOperators = 6,
+                kPlanDelegates = 7, kPlanBufferSizes = 8 };
+enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTensorConst = 5, kTensorAlloc = 6 };
+enum ValueTag : uint8_t { kNone = 0, kNull = 1, kInt = 2, kBool = 3, kDouble = 4, kTensor = 5, kString = 6,
+                          kIntList = 7, kDoubleList = 8, kBoolList = 9, kTensorList = 10, kOptTensorList = 11 };
+constexpr uint8_t kKernelCall = 1;
+
+constexpr uint32_t kHeaderOffset = 8;
+constexpr uint32_t kHeaderLength = 32;
+
+bool pow2_aligned(const void* p, size_t a) { return (reinterpret_cast<uintptr_t>(p) & (a - 1)) == 0; }
+
+size_t alignment_of(DType t) {
+  size_t s = dtype_size(t);
+  return s > 8 ? 8 : (s == 0 ? 1 : s);
+}
+
+bool str_equal(const uint8_t* s, const char* c) {
+  uint32_t n = fb::u32(s);
+  return strlen(c) == n && memcmp(s + 4, c, n) == 0;
+}
+
+}  // namespace
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::UInt8:
+    case DType::Int8:
+    case DType::Bool:
+      return 1;
+    case DType::Int16:
+    case DType::Half:
+      return 2;
+    case DType::Int32:
+    case DType::Float:
+      return 4;
+    case DType::Int64:
+    case DType::Double:
+      return 8;
+  }
+  return 0;
+}
+
+bool TensorRef::is_contiguous() const {
+  if (dim_order == nullptr) return true;
+  for (int32_t i = 0; i < dim; ++i) {
+    if (dim_order[i] != i) return false;
+  }
+  return true;
+}
+
+bool TensorRef::is_channels_last() const {
+  return dim == 4 && dim_order != nullptr && dim_order[0] == 0 && dim_order[1] == 2 && dim_order[2] == 3 &&
+         dim_order[3] == 1;
+}
+
+bool TensorRef::same_shape(const TensorRef& o) const {
+  if (dim != o.dim) return false;
+  for (int32_t i = 0; i < dim; ++i) {
+    if (sizes[i] != o.sizes[i]) return false;
+  }
+  return true;
+}
+
+const uint8_t* Executor::value_table(int32_t v) const {
+  const uint8_t* ev = fb::vec_table(values_, static_cast<uint32_t>(v));
+  return fb::ref(ev, 1);
+}
+
+int32_t Executor::value_type(int32_t v) const {
+  const uint8_t* ev = fb::vec_table(values_, static_cast<uint32_t>(v));
+  return fb::scalar<uint8_t>(ev, 0, kNone);
+}
+
+TensorRef Executor::tensor_at(int32_t v) const {
+  const uint8_t* t = value_table(v);
+  TensorRef r;
+  r.dtype = static_cast<DType>(fb::scalar<int8_t>(t, kTensorType, 0));
+  const uint8_t* sizes = fb::ref(t, kTensorSizes);
+  r.dim = static_cast<int32_t>(fb::vec_len(sizes));
+  r.sizes = reinterpret_cast<const int32_t*>(fb::vec_data(sizes));
+  const uint8_t* order = fb::ref(t, kTensorDimOrder);
+  r.dim_order = fb::vec_len(order) ? fb::vec_data(order) : nullptr;
+  int32_t n = 1;
+  for (int32_t i = 0; i < r.dim; ++i) n *= r.sizes[i];
+  r.numel = n;
+  uint32_t c = fb::scalar<uint32_t>(t, kTensorConst, 0);
+  if (c != 0) {
+    if (constant_offsets_ != nullptr) {
+      r.data = const_cast<uint8_t*>(constants_ + fb::u64(constant_offsets_ + 8 * c));
+    } else {
+      const uint8_t* buf = fb::vec_table(constant_buffers_, c);
+      r.data = const_cast<uint8_t*>(fb::vec_data(fb::ref(buf, 0)));
+    }
+  } else {
+    const uint8_t* alloc = fb::ref(t, kTensorAlloc);
+    r.data = arena_ + fb::scalar<uint32_t>(alloc, 1, 0);
+  }
+  return r;
+}
+
+int32_t Executor::num_inputs() const { return loaded_ ? num_inputs_ : 0; }
+int32_t Executor::num_outputs() const { return loaded_ ? num_outputs_ : 0; }
+TensorRef Executor::input(int32_t i) const { return tensor_at(fb::i32(inputs_ + 4 * i)); }
+TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ + 4 * i)); }
+
+Error Executor::verify_value(int32_t i) {
+  fb::Checked c(data_, size_);
+  bool ok = true;
+  const uint8_t* ev = c.vec_table(values_, static_cast<uint32_t>(i));
+  if (ev == nullptr || !c.field_fits(ev, 0, 1)) return Error::InvalidProgram;
+  uint8_t tag = fb::scalar<uint8_t>(ev, 0, kNone);
+  if (tag > kOptTensorList) return Error::InvalidProgram;
+  const uint8_t* t = c.ref(ev, 1, &ok);
+  if (!ok) return Error::InvalidProgram;
+  if (tag == kNone || tag == kNull) return Error::Ok;
+  if (t == nullptr || !c.table(t)) return Error::InvalidProgram;
+  switch (tag) {
+    case kInt:
+    case kDouble:
+      return c.field_fits(t, 0, 8) ? Error::Ok : Error::InvalidProgram;
+    case kBool:
+      return c.field_fits(t, 0, 1) ? Error::Ok : Error::InvalidProgram;
+    case kString: {
+      const uint8_t* s = c.ref(t, 0, &ok);
+      return (ok && s != nullptr && c.string(s)) ? Error::Ok : Error::InvalidProgram;
+    }
+    case kIntList:
+    case kDoubleList:
+    case kBoolList:
+    case kTensorList:
+    case kOptTensorList: {
+      size_t elem = (tag == kIntList || tag == kDoubleList) ? 8 : (tag == kBoolList ? 1 : 4);
+      const uint8_t* v = c.ref(t, 0, &ok);
+      if (!ok || (v != nullptr && !c.vector(v, elem))) return Error::InvalidProgram;
+      if (tag == kIntList || tag == kTensorList || tag == kOptTensorList) {
+        // Items are value indices: checked in range here, types checked once
+        // every value's tag is known (below, in load).
+        for (uint32_t k = 0; k < fb::vec_len(v); ++k) {
+          int64_t idx = elem == 8 ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
+          if (idx < 0 || idx >= num_values_) {
+            if (!(tag == kOptTensorList && idx == -1)) return Error::InvalidProgram;
+          }
+        }
+      }
+      return Error::Ok;
+    }
+    case kTensor:
+      break;
+    default:
+      return Error::InvalidProgram;
+  }
+  // Tensor.
+  if (!c.field_fits(t, kTensorType, 1) || !c.field_fits(t, kTensorConst, 4)) return Error::InvalidProgram;
+  DType dt = static_cast<DType>(fb::scalar<int8_t>(t, kTensorType, 0));
+  size_t esize = dtype_size(dt);
+  if (esize == 0) return Error::UnsupportedProgram;
+  const uint8_t* sizes = c.ref(t, kTensorSizes, &ok);
+  if (!ok || (sizes != nullptr && !c.vector(sizes, 4))) return Error::InvalidProgram;
+  uint32_t dim = fb::vec_len(sizes);
+  if (dim > static_cast<uint32_t>(kMaxDims)) return Error::UnsupportedProgram;
+  uint64_t numel = 1;
+  for (uint32_t d = 0; d < dim; ++d) {
+    int32_t s = fb::i32(sizes + 4 + 4 * d);
+    if (s < 0) return Error::InvalidProgram;
+    numel *= static_cast<uint64_t>(s);
+    if (numel > 0x7FFFFFFFu) return Error::InvalidProgram;
+  }
+  const uint8_t* order = c.ref(t, kTensorDimOrder, &ok);
+  if (!ok || (order != nullptr && !c.vector(order, 1))) return Error::InvalidProgram;
+  if (fb::vec_len(order) != 0) {
+    if (fb::vec_len(order) != dim) return Error::InvalidProgram;
+    uint32_t seen = 0;
+    for (uint32_t d = 0; d < dim; ++d) {
+      uint8_t o = order[4 + d];
+      if (o >= dim || (seen & (1u << o))) return Error::InvalidProgram;
+      seen |= 1u << o;
+    }
+  }
+  uint64_t nbytes = numel * esize;
+  uint32_t cidx = fb::scalar<uint32_t>(t, kTensorConst, 0);
+  const uint8_t* alloc = c.ref(t, kTensorAlloc, &ok);
+  if (!ok) return Error::InvalidProgram;
+  if (cidx != 0) {
+    const uint8_t* p = nullptr;
+    if (constant_offsets_ != nullptr) {
+      if (cidx >= static_cast<uint32_t>(num_constant_offsets_)) return Error::ConstantOutOfBounds;
+      uint64_t off = fb::u64(constant_offsets_ + 8 * cidx);
+      if (off > constants_size_ || nbytes > constants_size_ - off) return Error::ConstantOutOfBounds;
+      p = constants_ + off;
+    } else {
+      if (cidx >= static_cast<uint32_t>(num_constant_buffers_)) return Error::ConstantOutOfBounds;
+      const uint8_t* buf = c.vec_table(constant_buffers_, cidx);
+      if (buf == nullptr) return Error::InvalidProgram;
+      const uint8_t* storage = c.ref(buf, 0, &ok);
+      if (!ok || storage == nullptr || !c.vector(storage, 1)) return Error::InvalidProgram;
+      if (fb::vec_len(storage) < nbytes) return Error::ConstantOutOfBounds;
+      p = storage + 4;
+    }
+    if (!pow2_aligned(p, alignment_of(dt))) return Error::Misaligned;
+    return Error::Ok;
+  }
+  if (alloc == nullptr) {
+    // Neither constant nor planned: ExecuTorch uses these for tensors whose
+    // memory is set at run time, which this runtime does not do.
+    return Error::UnsupportedProgram;
+  }
+  if (!c.table(alloc) || !c.field_fits(alloc, 0, 4) || !c.field_fits(alloc, 1, 4) || !c.field_fits(alloc, 2, 4)) {
+    return Error::InvalidProgram;
+  }
+  if (fb::scalar<uint32_t>(alloc, 0, 0) != 1) return Error::UnsupportedProgram;
+  uint64_t off = fb::scalar<uint32_t>(alloc, 1, 0) | (static_cast<uint64_t>(fb::scalar<uint32_t>(alloc, 2, 0)) << 32);
+  if (off > arena_used_ || nbytes > arena_used_ - off) return Error::ArenaOutOfBounds;
+  if ((off & (alignment_of(dt) - 1)) != 0) return Error::Misaligned;
+  return Error::Ok;
+}
+
+namespace {
+
+bool arg_matches(char sig, int32_t tag, bool in_arena) {
+  switch (sig) {
+    case 'T':
+      return tag == kTensor;
+    case 't':
+      return tag == kTensor || tag == kNull || tag == kNone;
+    case 'O':
+      return tag == kTensor && in_arena;
+    case 'I':
+      return tag == kInt;
+    case 'i':
+      return tag == kInt || tag == kNull || tag == kNone;
+    case 'D':
+      return tag == kDouble;
+    case 'B':
+      return tag == kBool;
+    case 'S':
+      return tag == kInt || tag == kDouble || tag == kBool;
+    case 's':
+      return tag == kInt || tag == kDouble || tag == kBool || tag == kNull || tag == kNone;
+    case 'L':
+      return tag == kIntList;
+    case 'l':
+      return tag == kIntList || tag == kNull || tag == kNone;
+    case 'Z':
+      return tag == kString;
+    case 'X':
+      return tag == kTensorList;
+    case '?':
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Error Executor::verify_instruction(int32_t i, const KernelTable& kernels) {
+  fb::Checked c(data_, size_);
+  bool ok = true;
+  const uint8_t* ins = c.vec_table(instructions_, static_cast<uint32_t>(i));
+  if (ins == nullptr || !c.field_fits(ins, 0, 1)) return Error::InvalidProgram;
+  if (fb::scalar<uint8_t>(ins, 0, 0) != kKernelCall) return Error::UnsupportedProgram;
+  const uint8_t* kc = c.ref(ins, 1, &ok);
+  if (!ok || kc == nullptr || !c.table(kc) || !c.field_fits(kc, 0, 4)) return Error::InvalidProgram;
+  int32_t op = fb::scalar<int32_t>(kc, 0, 0);
+  if (op < 0 || op >= num_operators_) return Error::InvalidProgram;
+  const uint8_t* args = c.ref(kc, 1, &ok);
+  if (!ok || (args != nullptr && !c.vector(args, 4))) return Error::InvalidProgram;
+  const char* sig = kernels.entries[op_entry_[op]].signature;
+  uint32_t n = fb::vec_len(args);
+  if (strlen(sig) != n) return Error::BadArgument;
+  for (uint32_t k = 0; k < n; ++k) {
+    int32_t v = fb::i32(args + 4 + 4 * k);
+    if (v < 0 || v >= num_values_) return Error::InvalidProgram;
+    int32_t tag = value_type(v);
+    bool in_arena = tag == kTensor && fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) == 0;
+    if (!arg_matches(sig[k], tag, in_arena)) return Error::BadArgument;
+  }
+  return Error::Ok;
+}
+
+Error Executor::load(const uint8_t* data, size_t size, const KernelTable& kernels, uint8_t* arena,
+                     size_t arena_size) {
+  loaded_ = false;
+  detail_ = -1;
+  data_ = data;
+  size_ = size;
+  arena_ = arena;
+  arena_size_ = arena_size;
+  constant_offsets_ = nullptr;
+  constant_buffers_ = nullptr;
+  num_constant_offsets_ = num_constant_buffers_ = 0;
+  constants_ = nullptr;
+  constants_size_ = 0;
+
+  if (data == nullptr || size < 16) return Error::InvalidProgram;
+  if (memcmp(data + 4, "ET12", 4) != 0) return Error::BadIdentifier;
+  if (!pow2_aligned(data, 16) || !pow2_aligned(arena, 16)) return Error::Misaligned;
+  fb::Checked c(data, size);
+  bool ok = true;
+
+  // Extended header: where the segment data (constants) lives.
+  uint64_t seg_base = 0, seg_size = 0;
+  bool has_header = size >= kHeaderOffset + kHeaderLength && memcmp(data + kHeaderOffset, "eh00", 4) == 0;
+  if (has_header) {
+    uint32_t hlen = fb::u32(data + kHeaderOffset + 4);
+    uint64_t prog_size = fb::u64(data + kHeaderOffset + 8);
+    seg_base = fb::u64(data + kHeaderOffset + 16);
+    seg_size = fb::u64(data + kHeaderOffset + 24);
+    if (hlen < kHeaderLength || prog_size > size || seg_base > size || seg_size > size - seg_base) {
+      return Error::InvalidProgram;
+    }
+  }
+
+  const uint8_t* root = data + fb::u32(data);
+  if (!c.table(root)) return Error::InvalidProgram;
+  const uint8_t* plans = c.ref(root, kProgPlans, &ok);
+  if (!ok || plans == nullptr || !c.vector(plans, 4) || fb::vec_len(plans) < 1) return Error::InvalidProgram;
+  const uint8_t* plan = c.vec_table(plans + 4, 0);
+  if (plan == nullptr) return Error::InvalidProgram;
+
+  // Constants: a segment (current format) or inline buffers (legacy).
+  const uint8_t* cseg = c.ref(root, kProgConstSegment, &ok);
+  if (!ok) return Error::InvalidProgram;
+  const uint8_t* offsets = nullptr;
+  if (cseg != nullptr) {
+    if (!c.table(cseg) || !c.field_fits(cseg, 0, 4)) return Error::InvalidProgram;
+    offsets = c.ref(cseg, 1, &ok);
+    if (!ok || (offsets != nullptr && !c.vector(offsets, 8))) return Error::InvalidProgram;
+  }
+  if (fb::vec_len(offsets) > 0) {
+    if (!has_header) return Error::InvalidProgram;
+    const uint8_t* segs = c.ref(root, kProgSegments, &ok);
+    if (!ok || segs == nullptr || !c.vector(segs, 4)) return Error::InvalidProgram;
+    uint32_t si = fb::scalar<uint32_t>(cseg, 0, 0);
+    if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
+    const uint8_t* seg = c.vec_table(segs + 4, si);
+    if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+    uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
+    if (off > seg_size || len > seg_size - off) return Error::ConstantOutOfBounds;
+    constants_ = data + seg_base + off;
+    constants_size_ = static_cast<size_t>(len);
+    constant_offsets_ = offsets + 4;
+    num_constant_offsets_ = static_cast<int32_t>(fb::vec_len(offsets));
+  } else {
+    const uint8_t* bufs = c.ref(root, kProgConstBuffers, &ok);
+    if (!ok || (bufs != nullptr && !c.vector(bufs, 4))) return Error::InvalidProgram;
+    constant_buffers_ = fb::vec_data(bufs);
+    num_constant_buffers_ = static_cast<int32_t>(fb::vec_len(bufs));
+  }
+
+  // Arena.
+  const uint8_t* bsizes = c.ref(plan, kPlanBufferSizes, &ok);
+  if (!ok || (bsizes != nullptr && !c.vector(bsizes, 8))) return Error::InvalidProgram;
+  uint32_t nb = fb::vec_len(bsizes);
+  for (uint32_t k = 2; k < nb; ++k) {
+    if (fb::i64(bsizes + 4 + 8 * k) != 0) return Error::UnsupportedProgram;
+  }
+  int64_t need = nb > 1 ? fb::i64(bsizes + 4 + 8) : 0;
+  if (need < 0) return Error::InvalidProgram;
+  if (static_cast<uint64_t>(need) > arena_size) {
+    detail_ = static_cast<int32_t>(need > 0x7FFFFFFF ? 0x7FFFFFFF : need);
+    return Error::ArenaTooSmall;
+  }
+  arena_used_ = static_cast<size_t>(need);
+
+  // Delegates are not supported yet.
+  const uint8_t* delegates = c.ref(plan, kPlanDelegates, &ok);
+  if (!ok || (delegates != nullptr && !c.vector(delegates, 4))) return Error::InvalidProgram;
+  if (fb::vec_len(delegates) != 0) return Error::UnsupportedProgram;
+
+  // Values.
+  const uint8_t* values = c.ref(plan, kPlanValues, &ok);
+  if (!ok || values == nullptr || !c.vector(values, 4)) return Error::InvalidProgram;
+  values_ = values + 4;
+  num_values_ = static_cast<int32_t>(fb::vec_len(values));
+  for (int32_t i = 0; i < num_values_; ++i) {
+    Error e = verify_value(i);
+    if (e != Error::Ok) {
+      detail_ = i;
+      return e;
+    }
+  }
+  // List items must refer to values of the right type.
+  for (int32_t i = 0; i < num_values_; ++i) {
+    int32_t tag = value_type(i);
+    if (tag != kIntList && tag != kTensorList && tag != kOptTensorList) continue;
+    const uint8_t* v = fb::ref(value_table(i), 0);
+    for (uint32_t k = 0; k < fb::vec_len(v); ++k) {
+      int64_t idx = tag == kIntList ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
+      if (idx == -1 && tag == kOptTensorList) continue;
+      int32_t item = value_type(static_cast<int32_t>(idx));
+      bool good = tag == kIntList ? item == kInt : (item == kTensor || (tag == kOptTensorList && item == kNull));
+      if (!good) {
+        detail_ = i;
+        return Error::InvalidProgram;
+      }
+    }
+  }
+
+  // Inputs and outputs: arena tensors.
+  const uint8_t* ins = c.ref(plan, kPlanInputs, &ok);
+  const uint8_t* outs = ok ? c.ref(plan, kPlanOutputs, &ok) : nullptr;
+  if (!ok || (ins != nullptr && !c.vector(ins, 4)) || (outs != nullptr && !c.vector(outs, 4))) {
+    return Error::InvalidProgram;
+  }
+  inputs_ = fb::vec_data(ins);
+  num_inputs_ = static_cast<int32_t>(fb::vec_len(ins));
+  outputs_ = fb::vec_data(outs);
+  num_outputs_ = static_cast<int32_t>(fb::vec_len(outs));
+  for (int32_t k = 0; k < num_inputs_ + num_outputs_; ++k) {
+    int32_t v = k < num_inputs_ ? fb::i32(inputs_ + 4 * k) : fb::i32(outputs_ + 4 * (k - num_inputs_));
+    if (v < 0 || v >= num_values_ || value_type(v) != kTensor ||
+        fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0) {
+      detail_ = v;
+      return Error::UnsupportedProgram;
+    }
+  }
+
+  // Operators: resolved against the kernel table once, by name.
+  const uint8_t* ops = c.ref(plan, kPlanOperators, &ok);
+  if (!ok || (ops != nullptr && !c.vector(ops, 4))) return Error::InvalidProgram;
+  num_operators_ = static_cast<int32_t>(fb::vec_len(ops));
+  if (num_operators_ > MCU_MAX_OPERATORS) {
+    detail_ = num_operators_;
+    return Error::UnsupportedProgram;
+  }
+  for (int32_t k = 0; k < num_operators_; ++k) {
+    const uint8_t* op = c.vec_table(ops + 4, static_cast<uint32_t>(k));
+    if (op == nullptr) return Error::InvalidProgram;
+    const uint8_t* name = c.ref(op, 0, &ok);
+    const uint8_t* overload = ok ? c.ref(op, 1, &ok) : nullptr;
+    if (!ok || name == nullptr || !c.string(name) || (overload != nullptr && !c.string(overload))) {
+      return Error::InvalidProgram;
+    }
+    size_t found = kernels.count;
+    for (size_t e = 0; e < kernels.count; ++e) {
+      const KernelEntry& ke = kernels.entries[e];
+      bool same_overload = overload ? str_equal(overload, ke.overload) : ke.overload[0] == '\0';
+      if (same_overload && str_equal(name, ke.name)) {
+        found = e;
+        break;
+      }
+    }
+    if (found == kernels.count) {
+      detail_ = k;
+      return Error::OperatorMissing;
+    }
+    fns_[k] = kernels.entries[found].fn;
+    op_entry_[k] = static_cast<uint16_t>(found);
+  }
+
+  // Instructions: one chain of kernel calls.
+  const uint8_t* chains = c.ref(plan, kPlanChains, &ok);
+  if (!ok || (chains != nullptr && !c.vector(chains, 4)) || fb::vec_len(chains) > 1) {
+    return ok && fb::vec_len(chains) > 1 ? Error::UnsupportedProgram : Error::InvalidProgram;
+  }
+  instructions_ = nullptr;
+  num_instructions_ = 0;
+  if (fb::vec_len(chains) == 1) {
+    const uint8_t* chain = c.vec_table(chains + 4, 0);
+    if (chain == nullptr) return Error::InvalidProgram;
+    const uint8_t* list = c.ref(chain, 2, &ok);
+    if (!ok || (list != nullptr && !c.vector(list, 4))) return Error::InvalidProgram;
+    instructions_ = fb::vec_data(list);
+    num_instructions_ = static_cast<int32_t>(fb::vec_len(list));
+  }
+  for (int32_t i = 0; i < num_instructions_; ++i) {
+    Error e = verify_instruction(i, kernels);
+    if (e != Error::Ok) {
+      detail_ = i;
+      return e;
+    }
+  }
+  loaded_ = true;
+  return Error::Ok;
+}
+
+Error Executor::execute() {
+  if (!loaded_) return Error::NotLoaded;
+  KernelContext ctx;
+  ctx.exec_ = this;
+  for (int32_t i = 0; i < num_instructions_; ++i) {
+    const uint8_t* ins = fb::vec_table(instructions_, static_cast<uint32_t>(i));
+    const uint8_t* kc = fb::ref(ins, 1);
+    int32_t op = fb::scalar<int32_t>(kc, 0, 0);
+    const uint8_t* args = fb::ref(kc, 1);
+    ctx.args_ = fb::vec_data(args);
+    ctx.num_args_ = static_cast<int32_t>(fb::vec_len(args));
+    Error e = fns_[op](ctx);
+    if (e != Error::Ok) {
+      detail_ = i;
+      return e;
+    }
+  }
+  return Error::Ok;
+}
+
+// ---------------------------------------------------------------- KernelContext
+namespace {
+inline int32_t arg_value(const KernelContext& ctx, int32_t i) { return fb::i32(ctx.args_ + 4 * i); }
+}  // namespace
+
+TensorRef KernelContext::tensor(int32_t i) const { return exec_->tensor_at(arg_value(*this, i)); }
+
+bool KernelContext::is_none(int32_t i) const {
+  int32_t tag = exec_->value_type(arg_value(*this, i));
+  return tag == kNull || tag == kNone;
+}
+
+int64_t KernelContext::int_arg(int32_t i) const {
+  return fb::scalar<int64_t>(exec_->value_table(arg_value(*this, i)), 0, 0);
+}
+
+double KernelContext::double_arg(int32_t i) const {
+  return fb::scalar<double>(exec_->value_table(arg_value(*this, i)), 0, 0.0);
+}
+
+double KernelContext::scalar_arg(int32_t i) const {
+  int32_t v = arg_value(*this, i);
+  const uint8_t* t = exec_->value_table(v);
+  switch (exec_->value_type(v)) {
+    case kInt:
+      return static_cast<double>(fb::scalar<int64_t>(t, 0, 0));
+    case kDouble:
+      return fb::scalar<double>(t, 0, 0.0);
+    case kBool:
+      return fb::scalar<uint8_t>(t, 0, 0) ? 1.0 : 0.0;
+    default:
+      return 0.0;
+  }
+}
+
+bool KernelContext::bool_arg(int32_t i) const {
+  return fb::scalar<uint8_t>(exec_->value_table(arg_value(*this, i)), 0, 0) != 0;
+}
+
+const char* KernelContext::string_arg(int32_t i, int32_t* length) const {
+  const uint8_t* s = fb::ref(exec_->value_table(arg_value(*this, i)), 0);
+  *length = static_cast<int32_t>(fb::u32(s));
+  return reinterpret_cast<const char*>(s + 4);
+}
+
+IntList KernelContext::int_list(int32_t i) const {
+  const uint8_t* v = fb::ref(exec_->value_table(arg_value(*this, i)), 0);
+  return IntList(fb::vec_data(v), reinterpret_cast<const uint8_t*>(exec_), static_cast<int32_t>(fb::vec_len(v)));
+}
+
+int32_t KernelContext::list_size(int32_t i) const {
+  return static_cast<int32_t>(fb::vec_len(fb::ref(exec_->value_table(arg_value(*this, i)), 0)));
+}
+
+TensorRef KernelContext::list_tensor(int32_t i, int32_t k) const {
+  const uint8_t* v = fb::ref(exec_->value_table(arg_value(*this, i)), 0);
+  return exec_->tensor_at(fb::i32(v + 4 + 4 * k));
+}
+
+int64_t IntList::operator[](int32_t i) const {
+  const Executor* exec = reinterpret_cast<const Executor*>(values_);
+  int64_t v = fb::i64(items_ + 8 * i);
+  return fb::scalar<int64_t>(exec->value_table(static_cast<int32_t>(v)), 0, 0);
+}
+
+const char* error_name(Error e) {
+  switch (e) {
+    case Error::Ok: return "Ok";
+    case Error::InvalidProgram: return "InvalidProgram";
+    case Error::BadIdentifier: return "BadIdentifier";
+    case Error::UnsupportedProgram: return "UnsupportedProgram";
+    case Error::OperatorMissing: return "OperatorMissing";
+    case Error::BadArgument: return "BadArgument";
+    case Error::ArenaTooSmall: return "ArenaTooSmall";
+    case Error::ConstantOutOfBounds: return "ConstantOutOfBounds";
+    case Error::ArenaOutOfBounds: return "ArenaOutOfBounds";
+    case Error::Misaligned: return "Misaligned";
+    case Error::KernelFailed: return "KernelFailed";
+    case Error::NotLoaded: return "NotLoaded";
+    case Error::BadFrame: return "BadFrame";
+    case Error::BadCrc: return "BadCrc";
+    case Error::BadRequest: return "BadRequest";
+    case Error::BadIndex: return "BadIndex";
+    case Error::BadLength: return "BadLength";
+    case Error::Timeout: return "Timeout";
+    case Error::ProtocolVersion: return "ProtocolVersion";
+  }
+  return "Unknown";
+}
+
+}  // namespace mcu

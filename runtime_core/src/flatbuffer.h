@@ -1,0 +1,175 @@
+// Minimal flatbuffer access for reading an ET12 program in place.
+//
+// Two layers: `Checked` functions validate a table, vector or string against
+// the buffer bounds (used once, by Executor::load), and the unchecked `fb::`
+// readers are used at run time on data that load already verified.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+namespace mcu {
+namespace fb {
+
+inline uint8_t u8(const uint8_t* p) { return *p; }
+inline uint16_t u16(const uint8_t* p) {
+  uint16_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+inline uint32_t u32(const uint8_t* p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+inline int32_t i32(const uint8_t* p) {
+  int32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+inline int64_t i64(const uint8_t* p) {
+  int64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+inline uint64_t u64(const uint8_t* p) {
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+inline double f64(const uint8_t* p) {
+  double v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Offset of field `slot` inside the table at `t`, or 0 when absent.
+inline uint16_t field(const uint8_t* t, int slot) {
+  const uint8_t* vt = t - i32(t);
+  uint16_t vt_size = u16(vt);
+  uint16_t at = static_cast<uint16_t>(4 + 2 * slot);
+  return at < vt_size ? u16(vt + at) : 0;
+}
+// Follows a uoffset stored at `p`.
+inline const uint8_t* deref(const uint8_t* p) { return p + u32(p); }
+// Sub-table, vector or string referenced by field `slot`; nullptr when absent.
+inline const uint8_t* ref(const uint8_t* t, int slot) {
+  uint16_t f = field(t, slot);
+  return f ? deref(t + f) : nullptr;
+}
+inline uint32_t vec_len(const uint8_t* v) { return v ? u32(v) : 0; }
+inline const uint8_t* vec_data(const uint8_t* v) { return v ? v + 4 : nullptr; }
+// The i-th table of a vector of tables.
+inline const uint8_t* vec_table(const uint8_t* data, uint32_t i) { return deref(data + 4 * i); }
+
+template <typename T>
+inline T scalar(const uint8_t* t, int slot, T fallback);
+template <>
+inline uint8_t scalar<uint8_t>(const uint8_t* t, int slot, uint8_t d) {
+  uint16_t f = field(t, slot);
+  return f ? u8(t + f) : d;
+}
+template <>
+inline int8_t scalar<int8_t>(const uint8_t* t, int slot, int8_t d) {
+  uint16_t f = field(t, slot);
+  return f ? static_cast<int8_t>(u8(t + f)) : d;
+}
+template <>
+inline int32_t scalar<int32_t>(const uint8_t* t, int slot, int32_t d) {
+  uint16_t f = field(t, slot);
+  return f ? i32(t + f) : d;
+}
+template <>
+inline uint32_t scalar<uint32_t>(const uint8_t* t, int slot, uint32_t d) {
+  uint16_t f = field(t, slot);
+  return f ? u32(t + f) : d;
+}
+template <>
+inline int64_t scalar<int64_t>(const uint8_t* t, int slot, int64_t d) {
+  uint16_t f = field(t, slot);
+  return f ? i64(t + f) : d;
+}
+template <>
+inline uint64_t scalar<uint64_t>(const uint8_t* t, int slot, uint64_t d) {
+  uint16_t f = field(t, slot);
+  return f ? u64(t + f) : d;
+}
+template <>
+inline double scalar<double>(const uint8_t* t, int slot, double d) {
+  uint16_t f = field(t, slot);
+  return f ? f64(t + f) : d;
+}
+
+// Bounds-checked view of the whole buffer, for verification.
+class Checked {
+ public:
+  Checked(const uint8_t* base, size_t size) : base_(base), size_(size) {}
+
+  bool in(const uint8_t* p, size_t n) const {
+    if (p < base_) return false;
+    size_t off = static_cast<size_t>(p - base_);
+    return off <= size_ && n <= size_ - off;
+  }
+  // A table at `t`: vtable and every field the vtable declares lie inside.
+  bool table(const uint8_t* t) const {
+    if (!in(t, 4) || ((t - base_) & 3) != 0) return false;
+    int64_t vt_off = static_cast<int64_t>(t - base_) - i32(t);
+    if (vt_off < 0 || (vt_off & 1) != 0) return false;
+    const uint8_t* vt = base_ + vt_off;
+    if (!in(vt, 4)) return false;
+    uint16_t vt_size = u16(vt);
+    uint16_t t_size = u16(vt + 2);
+    if (vt_size < 4 || (vt_size & 1) != 0 || !in(vt, vt_size) || t_size < 4 || !in(t, t_size)) return false;
+    for (uint16_t at = 4; at < vt_size; at = static_cast<uint16_t>(at + 2)) {
+      uint16_t f = u16(vt + at);
+      if (f != 0 && f >= t_size) return false;
+    }
+    return true;
+  }
+  // Field `slot` of a verified table holds `n` bytes inside the table.
+  bool field_fits(const uint8_t* t, int slot, size_t n) const {
+    uint16_t f = field(t, slot);
+    if (f == 0) return true;
+    const uint8_t* vt = t - i32(t);
+    return f + n <= u16(vt + 2);
+  }
+  // Follows the uoffset in field `slot` (0 when absent, else the target, or
+  // sets *ok=false when it points outside).
+  const uint8_t* ref(const uint8_t* t, int slot, bool* ok) const {
+    uint16_t f = field(t, slot);
+    if (f == 0) return nullptr;
+    if (!field_fits(t, slot, 4)) {
+      *ok = false;
+      return nullptr;
+    }
+    uint32_t o = u32(t + f);
+    const uint8_t* p = t + f + o;
+    if (o == 0 || !in(p, 0)) {
+      *ok = false;
+      return nullptr;
+    }
+    return p;
+  }
+  // A vector of `elem`-byte items at `v`, aligned as flatbuffers aligns them.
+  bool vector(const uint8_t* v, size_t elem) const {
+    if (!in(v, 4) || ((v - base_) & 3) != 0) return false;
+    uint32_t n = u32(v);
+    if (n > (size_ / (elem ? elem : 1))) return false;
+    return in(v + 4, static_cast<size_t>(n) * elem);
+  }
+  bool string(const uint8_t* s) const { return vector(s, 1) && in(s + 4, u32(s) + 1) && s[4 + u32(s)] == 0; }
+  // A table referenced by the i-th entry of a verified vector of offsets.
+  const uint8_t* vec_table(const uint8_t* data, uint32_t i) const {
+    const uint8_t* p = data + 4 * i;
+    uint32_t o = u32(p);
+    const uint8_t* t = p + o;
+    return (o != 0 && table(t)) ? t : nullptr;
+  }
+
+ private:
+  const uint8_t* base_;
+  size_t size_;
+};
+
+}  // namespace fb
+}  // namespace mcu

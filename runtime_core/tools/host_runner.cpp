@@ -1,0 +1,83 @@
+// Native test driver: loads a .pte, fills the inputs from files, executes once
+// and writes the outputs to files. Used by the host kernel tests (built with
+// AddressSanitizer and UBSan), not part of any firmware.
+//
+//   host_runner PROGRAM.pte ARENA_BYTES OUT_DIR [INPUT.bin ...]
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcu/program.h"
+
+namespace mcu {
+extern const KernelTable kKernelTable;
+}
+
+static uint8_t* read_file(const char* path, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  if (f == nullptr) return nullptr;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  size_t cap = (static_cast<size_t>(n) + 15) / 16 * 16 + 16;
+  uint8_t* buf = static_cast<uint8_t*>(aligned_alloc(16, cap));
+  *size = fread(buf, 1, static_cast<size_t>(n), f);
+  fclose(f);
+  return buf;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s PROGRAM.pte ARENA_BYTES OUT_DIR [INPUT.bin ...]\n", argv[0]);
+    return 64;
+  }
+  size_t size = 0;
+  uint8_t* program = read_file(argv[1], &size);
+  if (program == nullptr) {
+    fprintf(stderr, "cannot read %s\n", argv[1]);
+    return 66;
+  }
+  size_t arena_size = strtoul(argv[2], nullptr, 10);
+  uint8_t* arena = static_cast<uint8_t*>(aligned_alloc(16, arena_size + 16));
+  memset(arena, 0xA5, arena_size);
+  static mcu::Executor exec;
+  mcu::Error e = exec.load(program, size, mcu::kKernelTable, arena, arena_size);
+  if (e != mcu::Error::Ok) {
+    printf("load-error %d %s %d\n", static_cast<int>(e), mcu::error_name(e), exec.error_detail());
+    return 2;
+  }
+  int n_inputs = argc - 4;
+  if (n_inputs != exec.num_inputs()) {
+    printf("input-count %d %d\n", n_inputs, exec.num_inputs());
+    return 3;
+  }
+  for (int i = 0; i < n_inputs; ++i) {
+    size_t n = 0;
+    uint8_t* data = read_file(argv[4 + i], &n);
+    mcu::TensorRef t = exec.input(i);
+    if (data == nullptr || n != t.nbytes()) {
+      printf("input-size %d %zu %zu\n", i, n, t.nbytes());
+      return 3;
+    }
+    memcpy(t.data, data, n);
+    free(data);
+  }
+  e = exec.execute();
+  if (e != mcu::Error::Ok) {
+    printf("run-error %d %s %d\n", static_cast<int>(e), mcu::error_name(e), exec.error_detail());
+    return 4;
+  }
+  for (int i = 0; i < exec.num_outputs(); ++i) {
+    mcu::TensorRef t = exec.output(i);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/out_%d.bin", argv[3], i);
+    FILE* f = fopen(path, "wb");
+    if (f == nullptr) return 73;
+    fwrite(t.data, 1, t.nbytes(), f);
+    fclose(f);
+  }
+  printf("ok\n");
+  free(arena);
+  free(program);
+  return 0;
+}
