@@ -1,0 +1,338 @@
+// Shared by the fp32 convolution, matrix, pooling and normalisation kernels:
+// argument checks and the convolution itself (aten::convolution and
+// mcu::conv2d use the same code).
+//
+// Layout: fp32 tensors are contiguous NCHW; a convolution weight is OIHW
+// (IOHW for a transposed convolution, as ATen stores it). 1-D convolutions are
+// run as 2-D ones with a height of 1.
+//
+// The forward convolution accumulates one kernel row into one output row at a
+// time: for the output columns where every tap of the row lies inside the
+// input ("interior", computed once per convolution) the taps are held in
+// registers and the inner loop is a chain of multiply-adds over contiguous
+// input; only the few border columns check bounds.
+#pragma once
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernel.h"
+
+namespace mcu::kernels {
+
+// Largest value accepted for a size, stride, padding or dilation argument;
+// keeps every index computation well inside int32.
+constexpr int64_t kMaxConvParam = 1 << 20;
+
+inline bool is_f32_contiguous(const TensorRef& t) {
+  return t.dtype == DType::Float && t.is_contiguous();
+}
+
+// Floor division for a possibly negative numerator (d > 0).
+inline int32_t floor_div(int32_t n, int32_t d) {
+  int32_t q = n / d;
+  return (n % d != 0 && n < 0) ? q - 1 : q;
+}
+
+inline int32_t ceil_div(int32_t n, int32_t d) { return -floor_div(-n, d); }
+
+inline int32_t clamp_i32(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// Reads entry i of an int[] argument that may hold one value for all spatial
+// dims; false if it is missing or outside [lo, kMaxConvParam].
+inline bool read_param(const IntList& list, int32_t i, int64_t fallback, int64_t lo, int32_t* value) {
+  if (list.size() > 2) return false;
+  int64_t v = list.get_or(i, fallback);
+  if (v < lo || v > kMaxConvParam) return false;
+  *value = static_cast<int32_t>(v);
+  return true;
+}
+
+// Clamps every element to [lo, hi] (NaN stays NaN); skipped for ±inf bounds.
+inline void clamp_f32(float* data, int32_t n, float lo, float hi) {
+  if (lo == -INFINITY && hi == INFINITY) return;
+  for (int32_t i = 0; i < n; ++i) {
+    float v = data[i];
+    data[i] = v < lo ? lo : (v > hi ? hi : v);
+  }
+}
+
+struct ConvGeometry {
+  int32_t batch = 0;
+  int32_t in_channels = 0, in_h = 0, in_w = 0;
+  int32_t out_channels = 0, out_h = 0, out_w = 0;
+  int32_t kernel_h = 0, kernel_w = 0;
+  int32_t stride_h = 1, stride_w = 1;
+  int32_t pad_h = 0, pad_w = 0;
+  int32_t dil_h = 1, dil_w = 1;
+  int32_t groups = 1;
+  bool transposed = false;
+};
+
+// The convolution's arguments as the kernels read them from the program.
+struct ConvArgs {
+  TensorRef input, weight, out;
+  const float* bias = nullptr;  // null for None
+  IntList stride, padding, dilation, output_padding;
+  int64_t groups = 1;
+  bool transposed = false;
+};
+
+// Checks shapes and parameters and fills `g`; false if anything is unsupported
+// or inconsistent (including an out tensor of the wrong shape).
+inline bool conv_geometry(const ConvArgs& a, ConvGeometry* g, int32_t bias_numel) {
+  const TensorRef& in = a.input;
+  const TensorRef& w = a.weight;
+  const TensorRef& out = a.out;
+  if (!is_f32_contiguous(in) || !is_f32_contiguous(w) || !is_f32_contiguous(out)) return false;
+  if (in.dim != 3 && in.dim != 4) return false;
+  if (w.dim != in.dim || out.dim != in.dim) return false;
+  if (a.groups < 1 || a.groups > kMaxConvParam) return false;
+  const bool is_1d = in.dim == 3;
+  const int32_t spatial = is_1d ? 1 : 2;
+  if (a.stride.size() > spatial || a.padding.size() > spatial || a.dilation.size() > spatial) return false;
+
+  g->transposed = a.transposed;
+  g->groups = static_cast<int32_t>(a.groups);
+  g->batch = in.size(0);
+  g->in_channels = in.size(1);
+  g->in_h = is_1d ? 1 : in.size(2);
+  g->in_w = in.size(in.dim - 1);
+  g->kernel_h = is_1d ? 1 : w.size(2);
+  g->kernel_w = w.size(w.dim - 1);
+  // Height parameters of a 1-D convolution are the identity.
+  const int32_t h = is_1d ? -1 : 0;
+  const int32_t wi = is_1d ? 0 : 1;
+  if (h >= 0) {
+    if (!read_param(a.stride, h, 1, 1, &g->stride_h) || !read_param(a.padding, h, 0, 0, &g->pad_h) ||
+        !read_param(a.dilation, h, 1, 1, &g->dil_h)) {
+      return false;
+    }
+  }
+  if (!read_param(a.stride, wi, 1, 1, &g->stride_w) || !read_param(a.padding, wi, 0, 0, &g->pad_w) ||
+      !read_param(a.dilation, wi, 1, 1, &g->dil_w)) {
+    return false;
+  }
+  if (g->batch < 0 || g->in_channels < 1 || g->in_h < 1 || g->in_w < 1 || g->kernel_h < 1 || g->kernel_w < 1) {
+    return false;
+  }
+  if (g->in_channels % g->groups != 0) return false;
+
+  int32_t out_h = 0, out_w = 0;
+  const int32_t eff_kh = g->dil_h * (g->kernel_h - 1) + 1;
+  const int32_t eff_kw = g->dil_w * (g->kernel_w - 1) + 1;
+  if (!a.transposed) {
+    // Weight [out_channels, in_channels / groups, kh, kw].
+    g->out_channels = w.size(0);
+    if (w.size(1) * g->groups != g->in_channels) return false;
+    if (g->out_channels < 1 || g->out_channels % g->groups != 0) return false;
+    out_h = (g->in_h + 2 * g->pad_h - eff_kh) / g->stride_h + 1;
+    out_w = (g->in_w + 2 * g->pad_w - eff_kw) / g->stride_w + 1;
+    if (g->in_h + 2 * g->pad_h < eff_kh || g->in_w + 2 * g->pad_w < eff_kw) return false;
+  } else {
+    // Weight [in_channels, out_channels / groups, kh, kw].
+    if (w.size(0) != g->in_channels || w.size(1) < 1) return false;
+    g->out_channels = w.size(1) * g->groups;
+    if (a.output_padding.size() > spatial) return false;
+    int32_t op_h = 0, op_w = 0;
+    if (h >= 0 && !read_param(a.output_padding, h, 0, 0, &op_h)) return false;
+    if (!read_param(a.output_padding, wi, 0, 0, &op_w)) return false;
+    out_h = (g->in_h - 1) * g->stride_h - 2 * g->pad_h + eff_kh + op_h;
+    out_w = (g->in_w - 1) * g->stride_w - 2 * g->pad_w + eff_kw + op_w;
+  }
+  if (out_h < 1 || out_w < 1) return false;
+  g->out_h = out_h;
+  g->out_w = out_w;
+  if (out.size(0) != g->batch || out.size(1) != g->out_channels || out.size(out.dim - 1) != out_w) return false;
+  if (!is_1d && out.size(2) != out_h) return false;
+  if (a.bias != nullptr && bias_numel != g->out_channels) return false;
+  return true;
+}
+
+// Output columns [begin, end) whose whole kernel row lies inside the input row.
+struct RowSpan {
+  int32_t begin;
+  int32_t end;
+};
+
+inline RowSpan interior_columns(const ConvGeometry& g) {
+  int32_t begin = clamp_i32(ceil_div(g.pad_w, g.stride_w), 0, g.out_w);
+  int32_t last_start = g.in_w - 1 + g.pad_w - (g.kernel_w - 1) * g.dil_w;
+  int32_t end = last_start < 0 ? 0 : clamp_i32(floor_div(last_start, g.stride_w) + 1, 0, g.out_w);
+  if (end < begin) end = begin;
+  return {begin, end};
+}
+
+// out[i] += sum_k w[k] * in[i * stride + k * dil] for i in [0, n): every tap
+// inside the input. K taps held in registers; DIL1 makes the offsets constants.
+template <int K, bool DIL1>
+inline void row_taps(float* out, int32_t n, const float* in, int32_t stride, int32_t dil, const float* w) {
+  float wr[K];
+  for (int k = 0; k < K; ++k) wr[k] = w[k];
+  for (int32_t i = 0; i < n; ++i) {
+    float acc = out[i];
+    for (int k = 0; k < K; ++k) acc += wr[k] * in[DIL1 ? k : k * dil];
+    out[i] = acc;
+    in += stride;
+  }
+}
+
+// Any kernel width: one tap at a time over the whole interior.
+inline void row_taps_any(float* out, int32_t n, const float* in, int32_t stride, int32_t dil, const float* w,
+                         int32_t kernel_w) {
+  for (int32_t k = 0; k < kernel_w; ++k) {
+    const float wk = w[k];
+    const float* ip = in + k * dil;
+    if (stride == 1) {
+      for (int32_t i = 0; i < n; ++i) out[i] += wk * ip[i];
+    } else {
+      for (int32_t i = 0; i < n; ++i) out[i] += wk * ip[i * stride];
+    }
+  }
+}
+
+// Adds one kernel row `w` applied to one input row into one output row.
+inline void conv_row(float* out, const float* in, const float* w, const ConvGeometry& g, RowSpan span) {
+  const int32_t s = g.stride_w, d = g.dil_w, p = g.pad_w, kw = g.kernel_w;
+  // Border columns: check each tap.
+  for (int32_t ow = 0; ow < g.out_w; ++ow) {
+    if (ow == span.begin) {
+      ow = span.end;
+      if (ow >= g.out_w) break;
+    }
+    const int32_t start = ow * s - p;
+    float acc = out[ow];
+    for (int32_t k = 0; k < kw; ++k) {
+      const int32_t iw = start + k * d;
+      if (iw >= 0 && iw < g.in_w) acc += w[k] * in[iw];
+    }
+    out[ow] = acc;
+  }
+  const int32_t n = span.end - span.begin;
+  if (n <= 0) return;
+  float* o = out + span.begin;
+  const float* ip = in + span.begin * s - p;
+  if (d == 1) {
+    switch (kw) {
+      case 1: return row_taps<1, true>(o, n, ip, s, d, w);
+      case 2: return row_taps<2, true>(o, n, ip, s, d, w);
+      case 3: return row_taps<3, true>(o, n, ip, s, d, w);
+      case 5: return row_taps<5, true>(o, n, ip, s, d, w);
+      case 7: return row_taps<7, true>(o, n, ip, s, d, w);
+      default: break;
+    }
+  } else if (kw == 3) {
+    return row_taps<3, false>(o, n, ip, s, d, w);
+  }
+  row_taps_any(o, n, ip, s, d, w, kw);
+}
+
+// Forward convolution, clamped to [lo, hi]. Arguments checked by conv_geometry.
+inline void conv2d_f32(const float* in, const float* weight, const float* bias, float* out, ConvGeometry g,
+                       float lo, float hi) {
+  const int32_t cin_g = g.in_channels / g.groups;
+  const int32_t cout_g = g.out_channels / g.groups;
+  const int32_t in_plane = g.in_h * g.in_w;
+  const int32_t out_plane = g.out_h * g.out_w;
+  const int32_t taps = g.kernel_h * g.kernel_w;
+  // A 1x1 convolution with unit stride and no padding is one long row per plane.
+  if (taps == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0) {
+    g.in_w = g.out_w = in_plane;
+    g.in_h = g.out_h = 1;
+  }
+  const RowSpan span = interior_columns(g);
+  for (int32_t n = 0; n < g.batch; ++n) {
+    for (int32_t oc = 0; oc < g.out_channels; ++oc) {
+      float* o = out + (static_cast<size_t>(n) * g.out_channels + oc) * out_plane;
+      const float b = bias != nullptr ? bias[oc] : 0.0f;
+      for (int32_t i = 0; i < out_plane; ++i) o[i] = b;
+      const int32_t first_ic = (oc / cout_g) * cin_g;
+      for (int32_t icg = 0; icg < cin_g; ++icg) {
+        const float* ip = in + (static_cast<size_t>(n) * g.in_channels + first_ic + icg) * in_plane;
+        const float* wk = weight + (static_cast<size_t>(oc) * cin_g + icg) * taps;
+        for (int32_t kh = 0; kh < g.kernel_h; ++kh) {
+          // Output rows whose input row ih = oh * stride - pad + kh * dil exists.
+          const int32_t shift = kh * g.dil_h - g.pad_h;
+          const int32_t oh_begin = clamp_i32(ceil_div(-shift, g.stride_h), 0, g.out_h);
+          const int32_t oh_end = clamp_i32(floor_div(g.in_h - 1 - shift, g.stride_h) + 1, 0, g.out_h);
+          const float* wrow = wk + kh * g.kernel_w;
+          for (int32_t oh = oh_begin; oh < oh_end; ++oh) {
+            const int32_t ih = oh * g.stride_h + shift;
+            conv_row(o + oh * g.out_w, ip + ih * g.in_w, wrow, g, span);
+          }
+        }
+      }
+      clamp_f32(o, out_plane, lo, hi);
+    }
+  }
+}
+
+// Transposed convolution (scatter form): every input pixel adds its weighted
+// kernel into the output. Weight [in_channels, out_channels / groups, kh, kw].
+inline void conv_transpose2d_f32(const float* in, const float* weight, const float* bias, float* out,
+                                 const ConvGeometry& g, float lo, float hi) {
+  const int32_t cin_g = g.in_channels / g.groups;
+  const int32_t cout_g = g.out_channels / g.groups;
+  const int32_t in_plane = g.in_h * g.in_w;
+  const int32_t out_plane = g.out_h * g.out_w;
+  const int32_t taps = g.kernel_h * g.kernel_w;
+  for (int32_t n = 0; n < g.batch; ++n) {
+    float* out_n = out + static_cast<size_t>(n) * g.out_channels * out_plane;
+    for (int32_t oc = 0; oc < g.out_channels; ++oc) {
+      const float b = bias != nullptr ? bias[oc] : 0.0f;
+      for (int32_t i = 0; i < out_plane; ++i) out_n[oc * out_plane + i] = b;
+    }
+    for (int32_t ic = 0; ic < g.in_channels; ++ic) {
+      const float* ip = in + (static_cast<size_t>(n) * g.in_channels + ic) * in_plane;
+      const int32_t first_oc = (ic / cin_g) * cout_g;
+      for (int32_t ocg = 0; ocg < cout_g; ++ocg) {
+        float* o = out_n + (first_oc + ocg) * out_plane;
+        const float* wk = weight + (static_cast<size_t>(ic) * cout_g + ocg) * taps;
+        for (int32_t kh = 0; kh < g.kernel_h; ++kh) {
+          for (int32_t ih = 0; ih < g.in_h; ++ih) {
+            const int32_t oh = ih * g.stride_h - g.pad_h + kh * g.dil_h;
+            if (oh < 0 || oh >= g.out_h) continue;
+            float* orow = o + oh * g.out_w;
+            const float* irow = ip + ih * g.in_w;
+            for (int32_t kw = 0; kw < g.kernel_w; ++kw) {
+              const float wv = wk[kh * g.kernel_w + kw];
+              const int32_t shift = kw * g.dil_w - g.pad_w;
+              // Input columns whose output column ow = iw * stride + shift exists.
+              const int32_t iw_begin = clamp_i32(ceil_div(-shift, g.stride_w), 0, g.in_w);
+              const int32_t iw_end = clamp_i32(floor_div(g.out_w - 1 - shift, g.stride_w) + 1, 0, g.in_w);
+              for (int32_t iw = iw_begin; iw < iw_end; ++iw) orow[iw * g.stride_w + shift] += wv * irow[iw];
+            }
+          }
+        }
+      }
+    }
+  }
+  clamp_f32(out, g.batch * g.out_channels * out_plane, lo, hi);
+}
+
+// Checks and runs a convolution; the shared body of both convolution kernels.
+inline Error run_conv(const ConvArgs& a, int32_t bias_numel, float lo, float hi) {
+  ConvGeometry g;
+  if (!conv_geometry(a, &g, bias_numel)) return Error::KernelFailed;
+  if (g.batch == 0) return Error::Ok;
+  if (g.transposed) {
+    conv_transpose2d_f32(a.input.f32(), a.weight.f32(), a.bias, a.out.f32(), g, lo, hi);
+  } else {
+    conv2d_f32(a.input.f32(), a.weight.f32(), a.bias, a.out.f32(), g, lo, hi);
+  }
+  return Error::Ok;
+}
+
+// Reads the optional bias argument `i`; false if present but not fp32 [C].
+inline bool read_bias(const KernelContext& ctx, int32_t i, const float** bias, int32_t* numel) {
+  *bias = nullptr;
+  *numel = 0;
+  if (ctx.is_none(i)) return true;
+  TensorRef b = ctx.tensor(i);
+  if (b.dtype != DType::Float || b.dim != 1) return false;
+  *bias = b.f32();
+  *numel = b.numel;
+  return true;
+}
+
+}  // namespace mcu::kernels

@@ -1,0 +1,106 @@
+// Pooling geometry shared by the fp32 max/avg pooling kernels: ATen's output
+// size rule (including ceil_mode) and the argument checks. Tensors are
+// contiguous [N, C, H, W] or [C, H, W]; every (n, c) plane is pooled alone.
+#pragma once
+#include <stdint.h>
+
+#include "conv_common.h"
+
+namespace mcu::kernels {
+
+struct PoolGeometry {
+  int32_t planes = 0;  // N * C
+  int32_t in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int32_t kernel_h = 1, kernel_w = 1;
+  int32_t stride_h = 1, stride_w = 1;
+  int32_t pad_h = 0, pad_w = 0;
+  int32_t dil_h = 1, dil_w = 1;
+};
+
+// ATen's pooling_output_shape: false if the result is empty.
+inline bool pool_out_size(int32_t in, int32_t k, int32_t pad, int32_t stride, int32_t dil, bool ceil_mode,
+                          int32_t* out) {
+  const int32_t num = in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int32_t n = floor_div(num, stride) + 1;
+  // The last window must start inside the input or the left padding.
+  if (ceil_mode && (n - 1) * stride >= in + pad) --n;
+  if (n < 1) return false;
+  *out = n;
+  return true;
+}
+
+// Reads kernel_size, stride (empty: = kernel_size), padding and dilation
+// (pass an empty list for none) and checks them against input and out.
+inline bool pool_geometry(const TensorRef& in, const TensorRef& out, const IntList& kernel, const IntList& stride,
+                          const IntList& padding, const IntList& dilation, bool ceil_mode, PoolGeometry* g) {
+  if (!is_f32_contiguous(in) || !is_f32_contiguous(out)) return false;
+  if ((in.dim != 3 && in.dim != 4) || out.dim != in.dim) return false;
+  if (kernel.size() < 1) return false;
+  if (!read_param(kernel, 0, 1, 1, &g->kernel_h) || !read_param(kernel, 1, 1, 1, &g->kernel_w)) return false;
+  if (!read_param(stride, 0, g->kernel_h, 1, &g->stride_h) || !read_param(stride, 1, g->kernel_w, 1, &g->stride_w)) {
+    return false;
+  }
+  if (!read_param(padding, 0, 0, 0, &g->pad_h) || !read_param(padding, 1, 0, 0, &g->pad_w)) return false;
+  if (!read_param(dilation, 0, 1, 1, &g->dil_h) || !read_param(dilation, 1, 1, 1, &g->dil_w)) return false;
+  // ATen: padding at most half the kernel, so every window touches the input.
+  if (g->pad_h > g->kernel_h / 2 || g->pad_w > g->kernel_w / 2) return false;
+  const int32_t lead = in.dim - 2;
+  g->planes = 1;
+  for (int32_t d = 0; d < lead; ++d) {
+    if (in.size(d) != out.size(d)) return false;
+    g->planes *= in.size(d);
+  }
+  g->in_h = in.size(lead);
+  g->in_w = in.size(lead + 1);
+  if (g->in_h < 1 || g->in_w < 1) return false;
+  int32_t oh = 0, ow = 0;
+  if (!pool_out_size(g->in_h, g->kernel_h, g->pad_h, g->stride_h, g->dil_h, ceil_mode, &oh)) return false;
+  if (!pool_out_size(g->in_w, g->kernel_w, g->pad_w, g->stride_w, g->dil_w, ceil_mode, &ow)) return false;
+  if (out.size(lead) != oh || out.size(lead + 1) != ow) return false;
+  g->out_h = oh;
+  g->out_w = ow;
+  return true;
+}
+
+// Taps [begin, end) of a window starting at `start` that fall inside [0, size).
+inline void window_taps(int32_t start, int32_t dil, int32_t kernel, int32_t size, int32_t* begin, int32_t* end) {
+  *begin = clamp_i32(ceil_div(-start, dil), 0, kernel);
+  *end = clamp_i32(floor_div(size - 1 - start, dil) + 1, 0, kernel);
+}
+
+// Max pooling as ATen does it: padding never wins, NaN propagates, and the
+// index (flat within the H x W plane) is that of the first maximum.
+// `indices` may be null.
+inline void max_pool2d_f32(const float* in, float* out, int64_t* indices, const PoolGeometry& g) {
+  const int32_t in_plane = g.in_h * g.in_w;
+  for (int32_t p = 0; p < g.planes; ++p) {
+    const float* ip = in + static_cast<size_t>(p) * in_plane;
+    for (int32_t oh = 0; oh < g.out_h; ++oh) {
+      const int32_t hstart = oh * g.stride_h - g.pad_h;
+      int32_t kh0 = 0, kh1 = 0;
+      window_taps(hstart, g.dil_h, g.kernel_h, g.in_h, &kh0, &kh1);
+      for (int32_t ow = 0; ow < g.out_w; ++ow) {
+        const int32_t wstart = ow * g.stride_w - g.pad_w;
+        int32_t kw0 = 0, kw1 = 0;
+        window_taps(wstart, g.dil_w, g.kernel_w, g.in_w, &kw0, &kw1);
+        float best = -INFINITY;
+        int32_t best_index = kh0 < kh1 && kw0 < kw1 ? (hstart + kh0 * g.dil_h) * g.in_w + wstart + kw0 * g.dil_w : 0;
+        for (int32_t kh = kh0; kh < kh1; ++kh) {
+          const int32_t row = (hstart + kh * g.dil_h) * g.in_w;
+          for (int32_t kw = kw0; kw < kw1; ++kw) {
+            const int32_t index = row + wstart + kw * g.dil_w;
+            const float v = ip[index];
+            if (v > best || v != v) {
+              best = v;
+              best_index = index;
+            }
+          }
+        }
+        *out++ = best;
+        if (indices != nullptr) *indices++ = best_index;
+      }
+    }
+  }
+}
+
+}  // namespace mcu::kernels

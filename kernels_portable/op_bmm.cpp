@@ -1,0 +1,27 @@
+// mcu-gen-kernel: op=aten::bmm.out fn=aten_bmm_out sig=TTOO dtypes=float32
+//
+// aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out) -> Tensor(a!)
+// [B, M, K] @ [B, K, N] -> [B, M, N].
+#include <stddef.h>
+
+#include "f32_matrix.h"
+
+namespace mcu::kernels {
+
+Error aten_bmm_out(const KernelContext& ctx) {
+  TensorRef a = ctx.tensor(0);
+  TensorRef b = ctx.tensor(1);
+  TensorRef out = ctx.tensor(2);
+  if (!is_f32_contiguous(a) || !is_f32_contiguous(b) || !is_f32_contiguous(out)) return Error::KernelFailed;
+  if (a.dim != 3 || b.dim != 3 || out.dim != 3) return Error::KernelFailed;
+  const int32_t batch = a.size(0), m = a.size(1), k = a.size(2), n = b.size(2);
+  if (b.size(0) != batch || b.size(1) != k) return Error::KernelFailed;
+  if (out.size(0) != batch || out.size(1) != m || out.size(2) != n) return Error::KernelFailed;
+  for (int32_t i = 0; i < batch; ++i) {
+    matmul_f32(a.f32() + static_cast<size_t>(i) * m * k, b.f32() + static_cast<size_t>(i) * k * n,
+               out.f32() + static_cast<size_t>(i) * m * n, m, k, n);
+  }
+  return Error::Ok;
+}
+
+}  // namespace mcu::kernels

@@ -1,0 +1,165 @@
+"""Boards are data: boards/<name>/board.toml plus a few source files.
+
+    board = get_board("mps2-an505")
+    board.cflags, board.linker_script_path, board.source_paths
+    board.instructions_from_ticks(ticks)   # exact under QEMU -icount
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+from .paths import BOARDS
+
+
+class BoardError(ValueError):
+    """An unknown board or a malformed board.toml."""
+
+
+@dataclass(frozen=True)
+class MemoryRegion:
+    base: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Emulator:
+    kind: str  # "qemu", "native" or "none"
+    machine: str = ""
+    icount_shift: int | None = None
+    extra_args: tuple = ()
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    description: str
+    directory: Path
+    core: str
+    fpu: bool
+    dsp: bool
+    mve: bool
+    npu: bool
+    clock_hz: int
+    flash: MemoryRegion
+    ram: MemoryRegion
+    cflags: tuple  # CPU/FPU flags, for the compiler and the linker
+    linker_script: str  # file name inside the board directory ("" = none)
+    sources: tuple  # startup + PAL sources inside the board directory
+    defines: dict = field(default_factory=dict)
+    cmsis_nn_variant: str = ""
+    emulator: Emulator = Emulator("none")
+    ticks_unit: str = "cycles"
+    baud: int = 115200
+    flash_method: str = "none"
+
+    @property
+    def linker_script_path(self) -> Path | None:
+        return self.directory / self.linker_script if self.linker_script else None
+
+    @property
+    def source_paths(self) -> list[Path]:
+        return [self.directory / s for s in self.sources]
+
+    @property
+    def files(self) -> list[Path]:
+        """Every board file a firmware project needs (sources + linker script)."""
+        out = self.source_paths
+        if self.linker_script:
+            out.append(self.linker_script_path)
+        return out
+
+    @property
+    def is_qemu(self) -> bool:
+        return self.emulator.kind == "qemu"
+
+    @property
+    def ticks_per_instruction(self) -> Fraction:
+        """SysTick ticks per instruction under `-icount shift=N` (exact)."""
+        if self.emulator.icount_shift is None:
+            raise BoardError(f"board {self.name!r} has no icount emulator: ticks are not instructions")
+        return Fraction(2**self.emulator.icount_shift * self.clock_hz, 10**9)
+
+    def instructions_from_ticks(self, ticks: int) -> int:
+        """Instructions executed in `ticks` SysTick ticks (rounded to the nearest)."""
+        return round(Fraction(ticks) / self.ticks_per_instruction)
+
+
+def _region(data: dict, key: str, path: Path) -> MemoryRegion:
+    try:
+        r = data[key]
+        return MemoryRegion(int(r["base"]), int(r["size"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise BoardError(f"{path}: [{key}] needs integer 'base' and 'size'") from e
+
+
+def load_board(path: Path) -> Board:
+    """Parses one board.toml."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise BoardError(f"{path}: {e}") from e
+    for key in ("name", "core", "clock_hz"):
+        if key not in data:
+            raise BoardError(f"{path}: missing '{key}'")
+    build = data.get("build", {})
+    emu = data.get("emulator", {"kind": "none"})
+    board = Board(
+        name=data["name"],
+        description=data.get("description", ""),
+        directory=path.parent,
+        core=data["core"],
+        fpu=bool(data.get("fpu", False)),
+        dsp=bool(data.get("dsp", False)),
+        mve=bool(data.get("mve", False)),
+        npu=bool(data.get("npu", False)),
+        clock_hz=int(data["clock_hz"]),
+        flash=_region(data, "flash", path),
+        ram=_region(data, "ram", path),
+        cflags=tuple(build.get("cflags", ())),
+        linker_script=build.get("linker_script", ""),
+        sources=tuple(build.get("sources", ())),
+        defines=dict(build.get("defines", {})),
+        cmsis_nn_variant=build.get("cmsis_nn_variant", ""),
+        emulator=Emulator(
+            kind=emu.get("kind", "none"),
+            machine=emu.get("machine", ""),
+            icount_shift=emu.get("icount_shift"),
+            extra_args=tuple(emu.get("extra_args", ())),
+        ),
+        ticks_unit=data.get("ticks", {}).get("unit", "cycles"),
+        baud=int(data.get("serial", {}).get("baud", 115200)),
+        flash_method=data.get("flash_method", {}).get("kind", "none"),
+    )
+    if board.emulator.kind == "qemu" and not board.emulator.machine:
+        raise BoardError(f"{path}: [emulator] kind = 'qemu' needs 'machine'")
+    for f in board.files:
+        if not f.is_file():
+            raise BoardError(f"{path}: board file {f.name} does not exist")
+    return board
+
+
+def list_boards(root: Path = BOARDS) -> list[str]:
+    """Names of the boards under boards/, sorted."""
+    return sorted(p.parent.name for p in Path(root).glob("*/board.toml"))
+
+
+def get_board(name: str, root: Path = BOARDS) -> Board:
+    path = Path(root) / name / "board.toml"
+    if not path.is_file():
+        known = ", ".join(list_boards(root)) or "(none)"
+        raise BoardError(f"unknown board {name!r}; known boards: {known}")
+    board = load_board(path)
+    if board.name != name:
+        raise BoardError(f"{path}: name {board.name!r} does not match its directory {name!r}")
+    return board
+
+
+def c_array_lines(data: bytes, per_line: int = 16) -> list[str]:
+    """`data` as C initialiser lines ("0x1c, 0x00, ...,") for templates/firmware/model_pte.c.j2."""
+    return [
+        " ".join(f"0x{b:02x}," for b in data[i : i + per_line]) for i in range(0, len(data), per_line)
+    ]

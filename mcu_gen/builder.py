@@ -1,0 +1,242 @@
+"""`mcu-gen build`: model (or .pte) -> planned program -> firmware project -> ELF + reports."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from . import __version__, kernels as kernel_registry, planner, pte, toolchain
+from .boards import Board, get_board
+from .ir import Program, TensorValue
+from .paths import RUNTIME_CORE, TEMPLATES
+from .report import memory_usage, operator_rows, write_reports
+
+FIRMWARE_DIR = "firmware"
+
+
+class BuildError(RuntimeError):
+    """A build that cannot go on; the message says why and what to do."""
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    board: Board
+    program: Program
+    pte_bytes: bytes
+    report: dict
+    elf: Path | None = None
+    spec: object = None  # ModelSpec when built from a model file
+    kernels: list = field(default_factory=list)
+
+    @property
+    def program_id(self) -> int:
+        return program_id(self.pte_bytes)
+
+
+def program_id(data: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "little")
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def c_array_lines(data: bytes, per_line: int = 16) -> list:
+    return [", ".join(f"0x{b:02x}" for b in data[i : i + per_line]) + "," for i in range(0, len(data), per_line)]
+
+
+def load_program(model=None, pte_path=None, fuse=True, available=None):
+    """(program, pte bytes, spec) from a model file / .pt2, or from a .pte as is."""
+    if (model is None) == (pte_path is None):
+        raise BuildError("give exactly one of a model file (--model) or a program (--pte)")
+    if pte_path is not None:
+        data = Path(pte_path).read_bytes()
+        try:
+            program = pte.read(data)
+        except pte.PteError as e:
+            raise BuildError(f"{pte_path}: {e}") from None
+        return program, data, None
+    from .export import export_model
+    from .model_file import load_model_file
+
+    spec = load_model_file(model)
+    program = export_model(spec, fuse=fuse, has_kernel=lambda op: op in available)
+    planner.plan(program)
+    return program, pte.write(program), spec
+
+
+def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
+                   upload_size: int | None = None) -> Path:
+    """Write a self-contained firmware project (CMake + PlatformIO) into dest."""
+    env = _env()
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "src").mkdir(parents=True)
+    (dest / "include").mkdir()
+    # Runtime, selected kernels and board files are copied so the project
+    # builds on its own, anywhere.
+    shutil.copytree(RUNTIME_CORE / "include", dest / "runtime" / "include")
+    (dest / "runtime" / "src").mkdir(parents=True)
+    for f in sorted((RUNTIME_CORE / "src").iterdir()):
+        shutil.copy2(f, dest / "runtime" / "src" / f.name)
+    (dest / "kernels").mkdir()
+    kernel_files = []
+    for k in kernels:
+        if k.file.name not in kernel_files:
+            kernel_files.append(k.file.name)
+            shutil.copy2(k.file, dest / "kernels" / k.file.name)
+    for folder in {k.file.parent for k in kernels}:
+        for h in folder.glob("*.h"):
+            shutil.copy2(h, dest / "kernels" / h.name)
+    (dest / "board").mkdir()
+    for f in board.files:
+        shutil.copy2(f, dest / "board" / f.name)
+
+    max_ops = max(1, len(program.operators))
+    if upload_size is None:
+        # Room to upload a program of this size again (the verify protocol's
+        # LOAD_PROGRAM), if the board has RAM to spare.
+        spare = board.ram.size - program.arena_size - 64 * 1024
+        upload_size = (len(data) + 4095) // 4096 * 4096 + 4096
+        if upload_size > spare:
+            upload_size = 0
+    (dest / "include" / "mcu_config.h").write_text(
+        env.get_template("firmware/mcu_config.h.j2").render(
+            board_name=board.name,
+            arena_size=max(program.arena_size, 16),
+            upload_size=upload_size,
+            program_id=program_id(data),
+            max_operators=max_ops,
+            firmware_version=f"mcu-gen {__version__}",
+        )
+    )
+    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render())
+    (dest / "src" / "model_pte.c").write_text(
+        env.get_template("firmware/model_pte.c.j2").render(
+            pte_size=len(data), pte_lines=c_array_lines(data), pte_sha256=hashlib.sha256(data).hexdigest()
+        )
+    )
+    (dest / "src" / "kernel_table.cpp").write_text(kernel_registry.kernel_table_source(kernels))
+
+    runtime_sources = [f"runtime/src/{f.name}" for f in sorted((RUNTIME_CORE / "src").glob("*.cpp"))]
+    sources = (
+        ["src/main.cpp", "src/model_pte.c", "src/kernel_table.cpp"]
+        + runtime_sources
+        + [f"kernels/{f}" for f in kernel_files]
+        + [f"board/{s}" for s in board.sources]
+    )
+    ctx = dict(
+        project_name="mcu_gen_firmware",
+        board=board,
+        cross=board.emulator.kind != "native",
+        sources=sources,
+        include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"],
+        defines={"MCU_MAX_OPERATORS": max_ops},
+        opt_level=opt_level,
+    )
+    (dest / "CMakeLists.txt").write_text(env.get_template("cmake/CMakeLists.txt.j2").render(**ctx))
+    (dest / "cmake").mkdir()
+    (dest / "cmake" / "arm-none-eabi.cmake").write_text(env.get_template("cmake/arm-none-eabi.cmake.j2").render(**ctx))
+    pio = TEMPLATES / "platformio" / "platformio.ini.j2"
+    if pio.exists():
+        from . import platformio_project
+
+        platformio_project.render(dest, env, ctx)
+    return dest
+
+
+def compile_project(project: Path, board: Board) -> Path:
+    """Configure and build the CMake project; returns the ELF."""
+    try:
+        return toolchain.cmake_build(project, project / "build")
+    except toolchain.ToolchainError as e:
+        raise BuildError(str(e)) from None
+
+
+def check_fits(board: Board, usage: dict) -> None:
+    problems = []
+    if usage["flash_bytes"] > board.flash.size:
+        problems.append(
+            f"flash: needs {usage['flash_bytes']:,} bytes, the board has {board.flash.size:,} "
+            f"({usage['flash_bytes'] - board.flash.size:,} bytes too many)"
+        )
+    if usage["ram_bytes"] > board.ram.size:
+        problems.append(
+            f"RAM: needs {usage['ram_bytes']:,} bytes, the board has {board.ram.size:,} "
+            f"({usage['ram_bytes'] - board.ram.size:,} bytes too many)"
+        )
+    if problems:
+        raise BuildError(f"the model does not fit {board.name}: " + "; ".join(problems))
+
+
+def precheck_fits(board: Board, program: Program, data: bytes) -> None:
+    """Fail early, before compiling, when the program alone cannot fit."""
+    check_fits(board, {"flash_bytes": len(data), "ram_bytes": program.arena_size})
+
+
+def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
+          compile: bool = True, opt_level: str = "-O2") -> BuildResult:
+    b = get_board(board)
+    available = kernel_registry.find_kernels()
+    program, data, spec = load_program(model, pte_path, fuse=fuse, available=available)
+    sel = kernel_registry.select(program.operators, available)
+    if sel.missing:
+        raise BuildError(
+            "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
+            "see `mcu-gen kernels`)"
+        )
+    precheck_fits(b, program, data)
+    name = spec.name if spec is not None else Path(pte_path).stem
+    out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "model.pte").write_bytes(data)
+    project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level)
+    elf = None
+    usage = {"flash_bytes": 0, "ram_bytes": 0, "sections": {}}
+    if compile:
+        built = compile_project(project, b)
+        elf = out / "firmware.elf"
+        shutil.copy2(built, elf)
+        usage = memory_usage(elf, b)
+        check_fits(b, usage)
+    report = {
+        "model": name,
+        "board": b.name,
+        "core": b.core,
+        "program_id": f"{program_id(data):016x}",
+        "arena_bytes": program.arena_size,
+        "arena_lower_bound_bytes": program.lower_bound or planner.lower_bound(planner.lifetimes(program).values()),
+        "pte_bytes": len(data),
+        "constant_bytes": program.constant_bytes(),
+        "flash_bytes": usage["flash_bytes"],
+        "ram_bytes": usage["ram_bytes"],
+        "sections": usage["sections"],
+        "operators": operator_rows(program, sel),
+        "kernels": sorted({k.file.name for k in sel.kernels}),
+        "inputs": [_io(program, i) for i in program.inputs],
+        "outputs": [_io(program, i) for i in program.outputs],
+    }
+    write_reports(out, report)
+    return BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
+                       kernels=sel.kernels)
+
+
+def _io(program: Program, i: int) -> dict:
+    t: TensorValue = program.tensor(i)
+    return {"shape": list(t.shape), "dtype": t.dtype, "offset": t.offset, "bytes": t.nbytes}
+
+
+def load_report(out: Path) -> dict:
+    return json.loads((Path(out) / "report.json").read_text())

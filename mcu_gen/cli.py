@@ -1,0 +1,165 @@
+"""The `mcu-gen` command line. Every command has a Python API twin (mcu_gen.build, mcu_gen.run, ...)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _err(msg: str) -> int:
+    print(f"mcu-gen: error: {msg}", file=sys.stderr)
+    return 1
+
+
+def cmd_boards(args) -> int:
+    from .boards import get_board, list_boards
+
+    rows = []
+    for name in list_boards():
+        b = get_board(name)
+        emu = f"qemu {b.emulator.machine}" if b.is_qemu else b.emulator.kind
+        feats = "+".join(f for f, on in (("fpu", b.fpu), ("dsp", b.dsp), ("mve", b.mve), ("npu", b.npu)) if on)
+        rows.append((b.name, f"{b.core} {feats}".strip(), f"{b.flash.size // 1024} KiB", f"{b.ram.size // 1024} KiB",
+                     emu, b.flash_method))
+    if args.json:
+        keys = ("board", "core", "flash", "ram", "emulator", "flash_method")
+        print(json.dumps([dict(zip(keys, r)) for r in rows], indent=2))
+        return 0
+    header = ("board", "core", "flash", "ram", "emulator", "flash method")
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    for r in (header, *rows):
+        print("  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip())
+    return 0
+
+
+def cmd_build(args) -> int:
+    from .builder import build
+
+    r = build(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse)
+    rep = r.report
+    if args.json:
+        print(json.dumps(rep, indent=2))
+    else:
+        print(f"built {rep['model']} for {rep['board']} in {r.out}")
+        print(f"  arena {rep['arena_bytes']:,} B (lower bound {rep['arena_lower_bound_bytes']:,} B), "
+              f".pte {rep['pte_bytes']:,} B, flash {rep['flash_bytes']:,} B, RAM {rep['ram_bytes']:,} B")
+        print(f"  {len(rep['operators'])} instructions, kernels: {', '.join(rep['kernels'])}")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from .runner import run
+
+    r = run(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
+            n_random=args.n, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(r.to_json(), indent=2))
+    else:
+        status = "VERIFIED" if r.verified else "MISMATCH"
+        print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
+              f"(tolerance {r.tolerance:.3g}, against {r.reference})")
+        print(f"  instructions per inference: {r.instructions_per_inference:,}")
+        print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
+              f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
+    return 0 if r.verified else 2
+
+
+def cmd_inspect(args) -> int:
+    from . import planner, pte
+    from .ir import TensorValue
+
+    data = Path(args.pte).read_bytes()
+    p = pte.read(data)
+    iv = planner.lifetimes(p)
+    lb = planner.lower_bound(iv.values())
+    info = {
+        "pte_bytes": len(data),
+        "flatbuffer_bytes": p.meta["flatbuffer_bytes"],
+        "constant_bytes": p.constant_bytes(),
+        "arena_bytes": p.arena_size,
+        "arena_lower_bound_bytes": lb,
+        "operators": p.operators,
+        "instructions": [{"op": i.op, "args": i.args} for i in p.instructions],
+        "inputs": p.inputs,
+        "outputs": p.outputs,
+        "tensors": [
+            {"value": i, "shape": list(v.shape), "dtype": v.dtype, "bytes": v.nbytes,
+             "place": "constant" if v.is_constant else f"arena+{v.offset}"}
+            for i, v in enumerate(p.values) if isinstance(v, TensorValue)
+        ],
+    }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"{args.pte}: {len(data):,} bytes (program {info['flatbuffer_bytes']:,}, constants {info['constant_bytes']:,})")
+    print(f"arena {p.arena_size:,} bytes, lower bound {lb:,} bytes")
+    print(f"operators ({len(p.operators)}): " + ", ".join(p.operators))
+    print("instructions:")
+    for k, ins in enumerate(p.instructions):
+        print(f"  {k:3d} {ins.op}({', '.join(map(str, ins.args))})")
+    print("tensors:")
+    for t in info["tensors"]:
+        io = " input" if t["value"] in p.inputs else (" output" if t["value"] in p.outputs else "")
+        print(f"  v{t['value']:<4d} {t['dtype']:8s} {str(tuple(t['shape'])):20s} {t['bytes']:>9,} B  {t['place']}{io}")
+    return 0
+
+
+def cmd_kernels(args) -> int:
+    from .kernels import find_kernels
+
+    for op, k in sorted(find_kernels().items()):
+        print(f"{op:45s} {k.backend:9s} {','.join(k.dtypes):10s} {k.file.name}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mcu-gen", description="PyTorch model -> verified microcontroller firmware")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("boards", help="list boards: core, memory, emulator, flash method")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_boards)
+
+    for name, fn, helptext in (("build", cmd_build, "build firmware for a model or a .pte"),
+                               ("run", cmd_run, "build, run on the emulated board and verify against PyTorch")):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument("--board", default="mps2-an505")
+        src = s.add_mutually_exclusive_group(required=True)
+        src.add_argument("--model", help="model file (.py defining model() and example_inputs(), or a .pt2)")
+        src.add_argument("--pte", help="a program exported elsewhere (ExecuTorch .pte)")
+        s.add_argument("--out", help="output directory (default mcu-gen-out/<model>-<board>)")
+        s.add_argument("--no-fuse", action="store_true",
+                       help="standard ATen operators only (the .pte then also runs in ExecuTorch's runtime)")
+        s.add_argument("--json", action="store_true")
+        if name == "run":
+            s.add_argument("-n", type=int, default=None, help="random inputs when the model has no test_inputs()")
+            s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
+        s.set_defaults(fn=fn)
+
+    s = sub.add_parser("inspect", help="operators, tensors, plan and sizes of a .pte")
+    s.add_argument("pte")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_inspect)
+
+    s = sub.add_parser("kernels", help="list the operators mcu-gen has kernels for")
+    s.set_defaults(fn=cmd_kernels)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # every failure ends in one clear line, not a traceback
+        known = ("BuildError", "BoardError", "ToolchainError", "ExportError", "UnsupportedOperatorError",
+                 "ModelFileError", "PteError", "LinkError", "PlanError", "QemuError", "HostRunError")
+        if type(e).__name__ in known or isinstance(e, (FileNotFoundError, RuntimeError, ValueError)):
+            return _err(str(e))
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+// Device side of the verify protocol (docs/protocol.md is the specification).
+//
+// Frame: 0xA5 0x5A | type u8 | seq u8 | len u16 LE | payload[len] | crc32 LE
+// (the CRC covers type..payload). A reply has type = request | 0x80, the
+// request's seq, and a payload that starts with a status byte (an mcu::Error);
+// an error reply's payload is exactly status u8 + detail i32.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu/kernel.h"
+
+namespace mcu {
+
+constexpr uint16_t kProtocolVersion = 1;
+constexpr size_t kMaxPayload = 1024;  // bytes, request or reply
+constexpr uint8_t kSync0 = 0xA5;
+constexpr uint8_t kSync1 = 0x5A;
+constexpr uint8_t kReplyBit = 0x80;
+
+enum class Msg : uint8_t {
+  Hello = 0x01,        // u16 host protocol version
+  TensorInfo = 0x02,   // u8 kind (0 input, 1 output), u8 index
+  WriteInput = 0x03,   // u8 index, u32 offset, bytes
+  Run = 0x04,          // (empty)
+  ReadOutput = 0x05,   // u8 index, u32 offset, u16 length
+  LoadBegin = 0x06,    // u32 size
+  LoadChunk = 0x07,    // u32 offset, bytes
+  LoadEnd = 0x08,      // u32 crc32 of the whole program
+  UseBuiltin = 0x09,   // (empty)
+  Exit = 0x0A,         // i32 exit code
+  Echo = 0x0B,         // bytes (link test)
+  Spin = 0x0C,         // u32 n: runs a 2n-instruction loop, replies its ticks (calibration)
+};
+
+enum class ProgramSource : uint8_t { None = 0, Builtin = 1, Uploaded = 2 };
+
+struct ServerConfig {
+  const uint8_t* builtin_program;  // the embedded .pte (16-byte aligned), or null
+  size_t builtin_size;
+  const KernelTable* kernels;
+  uint8_t* arena;                  // 16-byte aligned
+  size_t arena_size;
+  uint8_t* upload_buffer;          // 16-byte aligned; null/0 disables LOAD_PROGRAM_*
+  size_t upload_size;
+  uint64_t program_id;             // id of the builtin program (first 8 bytes of its sha256, LE)
+  const char* firmware_version;    // reported by HELLO (at most 64 bytes are sent)
+};
+
+// Verifies the builtin program, then answers requests forever. Returns only
+// through mcu_pal_exit (EXIT request).
+[[noreturn]] void serve(const ServerConfig& config);
+
+}  // namespace mcu

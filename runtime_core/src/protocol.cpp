@@ -1,0 +1,382 @@
+// Device side of the verify protocol; docs/protocol.md is the specification.
+// No heap, no statics: the server's whole state lives on serve()'s stack.
+#include "mcu/protocol.h"
+
+#include <string.h>
+
+#include "mcu/crc32.h"
+#include "mcu/error.h"
+#include "mcu/pal.h"
+#include "mcu/program.h"
+
+namespace mcu {
+
+namespace {
+
+constexpr uint32_t kIdlePollMs = 1000;   // waiting for the next frame (forever)
+constexpr uint32_t kByteTimeoutMs = 500; // between bytes inside one frame
+constexpr size_t kHeaderSize = 4;        // type, seq, len u16
+constexpr size_t kMaxFirmwareVersion = 64;
+
+uint16_t get_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+uint32_t get_u32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
+}
+
+// Appends little-endian values to a reply payload.
+class Writer {
+ public:
+  explicit Writer(uint8_t* buf) : buf_(buf) {}
+  void u8(uint8_t v) { put(&v, 1); }
+  void u16(uint16_t v) { le(v, 2); }
+  void u32(uint32_t v) { le(v, 4); }
+  void u64(uint64_t v) { le(v, 8); }
+  void i32(int32_t v) { le(static_cast<uint32_t>(v), 4); }
+  void f32(float v) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    le(bits, 4);
+  }
+  void put(const void* data, size_t n) {
+    if (n > kMaxPayload - size_) n = kMaxPayload - size_;  // never overflows; callers size replies
+    memcpy(buf_ + size_, data, n);
+    size_ += n;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  void le(uint64_t v, int n) {
+    uint8_t b[8];
+    for (int i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
+    put(b, static_cast<size_t>(n));
+  }
+  uint8_t* buf_;
+  size_t size_ = 0;
+};
+
+// Runs exactly 2n instructions (subs + bne) on Arm; used to calibrate ticks.
+__attribute__((noinline)) void spin(uint32_t n) {
+  if (n == 0) return;
+#if defined(__arm__)
+  __asm volatile("1: subs %0, %0, #1\n bne 1b" : "+r"(n) : : "cc");
+#else
+  for (volatile uint32_t i = n; i != 0;) i = i - 1;
+#endif
+}
+
+struct Frame {
+  uint8_t type = 0;
+  uint8_t seq = 0;
+  uint16_t len = 0;
+  uint8_t payload[kMaxPayload];
+};
+
+enum class ReadResult { Ok, Dropped, BadLength, BadCrc };
+
+class Server {
+ public:
+  explicit Server(const ServerConfig& config) : cfg_(config) {}
+
+  void load_builtin() {
+    if (cfg_.builtin_program == nullptr || cfg_.builtin_size == 0) {
+      builtin_status_ = Error::NotLoaded;
+      return;
+    }
+    builtin_status_ = candidate_.load(cfg_.builtin_program, cfg_.builtin_size, *cfg_.kernels, cfg_.arena, cfg_.arena_size);
+    if (builtin_status_ == Error::Ok) {
+      active_ = candidate_;
+      source_ = ProgramSource::Builtin;
+      program_id_ = cfg_.program_id;
+    } else {
+      mcu_pal_log("mcu: builtin program rejected");
+    }
+  }
+
+  [[noreturn]] void run() {
+    for (;;) {
+      ReadResult r = read_frame();
+      if (r == ReadResult::Dropped) continue;
+      if (r == ReadResult::BadLength) {
+        send_error(Error::BadFrame, static_cast<int32_t>(in_.len));
+      } else if (r == ReadResult::BadCrc) {
+        send_error(Error::BadCrc, 0);
+      } else {
+        handle();
+      }
+    }
+  }
+
+ private:
+  // --- framing -------------------------------------------------------------
+  ReadResult read_frame() {
+    int prev = -1;
+    for (;;) {  // hunt for the sync pair, discarding everything else
+      int b = mcu_pal_read_byte(kIdlePollMs);
+      if (b < 0) continue;
+      if (prev == kSync0 && b == kSync1) break;
+      prev = b;
+    }
+    uint8_t header[kHeaderSize];
+    if (!read_bytes(header, kHeaderSize)) return ReadResult::Dropped;
+    in_.type = header[0];
+    in_.seq = header[1];
+    in_.len = get_u16(header + 2);
+    if (in_.len > kMaxPayload) return ReadResult::BadLength;
+    uint8_t crc_bytes[4];
+    if (!read_bytes(in_.payload, in_.len) || !read_bytes(crc_bytes, 4)) return ReadResult::Dropped;
+    uint32_t crc = crc32(header, kHeaderSize);
+    crc = crc32(in_.payload, in_.len, crc);
+    return crc == get_u32(crc_bytes) ? ReadResult::Ok : ReadResult::BadCrc;
+  }
+
+  static bool read_bytes(uint8_t* dst, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      int b = mcu_pal_read_byte(kByteTimeoutMs);
+      if (b < 0) return false;  // partial frame: drop it, the host retries
+      dst[i] = static_cast<uint8_t>(b);
+    }
+    return true;
+  }
+
+  void send(const uint8_t* payload, size_t n) {
+    uint8_t header[2 + kHeaderSize] = {kSync0, kSync1, static_cast<uint8_t>(in_.type | kReplyBit), in_.seq,
+                                       static_cast<uint8_t>(n), static_cast<uint8_t>(n >> 8)};
+    uint32_t crc = crc32(header + 2, kHeaderSize);
+    crc = crc32(payload, n, crc);
+    const uint8_t trailer[4] = {static_cast<uint8_t>(crc), static_cast<uint8_t>(crc >> 8),
+                                static_cast<uint8_t>(crc >> 16), static_cast<uint8_t>(crc >> 24)};
+    mcu_pal_write(header, sizeof header);
+    mcu_pal_write(payload, n);
+    mcu_pal_write(trailer, sizeof trailer);
+  }
+
+  void send_error(Error e, int32_t detail) {
+    Writer w(out_);
+    w.u8(static_cast<uint8_t>(e));
+    w.i32(detail);
+    send(out_, w.size());
+  }
+
+  // Starts an Ok reply: the caller appends the body and calls send().
+  Writer ok_reply() {
+    Writer w(out_);
+    w.u8(static_cast<uint8_t>(Error::Ok));
+    return w;
+  }
+
+  // --- requests ------------------------------------------------------------
+  void handle() {
+    const uint8_t* p = in_.payload;
+    const size_t n = in_.len;
+    switch (static_cast<Msg>(in_.type)) {
+      case Msg::Hello: return hello(p, n);
+      case Msg::TensorInfo: return tensor_info(p, n);
+      case Msg::WriteInput: return write_input(p, n);
+      case Msg::Run: return run_program();
+      case Msg::ReadOutput: return read_output(p, n);
+      case Msg::LoadBegin: return load_begin(p, n);
+      case Msg::LoadChunk: return load_chunk(p, n);
+      case Msg::LoadEnd: return load_end(p, n);
+      case Msg::UseBuiltin: return use_builtin();
+      case Msg::Exit: return exit_request(p, n);
+      case Msg::Echo: return echo(p, n);
+      case Msg::Spin: return spin_request(p, n);
+    }
+    send_error(Error::BadRequest, in_.type);
+  }
+
+  void hello(const uint8_t* p, size_t n) {
+    if (n >= 2 && get_u16(p) != kProtocolVersion) return send_error(Error::ProtocolVersion, kProtocolVersion);
+    bool loaded = active_.loaded();
+    Writer w = ok_reply();
+    w.u16(kProtocolVersion);
+    w.u16(static_cast<uint16_t>(kMaxPayload));
+    w.u64(program_id_);
+    w.u8(static_cast<uint8_t>(source_));
+    w.u8(static_cast<uint8_t>(builtin_status_));
+    w.u8(static_cast<uint8_t>(loaded ? active_.num_inputs() : 0));
+    w.u8(static_cast<uint8_t>(loaded ? active_.num_outputs() : 0));
+    w.u32(static_cast<uint32_t>(cfg_.arena_size));
+    w.u32(static_cast<uint32_t>(loaded ? active_.arena_used() : 0));
+    w.u32(static_cast<uint32_t>(cfg_.upload_buffer != nullptr ? cfg_.upload_size : 0));
+    const char* version = cfg_.firmware_version != nullptr ? cfg_.firmware_version : "";
+    size_t len = strlen(version);
+    if (len > kMaxFirmwareVersion) len = kMaxFirmwareVersion;
+    w.u8(static_cast<uint8_t>(len));
+    w.put(version, len);
+    send(out_, w.size());
+  }
+
+  void tensor_info(const uint8_t* p, size_t n) {
+    if (n != 2) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+    const bool is_output = p[0] != 0;
+    const int32_t index = p[1];
+    if (index >= (is_output ? active_.num_outputs() : active_.num_inputs())) return send_error(Error::BadIndex, index);
+    const TensorRef t = is_output ? active_.output(index) : active_.input(index);
+    Writer w = ok_reply();
+    w.u8(static_cast<uint8_t>(t.dtype));
+    w.u8(static_cast<uint8_t>(t.dim));
+    w.u8(0);  // flags: bit 0 = quantization parameters present (reserved)
+    w.u8(0);
+    w.u32(static_cast<uint32_t>(t.nbytes()));
+    w.f32(0.0f);  // scale (reserved)
+    w.i32(0);     // zero point (reserved)
+    for (int32_t d = 0; d < t.dim; ++d) w.i32(t.sizes[d]);
+    for (int32_t d = 0; d < t.dim; ++d) w.u8(t.dim_order != nullptr ? t.dim_order[d] : static_cast<uint8_t>(d));
+    send(out_, w.size());
+  }
+
+  // Checks index, offset and length of an input/output access; returns the tensor's data or null.
+  uint8_t* tensor_window(bool is_output, uint32_t index, uint32_t offset, size_t length) {
+    if (!active_.loaded()) {
+      send_error(Error::NotLoaded, -1);
+      return nullptr;
+    }
+    const int32_t count = is_output ? active_.num_outputs() : active_.num_inputs();
+    if (index >= static_cast<uint32_t>(count)) {
+      send_error(Error::BadIndex, static_cast<int32_t>(index));
+      return nullptr;
+    }
+    const TensorRef t = is_output ? active_.output(static_cast<int32_t>(index)) : active_.input(static_cast<int32_t>(index));
+    if (offset > t.nbytes() || length > t.nbytes() - offset) {
+      send_error(Error::BadLength, static_cast<int32_t>(t.nbytes()));
+      return nullptr;
+    }
+    return static_cast<uint8_t*>(t.data) + offset;
+  }
+
+  void write_input(const uint8_t* p, size_t n) {
+    if (n < 5) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    uint8_t* dst = tensor_window(false, p[0], get_u32(p + 1), n - 5);
+    if (dst == nullptr) return;
+    memcpy(dst, p + 5, n - 5);
+    Writer w = ok_reply();
+    send(out_, w.size());
+  }
+
+  void run_program() {
+    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+    const uint64_t start = mcu_pal_ticks();
+    const Error e = active_.execute();
+    const uint64_t ticks = mcu_pal_ticks() - start;
+    if (e != Error::Ok) return send_error(e, active_.error_detail());
+    Writer w = ok_reply();
+    w.u64(ticks);
+    send(out_, w.size());
+  }
+
+  void read_output(const uint8_t* p, size_t n) {
+    if (n != 7) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    const uint16_t length = get_u16(p + 5);
+    if (length > kMaxPayload - 1) return send_error(Error::BadLength, static_cast<int32_t>(kMaxPayload - 1));
+    const uint8_t* src = tensor_window(true, p[0], get_u32(p + 1), length);
+    if (src == nullptr) return;
+    Writer w = ok_reply();
+    w.put(src, length);
+    send(out_, w.size());
+  }
+
+  void load_begin(const uint8_t* p, size_t n) {
+    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    if (cfg_.upload_buffer == nullptr || cfg_.upload_size == 0) return send_error(Error::BadRequest, 0);
+    const uint32_t size = get_u32(p);
+    if (size > cfg_.upload_size) return send_error(Error::BadLength, static_cast<int32_t>(cfg_.upload_size));
+    if (source_ == ProgramSource::Uploaded) {
+      // The upload overwrites the running program: fall back to the builtin one first.
+      active_.unload();
+      source_ = ProgramSource::None;
+      program_id_ = 0;
+      load_builtin();
+    }
+    upload_expected_ = size;
+    upload_received_ = 0;
+    Writer w = ok_reply();
+    send(out_, w.size());
+  }
+
+  void load_chunk(const uint8_t* p, size_t n) {
+    if (n < 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    const uint32_t offset = get_u32(p);
+    const size_t length = n - 4;
+    // Chunks arrive in order; a repeated chunk (a retry) is accepted again.
+    if (offset > upload_received_ || offset > upload_expected_ || length > upload_expected_ - offset) {
+      return send_error(Error::BadLength, static_cast<int32_t>(upload_received_));
+    }
+    memcpy(cfg_.upload_buffer + offset, p + 4, length);
+    if (offset + length > upload_received_) upload_received_ = offset + length;
+    Writer w = ok_reply();
+    send(out_, w.size());
+  }
+
+  void load_end(const uint8_t* p, size_t n) {
+    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    if (upload_expected_ == 0 || upload_received_ != upload_expected_) {
+      return send_error(Error::BadLength, static_cast<int32_t>(upload_received_));
+    }
+    const uint32_t crc = get_u32(p);
+    if (crc32(cfg_.upload_buffer, upload_expected_) != crc) return send_error(Error::BadCrc, 1);
+    const Error e = candidate_.load(cfg_.upload_buffer, upload_expected_, *cfg_.kernels, cfg_.arena, cfg_.arena_size);
+    if (e != Error::Ok) return send_error(e, candidate_.error_detail());  // the active program stays
+    active_ = candidate_;
+    source_ = ProgramSource::Uploaded;
+    program_id_ = crc;
+    Writer w = ok_reply();
+    send(out_, w.size());
+  }
+
+  void use_builtin() {
+    if (source_ != ProgramSource::Builtin) load_builtin();
+    if (source_ != ProgramSource::Builtin) return send_error(builtin_status_, candidate_.error_detail());
+    Writer w = ok_reply();
+    send(out_, w.size());
+  }
+
+  void exit_request(const uint8_t* p, size_t n) {
+    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    Writer w = ok_reply();
+    send(out_, w.size());
+    mcu_pal_exit(static_cast<int32_t>(get_u32(p)));
+  }
+
+  void echo(const uint8_t* p, size_t n) {
+    if (n > kMaxPayload - 1) return send_error(Error::BadLength, static_cast<int32_t>(kMaxPayload - 1));
+    Writer w = ok_reply();
+    w.put(p, n);
+    send(out_, w.size());
+  }
+
+  void spin_request(const uint8_t* p, size_t n) {
+    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    const uint32_t count = get_u32(p);
+    const uint64_t start = mcu_pal_ticks();
+    spin(count);
+    const uint64_t ticks = mcu_pal_ticks() - start;
+    Writer w = ok_reply();
+    w.u64(ticks);
+    send(out_, w.size());
+  }
+
+  const ServerConfig& cfg_;
+  Executor active_;     // the program RUN executes
+  Executor candidate_;  // a program being verified; becomes active only if it loads
+  ProgramSource source_ = ProgramSource::None;
+  Error builtin_status_ = Error::NotLoaded;
+  uint64_t program_id_ = 0;
+  size_t upload_expected_ = 0;
+  size_t upload_received_ = 0;
+  Frame in_;
+  uint8_t out_[kMaxPayload];
+};
+
+}  // namespace
+
+void serve(const ServerConfig& config) {
+  Server server(config);
+  server.load_builtin();
+  server.run();
+}
+
+}  // namespace mcu

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Sets up everything mcu-gen needs on a Debian/Ubuntu machine: the Arm
+# cross-compiler, QEMU, CMake/Ninja, a host C++ compiler (apt), then a Python
+# virtual environment in .venv with mcu-gen and its dependencies (pip).
+# Safe to run again; it skips what is already there.
+#   scripts/setup.sh            everything (tests included)
+#   MCU_GEN_NO_APT=1 scripts/setup.sh   skip the apt step
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm
+              cmake ninja-build g++ python3 python3-venv python3-pip)
+
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${MCU_GEN_NO_APT:-0}" != "1" ] && [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  "$PY" -m venv --system-site-packages .venv
+fi
+VPY=.venv/bin/python
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+# torch is pinned so that pip takes the CPU wheel; executorch (test oracle
+# and interop only) declares no torch dependency and installs beside it.
+"$VPY" -m pip install -q "torch==2.13.0"
+"$VPY" -m pip install -q -e ".[test]"
+"$VPY" -m pip install -q "executorch==1.5.1"
+echo "setup: done ($("$VPY" -c 'import torch, mcu_gen; print("torch", torch.__version__, "mcu-gen", mcu_gen.__version__)'))"
