@@ -9,7 +9,8 @@
 //   kernels also accept any layout as long as every tensor has the same shape
 //   and dim_order, because then the element order does not matter.
 // - Shape ops copy raw elements of any dtype the runtime knows (1, 2, 4 or 8
-//   bytes), so the same file serves float and integer tensors.
+//   bytes), so the same file serves float and integer tensors. They need
+//   contiguous tensors, except clone, which also converts between layouts.
 // - Strides and sizes are in elements, never bytes, and fit in int32 because
 //   the loader checked that every tensor fits in the arena.
 #pragma once
@@ -29,10 +30,7 @@ namespace kernels {
 
 inline bool is_float(const TensorRef& t) { return t.dtype == DType::Float; }
 
-// True when the tensor's elements are stored in logical (row-major) order.
-// A tensor without a dim_order is contiguous.
-inline bool identity_dim_order(const TensorRef& t) { return t.is_contiguous(); }
-
+// A tensor without a dim_order (nullptr) is contiguous.
 inline bool same_dim_order(const TensorRef& a, const TensorRef& b) {
   if (a.dim != b.dim) return false;
   if (a.dim_order == nullptr || b.dim_order == nullptr) return a.is_contiguous() && b.is_contiguous();
@@ -235,7 +233,7 @@ Error binary_float(const TensorRef& a, const TensorRef& b, const TensorRef& out,
     return Error::Ok;
   }
   // Broadcasting needs element order = logical order.
-  if (!identity_dim_order(a) || !identity_dim_order(b) || !identity_dim_order(out)) return Error::KernelFailed;
+  if (!a.is_contiguous() || !b.is_contiguous() || !out.is_contiguous()) return Error::KernelFailed;
   int32_t sa[kMaxDims];
   int32_t sb[kMaxDims];
   int32_t sz[kMaxDims];
@@ -308,7 +306,7 @@ inline void strided_copy(void* dst, const int32_t* dst_strides, const void* src,
 
 // Checks that `a` and `b` are contiguous tensors of the same copyable dtype.
 inline bool copyable_pair(const TensorRef& a, const TensorRef& b) {
-  return a.dtype == b.dtype && element_size(a) != 0 && identity_dim_order(a) && identity_dim_order(b);
+  return a.dtype == b.dtype && element_size(a) != 0 && a.is_contiguous() && b.is_contiguous();
 }
 
 // Shape-only ops (view, squeeze, unsqueeze): out holds in's elements in the

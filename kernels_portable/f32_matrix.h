@@ -13,27 +13,29 @@ namespace mcu::kernels {
 // sum_i a[i] * b[i], four partial sums to shorten the dependency chain.
 inline float dot_f32(const float* a, const float* b, int32_t n) {
   float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-  int32_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
+  const float* const end4 = a + (n & ~3);
+  const float* const end = a + n;
+  for (; a != end4; a += 4, b += 4) {
+    s0 += a[0] * b[0];
+    s1 += a[1] * b[1];
+    s2 += a[2] * b[2];
+    s3 += a[3] * b[3];
   }
-  for (; i < n; ++i) s0 += a[i] * b[i];
+  for (; a != end; ++a, ++b) s0 += a[0] * b[0];
   return (s0 + s1) + (s2 + s3);
 }
 
 // y[i] += alpha * x[i]
 inline void axpy_f32(float* y, float alpha, const float* x, int32_t n) {
-  int32_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    y[i] += alpha * x[i];
-    y[i + 1] += alpha * x[i + 1];
-    y[i + 2] += alpha * x[i + 2];
-    y[i + 3] += alpha * x[i + 3];
+  float* const end4 = y + (n & ~3);
+  float* const end = y + n;
+  for (; y != end4; y += 4, x += 4) {
+    y[0] += alpha * x[0];
+    y[1] += alpha * x[1];
+    y[2] += alpha * x[2];
+    y[3] += alpha * x[3];
   }
-  for (; i < n; ++i) y[i] += alpha * x[i];
+  for (; y != end; ++y, ++x) y[0] += alpha * x[0];
 }
 
 // out[M, N] = a[M, K] @ b[K, N]

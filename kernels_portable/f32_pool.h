@@ -68,36 +68,48 @@ inline void window_taps(int32_t start, int32_t dil, int32_t kernel, int32_t size
   *end = clamp_i32(floor_div(size - 1 - start, dil) + 1, 0, kernel);
 }
 
-// Max pooling as ATen does it: padding never wins, NaN propagates, and the
-// index (flat within the H x W plane) is that of the first maximum.
-// `indices` may be null.
+// Max of the taps [kh0, kh1) x [kw0, kw1) of the window at (hstart, wstart),
+// as ATen finds it: padding never wins, NaN propagates, and the index (flat
+// within the H x W plane) is that of the first maximum.
+inline float window_max(const float* plane, const PoolGeometry& g, int32_t hstart, int32_t wstart, int32_t kh0,
+                        int32_t kh1, int32_t kw0, int32_t kw1, int32_t* best_index) {
+  float best = -INFINITY;
+  *best_index = kh0 < kh1 && kw0 < kw1 ? (hstart + kh0 * g.dil_h) * g.in_w + wstart + kw0 * g.dil_w : 0;
+  for (int32_t kh = kh0; kh < kh1; ++kh) {
+    const int32_t row = (hstart + kh * g.dil_h) * g.in_w + wstart;
+    for (int32_t kw = kw0; kw < kw1; ++kw) {
+      const int32_t index = row + kw * g.dil_w;
+      const float v = plane[index];
+      if (v > best || v != v) {
+        best = v;
+        *best_index = index;
+      }
+    }
+  }
+  return best;
+}
+
+// Max pooling of every plane; `indices` (int64, may be null) as ATen writes them.
 inline void max_pool2d_f32(const float* in, float* out, int64_t* indices, const PoolGeometry& g) {
   const int32_t in_plane = g.in_h * g.in_w;
+  // Without padding and with every window inside the input (the usual case)
+  // no tap needs a bounds check.
+  const bool all_inside = g.pad_h == 0 && g.pad_w == 0 &&
+                          (g.out_h - 1) * g.stride_h + (g.kernel_h - 1) * g.dil_h < g.in_h &&
+                          (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dil_w < g.in_w;
   for (int32_t p = 0; p < g.planes; ++p) {
     const float* ip = in + static_cast<size_t>(p) * in_plane;
     for (int32_t oh = 0; oh < g.out_h; ++oh) {
       const int32_t hstart = oh * g.stride_h - g.pad_h;
-      int32_t kh0 = 0, kh1 = 0;
-      window_taps(hstart, g.dil_h, g.kernel_h, g.in_h, &kh0, &kh1);
+      int32_t kh0 = 0, kh1 = g.kernel_h;
+      if (!all_inside) window_taps(hstart, g.dil_h, g.kernel_h, g.in_h, &kh0, &kh1);
       for (int32_t ow = 0; ow < g.out_w; ++ow) {
         const int32_t wstart = ow * g.stride_w - g.pad_w;
-        int32_t kw0 = 0, kw1 = 0;
-        window_taps(wstart, g.dil_w, g.kernel_w, g.in_w, &kw0, &kw1);
-        float best = -INFINITY;
-        int32_t best_index = kh0 < kh1 && kw0 < kw1 ? (hstart + kh0 * g.dil_h) * g.in_w + wstart + kw0 * g.dil_w : 0;
-        for (int32_t kh = kh0; kh < kh1; ++kh) {
-          const int32_t row = (hstart + kh * g.dil_h) * g.in_w;
-          for (int32_t kw = kw0; kw < kw1; ++kw) {
-            const int32_t index = row + wstart + kw * g.dil_w;
-            const float v = ip[index];
-            if (v > best || v != v) {
-              best = v;
-              best_index = index;
-            }
-          }
-        }
-        *out++ = best;
-        if (indices != nullptr) *indices++ = best_index;
+        int32_t kw0 = 0, kw1 = g.kernel_w;
+        if (!all_inside) window_taps(wstart, g.dil_w, g.kernel_w, g.in_w, &kw0, &kw1);
+        int32_t index = 0;
+        *out++ = window_max(ip, g, hstart, wstart, kh0, kh1, kw0, kw1, &index);
+        if (indices != nullptr) *indices++ = index;
       }
     }
   }

@@ -8,11 +8,7 @@ namespace kernels {
 
 Error aten_add_out(const KernelContext& ctx) {
   const float alpha = static_cast<float>(ctx.scalar_arg(2));
-  const TensorRef out = ctx.tensor(3);
-  if (alpha == 1.0f) {
-    return binary_float(ctx.tensor(0), ctx.tensor(1), out, [](float a, float b) { return a + b; });
-  }
-  return binary_float(ctx.tensor(0), ctx.tensor(1), out, [alpha](float a, float b) { return a + alpha * b; });
+  return binary_float(ctx.tensor(0), ctx.tensor(1), ctx.tensor(3), [alpha](float a, float b) { return a + alpha * b; });
 }
 
 }  // namespace kernels

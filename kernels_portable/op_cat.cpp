@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::cat.out fn=aten_cat_out sig=XIOO dtypes=float32
+// mcu-gen-kernel: op=aten::cat.out fn=aten_cat_out sig=XIOO dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::cat.out(Tensor[] tensors, int dim=0, *, Tensor(a!) out)
 // Concatenates the tensors along `dim`. As in ATen, 1-D empty tensors are
 // skipped whatever the other tensors' rank.

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::expand_copy.out fn=aten_expand_copy_out sig=TLBOO dtypes=float32
+// mcu-gen-kernel: op=aten::expand_copy.out fn=aten_expand_copy_out sig=TLBOO dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::expand_copy.out(Tensor self, SymInt[] size, *, bool implicit=False, Tensor(a!) out)
 // out = self broadcast to `size` (NumPy rules; -1 keeps self's size, new
 // leading dims may have any size).

@@ -13,7 +13,7 @@ Error aten_log_softmax_out(const KernelContext& ctx) {
   const TensorRef out = ctx.tensor(3);
   int32_t dim = 0;
   if (!wrap_dim(ctx.int_arg(1), in.dim, &dim) || ctx.bool_arg(2)) return Error::KernelFailed;
-  if (!is_float(in) || !same_layout(in, out) || !identity_dim_order(in)) return Error::KernelFailed;
+  if (!is_float(in) || !same_layout(in, out) || !in.is_contiguous()) return Error::KernelFailed;
   if (in.numel == 0) return Error::Ok;
   const int32_t n = in.dim > 0 ? in.sizes[dim] : 1;
   const int32_t inner = size_product(in, dim + 1, in.dim);

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::permute_copy.out fn=aten_permute_copy_out sig=TLOO dtypes=float32
+// mcu-gen-kernel: op=aten::permute_copy.out fn=aten_permute_copy_out sig=TLOO dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::permute_copy.out(Tensor self, int[] dims, *, Tensor(a!) out)
 // out dim i is self dim dims[i] (negative dims count from the end).
 #include "elementwise_common.h"

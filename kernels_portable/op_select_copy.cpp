@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::select_copy.int_out fn=aten_select_copy_int_out sig=TIIOO dtypes=float32
+// mcu-gen-kernel: op=aten::select_copy.int_out fn=aten_select_copy_int_out sig=TIIOO dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::select_copy.int_out(Tensor self, int dim, SymInt index, *, Tensor(a!) out)
 // out = self[..., index, ...] along `dim`; `out` has self's shape without dim.
 // A negative index counts from the end.

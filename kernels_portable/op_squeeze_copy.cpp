@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::squeeze_copy.dims_out fn=aten_squeeze_copy_dims_out sig=TLOO dtypes=float32
+// mcu-gen-kernel: op=aten::squeeze_copy.dims_out fn=aten_squeeze_copy_dims_out sig=TLOO dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::squeeze_copy.dims_out(Tensor self, int[] dim, *, Tensor(a!) out)
 // out = self without those of the listed dims that have size 1 (listed dims of
 // another size stay). A plain copy; out may be the same memory as self.

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::unsqueeze_copy.out fn=aten_unsqueeze_copy_out sig=TIOO dtypes=float32
+// mcu-gen-kernel: op=aten::unsqueeze_copy.out fn=aten_unsqueeze_copy_out sig=TIOO dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::unsqueeze_copy.out(Tensor self, int dim, *, Tensor(a!) out)
 // out = self with a size-1 dim inserted at `dim` (in [-(n+1), n]). A plain
 // copy; out may be the same memory as self.

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::upsample_nearest2d.vec_out fn=aten_upsample_nearest2d_vec_out sig=Tl?OO dtypes=float32
+// mcu-gen-kernel: op=aten::upsample_nearest2d.vec_out fn=aten_upsample_nearest2d_vec_out sig=Tl?OO dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::upsample_nearest2d.vec_out(Tensor input, SymInt[]? output_size, float[]? scale_factors, *, Tensor(a!) out)
 // Nearest-neighbour resize of an N,C,H,W tensor to out's H,W. The scale comes
 // from the shapes (in/out), with PyTorch's index formula

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::view_copy.out fn=aten_view_copy_out sig=TLOO dtypes=float32
+// mcu-gen-kernel: op=aten::view_copy.out fn=aten_view_copy_out sig=TLOO dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::view_copy.out(Tensor self, SymInt[] size, *, Tensor(a!) out)
 // out = self reshaped to `size` (one entry may be -1). The elements keep their
 // order, so this is a plain copy; out may be the same memory as self.

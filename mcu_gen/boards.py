@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -83,8 +84,15 @@ class Board:
         return Fraction(2**self.emulator.icount_shift * self.clock_hz, 10**9)
 
     def instructions_from_ticks(self, ticks: int) -> int:
-        """Instructions executed in `ticks` SysTick ticks (rounded to the nearest)."""
-        return round(Fraction(ticks) / self.ticks_per_instruction)
+        """Instructions executed in a span measured as `ticks` SysTick ticks.
+
+        A span of n instructions reads as floor(t0 + n*r) - floor(t0) ticks
+        (r = ticks per instruction, t0 the unknown phase), i.e. n*r - 1 < ticks < n*r + 1.
+        With r > 2 at most one integer n fits, and this returns it (nearest if none does)."""
+        r = self.ticks_per_instruction
+        lo, hi = Fraction(ticks - 1) / r, Fraction(ticks + 1) / r
+        n = math.floor(lo) + 1
+        return n if n < hi else round(Fraction(ticks) / r)
 
 
 def _region(data: dict, key: str, path: Path) -> MemoryRegion:

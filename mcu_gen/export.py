@@ -25,7 +25,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from . import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
 from .ir import DTYPE_CODES, Instruction, Program, ScalarValue, TensorValue
 from .model_file import ModelSpec
-from .passes import ConstGraph, run_passes
+from .passes import FREE_VIEWS, ConstGraph, run_passes
 
 aten = torch.ops.aten
 
@@ -38,24 +38,6 @@ class UnsupportedOperatorError(ExportError):
     """An operator that mcu-gen (or the target's kernel set) cannot run."""
 
 
-# View ops that cost nothing on a contiguous tensor: the output shares the input's bytes.
-FREE_VIEWS = {
-    aten.view.default,
-    aten._unsafe_view.default,
-    aten.reshape.default,
-    aten.squeeze.default,
-    aten.squeeze.dim,
-    aten.squeeze.dims,
-    aten.unsqueeze.default,
-    aten.alias.default,
-    aten.flatten.using_ints,
-    aten.view_copy.default,
-    aten.squeeze_copy.default,
-    aten.squeeze_copy.dim,
-    aten.squeeze_copy.dims,
-    aten.unsqueeze_copy.default,
-    aten.alias_copy.default,
-}
 
 # c10::MemoryFormat / c10::Layout numbering, as ExecuTorch stores them (Int values).
 _MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels_last: 2,

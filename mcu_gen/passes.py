@@ -26,6 +26,26 @@ aten = torch.ops.aten
 INF = math.inf
 
 
+# View ops that cost nothing on a contiguous tensor: the output shares the input's bytes.
+FREE_VIEWS = {
+    aten.view.default,
+    aten._unsafe_view.default,
+    aten.reshape.default,
+    aten.squeeze.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.unsqueeze.default,
+    aten.alias.default,
+    aten.flatten.using_ints,
+    aten.view_copy.default,
+    aten.squeeze_copy.default,
+    aten.squeeze_copy.dim,
+    aten.squeeze_copy.dims,
+    aten.unsqueeze_copy.default,
+    aten.alias_copy.default,
+}
+
+
 class ConstGraph:
     """An fx graph whose constants are get_attr nodes on ``gm``."""
 
@@ -76,9 +96,11 @@ def call_nodes(graph, *targets):
     return [n for n in graph.nodes if n.op == "call_function" and (not targets or n.target in targets)]
 
 
-def _only_user(node: torch.fx.Node):
-    users = list(node.users)
-    return users[0] if len(users) == 1 else None
+def _plain_addmm(node: torch.fx.Node) -> bool:
+    """addmm with beta = alpha = 1 (the linear pattern)."""
+    beta = node.args[3] if len(node.args) > 3 else node.kwargs.get("beta", 1)
+    alpha = node.args[4] if len(node.args) > 4 else node.kwargs.get("alpha", 1)
+    return beta == 1 and alpha == 1
 
 
 # -- no-ops -------------------------------------------------------------------------------------
@@ -204,7 +226,7 @@ def _fold_into(cg: ConstGraph, producer: torch.fx.Node, scale, shift):
         if wt is None or wt.dim() != 2 or scale.numel() != wt.shape[1]:
             return None
         if t is aten.addmm.default:
-            if producer.kwargs.get("beta", 1) != 1 or producer.kwargs.get("alpha", 1) != 1:
+            if not _plain_addmm(producer):
                 return None
             b = cg.const(bias_node)
             if b is None or b.dim() != 1:
@@ -214,7 +236,7 @@ def _fold_into(cg: ConstGraph, producer: torch.fx.Node, scale, shift):
             b = torch.zeros(wt.shape[1], dtype=torch.float64)
         new_wt = (wt.double() * scale.reshape(1, -1)).to(wt.dtype)
         new_b = (b * scale + shift).to(wt.dtype)
-        x = producer.args[1] if t is aten.addmm.default else producer.args[0]
+        x = producer.args[-2]
         new = cg.call(
             aten.addmm.default,
             [cg.add_const(new_b, producer, "b"), x, cg.add_const(new_wt, producer, "w")],
@@ -237,7 +259,7 @@ def _to_mcu_ops(cg: ConstGraph) -> None:
                           [x, w, b, list(stride), list(padding), list(dilation), groups, -INF, INF], node)
             cg.replace(node, new)
         elif t in (aten.addmm.default, aten.mm.default):
-            if t is aten.addmm.default and (node.kwargs.get("beta", 1) != 1 or node.kwargs.get("alpha", 1) != 1):
+            if t is aten.addmm.default and not _plain_addmm(node):
                 continue
             wt = cg.const(node.args[-1])
             bias = node.args[0] if t is aten.addmm.default else None
@@ -304,7 +326,12 @@ def fuse_activations(cg: ConstGraph) -> None:
         for act in call_nodes(cg.graph, aten.relu.default, aten.hardtanh.default, aten.clamp.default):
             bounds = _activation_bounds(act)
             producer = act.args[0]
-            if bounds is None or not isinstance(producer, torch.fx.Node) or len(producer.users) != 1:
+            if bounds is None or not isinstance(producer, torch.fx.Node):
+                continue
+            # an elementwise clamp commutes with a view: look through single-user views
+            while producer.target in FREE_VIEWS and len(producer.users) == 1:
+                producer = producer.args[0]
+            if len(producer.users) != 1:
                 continue
             if producer.target not in (torch.ops.mcu.conv2d.default, torch.ops.mcu.linear.default):
                 continue
@@ -314,8 +341,7 @@ def fuse_activations(cg: ConstGraph) -> None:
                 continue
             args[-2], args[-1] = lo, hi
             producer.args = tuple(args)
-            producer.meta["val"] = act.meta.get("val")
-            cg.replace(act, producer)
+            cg.replace(act, act.args[0])
             changed = True
     cg.cleanup()
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
-from mcu_gen.host import run_on_host
+from mcu_gen.host import HostRunError, run_on_host
 from mcu_gen.ir import Instruction, Program
 
 RNG = np.random.default_rng(1234)
@@ -28,15 +28,15 @@ class Builder:
         self.expected = []  # (label, value index, expected array)
         self.p.meta["aliases"] = {}
 
-    def input(self, array: np.ndarray) -> int:
-        array = np.array(array, dtype=np.float32, order="C")  # keeps 0-dim arrays 0-dim
-        v = self.p.add_tensor(array.shape)
+    def input(self, array: np.ndarray, dtype="float32", dim_order=None) -> int:
+        array = np.array(array, dtype=dtype, order="C")  # keeps 0-dim arrays 0-dim
+        v = self.p.add_tensor(array.shape, dtype, dim_order=dim_order)
         self.p.inputs.append(v)
         self.feeds.append(array)
         return v
 
-    def tensor(self, shape, alias_of: int | None = None) -> int:
-        v = self.p.add_tensor(tuple(shape))
+    def tensor(self, shape, alias_of: int | None = None, dtype="float32", dim_order=None) -> int:
+        v = self.p.add_tensor(tuple(shape), dtype, dim_order=dim_order)
         if alias_of is not None:
             self.p.meta["aliases"][v] = alias_of
         return v
@@ -53,7 +53,7 @@ class Builder:
         if isinstance(expected, torch.Tensor):
             expected = expected.numpy()
         self.p.outputs.append(value)
-        self.expected.append((label, value, np.asarray(expected, dtype=np.float32)))
+        self.expected.append((label, value, np.asarray(expected, dtype=self.p.tensor(value).dtype)))
 
     def run_and_check(self, rtol=1e-6, atol=1e-6, tolerances=None):
         tolerances = tolerances or {}
@@ -62,6 +62,7 @@ class Builder:
         for (label, _, want), got in zip(self.expected, outputs):
             r, a = tolerances.get(label.split(":")[0], (rtol, atol))
             assert got.shape == want.shape, label
+            assert got.dtype == want.dtype, label
             np.testing.assert_allclose(got, want, rtol=r, atol=a, err_msg=label)
 
 
@@ -224,8 +225,7 @@ def test_softmax_any_dim_and_stable():
 # Shape ops
 
 
-def test_shape_ops():
-    bld = Builder()
+def add_shape_cases(bld: Builder):
     S = bld.scalar
     xa = rand(2, 3, 4, 5)
     x = bld.input(xa)
@@ -263,6 +263,8 @@ def test_shape_ops():
     check("slice step", "aten::slice_copy.Tensor_out", [x, S("int", -1), S("none"), S("int", -1), S("int", 2)], X[..., :-1:2])
     check("slice oob", "aten::slice_copy.Tensor_out", [x, S("int", 1), S("int", -100), S("int", 100), S("int", 1)], X[:, -100:100])
     check("slice start", "aten::slice_copy.Tensor_out", [x, S("int", 2), S("int", 1), S("none"), S("int", 3)], X[:, :, 1::3])
+    check("slice huge step", "aten::slice_copy.Tensor_out", [x, S("int", 1), S("int", 1), S("int", 2**40), S("int", 2**40)], X[:, 1 :: 2**40])
+    check("slice empty", "aten::slice_copy.Tensor_out", [x, S("int", 3), S("int", 4), S("int", 2), S("int", 1)], X[..., 4:2])
     check("unsqueeze -1", "aten::unsqueeze_copy.out", [x, S("int", -1)], X.unsqueeze(-1))
     check("unsqueeze 0", "aten::unsqueeze_copy.out", [x, S("int", 0)], X.unsqueeze(0))
     qa = rand(1, 3, 1, 2)
@@ -278,18 +280,68 @@ def test_shape_ops():
     check("upsample x2", "aten::upsample_nearest2d.vec_out", [u, S("none"), S("float_list", [2.0, 2.0])], F.interpolate(U, scale_factor=2.0, mode="nearest"))
     check("upsample x3", "aten::upsample_nearest2d.vec_out", [u, S("none"), S("float_list", [3.0, 3.0])], F.interpolate(U, scale_factor=3.0, mode="nearest"))
     check("upsample size", "aten::upsample_nearest2d.vec_out", [u, S("int_list", [7, 3]), S("none")], F.interpolate(U, size=(7, 3), mode="nearest"))
-    bld.run_and_check(rtol=0, atol=0)
 
 
-def test_view_copy_in_place_and_unsqueeze_aliased():
-    bld = Builder()
+def add_aliased_view_cases(bld: Builder):
+    """view/unsqueeze/squeeze whose out is the same memory as self."""
     xa = rand(4, 6)
     x = bld.input(xa)
-    m = bld.call("aten::mul.Scalar_out", [x, bld.scalar("int", 2)], bld.tensor((4, 6)))
+    m = bld.call("aten::clone.out", [x, bld.scalar("none")], bld.tensor((4, 6)))
     v = bld.call("aten::view_copy.out", [m, bld.scalar("int_list", [3, 8])], bld.tensor((3, 8), alias_of=m))
     u = bld.call("aten::unsqueeze_copy.out", [v, bld.scalar("int", 1)], bld.tensor((3, 1, 8), alias_of=v))
     s = bld.call("aten::squeeze_copy.dims_out", [u, bld.scalar("int_list", [1])], bld.tensor((3, 8), alias_of=u))
-    bld.expect("aliased views", s, (t(xa) * 2).reshape(3, 8))
+    bld.expect("aliased views", s, t(xa).reshape(3, 8))
+
+
+def add_zero_dim_cases(bld: Builder):
+    """Results and inputs with no dims."""
+    S = bld.scalar
+    va = rand(5)
+    v = bld.input(va)
+    out = bld.call("aten::select_copy.int_out", [v, S("int", 0), S("int", -2)], bld.tensor(()))
+    bld.expect("select to 0-dim", out, t(va)[-2])
+    qa = rand(1, 1)
+    out = bld.call("aten::squeeze_copy.dims_out", [bld.input(qa), S("int_list", [0, 1])], bld.tensor(()))
+    bld.expect("squeeze to 0-dim", out, t(qa).squeeze())
+    sa = np.array(1.5, np.float32)
+    out = bld.call("aten::expand_copy.out", [bld.input(sa), S("int_list", [2, 3]), S("bool", False)], bld.tensor((2, 3)))
+    bld.expect("expand 0-dim", out, t(sa).expand(2, 3))
+
+
+def add_dtype_and_layout_cases(bld: Builder):
+    """Shape ops copy elements of any dtype; clone converts layouts."""
+    S = bld.scalar
+    xa = RNG.integers(-128, 128, (2, 3, 2, 4)).astype(np.int8)
+    ia = RNG.integers(-(2**40), 2**40, (2, 3)).astype(np.int64)
+    x = bld.input(xa, "int8")
+    i = bld.input(ia, "int64")
+    X, I = torch.from_numpy(xa), torch.from_numpy(ia)
+
+    def check(label, op, args, ref, dtype, dim_order=None, stored=None):
+        out = bld.call(op, args, bld.tensor(tuple(ref.shape), dtype=dtype, dim_order=dim_order))
+        bld.expect(label, out, ref.contiguous() if stored is None else stored)
+
+    check("int8 permute", "aten::permute_copy.out", [x, S("int_list", [3, 1, 0, 2])], X.permute(3, 1, 0, 2), "int8")
+    check("int8 cat", "aten::cat.out", [S("tensor_list", [x, x]), S("int", 2)], torch.cat([X, X], 2), "int8")
+    check("int8 upsample", "aten::upsample_nearest2d.vec_out", [x, S("int_list", [4, 8]), S("none")],
+          F.interpolate(X.float(), size=(4, 8), mode="nearest").to(torch.int8), "int8")
+    check("int64 slice", "aten::slice_copy.Tensor_out", [i, S("int", 1), S("int", 1), S("none"), S("int", 1)], I[:, 1:], "int64")
+    check("int64 expand", "aten::expand_copy.out", [i, S("int_list", [2, 2, 3]), S("bool", False)], I.expand(2, 2, 3), "int64")
+    # clone converts between layouts: a channels-last input stores N,H,W,C.
+    ca = rand(1, 3, 2, 4)
+    nhwc = np.ascontiguousarray(ca.transpose(0, 2, 3, 1)).reshape(ca.shape)  # logical shape, stored bytes
+    c = bld.input(nhwc, dim_order=(0, 2, 3, 1))
+    check("clone to contiguous", "aten::clone.out", [c, S("none")], t(ca), "float32")
+    check("clone to channels-last", "aten::clone.out", [bld.input(ca), S("none")], t(ca), "float32", (0, 2, 3, 1), nhwc)
+
+
+def test_shape_ops():
+    # One program (one native build) for every shape-op case; labels name the failing case.
+    bld = Builder()
+    add_shape_cases(bld)
+    add_aliased_view_cases(bld)
+    add_dtype_and_layout_cases(bld)
+    add_zero_dim_cases(bld)
     bld.run_and_check(rtol=0, atol=0)
 
 
@@ -297,22 +349,37 @@ def test_view_copy_in_place_and_unsqueeze_aliased():
 # Rejected arguments fail cleanly
 
 
-@pytest.mark.parametrize(
-    "op, make_args, out_shape",
-    [
-        ("aten::add.out", lambda b, x: [x, b.input(rand(2, 1)), b.scalar("int", 1)], (2, 3, 4)),  # not broadcastable
-        ("aten::mul.out", lambda b, x: [x, b.input(rand(4))], (2, 3, 5)),  # wrong out shape
-        ("aten::gelu.out", lambda b, x: [x, b.scalar("string", "fast")], (2, 3, 4)),
-        ("aten::_softmax.out", lambda b, x: [x, b.scalar("int", 3), b.scalar("bool", False)], (2, 3, 4)),
-        ("aten::select_copy.int_out", lambda b, x: [x, b.scalar("int", 1), b.scalar("int", 3)], (2, 4)),
-        ("aten::permute_copy.out", lambda b, x: [x, b.scalar("int_list", [0, 0, 1])], (2, 2, 3)),
-        ("aten::view_copy.out", lambda b, x: [x, b.scalar("int_list", [5, 5])], (5, 5)),
-    ],
-)
-def test_bad_arguments_fail_cleanly(op, make_args, out_shape):
+BAD_CASES = [
+    ("aten::add.out", lambda b, x: [x, b.input(rand(2, 1)), b.scalar("int", 1)], (2, 3, 4)),  # not broadcastable
+    ("aten::mul.out", lambda b, x: [x, b.input(rand(4))], (2, 3, 5)),  # wrong out shape
+    ("aten::gelu.out", lambda b, x: [x, b.scalar("string", "fast")], (2, 3, 4)),
+    ("aten::_softmax.out", lambda b, x: [x, b.scalar("int", 3), b.scalar("bool", False)], (2, 3, 4)),
+    ("aten::select_copy.int_out", lambda b, x: [x, b.scalar("int", 1), b.scalar("int", 3)], (2, 4)),
+    ("aten::permute_copy.out", lambda b, x: [x, b.scalar("int_list", [0, 0, 1])], (2, 2, 3)),
+    ("aten::view_copy.out", lambda b, x: [x, b.scalar("int_list", [5, 5])], (5, 5)),
+    ("aten::slice_copy.Tensor_out", lambda b, x: [x, b.scalar("int", 0), b.scalar("none"), b.scalar("none"), b.scalar("int", 0)], (2, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("bad", range(len(BAD_CASES)))
+def test_bad_arguments_fail_cleanly(bad):
     bld = Builder()
     x = bld.input(rand(2, 3, 4))
-    out = bld.call(op, make_args(bld, x), bld.tensor(out_shape))
-    bld.p.outputs.append(out)
-    with pytest.raises(Exception, match="KernelFailed"):
+    # Every program first calls each operator once with valid arguments, so
+    # all cases share one native build; then the bad call must fail by itself.
+    valid = {
+        "aten::add.out": ([x, x, bld.scalar("int", 1)], (2, 3, 4)),
+        "aten::mul.out": ([x, x], (2, 3, 4)),
+        "aten::gelu.out": ([x, bld.scalar("string", "none")], (2, 3, 4)),
+        "aten::_softmax.out": ([x, bld.scalar("int", 2), bld.scalar("bool", False)], (2, 3, 4)),
+        "aten::select_copy.int_out": ([x, bld.scalar("int", 1), bld.scalar("int", 2)], (2, 4)),
+        "aten::permute_copy.out": ([x, bld.scalar("int_list", [2, 0, 1])], (4, 2, 3)),
+        "aten::view_copy.out": ([x, bld.scalar("int_list", [4, 6])], (4, 6)),
+        "aten::slice_copy.Tensor_out": ([x, bld.scalar("int", 0), bld.scalar("none"), bld.scalar("none"), bld.scalar("int", 1)], (2, 3, 4)),
+    }
+    for op, (args, shape) in valid.items():
+        bld.p.outputs.append(bld.call(op, args, bld.tensor(shape)))
+    op, make_args, out_shape = BAD_CASES[bad]
+    bld.p.outputs.append(bld.call(op, make_args(bld, x), bld.tensor(out_shape)))
+    with pytest.raises(HostRunError, match=f"KernelFailed {len(valid)}"):
         run_on_host(bld.p, bld.feeds)

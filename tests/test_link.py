@@ -13,6 +13,7 @@ import jinja2
 import numpy as np
 import pytest
 
+from mcu_gen import platformio_project
 from mcu_gen.boards import c_array_lines, get_board
 from mcu_gen.link import Link, LinkError, PipePort
 from mcu_gen.paths import RUNTIME_CORE, TEMPLATES
@@ -53,6 +54,7 @@ def render_project(dest, board, program: bytes, upload_size=4096):
                defines={"MCU_MAX_OPERATORS": 4}, opt_level="-O2")
     (dest / "CMakeLists.txt").write_text(env.get_template("cmake/CMakeLists.txt.j2").render(**ctx))
     (dest / "cmake" / "arm-none-eabi.cmake").write_text(env.get_template("cmake/arm-none-eabi.cmake.j2").render(**ctx))
+    platformio_project.render(dest, env, ctx)
     return dest
 
 
@@ -64,15 +66,19 @@ def host_fw(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def an505_fw(tmp_path_factory):
+def an505_project(tmp_path_factory):
+    d = tmp_path_factory.mktemp("an505_fw")
+    return render_project(d / "fw", get_board("mps2-an505"), FAKE_PROGRAM)
+
+
+@pytest.fixture(scope="module")
+def an505_fw(an505_project):
     try:
         find_tool("arm-none-eabi-gcc")
         find_tool("qemu-system-arm")
     except ToolchainError as e:
         pytest.skip(str(e))
-    d = tmp_path_factory.mktemp("an505_fw")
-    render_project(d / "fw", get_board("mps2-an505"), FAKE_PROGRAM)
-    return cmake_build(d / "fw", d / "build")
+    return cmake_build(an505_project, an505_project.parent / "build")
 
 
 class HostFirmware:
@@ -229,10 +235,11 @@ def test_qemu_hello_echo_spin_exit(an505_fw):
         assert info.firmware_version == "test-fw 1.0" and info.builtin_status == Error.BadIdentifier
         data = bytes(range(256)) * 3
         assert link.echo(data) == data
-        # -icount shift=6: 1.28 SysTick ticks per instruction, deterministic.
-        ticks = link.spin(100_000)
-        assert board.instructions_from_ticks(ticks) - 200_000 in range(0, 64)
-        assert link.spin(100_000) == ticks
+        # -icount shift=7: 2.56 SysTick ticks per instruction; the count is exact
+        # (28 instructions are the two mcu_pal_ticks() calls around the loop).
+        assert board.instructions_from_ticks(link.spin(0)) == 28
+        for _ in range(3):
+            assert board.instructions_from_ticks(link.spin(100_000)) == 200_000 + 28
         assert link.load_program(FAKE_PROGRAM) == (Error.BadIdentifier, -1)
         assert session.exit(7) == 7
     assert any("builtin program rejected" in line for line in session.log)
@@ -261,3 +268,22 @@ def test_missing_qemu_gives_install_hint(an505_fw, monkeypatch):
     with pytest.raises(ToolchainError, match=r"qemu-system-arm not found on PATH; install it with: "
                                              r"sudo apt-get install qemu-system-arm"):
         QemuSession(get_board("mps2-an505"), an505_fw).start()
+
+
+def test_platformio_project_is_valid(an505_project):
+    import json
+
+    board_json = json.loads((an505_project / "pio_platform" / "boards" / "mps2_an505.json").read_text())
+    assert board_json["build"]["cpu_flags"] == "-mcpu=cortex-m33 -mthumb -mfpu=fpv5-sp-d16 -mfloat-abi=hard"
+    pio = shutil.which("pio")
+    if pio is None:
+        pytest.skip("PlatformIO (pip install platformio) not installed")
+    env = dict(os.environ, PLATFORMIO_DISABLE_UPGRADE_CHECK="true", PLATFORMIO_SETTING_ENABLE_TELEMETRY="No")
+    out = subprocess.run([pio, "project", "config", "--json-output"], cwd=an505_project, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    sections = dict(json.loads(out.stdout))
+    opts = dict(sections["env:mps2_an505"])
+    assert opts["board"] == "mps2_an505" and opts["board_build.ldscript"] == "board/an505.ld"
+    assert "+<runtime/src/protocol.cpp>" in opts["build_src_filter"]
+    assert "-DMCU_MAX_OPERATORS=4" in opts["build_flags"]
