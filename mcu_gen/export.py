@@ -38,7 +38,6 @@ class UnsupportedOperatorError(ExportError):
     """An operator that mcu-gen (or the target's kernel set) cannot run."""
 
 
-
 # c10::MemoryFormat / c10::Layout numbering, as ExecuTorch stores them (Int values).
 _MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels_last: 2,
                    torch.channels_last_3d: 3}

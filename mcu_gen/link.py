@@ -31,6 +31,7 @@ from .protocol import (
     crc32,
 )
 
+POLL_S = 0.05  # port read timeout: how often a blocked read re-checks its deadline
 CHUNK = 1016  # data bytes per WRITE_INPUT / READ_OUTPUT / LOAD_CHUNK frame (<= MAX_PAYLOAD - 5)
 
 NUMPY_DTYPES = {
@@ -101,6 +102,8 @@ class Link:
         self.last_error_detail = 0
         self._seq = 0
         self._decoder = FrameDecoder()
+        # Set once: on a pyserial port every timeout change is a tcsetattr() call.
+        self.port.timeout = POLL_S
 
     # --- transport ------------------------------------------------------------
     def _context(self) -> str:
@@ -112,7 +115,6 @@ class Link:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            self.port.timeout = min(left, 0.5)
             try:
                 data = self.port.read(self._decoder.needed())
             except Exception as e:  # serial.SerialException, OSError: the other end is gone

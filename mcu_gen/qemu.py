@@ -70,7 +70,7 @@ class QemuSession:
             pty = self._wait_for_pty()
             self._drain(self.proc.stdout, "qemu")
             self._drain(self.proc.stderr, "")
-            self.port = serial.Serial(pty, baudrate=self.board.baud or 115200, timeout=self.timeout)
+            self.port = self._open_pty(serial, pty)
             self.link = Link(self.port, timeout=self.timeout, run_timeout=self.run_timeout,
                              describe=self.describe)
             return self.link
@@ -103,6 +103,17 @@ class QemuSession:
         err = self.proc.stderr.read().decode(errors="replace") if self.proc.poll() is not None else ""
         raise LinkError(f"QEMU ({self.board.name}) did not offer a serial pty within {self.boot_timeout:g} s "
                         f"(exit status {self.proc.poll()}): {(seen.decode(errors='replace') + err).strip()}")
+
+    def _open_pty(self, serial, pty: str):
+        """Opens QEMU's pty; configuring it can fail with EIO for a moment right after QEMU made it."""
+        end = time.monotonic() + self.boot_timeout
+        while True:
+            try:
+                return serial.Serial(pty, baudrate=self.board.baud or 115200, timeout=0.05)
+            except serial.SerialException as e:
+                if time.monotonic() > end or self.proc.poll() is not None:
+                    raise LinkError(f"cannot open QEMU's serial port {pty}: {e}\n{self.describe()}") from e
+                time.sleep(0.02)
 
     def _drain(self, stream, prefix: str) -> None:
         def pump():

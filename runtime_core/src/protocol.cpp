@@ -1,5 +1,7 @@
 // Device side of the verify protocol; docs/protocol.md is the specification.
-// No heap, no statics: the server's whole state lives on serve()'s stack.
+// No heap. The server's state is three statics, constant-initialized (no
+// constructor runs) so the size report can name them: g_server (the
+// executors and a few counters), g_request and g_reply (one frame each).
 #include "mcu/protocol.h"
 
 #include <string.h>
@@ -70,25 +72,31 @@ struct Frame {
   uint8_t type = 0;
   uint8_t seq = 0;
   uint16_t len = 0;
-  uint8_t payload[kMaxPayload];
+  uint8_t payload[kMaxPayload] = {};
 };
+
+Frame g_request;                  // the request being handled
+uint8_t g_reply[kMaxPayload] = {};  // the reply's payload being built
 
 enum class ReadResult { Ok, Dropped, BadLength, BadCrc };
 
 class Server {
  public:
-  explicit Server(const ServerConfig& config) : cfg_(config) {}
+  void start(const ServerConfig& config) {
+    cfg_ = &config;
+    builtin_status_ = Error::NotLoaded;
+  }
 
   void load_builtin() {
-    if (cfg_.builtin_program == nullptr || cfg_.builtin_size == 0) {
+    if (cfg_->builtin_program == nullptr || cfg_->builtin_size == 0) {
       builtin_status_ = Error::NotLoaded;
       return;
     }
-    builtin_status_ = candidate_.load(cfg_.builtin_program, cfg_.builtin_size, *cfg_.kernels, cfg_.arena, cfg_.arena_size);
+    builtin_status_ = candidate_.load(cfg_->builtin_program, cfg_->builtin_size, *cfg_->kernels, cfg_->arena, cfg_->arena_size);
     if (builtin_status_ == Error::Ok) {
       active_ = candidate_;
       source_ = ProgramSource::Builtin;
-      program_id_ = cfg_.program_id;
+      program_id_ = cfg_->program_id;
     } else {
       mcu_pal_log("mcu: builtin program rejected");
     }
@@ -99,7 +107,7 @@ class Server {
       ReadResult r = read_frame();
       if (r == ReadResult::Dropped) continue;
       if (r == ReadResult::BadLength) {
-        send_error(Error::BadFrame, static_cast<int32_t>(in_.len));
+        send_error(Error::BadFrame, static_cast<int32_t>(g_request.len));
       } else if (r == ReadResult::BadCrc) {
         send_error(Error::BadCrc, 0);
       } else {
@@ -120,14 +128,14 @@ class Server {
     }
     uint8_t header[kHeaderSize];
     if (!read_bytes(header, kHeaderSize)) return ReadResult::Dropped;
-    in_.type = header[0];
-    in_.seq = header[1];
-    in_.len = get_u16(header + 2);
-    if (in_.len > kMaxPayload) return ReadResult::BadLength;
+    g_request.type = header[0];
+    g_request.seq = header[1];
+    g_request.len = get_u16(header + 2);
+    if (g_request.len > kMaxPayload) return ReadResult::BadLength;
     uint8_t crc_bytes[4];
-    if (!read_bytes(in_.payload, in_.len) || !read_bytes(crc_bytes, 4)) return ReadResult::Dropped;
+    if (!read_bytes(g_request.payload, g_request.len) || !read_bytes(crc_bytes, 4)) return ReadResult::Dropped;
     uint32_t crc = crc32(header, kHeaderSize);
-    crc = crc32(in_.payload, in_.len, crc);
+    crc = crc32(g_request.payload, g_request.len, crc);
     return crc == get_u32(crc_bytes) ? ReadResult::Ok : ReadResult::BadCrc;
   }
 
@@ -141,7 +149,7 @@ class Server {
   }
 
   void send(const uint8_t* payload, size_t n) {
-    uint8_t header[2 + kHeaderSize] = {kSync0, kSync1, static_cast<uint8_t>(in_.type | kReplyBit), in_.seq,
+    uint8_t header[2 + kHeaderSize] = {kSync0, kSync1, static_cast<uint8_t>(g_request.type | kReplyBit), g_request.seq,
                                        static_cast<uint8_t>(n), static_cast<uint8_t>(n >> 8)};
     uint32_t crc = crc32(header + 2, kHeaderSize);
     crc = crc32(payload, n, crc);
@@ -153,24 +161,24 @@ class Server {
   }
 
   void send_error(Error e, int32_t detail) {
-    Writer w(out_);
+    Writer w(g_reply);
     w.u8(static_cast<uint8_t>(e));
     w.i32(detail);
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   // Starts an Ok reply: the caller appends the body and calls send().
   Writer ok_reply() {
-    Writer w(out_);
+    Writer w(g_reply);
     w.u8(static_cast<uint8_t>(Error::Ok));
     return w;
   }
 
   // --- requests ------------------------------------------------------------
   void handle() {
-    const uint8_t* p = in_.payload;
-    const size_t n = in_.len;
-    switch (static_cast<Msg>(in_.type)) {
+    const uint8_t* p = g_request.payload;
+    const size_t n = g_request.len;
+    switch (static_cast<Msg>(g_request.type)) {
       case Msg::Hello: return hello(p, n);
       case Msg::TensorInfo: return tensor_info(p, n);
       case Msg::WriteInput: return write_input(p, n);
@@ -184,7 +192,7 @@ class Server {
       case Msg::Echo: return echo(p, n);
       case Msg::Spin: return spin_request(p, n);
     }
-    send_error(Error::BadRequest, in_.type);
+    send_error(Error::BadRequest, g_request.type);
   }
 
   void hello(const uint8_t* p, size_t n) {
@@ -198,15 +206,15 @@ class Server {
     w.u8(static_cast<uint8_t>(builtin_status_));
     w.u8(static_cast<uint8_t>(loaded ? active_.num_inputs() : 0));
     w.u8(static_cast<uint8_t>(loaded ? active_.num_outputs() : 0));
-    w.u32(static_cast<uint32_t>(cfg_.arena_size));
+    w.u32(static_cast<uint32_t>(cfg_->arena_size));
     w.u32(static_cast<uint32_t>(loaded ? active_.arena_used() : 0));
-    w.u32(static_cast<uint32_t>(cfg_.upload_buffer != nullptr ? cfg_.upload_size : 0));
-    const char* version = cfg_.firmware_version != nullptr ? cfg_.firmware_version : "";
+    w.u32(static_cast<uint32_t>(cfg_->upload_buffer != nullptr ? cfg_->upload_size : 0));
+    const char* version = cfg_->firmware_version != nullptr ? cfg_->firmware_version : "";
     size_t len = strlen(version);
     if (len > kMaxFirmwareVersion) len = kMaxFirmwareVersion;
     w.u8(static_cast<uint8_t>(len));
     w.put(version, len);
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void tensor_info(const uint8_t* p, size_t n) {
@@ -226,7 +234,7 @@ class Server {
     w.i32(0);     // zero point (reserved)
     for (int32_t d = 0; d < t.dim; ++d) w.i32(t.sizes[d]);
     for (int32_t d = 0; d < t.dim; ++d) w.u8(t.dim_order != nullptr ? t.dim_order[d] : static_cast<uint8_t>(d));
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   // Checks index, offset and length of an input/output access; returns the tensor's data or null.
@@ -254,7 +262,7 @@ class Server {
     if (dst == nullptr) return;
     memcpy(dst, p + 5, n - 5);
     Writer w = ok_reply();
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void run_program() {
@@ -265,7 +273,7 @@ class Server {
     if (e != Error::Ok) return send_error(e, active_.error_detail());
     Writer w = ok_reply();
     w.u64(ticks);
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void read_output(const uint8_t* p, size_t n) {
@@ -276,14 +284,14 @@ class Server {
     if (src == nullptr) return;
     Writer w = ok_reply();
     w.put(src, length);
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void load_begin(const uint8_t* p, size_t n) {
     if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
-    if (cfg_.upload_buffer == nullptr || cfg_.upload_size == 0) return send_error(Error::BadRequest, 0);
+    if (cfg_->upload_buffer == nullptr || cfg_->upload_size == 0) return send_error(Error::BadRequest, 0);
     const uint32_t size = get_u32(p);
-    if (size > cfg_.upload_size) return send_error(Error::BadLength, static_cast<int32_t>(cfg_.upload_size));
+    if (size > cfg_->upload_size) return send_error(Error::BadLength, static_cast<int32_t>(cfg_->upload_size));
     if (source_ == ProgramSource::Uploaded) {
       // The upload overwrites the running program: fall back to the builtin one first.
       active_.unload();
@@ -294,7 +302,7 @@ class Server {
     upload_expected_ = size;
     upload_received_ = 0;
     Writer w = ok_reply();
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void load_chunk(const uint8_t* p, size_t n) {
@@ -305,10 +313,10 @@ class Server {
     if (offset > upload_received_ || offset > upload_expected_ || length > upload_expected_ - offset) {
       return send_error(Error::BadLength, static_cast<int32_t>(upload_received_));
     }
-    memcpy(cfg_.upload_buffer + offset, p + 4, length);
+    memcpy(cfg_->upload_buffer + offset, p + 4, length);
     if (offset + length > upload_received_) upload_received_ = offset + length;
     Writer w = ok_reply();
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void load_end(const uint8_t* p, size_t n) {
@@ -317,27 +325,27 @@ class Server {
       return send_error(Error::BadLength, static_cast<int32_t>(upload_received_));
     }
     const uint32_t crc = get_u32(p);
-    if (crc32(cfg_.upload_buffer, upload_expected_) != crc) return send_error(Error::BadCrc, 1);
-    const Error e = candidate_.load(cfg_.upload_buffer, upload_expected_, *cfg_.kernels, cfg_.arena, cfg_.arena_size);
+    if (crc32(cfg_->upload_buffer, upload_expected_) != crc) return send_error(Error::BadCrc, 1);
+    const Error e = candidate_.load(cfg_->upload_buffer, upload_expected_, *cfg_->kernels, cfg_->arena, cfg_->arena_size);
     if (e != Error::Ok) return send_error(e, candidate_.error_detail());  // the active program stays
     active_ = candidate_;
     source_ = ProgramSource::Uploaded;
     program_id_ = crc;
     Writer w = ok_reply();
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void use_builtin() {
     if (source_ != ProgramSource::Builtin) load_builtin();
     if (source_ != ProgramSource::Builtin) return send_error(builtin_status_, candidate_.error_detail());
     Writer w = ok_reply();
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void exit_request(const uint8_t* p, size_t n) {
     if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
     Writer w = ok_reply();
-    send(out_, w.size());
+    send(g_reply, w.size());
     mcu_pal_exit(static_cast<int32_t>(get_u32(p)));
   }
 
@@ -345,7 +353,7 @@ class Server {
     if (n > kMaxPayload - 1) return send_error(Error::BadLength, static_cast<int32_t>(kMaxPayload - 1));
     Writer w = ok_reply();
     w.put(p, n);
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
   void spin_request(const uint8_t* p, size_t n) {
@@ -356,27 +364,27 @@ class Server {
     const uint64_t ticks = mcu_pal_ticks() - start;
     Writer w = ok_reply();
     w.u64(ticks);
-    send(out_, w.size());
+    send(g_reply, w.size());
   }
 
-  const ServerConfig& cfg_;
+  const ServerConfig* cfg_ = nullptr;
   Executor active_;     // the program RUN executes
   Executor candidate_;  // a program being verified; becomes active only if it loads
   ProgramSource source_ = ProgramSource::None;
-  Error builtin_status_ = Error::NotLoaded;
+  Error builtin_status_ = Error::Ok;  // set by start(); zero here keeps g_server in .bss
   uint64_t program_id_ = 0;
   size_t upload_expected_ = 0;
   size_t upload_received_ = 0;
-  Frame in_;
-  uint8_t out_[kMaxPayload];
 };
+
+Server g_server;
 
 }  // namespace
 
 void serve(const ServerConfig& config) {
-  Server server(config);
-  server.load_builtin();
-  server.run();
+  g_server.start(config);
+  g_server.load_builtin();
+  g_server.run();
 }
 
 }  // namespace mcu

@@ -69,7 +69,7 @@ class Executor {
   const uint8_t* constant_buffers_ = nullptr;  // vector<Buffer> (legacy inline)
   int32_t num_constant_buffers_ = 0;
   int32_t num_operators_ = 0;
-  int32_t detail_ = -1;
+  int32_t detail_ = 0;  // zero-initialized so a static Executor lives in .bss
   bool loaded_ = false;
   KernelFn fns_[MCU_MAX_OPERATORS] = {};
   uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator

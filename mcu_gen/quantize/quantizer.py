@@ -1,0 +1,290 @@
+"""mcu-gen's int8 Quantizer for torchao's PT2E flow (the TFLite / CMSIS-NN int8 spec).
+
+    gm = capture_for_quantization(module, example_inputs)   # torch.export, BN folded, eval dropout gone
+    prepared = prepare_pt2e(gm, McuQuantizer())              # or prepare_qat_pt2e(gm, McuQuantizer(qat=True))
+    for inputs in calibration: prepared(*inputs)
+    converted = convert_pt2e(prepared)                       # quantize/dequantize nodes, int8 weights
+
+The spec:
+- activations: int8, asymmetric, per tensor, range [-128, 127];
+- convolution weights: int8, symmetric, per output channel, range [-127, 127];
+- linear weights: int8, symmetric, per tensor (cortex_m::quantized_linear applies one
+  multiplier to all outputs, as CMSIS-NN's arm_fully_connected_s8 does);
+- bias: left in float here; the lowering stores it as int32 with scale s_in * s_w;
+- ReLU / ReLU6 / clamp after a conv, linear or add are not observed separately: the
+  op's output is quantized after the activation, which the lowering fuses as
+  activation_min / activation_max;
+- max pool, average pool and view-like ops share their input's parameters, cat
+  shares one set over all its inputs and its output, softmax outputs scale 1/256,
+  zero point -128.
+Ops not listed stay unannotated, so they run in fp32 between dequantize/quantize.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx
+from torchao.quantization.pt2e import (
+    FakeQuantize,
+    HistogramObserver,
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    PerChannelMinMaxObserver,
+)
+from torchao.quantization.pt2e.quantizer import (
+    FixedQParamsQuantizationSpec,
+    QuantizationAnnotation,
+    QuantizationSpec,
+    Quantizer,
+    SharedQuantizationSpec,
+)
+
+aten = torch.ops.aten
+
+SOFTMAX_SCALE = 1.0 / 256.0
+SOFTMAX_ZERO_POINT = -128
+
+CONV_OPS = {aten.conv2d.default}
+LINEAR_OPS = {aten.linear.default}
+ADD_OPS = {aten.add.Tensor}
+# Ops whose output keeps the input's quantization parameters.
+SHARED_OPS = {
+    aten.max_pool2d.default,
+    aten.avg_pool2d.default,
+    aten.flatten.using_ints,
+    aten.view.default,
+    aten.reshape.default,
+    aten.squeeze.dim,
+    aten.squeeze.dims,
+    aten.unsqueeze.default,
+}
+CAT_OPS = {aten.cat.default}
+SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
+ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
+               aten.clamp.default}
+
+
+def activation_spec(qat: bool = False) -> QuantizationSpec:
+    if qat:
+        ctr = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
+                                     dtype=torch.int8, qscheme=torch.per_tensor_affine, eps=2**-12)
+    else:
+        ctr = HistogramObserver.with_args(eps=2**-12)
+    return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
+                            is_dynamic=False, observer_or_fake_quant_ctr=ctr)
+
+
+def conv_weight_spec(qat: bool = False) -> QuantizationSpec:
+    if qat:
+        ctr = FakeQuantize.with_args(observer=MovingAveragePerChannelMinMaxObserver, quant_min=-127, quant_max=127,
+                                     dtype=torch.int8, qscheme=torch.per_channel_symmetric, ch_axis=0)
+    else:
+        ctr = PerChannelMinMaxObserver.with_args()
+    return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
+                            ch_axis=0, is_dynamic=False, observer_or_fake_quant_ctr=ctr)
+
+
+def linear_weight_spec(qat: bool = False) -> QuantizationSpec:
+    if qat:
+        ctr = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-127, quant_max=127,
+                                     dtype=torch.int8, qscheme=torch.per_tensor_symmetric)
+    else:
+        ctr = MinMaxObserver.with_args()
+    return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_tensor_symmetric,
+                            is_dynamic=False, observer_or_fake_quant_ctr=ctr)
+
+
+SOFTMAX_SPEC = FixedQParamsQuantizationSpec(dtype=torch.int8, scale=SOFTMAX_SCALE, zero_point=SOFTMAX_ZERO_POINT,
+                                            quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine)
+
+
+def _annotated(node: torch.fx.Node) -> bool:
+    a = node.meta.get("quantization_annotation")
+    return a is not None and a._annotated
+
+
+def _annotate(node, inputs: dict, output) -> None:
+    node.meta["quantization_annotation"] = QuantizationAnnotation(
+        input_qspec_map=inputs, output_qspec=output, _annotated=True)
+
+
+def _is_fusable_activation(node) -> bool:
+    if not isinstance(node, torch.fx.Node) or node.op != "call_function" or node.target not in ACTIVATIONS:
+        return False
+    return all(not isinstance(a, torch.fx.Node) for a in node.args[1:])
+
+
+def _fused_activation(node: torch.fx.Node):
+    """The ReLU / ReLU6 / clamp that is ``node``'s only user, if any."""
+    users = list(node.users)
+    if len(users) == 1 and _is_fusable_activation(users[0]) and users[0].args[0] is node:
+        return users[0]
+    return None
+
+
+class McuQuantizer(Quantizer):
+    """Annotates a torch.export graph (pre-dispatch ATen) for mcu-gen's int8 lowering."""
+
+    def __init__(self, qat: bool = False):
+        super().__init__()
+        self.qat = qat
+        self.act = activation_spec(qat)
+        self.conv_w = conv_weight_spec(qat)
+        self.linear_w = linear_weight_spec(qat)
+
+    def _output(self, node, spec) -> None:
+        """Annotate node's output (or that of a fused activation after it)."""
+        act = _fused_activation(node)
+        if act is not None:
+            _annotate(act, {}, spec)
+
+    def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        for node in model.graph.nodes:
+            if node.op != "call_function" or _annotated(node):
+                continue
+            t = node.target
+            if t in CONV_OPS or t in LINEAR_OPS:
+                x, w = node.args[0], node.args[1]
+                if not (isinstance(w, torch.fx.Node) and w.op == "get_attr"):
+                    continue
+                act = _fused_activation(node)
+                _annotate(node, {x: self.act, w: self.conv_w if t in CONV_OPS else self.linear_w},
+                          None if act is not None else self.act)
+                if act is not None:
+                    _annotate(act, {}, self.act)
+            elif t in ADD_OPS:
+                a, b = node.args[0], node.args[1]
+                if not (isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node)):
+                    continue
+                if len(node.args) > 2 or node.kwargs.get("alpha", 1) != 1:
+                    continue
+                act = _fused_activation(node)
+                _annotate(node, {a: self.act, b: self.act}, None if act is not None else self.act)
+                if act is not None:
+                    _annotate(act, {}, self.act)
+            elif t in SHARED_OPS:
+                x = node.args[0]
+                if isinstance(x, torch.fx.Node):
+                    _annotate(node, {x: self.act}, SharedQuantizationSpec((x, node)))
+            elif t in CAT_OPS:
+                inputs = [n for n in node.args[0] if isinstance(n, torch.fx.Node)]
+                if not inputs:
+                    continue
+                first = (inputs[0], node)
+                spec = {inputs[0]: self.act}
+                spec.update({n: SharedQuantizationSpec(first) for n in inputs[1:]})
+                _annotate(node, spec, SharedQuantizationSpec(first))
+            elif t in SOFTMAX_OPS:
+                x = node.args[0]
+                if isinstance(x, torch.fx.Node):
+                    _annotate(node, {x: self.act}, SOFTMAX_SPEC)
+        return model
+
+    def validate(self, model: torch.fx.GraphModule) -> None:
+        pass
+
+
+# -- capture --------------------------------------------------------------------------------------
+def _remove_eval_noops(gm: torch.fx.GraphModule) -> None:
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target in (aten.dropout.default, aten.feature_dropout.default) and not node.args[2]:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+        elif node.target in (aten.alias.default, aten.detach.default, aten.detach_.default):
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+
+
+def _attr(gm, node):
+    if isinstance(node, torch.fx.Node) and node.op == "get_attr":
+        obj = gm
+        for part in node.target.split("."):
+            obj = getattr(obj, part)
+        return obj
+    return None
+
+
+def _set_attr(gm, before: torch.fx.Node, name: str, tensor: torch.Tensor) -> torch.fx.Node:
+    gm.register_buffer(name, tensor.detach().contiguous())
+    with gm.graph.inserting_before(before):
+        return gm.graph.get_attr(name)
+
+
+def fold_batch_norm(gm: torch.fx.GraphModule) -> None:
+    """Fold eval BatchNorm into the conv2d / linear before it (weights are constants)."""
+    count = 0
+    for bn in list(gm.graph.nodes):
+        if bn.op != "call_function" or bn.target is not aten.batch_norm.default:
+            continue
+        x, gamma, beta, mean, var, training, _momentum, eps = bn.args[:8]
+        if training or not isinstance(x, torch.fx.Node) or len(x.users) != 1:
+            continue
+        if x.op != "call_function" or x.target not in CONV_OPS | LINEAR_OPS:
+            continue
+        w = _attr(gm, x.args[1])
+        b_node = x.args[2] if len(x.args) > 2 else None
+        b = _attr(gm, b_node) if b_node is not None else None
+        mean_t, var_t = _attr(gm, mean), _attr(gm, var)
+        if w is None or mean_t is None or var_t is None or (b_node is not None and b is None):
+            continue
+        g = torch.ones_like(mean_t) if gamma is None else _attr(gm, gamma)
+        bt = torch.zeros_like(mean_t) if beta is None else _attr(gm, beta)
+        if g is None or bt is None:
+            continue
+        scale = g.double() / torch.sqrt(var_t.double() + eps)
+        shift = bt.double() - mean_t.double() * scale
+        b0 = torch.zeros(w.shape[0], dtype=torch.float64) if b is None else b.double()
+        new_w = (w.double() * scale.reshape(-1, *([1] * (w.dim() - 1)))).to(w.dtype)
+        new_b = (b0 * scale + shift).to(w.dtype)
+        count += 1
+        args = list(x.args) + [None] * (3 - len(x.args))
+        args[1] = _set_attr(gm, x, f"_mcu_bn_w{count}", new_w)
+        args[2] = _set_attr(gm, x, f"_mcu_bn_b{count}", new_b)
+        x.args = tuple(args)
+        bn.replace_all_uses_with(x)
+        gm.graph.erase_node(bn)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+
+
+def capture_for_quantization(module: torch.nn.Module, example_inputs: tuple, fold_bn: bool = True
+                             ) -> torch.fx.GraphModule:
+    """torch.export the model for PT2E (guards off: torch 2.13 adds a _guards_fn call otherwise),
+    fold eval BatchNorm and drop eval dropout."""
+    ep = torch.export.export(module.eval(), tuple(example_inputs))
+    gm = ep.module(check_guards=False)
+    _remove_eval_noops(gm)
+    if fold_bn:
+        fold_batch_norm(gm)
+    gm.graph.lint()
+    gm.recompile()
+    return gm
+
+
+def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: list) -> torch.fx.GraphModule:
+    """Post-training quantization: capture, annotate, calibrate on every input tuple, convert."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    if not calibration:
+        raise ValueError("int8 quantization needs calibration data: define calibration_inputs() in the model "
+                         "file or pass --calibration FILE (a torch.save'd list of input tuples)")
+    gm = capture_for_quantization(module, example_inputs)
+    prepared = prepare_pt2e(gm, McuQuantizer())
+    with torch.no_grad():
+        for inputs in calibration:
+            prepared(*inputs)
+    return convert_pt2e(prepared)
+
+
+def is_quantized_graph(gm: torch.fx.GraphModule) -> bool:
+    """True for a graph that already holds quantize/dequantize nodes (a converted PT2E model)."""
+    qd = torch.ops.quantized_decomposed
+    targets = {qd.quantize_per_tensor.default, qd.dequantize_per_tensor.default,
+               qd.dequantize_per_channel.default}
+    return any(n.op == "call_function" and n.target in targets for n in gm.graph.nodes)
+
+
+__all__ = ["McuQuantizer", "capture_for_quantization", "quantize_ptq", "is_quantized_graph", "fold_batch_norm",
+           "SOFTMAX_SCALE", "SOFTMAX_ZERO_POINT"]
