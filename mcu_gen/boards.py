@@ -55,6 +55,17 @@ class Board:
     ticks_unit: str = "cycles"
     baud: int = 115200
     flash_method: str = "none"
+    # Added for real boards (all optional in board.toml, see docs/boards.md):
+    build_kind: str = "baremetal"  # "baremetal" (CMake + our startup/PAL) or "pio-only" (PlatformIO project only)
+    stack_bytes: int = 0  # stack the linker script reserves in RAM (0: unknown)
+    uf2_family: int | None = None  # [flash_method] uf2_family: write firmware.uf2 with this family id
+    platformio: dict = field(default_factory=dict)  # framework -> {platform, board, serial, options}
+
+    @property
+    def frameworks(self) -> list[str]:
+        """Frameworks `mcu-gen build --framework` accepts for this board; the first is the default."""
+        own = ["baremetal"] if self.build_kind == "baremetal" else []
+        return own + sorted(self.platformio)
 
     @property
     def linker_script_path(self) -> Path | None:
@@ -141,7 +152,18 @@ def load_board(path: Path) -> Board:
         ticks_unit=data.get("ticks", {}).get("unit", "cycles"),
         baud=int(data.get("serial", {}).get("baud", 115200)),
         flash_method=data.get("flash_method", {}).get("kind", "none"),
+        build_kind=build.get("kind", "baremetal"),
+        stack_bytes=int(build.get("stack_bytes", 0)),
+        uf2_family=data.get("flash_method", {}).get("uf2_family"),
+        platformio={k: dict(v) for k, v in data.get("platformio", {}).items()},
     )
+    if board.build_kind not in ("baremetal", "pio-only"):
+        raise BoardError(f"{path}: [build] kind must be 'baremetal' or 'pio-only', not {board.build_kind!r}")
+    if board.build_kind == "pio-only" and not board.platformio:
+        raise BoardError(f"{path}: a 'pio-only' board needs a [platformio.<framework>] table")
+    for fw, cfg in board.platformio.items():
+        if not cfg.get("platform") or not cfg.get("board"):
+            raise BoardError(f"{path}: [platformio.{fw}] needs 'platform' and 'board'")
     if board.emulator.kind == "qemu" and not board.emulator.machine:
         raise BoardError(f"{path}: [emulator] kind = 'qemu' needs 'machine'")
     for f in board.files:

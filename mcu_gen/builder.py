@@ -57,11 +57,21 @@ def c_array_lines(data: bytes, per_line: int = 16) -> list:
     return [", ".join(f"0x{b:02x}" for b in data[i : i + per_line]) + "," for i in range(0, len(data), per_line)]
 
 
-def load_program(model=None, pte_path=None, fuse=True, available=None):
-    """(program, pte bytes, spec) from a model file / .pt2, or from a .pte as is."""
+def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=None, io="float32",
+                 calibration=None):
+    """(program, pte bytes, spec) from a model file / .pt2, or from a .pte as is.
+    ``quantize="int8"`` quantizes the model (mcu_gen.quantize) with ``io`` graph inputs/outputs."""
     if (model is None) == (pte_path is None):
         raise BuildError("give exactly one of a model file (--model) or a program (--pte)")
+    if quantize not in (None, "int8"):
+        raise BuildError(f"--quantize {quantize}: only int8 is supported")
+    if io not in ("float32", "int8"):
+        raise BuildError(f"--io {io}: choose float32 or int8")
+    if quantize is None and (io != "float32" or calibration is not None):
+        raise BuildError("--io int8 and --calibration need --quantize int8")
     if pte_path is not None:
+        if quantize is not None:
+            raise BuildError("--quantize applies to a model file; a .pte is run as it is")
         data = Path(pte_path).read_bytes()
         try:
             program = pte.read(data)
@@ -72,7 +82,17 @@ def load_program(model=None, pte_path=None, fuse=True, available=None):
     from .model_file import load_model_file
 
     spec = load_model_file(model)
-    program = export_model(spec, fuse=fuse, has_kernel=lambda op: op in available)
+    has_kernel = (lambda op: op in available) if available is not None else None
+    if quantize == "int8":
+        from .quantize import QuantizeError, export_quantized
+
+        try:
+            program, gm = export_quantized(spec, io=io, calibration=calibration, has_kernel=has_kernel)
+        except QuantizeError as e:
+            raise BuildError(str(e)) from None
+        spec.quantized_module = gm
+    else:
+        program = export_model(spec, fuse=fuse, has_kernel=has_kernel)
     planner.plan(program)
     return program, pte.write(program), spec
 
@@ -187,10 +207,12 @@ def precheck_fits(board: Board, program: Program, data: bytes) -> None:
 
 
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
-          compile: bool = True, opt_level: str = "-O2") -> BuildResult:
+          compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
+          calibration=None) -> BuildResult:
     b = get_board(board)
     available = kernel_registry.find_kernels()
-    program, data, spec = load_program(model, pte_path, fuse=fuse, available=available)
+    program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
+                                       calibration=calibration)
     sel = kernel_registry.select(program.operators, available)
     if sel.missing:
         raise BuildError(
@@ -228,6 +250,10 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         "inputs": [_io(program, i) for i in program.inputs],
         "outputs": [_io(program, i) for i in program.outputs],
     }
+    if quantize is not None:
+        report["quantize"] = quantize
+        report["io"] = io
+        report["fp32_fallback"] = program.meta.get("fp32_fallback", [])
     write_reports(out, report)
     return BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
                        kernels=sel.kernels)
@@ -235,7 +261,10 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
 
 def _io(program: Program, i: int) -> dict:
     t: TensorValue = program.tensor(i)
-    return {"shape": list(t.shape), "dtype": t.dtype, "offset": t.offset, "bytes": t.nbytes}
+    row = {"shape": list(t.shape), "dtype": t.dtype, "offset": t.offset, "bytes": t.nbytes}
+    if t.dtype == "int8" and t.scale is not None:
+        row.update(scale=float(t.scale), zero_point=int(t.zero_point), dim_order=list(t.dim_order))
+    return row
 
 
 def load_report(out: Path) -> dict:

@@ -23,7 +23,7 @@ import torch.fx
 from torch.export.graph_signature import InputKind, OutputKind
 
 from . import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
-from .ir import DTYPE_CODES, Instruction, Program, ScalarValue, TensorValue
+from .ir import DTYPE_CODES, Instruction, Program, TensorValue
 from .model_file import ModelSpec
 from .passes import FREE_VIEWS, ConstGraph, run_passes
 
@@ -212,7 +212,6 @@ def to_const_graph(ep: torch.export.ExportedProgram) -> tuple:
         else:
             raise ExportError(f"input {node.name}: {spec.kind.name} inputs are not supported")
         new = cg.add_const(tensor, first_op, "p")
-        new.name  # keep fx's generated unique name
         node.replace_all_uses_with(new)
         graph.erase_node(node)
     out_node = next(n for n in graph.nodes if n.op == "output")
@@ -238,6 +237,11 @@ class _Lowering:
 
     # values
     def _check_static(self, node, val):
+        if any(not isinstance(s, int) for s in val.shape) and node.op == "placeholder":
+            raise ExportError(
+                f"input {node.name} has a dynamic shape {list(val.shape)}; mcu-gen needs static shapes "
+                f"(export without dynamic_shapes)"
+            )
         if any(not isinstance(s, int) for s in val.shape):
             raise UnsupportedOperatorError(
                 f"{self._op_text(node)} produces a tensor whose shape depends on the input data "

@@ -83,4 +83,19 @@ def markdown(r: dict) -> str:
     for i, op in enumerate(r["operators"]):
         lines.append(f"| {i} | `{op['name']}` | {op['backend']} | {op['dtype']} | {op.get('source', '')} |")
     lines.append("")
+    if r.get("quantize"):
+        lines += ["## Quantization", "", f"{r['quantize']}, graph I/O {r.get('io', 'float32')}.", "",
+                  "| tensor | shape | dtype | scale | zero point |", "|---|---|---|---|---|"]
+        for kind in ("inputs", "outputs"):
+            for k, t in enumerate(r.get(kind, [])):
+                lines.append(f"| {kind[:-1]} {k} | {t['shape']} | {t['dtype']} | {t.get('scale', '')} | "
+                             f"{t.get('zero_point', '')} |")
+        lines.append("")
+        fallback = r.get("fp32_fallback") or []
+        lines += ["### Operators left in fp32", ""]
+        if not fallback:
+            lines.append("None: every operator runs in int8.")
+        for f in fallback:
+            lines.append(f"- `{f['op']}`: {f['reason']}" + (f" ({f['source']})" if f.get("source") else ""))
+        lines.append("")
     return "\n".join(lines)

@@ -311,3 +311,11 @@ def test_assorted_layers_match_eager():
         if fuse:
             assert "aten::hardtanh.out" not in program.operators
             assert "aten::convolution.out" in program.operators  # the 1-D convolution
+
+
+def test_dynamic_input_shape_is_a_clear_error():
+    x = torch.randn(2, 2, 4, 4)
+    ep = torch.export.export(_Residual().eval(), (x,),
+                             dynamic_shapes=({0: torch.export.Dim("batch", min=2, max=8)},))
+    with pytest.raises(ExportError, match="dynamic shape"):
+        export_model(ModelSpec(None, (x,), exported_program=ep))

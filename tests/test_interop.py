@@ -28,11 +28,15 @@ def test_mcu_gen_pte_runs_in_executorch_runtime():
     planner.plan(program)
     data = pte.write(program)
     assert all(op.startswith("aten::") for op in program.operators)
-    method = Runtime.get().load_program(data).load_method("forward")
+    # Keep the buffer and the program alive while the method runs: ExecuTorch's
+    # Program refers into them.
+    et_program = Runtime.get().load_program(data)
+    method = et_program.load_method("forward")
     for (x,) in inputs:
         got = method.execute([x])[0]
         want = spec.module(x).detach()
         assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
+    del method, et_program
 
 
 def _executorch_pte(spec, path):

@@ -154,7 +154,9 @@ def test_unfused_program_runs_in_executorch_runtime(small):
     m, inputs = small
     program = export_model(ModelSpec(m, inputs), fuse=False)
     planner.plan(program)
-    method = Runtime.get().load_program(pte.write(program)).load_method("forward")
+    buf = pte.write(program)  # the runtime reads it in place: keep buf and et_program alive
+    et_program = Runtime.get().load_program(buf)
+    method = et_program.load_method("forward")
     (et_out,) = method.execute(list(inputs))
     (ref,) = run_reference(program, [t.numpy() for t in inputs])
     np.testing.assert_allclose(et_out.numpy(), ref, atol=1e-6)

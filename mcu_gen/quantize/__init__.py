@@ -1,0 +1,82 @@
+"""int8 quantization: mcu-gen's PT2E Quantizer, the lowering to cortex_m:: operators and the
+host integer reference (bit-exact with the device). See docs/quantization.md.
+
+    program, gm = export_quantized(spec, io="float32", calibration=None, has_kernel=None)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Optional
+
+import torch
+
+from .quantizer import McuQuantizer, capture_for_quantization, is_quantized_graph, quantize_ptq  # noqa: F401
+
+
+class QuantizeError(ValueError):
+    """Quantization cannot go on (no calibration data, a bad calibration file, ...)."""
+
+
+def load_calibration(path, n_inputs: int) -> list:
+    """A torch.save'd list of input tuples (a bare tensor per item is accepted for one-input models)."""
+    path = Path(path)
+    if not path.is_file():
+        raise QuantizeError(f"calibration file not found: {path}")
+    try:
+        items = torch.load(str(path), weights_only=True)
+    except Exception as e:
+        raise QuantizeError(f"{path}: cannot load calibration data: {type(e).__name__}: {e}") from None
+    if isinstance(items, torch.Tensor):
+        items = [items]
+    if not isinstance(items, (list, tuple)) or not items:
+        raise QuantizeError(f"{path}: expected a non-empty list of input tuples")
+    out = []
+    for k, item in enumerate(items):
+        if isinstance(item, torch.Tensor):
+            item = (item,)
+        if not isinstance(item, (list, tuple)) or not all(isinstance(t, torch.Tensor) for t in item):
+            raise QuantizeError(f"{path}: item {k} is not a tuple of tensors")
+        if len(item) != n_inputs:
+            raise QuantizeError(f"{path}: item {k} has {len(item)} inputs, the model takes {n_inputs}")
+        out.append(tuple(item))
+    return out
+
+
+def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool]:
+    """(converted GraphModule, was it quantized already). A model that is already a converted
+    PT2E graph (QAT with McuQuantizer, then convert_pt2e) is taken as is."""
+    module = spec.module
+    if module is None and spec.exported_program is not None:
+        module = spec.exported_program.module(check_guards=False)
+    if isinstance(module, torch.fx.GraphModule) and is_quantized_graph(module):
+        return module, True
+    if module is None:
+        raise QuantizeError(f"{spec.name}: nothing to quantize")
+    if calibration is not None:
+        data = load_calibration(calibration, len(spec.example_inputs))
+    else:
+        data = spec.calibration_inputs
+    if not data:
+        where = f" ({spec.path})" if spec.path else ""
+        raise QuantizeError(
+            f"{spec.name}{where}: int8 quantization needs calibration data: define calibration_inputs() in the "
+            "model file (a list of input tuples, e.g. 8-100 real samples) or pass --calibration FILE "
+            "(torch.save of such a list). mcu-gen never calibrates on random data.")
+    try:
+        return quantize_ptq(module, spec.example_inputs, data), False
+    except QuantizeError:
+        raise
+    except Exception as e:
+        raise QuantizeError(f"{spec.name}: quantization failed: {type(e).__name__}: {e}") from e
+
+
+def export_quantized(spec, io: str = "float32", calibration=None,
+                     has_kernel: Optional[Callable[[str], bool]] = None):
+    """(unplanned int8 Program, converted GraphModule)."""
+    from .lowering import lower_quantized
+
+    gm, pre = quantized_module(spec, calibration)
+    program = lower_quantized(gm, io=io, user_file=spec.path, has_kernel=has_kernel)
+    program.meta["model"] = spec.name
+    program.meta["prequantized"] = pre
+    return program, gm

@@ -1,0 +1,162 @@
+// int8 pooling of the cortex_m:: operators (quantized_avg_pool2d,
+// quantized_max_pool2d and their _nhwc forms). Activations are NHWC in memory
+// (read_nhwc in int8_common.h).
+//
+// Average pool, as the Python reference (dequantize, float32 avg_pool2d with
+// count_include_pad=False, quantize with the same scale), in float32:
+//   scale = (float)(multiplier * 2^shift / 2^31)
+//   v     = ((float)q - zp) * scale
+//   sum   = v_0 + v_1 + ...   (window rows top to bottom, columns left to right)
+//   out   = clamp(round_half_even((sum / count) / scale) + zp, -128, 127)
+// count = taps inside the input. (CMSIS-NN's arm_avgpool_s8 rounds ties away
+// from zero in integers; the reference, and so this kernel, does not.)
+//
+// Max pool: max over the taps inside the input, clamped to
+// [activation_min, activation_max]; input and output zero points must match;
+// dilation 1 and ceil_mode false only (as the reference).
+#pragma once
+#include "int8_common.h"
+
+namespace mcu {
+namespace kernels {
+
+constexpr int64_t kMaxPoolParam = 1 << 16;
+
+struct PoolParams {
+  int32_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
+};
+
+// kernel_size, stride (empty: kernel_size, as ATen) and padding: 1 or 2 values.
+inline bool read_pool_params(const IntList& k, const IntList& s, const IntList& p, PoolParams* q) {
+  if (k.size() < 1 || k.size() > 2 || s.size() > 2 || p.size() > 2) return false;
+  const int64_t kh = k.get_or(0, 1), kw = k.get_or(1, 1);
+  const int64_t sh = s.size() == 0 ? kh : s.get_or(0, 1), sw = s.size() == 0 ? kw : s.get_or(1, 1);
+  const int64_t ph = p.get_or(0, 0), pw = p.get_or(1, 0);
+  if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0) return false;
+  if (kh > kMaxPoolParam || kw > kMaxPoolParam || sh > kMaxPoolParam || sw > kMaxPoolParam) return false;
+  if (ph > kh / 2 || pw > kw / 2) return false;  // ATen's limit
+  *q = {static_cast<int32_t>(kh), static_cast<int32_t>(kw), static_cast<int32_t>(sh),
+        static_cast<int32_t>(sw), static_cast<int32_t>(ph), static_cast<int32_t>(pw)};
+  return true;
+}
+
+// ATen's pooling_output_shape (dilation 1).
+inline int32_t pool_out_size(int32_t in, int32_t k, int32_t pad, int32_t stride, bool ceil_mode) {
+  const int64_t num = static_cast<int64_t>(in) + 2 * pad - (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  if (num < 0) return 0;
+  int64_t out = num / stride + 1;
+  if (ceil_mode && (out - 1) * stride >= static_cast<int64_t>(in) + pad) --out;
+  return static_cast<int32_t>(out);
+}
+
+inline bool pool_shapes(const TensorRef& in, const TensorRef& out, bool nhwc, const PoolParams& p, bool ceil_mode,
+                        Nhwc* vi, Nhwc* vo) {
+  if (!is_int8(in) || !is_int8(out)) return false;
+  if (!read_nhwc(in, nhwc, vi) || !read_nhwc(out, nhwc, vo)) return false;
+  if (vi->h < 1 || vi->w < 1) return false;
+  const int32_t oh = pool_out_size(vi->h, p.kh, p.ph, p.sh, ceil_mode);
+  const int32_t ow = pool_out_size(vi->w, p.kw, p.pw, p.sw, ceil_mode);
+  return oh >= 1 && ow >= 1 && vo->n == vi->n && vo->c == vi->c && vo->h == oh && vo->w == ow;
+}
+
+// Window [begin, end) of output position o, clipped to the input.
+inline void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t k, int32_t in, int32_t* begin, int32_t* end) {
+  int32_t b = o * stride - pad;
+  int32_t e = b + k;
+  if (b < 0) b = 0;
+  if (e > in) e = in;
+  *begin = b;
+  *end = e;
+}
+
+// quantized_avg_pool2d(_nhwc): input T, kernel L, stride L, padding L,
+// ceil_mode B, zero_point I, multiplier I, shift I, scratch T, out O.
+inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
+  const TensorRef in = ctx.tensor(0);
+  const TensorRef out = ctx.tensor(9);
+  PoolParams p;
+  if (!read_pool_params(ctx.int_list(1), ctx.int_list(2), ctx.int_list(3), &p)) return Error::KernelFailed;
+  const bool ceil_mode = ctx.bool_arg(4);
+  const int64_t zero_point = ctx.int_arg(5), multiplier = ctx.int_arg(6), shift = ctx.int_arg(7);
+  if (zero_point < -128 || zero_point > 127 || !valid_multiplier(multiplier) || shift < -200 || shift > 200) {
+    return Error::KernelFailed;
+  }
+  Nhwc vi, vo;
+  if (!pool_shapes(in, out, nhwc, p, ceil_mode, &vi, &vo)) return Error::KernelFailed;
+  const double scale_d = static_cast<double>(multiplier) * __builtin_ldexp(1.0, static_cast<int>(shift)) / 2147483648.0;
+  const float scale = static_cast<float>(scale_d);
+  const float zp = static_cast<float>(zero_point);
+  const int8_t* x = in.i8();
+  int8_t* y = out.i8();
+  const int32_t c = vi.c;
+  for (int32_t n = 0; n < vi.n; ++n) {
+    for (int32_t oh = 0; oh < vo.h; ++oh) {
+      int32_t h0, h1;
+      pool_window(oh, p.sh, p.ph, p.kh, vi.h, &h0, &h1);
+      for (int32_t ow = 0; ow < vo.w; ++ow) {
+        int32_t w0, w1;
+        pool_window(ow, p.sw, p.pw, p.kw, vi.w, &w0, &w1);
+        const int32_t count = (h1 - h0) * (w1 - w0);
+        int8_t* o = y + ((static_cast<size_t>(n) * vo.h + oh) * vo.w + ow) * c;
+        for (int32_t ch = 0; ch < c; ++ch) {
+          float sum = 0.0f;
+          for (int32_t ih = h0; ih < h1; ++ih) {
+            for (int32_t iw = w0; iw < w1; ++iw) {
+              const int8_t q = x[((static_cast<size_t>(n) * vi.h + ih) * vi.w + iw) * c + ch];
+              sum += (static_cast<float>(q) - zp) * scale;
+            }
+          }
+          const float avg = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+          o[ch] = static_cast<int8_t>(float_to_int_clamped(round_half_even(avg / scale) + zp, -128, 127));
+        }
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+// quantized_max_pool2d(_nhwc): input T, kernel L, stride L, padding L,
+// dilation L, ceil_mode B, input_zero_point I, output_zero_point I,
+// activation_min I, activation_max I, out O.
+inline Error qmax_pool2d(const KernelContext& ctx, bool nhwc) {
+  const TensorRef in = ctx.tensor(0);
+  const TensorRef out = ctx.tensor(10);
+  PoolParams p;
+  if (!read_pool_params(ctx.int_list(1), ctx.int_list(2), ctx.int_list(3), &p)) return Error::KernelFailed;
+  const IntList dilation = ctx.int_list(4);
+  if (dilation.size() > 2 || dilation.get_or(0, 1) != 1 || dilation.get_or(1, 1) != 1) return Error::KernelFailed;
+  if (ctx.bool_arg(5)) return Error::KernelFailed;  // ceil_mode
+  if (ctx.int_arg(6) != ctx.int_arg(7)) return Error::KernelFailed;
+  const int64_t lo = ctx.int_arg(8), hi = ctx.int_arg(9);
+  if (!valid_int8_range(lo, hi)) return Error::KernelFailed;
+  Nhwc vi, vo;
+  if (!pool_shapes(in, out, nhwc, p, false, &vi, &vo)) return Error::KernelFailed;
+  const int8_t* x = in.i8();
+  int8_t* y = out.i8();
+  const int32_t c = vi.c;
+  for (int32_t n = 0; n < vi.n; ++n) {
+    for (int32_t oh = 0; oh < vo.h; ++oh) {
+      int32_t h0, h1;
+      pool_window(oh, p.sh, p.ph, p.kh, vi.h, &h0, &h1);
+      for (int32_t ow = 0; ow < vo.w; ++ow) {
+        int32_t w0, w1;
+        pool_window(ow, p.sw, p.pw, p.kw, vi.w, &w0, &w1);
+        int8_t* o = y + ((static_cast<size_t>(n) * vo.h + oh) * vo.w + ow) * c;
+        for (int32_t ch = 0; ch < c; ++ch) o[ch] = -128;
+        for (int32_t ih = h0; ih < h1; ++ih) {
+          for (int32_t iw = w0; iw < w1; ++iw) {
+            const int8_t* ip = x + ((static_cast<size_t>(n) * vi.h + ih) * vi.w + iw) * c;
+            for (int32_t ch = 0; ch < c; ++ch) o[ch] = ip[ch] > o[ch] ? ip[ch] : o[ch];
+          }
+        }
+        for (int32_t ch = 0; ch < c; ++ch) {
+          o[ch] = static_cast<int8_t>(clamp_i32(o[ch], static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
+        }
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+}  // namespace kernels
+}  // namespace mcu

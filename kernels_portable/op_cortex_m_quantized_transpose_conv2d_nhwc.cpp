@@ -1,0 +1,18 @@
+// mcu-gen-kernel: op=cortex_m::quantized_transpose_conv2d_nhwc.out fn=cortex_m_quantized_transpose_conv2d_nhwc_out sig=TTtLLLLIITTIITTOO dtypes=int8
+//
+// cortex_m::quantized_transpose_conv2d_nhwc.out(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] output_padding, int[] dilation, int input_offset, int output_offset, Tensor requantize_multipliers, Tensor requantize_shifts, int activation_min, int activation_max, Tensor scratch, Tensor output_scratch, *, Tensor(a!) out) -> Tensor(a!)
+// int8 transposed convolution (groups 1) with per-channel requantization;
+// layouts and arithmetic in int8_conv.h. Input and output: logical NHWC, contiguous.
+#include "int8_conv.h"
+
+namespace mcu {
+namespace kernels {
+
+Error cortex_m_quantized_transpose_conv2d_nhwc_out(const KernelContext& ctx) {
+  QConvArgs a;
+  if (!read_qtranspose_conv_args(ctx, true, &a)) return Error::KernelFailed;
+  return qtranspose_conv2d(a);
+}
+
+}  // namespace kernels
+}  // namespace mcu

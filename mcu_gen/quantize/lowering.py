@@ -1,0 +1,690 @@
+"""Lower a converted PT2E graph (quantize/dequantize nodes, int8 weights) to an IR Program
+of ``cortex_m::`` operators (ExecuTorch 1.5's operators.yaml schemas).
+
+    program = lower_quantized(gm, io="float32" | "int8", user_file=None, has_kernel=None)
+
+What it does, per pattern ``dequantize -> op [-> relu/relu6/clamp] -> quantize``:
+- conv2d -> cortex_m::quantized_conv2d (weight OHWI) or, for groups == in_channels > 1,
+  cortex_m::quantized_depthwise_conv2d (weight IHWO). A first conv with one input channel
+  is a regular conv.
+- linear -> cortex_m::quantized_linear (weight [out, in], int32 bias, per-tensor multiplier).
+  A flatten of a channels-last tensor feeding it costs nothing: the weight columns are
+  permuted ahead of time to read the input in NHWC order.
+- add -> cortex_m::quantized_add; max/avg pool -> cortex_m::quantized_max/avg_pool2d;
+  softmax (last dim) -> cortex_m::softmax; flatten/view/reshape -> free views.
+- ReLU / ReLU6 / clamp -> activation_min / activation_max of the op before it.
+- Requantization multipliers (Q31) and shifts are computed here, per output channel.
+- int8 activations with 4 dims are channels-last (dim_order 0,2,3,1).
+- Graph inputs/outputs: cortex_m::quantize_per_tensor / dequantize_per_tensor at the
+  edges (io="float32"), or int8 tensors (io="int8").
+- Any other op runs in fp32 (the target's portable kernel) between dequantize and
+  quantize; ``program.meta["fp32_fallback"]`` lists each with the reason.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+import torch.fx
+
+from ..export import UnsupportedOperatorError, _Lowering, op_name, source_line
+from ..ir import DTYPE_CODES, Instruction, Program, TensorValue
+
+aten = torch.ops.aten
+qd = torch.ops.quantized_decomposed
+Q_OPS = {qd.quantize_per_tensor.default}
+DQ_OPS = {qd.dequantize_per_tensor.default}
+DQ_CHANNEL_OPS = {qd.dequantize_per_channel.default}
+NHWC = (0, 2, 3, 1)
+INT8_MIN, INT8_MAX = -128, 127
+SOFTMAX_INPUT_INTEGER_BITS = 5
+
+
+class QuantLoweringError(UnsupportedOperatorError):
+    pass
+
+
+# -- fixed-point helpers ----------------------------------------------------------------------------
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """(Q31 multiplier, shift) with real = multiplier * 2**shift / 2**31, as TFLite's
+    QuantizeMultiplier (shift > 0 is a left shift, CMSIS-NN's convention)."""
+    if real <= 0.0 or not math.isfinite(real):
+        return 0, 0
+    frac, exp = math.frexp(real)
+    q = int(math.floor(frac * (1 << 31) + 0.5))
+    if q == 1 << 31:
+        q //= 2
+        exp += 1
+    if exp < -31:
+        return 0, 0
+    if exp > 30:
+        raise QuantLoweringError(f"requantization scale {real} is too large for a Q31 multiplier")
+    return q, exp
+
+
+def softmax_params(input_scale: float) -> tuple[int, int, int]:
+    """(input_multiplier, input_shift, diff_min) of CMSIS-NN / TFLite int8 softmax (beta = 1)."""
+    real = min(input_scale * (1 << (31 - SOFTMAX_INPUT_INTEGER_BITS)), (1 << 31) - 1.0)
+    mult, shift = quantize_multiplier(real)
+    max_input_rescaled = ((1 << SOFTMAX_INPUT_INTEGER_BITS) - 1) * (1 << (31 - SOFTMAX_INPUT_INTEGER_BITS)) \
+        / (1 << shift)
+    return mult, shift, -int(math.floor(max_input_rescaled))
+
+
+def add_params(s1: float, s2: float, s_out: float):
+    """Multipliers/shifts of an int8 add (TFLite: inputs shifted left by 20 bits)."""
+    twice_max = 2.0 * max(s1, s2)
+    m1 = quantize_multiplier(s1 / twice_max)
+    m2 = quantize_multiplier(s2 / twice_max)
+    mo = quantize_multiplier(twice_max / ((1 << 20) * s_out))
+    return m1, m2, mo
+
+
+def conv_scratch_bytes(in_shape, w_shape_oihw, stride, padding, dilation, depthwise: bool) -> int:
+    """Scratch of CMSIS-NN's DSP (Cortex-M33/M4/M7) convolution wrappers, in bytes."""
+    _, cin, _, _ = in_shape
+    cout, _, kh, kw = w_shape_oihw
+    if depthwise:
+        if cin == cout and kh == 3 and kw == 3 and list(padding) in ([1, 1], [0, 0]) and list(dilation) == [1, 1]:
+            return 0  # arm_depthwise_conv_3x3_s8
+        if cin == cout and list(dilation) == [1, 1]:
+            return cin * kh * kw * 2  # arm_depthwise_conv_s8_opt: int16 im2col
+        return 0
+    if kh == 1 and kw == 1 and list(padding) == [0, 0] and list(stride) == [1, 1] and list(dilation) == [1, 1]:
+        return 0  # arm_convolve_1x1_s8_fast
+    return 2 * cin * kh * kw * 2  # arm_convolve_s8: two int16 im2col columns
+
+
+def _attr(gm, node):
+    obj = gm
+    for part in node.target.split("."):
+        obj = getattr(obj, part)
+    return obj.detach() if isinstance(obj, torch.Tensor) else obj
+
+
+def _shape(node) -> tuple:
+    return tuple(int(s) for s in node.meta["val"].shape)
+
+
+def _nontrivial_nhwc(shape) -> bool:
+    """True when NCHW and NHWC memory orders of this shape differ."""
+    return len(shape) == 4 and shape[1] > 1 and shape[2] * shape[3] > 1
+
+
+def _activation_bounds(node) -> tuple[float, float]:
+    t = node.target
+    if t in (aten.relu.default, aten.relu_.default):
+        return 0.0, math.inf
+    if t in (aten.hardtanh.default, aten.hardtanh_.default):
+        lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min_val", -1.0)
+        hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max_val", 1.0)
+        return float(lo), float(hi)
+    lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min")
+    hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max")
+    return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
+
+
+ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
+               aten.clamp.default}
+VIEW_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims,
+            aten.unsqueeze.default, aten._unsafe_view.default}
+NOOP_OPS = {aten.dropout.default, aten.clone.default, aten.alias.default, aten.detach.default}
+
+
+class _ConstAdapter:
+    """What export._Lowering needs of a ConstGraph: constants by get_attr node."""
+
+    def __init__(self, gm):
+        self.gm = gm
+
+    def const(self, node):
+        if isinstance(node, torch.fx.Node) and node.op == "get_attr":
+            return _attr(self.gm, node)
+        return None
+
+    def is_const(self, node) -> bool:
+        return self.const(node) is not None
+
+
+class QuantLowering:
+    def __init__(self, gm: torch.fx.GraphModule, io: str = "float32", user_file=None,
+                 has_kernel: Optional[Callable[[str], bool]] = None):
+        if io not in ("float32", "int8"):
+            raise ValueError(f"io must be 'float32' or 'int8', not {io!r}")
+        self.gm = gm
+        self.io = io
+        self.user_file = user_file
+        self.has_kernel = has_kernel
+        self.fp = _Lowering(_ConstAdapter(gm), user_file, has_kernel)  # fp32 fallback ops
+        self.program: Program = self.fp.program
+        self.aliases = self.fp.aliases
+        self.q = {}  # fx node (quantize or activation dequantize) -> int8 value
+        self.f = {}  # (fx node, contiguous) -> fp32 value
+        self.done = set()  # nodes lowered as part of a pattern
+        self.nhwc_flat = {}  # value -> (C, H, W): a flatten that kept NHWC byte order
+        self.fallback = []
+
+    # -- values ----------------------------------------------------------------------------------
+    def _int8(self, shape, scale, zp, dim_order=None, name="") -> int:
+        if dim_order is None and _nontrivial_nhwc(shape):
+            dim_order = NHWC
+        elif dim_order is None and len(shape) == 4:
+            dim_order = NHWC
+        return self.program.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, name=name,
+                                            scale=float(scale), zero_point=int(zp)))
+
+    def _const(self, array: np.ndarray, dtype: str, name: str) -> int:
+        array = np.ascontiguousarray(array.astype(dtype))
+        return self.program.add(TensorValue(array.shape, dtype, data=array, name=name))
+
+    def _scalar(self, kind, value=None) -> int:
+        return self.program.add_scalar(kind, value)
+
+    def _alias(self, src: int, shape, dim_order=None, name="") -> int:
+        t = self.program.tensor(src)
+        v = self.program.add(TensorValue(tuple(shape), t.dtype, dim_order=dim_order, name=name,
+                                         scale=t.scale, zero_point=t.zero_point))
+        self.aliases[v] = src
+        return v
+
+    def _emit(self, op: str, args: list, out: int, node=None) -> None:
+        src = source_line(node, self.user_file) if node is not None else ""
+        self.program.instructions.append(Instruction(op, list(args) + [out, out], src))
+
+    def _scratch(self, nbytes: int, name: str) -> int:
+        return self.program.add(TensorValue((nbytes,), "uint8", name=name))
+
+    # layout changes of int8 activations
+    def _to_nhwc(self, v: int, node=None) -> int:
+        t = self.program.tensor(v)
+        if len(t.shape) != 4 or t.dim_order == NHWC:
+            return v
+        if not _nontrivial_nhwc(t.shape):
+            return self._alias(v, t.shape, NHWC, t.name + "_nhwc")
+        n, c, h, w = t.shape
+        out = self.program.add(TensorValue((n, h, w, c), t.dtype, name=t.name + "_nhwc", scale=t.scale,
+                                           zero_point=t.zero_point))
+        self._emit("cortex_m::transpose.out", [v, self._scalar("int_list", [0, 2, 3, 1])], out, node)
+        return self._alias(out, t.shape, NHWC, t.name + "_nhwc_view")
+
+    def _to_nchw(self, v: int, node=None) -> int:
+        t = self.program.tensor(v)
+        if len(t.shape) != 4 or t.dim_order != NHWC:
+            return v
+        if not _nontrivial_nhwc(t.shape):
+            return self._alias(v, t.shape, None, t.name + "_nchw")
+        n, c, h, w = t.shape
+        flat = self._alias(v, (n, h, w, c), None, t.name + "_as_nhwc")
+        out = self.program.add(TensorValue(t.shape, t.dtype, name=t.name + "_nchw", scale=t.scale,
+                                           zero_point=t.zero_point))
+        self._emit("cortex_m::transpose.out", [flat, self._scalar("int_list", [0, 3, 1, 2])], out, node)
+        return out
+
+    def _quant_args(self, scale, zp) -> list:
+        return [self._scalar("float", float(scale)), self._scalar("int", int(zp)), self._scalar("int", INT8_MIN),
+                self._scalar("int", INT8_MAX), self._scalar("int", DTYPE_CODES["int8"])]
+
+    def fp32_of(self, node, contiguous: bool) -> int:
+        """The fp32 value of an fx node (dequantizing an int8 activation if needed)."""
+        key = (node, contiguous)
+        if key in self.f:
+            return self.f[key]
+        if node in self.q:  # an activation dequantize node
+            v = self.q[node]
+            if contiguous:
+                v = self._to_nchw(v, node)
+            t = self.program.tensor(v)
+            out = self.program.add(TensorValue(t.shape, "float32", dim_order=t.dim_order, name=node.name))
+            self._emit("cortex_m::dequantize_per_tensor.out", [v] + self._quant_args(t.scale, t.zero_point), out,
+                       node)
+            self.f[key] = out
+            return out
+        if (node, not contiguous) in self.f:
+            v = self.f[(node, not contiguous)]
+            t = self.program.tensor(v)
+            if not _nontrivial_nhwc(t.shape):
+                return v
+            raise QuantLoweringError(f"{node.name}: an fp32 channels-last tensor feeds an fp32 operator")
+        raise QuantLoweringError(f"{node.name}: no fp32 value")
+
+    def quant_of(self, node) -> Optional[int]:
+        """The int8 value behind an activation dequantize node, else None."""
+        return self.q.get(node)
+
+    # -- weights ------------------------------------------------------------------------------------
+    def weight(self, node):
+        """(int8 array, per-channel scales array, zero points) of a dequantized constant weight, else None."""
+        if not isinstance(node, torch.fx.Node) or node.op != "call_function":
+            return None
+        if node.target in DQ_CHANNEL_OPS:
+            w, s, z, axis = node.args[0], node.args[1], node.args[2], node.args[3]
+            if w.op != "get_attr" or axis != 0:
+                return None
+            scales = _attr(self.gm, s).double().numpy() if isinstance(s, torch.fx.Node) else np.asarray(s)
+            zps = _attr(self.gm, z).numpy() if isinstance(z, torch.fx.Node) else np.asarray(z)
+            return _attr(self.gm, w).numpy().astype(np.int8), np.asarray(scales, np.float64), np.asarray(zps)
+        if node.target in DQ_OPS and node.args[0].op == "get_attr":
+            w = _attr(self.gm, node.args[0]).numpy().astype(np.int8)
+            return w, np.full(w.shape[0], float(node.args[1])), np.full(w.shape[0], int(node.args[2]))
+        return None
+
+    def bias(self, node, in_scale, w_scales, name) -> Optional[int]:
+        if node is None:
+            return None
+        if not (isinstance(node, torch.fx.Node) and node.op == "get_attr"):
+            raise QuantLoweringError("bias is not a constant")
+        b = _attr(self.gm, node).double().numpy()
+        q = np.round(b / (in_scale * w_scales))
+        q = np.clip(q, -(2**31), 2**31 - 1).astype(np.int32)
+        return self._const(q, "int32", name)
+
+    # -- pattern helpers ------------------------------------------------------------------------------
+    def output_quant(self, node):
+        """(quantize node, fused activation node or None) if node's result is quantized right away."""
+        users = list(node.users)
+        act = None
+        if len(users) == 1 and users[0].op == "call_function" and users[0].target in ACTIVATIONS \
+                and users[0].args[0] is node and all(not isinstance(a, torch.fx.Node) for a in users[0].args[1:]):
+            act = users[0]
+            users = list(act.users)
+        if len(users) == 1 and users[0].op == "call_function" and users[0].target in Q_OPS:
+            return users[0], act
+        return None
+
+    def _act_range(self, act, scale, zp) -> tuple[int, int]:
+        lo, hi = INT8_MIN, INT8_MAX
+        if act is not None:
+            a, b = _activation_bounds(act)
+            if math.isfinite(a):
+                lo = max(lo, min(hi, int(zp + np.round(a / scale))))
+            if math.isfinite(b):
+                hi = min(hi, max(INT8_MIN, int(zp + np.round(b / scale))))
+        return lo, hi
+
+    def _finish(self, node, qnode, act, out) -> None:
+        self.q[qnode] = out
+        self.done.update({node, qnode} | ({act} if act is not None else set()))
+
+    @staticmethod
+    def _qparams(qnode):
+        return float(qnode.args[1]), int(qnode.args[2])
+
+    # -- int8 rules -------------------------------------------------------------------------------------
+    def try_int8(self, node) -> Optional[str]:
+        """Lower node as an int8 pattern; returns None on success, else the reason it can't be."""
+        t = node.target
+        if t in NOOP_OPS:
+            return self._noop(node)
+        if t in VIEW_OPS:
+            return self._view(node)
+        oq = self.output_quant(node)
+        if oq is None:
+            return "its result is not quantized (the quantizer left it in fp32)"
+        qnode, act = oq
+        if t is aten.conv2d.default:
+            return self._conv(node, qnode, act)
+        if t is aten.linear.default:
+            return self._linear(node, qnode, act)
+        if t is aten.add.Tensor:
+            return self._add(node, qnode, act)
+        if t is aten.max_pool2d.default:
+            return self._max_pool(node, qnode, act)
+        if t is aten.avg_pool2d.default:
+            return self._avg_pool(node, qnode, act)
+        if t in (aten.softmax.int, aten._softmax.default):
+            return self._softmax(node, qnode, act)
+        return f"no int8 kernel for {op_name(t) if isinstance(t, torch._ops.OpOverload) else t}"
+
+    def _noop(self, node):
+        x = node.args[0]
+        if node.target is aten.dropout.default and node.args[2]:
+            return "dropout in training mode"
+        if x in self.q:
+            self.q[node] = self.q[x]
+            self.done.add(node)
+            return None
+        return "input is not int8"
+
+    def _view(self, node):
+        x = node.args[0]
+        v = self.quant_of(x)
+        if v is None:
+            return "input is not int8"
+        users = list(node.users)
+        if len(users) != 1 or users[0].target not in Q_OPS:
+            return "result is not quantized"
+        qnode = users[0]
+        t = self.program.tensor(v)
+        shape = _shape(node)
+        if self._qparams(qnode) != (t.scale, t.zero_point):
+            return "a view that changes quantization parameters"
+        if len(t.shape) == 4 and t.dim_order == NHWC and _nontrivial_nhwc(t.shape):
+            if node.target is aten.flatten.using_ints and len(shape) == 2 and self._only_int8_linears(qnode):
+                out = self._alias(v, shape, None, node.name)
+                self.nhwc_flat[out] = t.shape[1:]
+                self._finish(node, qnode, None, out)
+                return None
+            v = self._to_nchw(v, node)
+        dim_order = NHWC if len(shape) == 4 else None
+        out = self._alias(v, shape, dim_order, node.name)
+        if len(shape) == 4 and _nontrivial_nhwc(shape):
+            # a view producing a 4-D tensor from NCHW-ordered bytes: make it channels-last
+            out = self._alias(v, shape, None, node.name + "_nchw")
+            out = self._to_nhwc(out, node)
+        self._finish(node, qnode, None, out)
+        return None
+
+    def _only_int8_linears(self, qnode) -> bool:
+        for dq in qnode.users:
+            if dq.target not in DQ_OPS:
+                return False
+            for u in dq.users:
+                if u.target is not aten.linear.default or u.args[0] is not dq or self.weight(u.args[1]) is None:
+                    return False
+                if self.output_quant(u) is None:
+                    return False
+        return True
+
+    def _conv(self, node, qnode, act):
+        args = list(node.args) + [None] * (7 - len(node.args))
+        x, wn, bn, stride, padding, dilation, groups = args
+        stride = list(stride or [1, 1])
+        padding = padding if padding is not None else [0, 0]
+        dilation = list(dilation or [1, 1])
+        groups = groups or 1
+        if isinstance(padding, str):
+            return f"padding='{padding}' (lower with explicit padding)"
+        padding = list(padding)
+        stride, padding, dilation = [s * 2 if len(s) == 1 else s for s in (stride, padding, dilation)]
+        v = self.quant_of(x)
+        wq = self.weight(wn)
+        if v is None or wq is None:
+            return "input or weight is not int8"
+        w, w_scales, w_zps = wq
+        if np.any(w_zps != 0):
+            return "weights are not symmetric"
+        v = self._to_nhwc(v, node)
+        xt = self.program.tensor(v)
+        s_out, zp_out = self._qparams(qnode)
+        cin, cout = xt.shape[1], w.shape[0]
+        depthwise = groups > 1 and groups == cin and cout % cin == 0
+        if groups != 1 and not depthwise:
+            return f"grouped convolution (groups={groups})"
+        mults, shifts = zip(*[quantize_multiplier(xt.scale * float(s) / s_out) for s in w_scales])
+        out = self._int8(_shape(node), s_out, zp_out, NHWC, qnode.name)
+        bias = self.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
+        lo, hi = self._act_range(act, s_out, zp_out)
+        if depthwise:
+            wt = w.transpose(1, 2, 3, 0)  # [O,1,kh,kw] -> IHWO [1,kh,kw,O]
+            name = "cortex_m::quantized_depthwise_conv2d.out"
+        else:
+            wt = w.transpose(0, 2, 3, 1)  # OIHW -> OHWI
+            name = "cortex_m::quantized_conv2d.out"
+        scratch = self._scratch(conv_scratch_bytes(xt.shape, w.shape, stride, padding, dilation, depthwise),
+                                f"{node.name}_scratch")
+        a = [v, self._const(wt, "int8", f"{node.name}_weight"),
+             bias if bias is not None else self._scalar("none"),
+             self._scalar("int_list", stride), self._scalar("int_list", padding), self._scalar("int_list", dilation)]
+        if depthwise:
+            a.append(self._scalar("int", cout // cin))
+        a += [self._scalar("int", -xt.zero_point), self._scalar("int", zp_out),
+              self._const(np.array(mults), "int32", f"{node.name}_multipliers"),
+              self._const(np.array(shifts), "int32", f"{node.name}_shifts"),
+              self._scalar("int", lo), self._scalar("int", hi), scratch]
+        self._emit(name, a, out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _linear(self, node, qnode, act):
+        x, wn = node.args[0], node.args[1]
+        bn = node.args[2] if len(node.args) > 2 else None
+        v = self.quant_of(x)
+        wq = self.weight(wn)
+        if v is None or wq is None:
+            return "input or weight is not int8"
+        w, w_scales, w_zps = wq
+        if np.any(w_zps != 0):
+            return "weights are not symmetric"
+        if not np.all(w_scales == w_scales[0]):
+            return "per-channel linear weights (cortex_m::quantized_linear takes one multiplier)"
+        xt = self.program.tensor(v)
+        if v in self.nhwc_flat:
+            c, h, wd = self.nhwc_flat[v]
+            w = w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
+        s_out, zp_out = self._qparams(qnode)
+        mult, shift = quantize_multiplier(xt.scale * float(w_scales[0]) / s_out)
+        out = self._int8(_shape(node), s_out, zp_out, None, qnode.name)
+        bias = self.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
+        lo, hi = self._act_range(act, s_out, zp_out)
+        a = [v, self._const(w, "int8", f"{node.name}_weight"), bias if bias is not None else self._scalar("none"),
+             self._scalar("none"), self._scalar("int", -xt.zero_point), self._scalar("int", 0),
+             self._scalar("int", zp_out), self._scalar("int_list", [mult]), self._scalar("int_list", [shift]),
+             self._scalar("int", hi), self._scalar("int", lo)]
+        self._emit("cortex_m::quantized_linear.out", a, out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _add(self, node, qnode, act):
+        a_node, b_node = node.args[0], node.args[1]
+        if node.kwargs.get("alpha", 1) != 1 or len(node.args) > 2:
+            return "add with alpha != 1"
+        va, vb = self.quant_of(a_node), self.quant_of(b_node)
+        if va is None or vb is None:
+            return "an input is not int8"
+        ta, tb = self.program.tensor(va), self.program.tensor(vb)
+        if ta.shape != tb.shape:
+            return "broadcasting add"
+        if ta.dim_order != tb.dim_order:
+            va, vb = self._to_nhwc(va, node), self._to_nhwc(vb, node)
+        s_out, zp_out = self._qparams(qnode)
+        (m1, s1), (m2, s2), (mo, so) = add_params(ta.scale, tb.scale, s_out)
+        out = self._int8(_shape(node), s_out, zp_out, self.program.tensor(va).dim_order, qnode.name)
+        lo, hi = self._act_range(act, s_out, zp_out)
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        self._emit("cortex_m::quantized_add.out",
+                   [va, i(ta.zero_point), i(m1), i(s1), vb, i(tb.zero_point), i(m2), i(s2), i(zp_out), i(mo), i(so),
+                    i(lo), i(hi)], out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _pool_args(self, node, n_defaults):
+        return list(node.args) + [None] * (n_defaults - len(node.args))
+
+    def _max_pool(self, node, qnode, act):
+        x, kernel, stride, padding, dilation, ceil_mode = self._pool_args(node, 6)
+        kernel = list(kernel)
+        kernel = kernel * 2 if len(kernel) == 1 else kernel
+        stride = list(stride) if stride else kernel
+        stride = stride * 2 if len(stride) == 1 else stride
+        padding = list(padding) if padding is not None else [0, 0]
+        padding = padding * 2 if len(padding) == 1 else padding
+        dilation = list(dilation) if dilation else [1, 1]
+        dilation = dilation * 2 if len(dilation) == 1 else dilation
+        if ceil_mode or dilation != [1, 1]:
+            return "max pool with ceil_mode or dilation"
+        v = self.quant_of(x)
+        if v is None:
+            return "input is not int8"
+        v = self._to_nhwc(v, node)
+        xt = self.program.tensor(v)
+        s_out, zp_out = self._qparams(qnode)
+        if zp_out != xt.zero_point or s_out != xt.scale:
+            return "output quantization differs from the input's"
+        lo, hi = self._act_range(act, s_out, zp_out)
+        out = self._int8(_shape(node), s_out, zp_out, NHWC, qnode.name)
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        il = lambda x: self._scalar("int_list", [int(a) for a in x])  # noqa: E731
+        self._emit("cortex_m::quantized_max_pool2d.out",
+                   [v, il(kernel), il(stride), il(padding), il(dilation), self._scalar("bool", False),
+                    i(xt.zero_point), i(zp_out), i(lo), i(hi)], out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _avg_pool(self, node, qnode, act):
+        x, kernel, stride, padding, ceil_mode, count_include_pad, divisor = self._pool_args(node, 7)
+        kernel = list(kernel)
+        kernel = kernel * 2 if len(kernel) == 1 else kernel
+        stride = list(stride) if stride else kernel
+        stride = stride * 2 if len(stride) == 1 else stride
+        padding = list(padding) if padding is not None else [0, 0]
+        padding = padding * 2 if len(padding) == 1 else padding
+        if ceil_mode or divisor is not None or act is not None:
+            return "avg pool with ceil_mode, divisor_override or a fused activation"
+        if any(padding) and count_include_pad is not False:
+            return "padded avg pool that counts the padding"
+        v = self.quant_of(x)
+        if v is None:
+            return "input is not int8"
+        v = self._to_nhwc(v, node)
+        xt = self.program.tensor(v)
+        s_out, zp_out = self._qparams(qnode)
+        if zp_out != xt.zero_point or s_out != xt.scale:
+            return "output quantization differs from the input's"
+        mult, shift = quantize_multiplier(xt.scale)
+        out = self._int8(_shape(node), s_out, zp_out, NHWC, qnode.name)
+        scratch = self._scratch(xt.shape[1] * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        il = lambda x: self._scalar("int_list", [int(a) for a in x])  # noqa: E731
+        self._emit("cortex_m::quantized_avg_pool2d.out",
+                   [v, il(kernel), il(stride), il(padding), self._scalar("bool", False), i(zp_out), i(mult), i(shift),
+                    scratch], out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _softmax(self, node, qnode, act):
+        x, dim = node.args[0], node.args[1]
+        v = self.quant_of(x)
+        if v is None:
+            return "input is not int8"
+        xt = self.program.tensor(v)
+        if dim not in (-1, len(xt.shape) - 1) or (len(xt.shape) == 4 and xt.dim_order == NHWC):
+            return "softmax over a dimension other than the last"
+        s_out, zp_out = self._qparams(qnode)
+        if act is not None or abs(s_out - 1 / 256) > 1e-12 or zp_out != -128:
+            return "softmax output must be scale 1/256, zero point -128"
+        mult, shift, diff_min = softmax_params(xt.scale)
+        out = self._int8(_shape(node), s_out, zp_out, xt.dim_order, qnode.name)
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        self._emit("cortex_m::softmax.out", [v, i(-1), i(xt.zero_point), i(zp_out), i(mult), i(shift), i(diff_min)],
+                   out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    # -- fp32 fallback -----------------------------------------------------------------------------------
+    def fallback_op(self, node, reason: str) -> None:
+        for a in node.all_input_nodes:
+            if a in self.fp.env:
+                continue
+            if a.op == "get_attr":
+                self.fp.env[a] = self.fp.constant_value(_attr(self.gm, a), a.name)
+            elif self.weight(a) is not None:
+                w = a.target(*[(_attr(self.gm, x) if isinstance(x, torch.fx.Node) else x) for x in a.args])
+                self.fp.env[a] = self.fp.constant_value(w, a.name)
+            else:
+                self.fp.env[a] = self.fp32_of(a, contiguous=True)
+        self.fp.lower_call(node)
+        out = self.fp.env[node]
+        self.f[(node, True)] = out
+        if node.target not in VIEW_OPS and node.target is not __import__("operator").getitem:
+            self.fallback.append({"op": op_name(node.target) if isinstance(node.target, torch._ops.OpOverload)
+                                  else str(node.target), "reason": reason,
+                                  "source": source_line(node, self.user_file)})
+
+    def quantize_node(self, node) -> None:
+        x = node.args[0]
+        scale, zp = self._qparams(node)
+        if x.op == "placeholder" and self.io == "int8":
+            raise AssertionError("handled with the inputs")
+        v = self.fp32_of(x, contiguous=(x, True) in self.f or x.op != "placeholder")
+        t = self.program.tensor(v)
+        out = self.program.add(TensorValue(t.shape, "int8", dim_order=t.dim_order, name=node.name, scale=scale,
+                                           zero_point=zp))
+        self._emit("cortex_m::quantize_per_tensor.out", [v] + self._quant_args(scale, zp), out, node)
+        self.q[node] = self._to_nhwc(out, node) if len(t.shape) == 4 else out
+
+    # -- driver -------------------------------------------------------------------------------------------
+    def lower(self) -> Program:
+        g = self.gm.graph
+        for node in g.nodes:
+            if node.op == "placeholder":
+                self._input(node)
+        for node in g.nodes:
+            if node.op != "call_function" or node in self.done:
+                continue
+            t = node.target
+            if t in Q_OPS:
+                if node not in self.q:
+                    self.quantize_node(node)
+                continue
+            if t in DQ_OPS:
+                if node.args[0].op == "get_attr":
+                    continue  # a constant weight, read by its consumer
+                if node.args[0] not in self.q:
+                    raise QuantLoweringError(f"{node.name}: dequantize of a tensor that is not int8")
+                self.q[node] = self.q[node.args[0]]
+                continue
+            if t in DQ_CHANNEL_OPS:
+                continue
+            reason = self.try_int8(node)
+            if reason is not None:
+                self.fallback_op(node, reason)
+        out_node = next(n for n in g.nodes if n.op == "output")
+        outs = out_node.args[0]
+        outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        for o in outs:
+            self.program.outputs.append(self._output(o))
+        self.program.meta["aliases"] = dict(self.aliases)
+        self.program.meta["fp32_fallback"] = self.fallback
+        self.program.meta["quantized"] = "int8"
+        self.program.meta["io"] = self.io
+        return self.program
+
+    def _input(self, node) -> None:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            raise QuantLoweringError(f"input {node.name}: only tensor inputs are supported")
+        shape = tuple(val.shape)
+        users = list(node.users)
+        quantized = bool(users) and all(u.op == "call_function" and u.target in Q_OPS for u in users)
+        if self.io == "int8":
+            params = {self._qparams(u) for u in users} if quantized else set()
+            if len(params) != 1:
+                raise QuantLoweringError(f"input {node.name}: --io int8 needs the input to be quantized once "
+                                         f"(it feeds {', '.join(u.name for u in users)})")
+            scale, zp = params.pop()
+            v = self._int8(shape, scale, zp, NHWC if len(shape) == 4 else None, node.name)
+            for u in users:
+                self.q[u] = v
+        else:
+            dim_order = NHWC if (quantized and len(shape) == 4) else None
+            v = self.program.add(TensorValue(shape, "float32", dim_order=dim_order, name=node.name))
+            self.f[(node, dim_order is None)] = v
+            if dim_order is None or not _nontrivial_nhwc(shape):
+                self.f[(node, True)] = v
+                self.f[(node, False)] = v
+            self.fp.env[node] = v
+        self.program.inputs.append(v)
+
+    def _output(self, node) -> int:
+        if self.io == "int8" and node in self.q:
+            v = self.q[node]
+        elif node in self.q:
+            v = self.fp32_of(node, contiguous=False)
+        elif (node, True) in self.f:
+            v = self.f[(node, True)]
+        else:
+            raise QuantLoweringError(f"output {node}: not produced by the program")
+        root = v
+        while root in self.aliases:
+            root = self.aliases[root]
+        if root in self.program.inputs:
+            raise QuantLoweringError("a model output that is its input is not supported")
+        return v
+
+
+def lower_quantized(gm: torch.fx.GraphModule, io: str = "float32", user_file=None,
+                    has_kernel: Optional[Callable[[str], bool]] = None) -> Program:
+    """Lower a converted PT2E GraphModule to an int8 IR Program (unplanned)."""
+    return QuantLowering(gm, io, user_file, has_kernel).lower()
