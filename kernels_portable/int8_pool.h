@@ -71,7 +71,9 @@ inline void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t k, int32
 
 // quantized_avg_pool2d(_nhwc): input T, kernel L, stride L, padding L,
 // ceil_mode B, zero_point I, multiplier I, shift I, scratch T, out O.
-inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
+// fp-contract off: a fused multiply-add in the window sum would round
+// differently from the reference.
+__attribute__((optimize("fp-contract=off"))) inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
   const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(9);
   PoolParams p;

@@ -49,7 +49,6 @@ Error cortex_m_softmax_out(const KernelContext& ctx) {
   if (len == 0) return Error::Ok;
   const int8_t* x = in.i8();
   int8_t* y = out.i8();
-  const float zp = static_cast<float>(zero_point);
   // Every row: the elements whose index along `dim` is 0 start one.
   for (int32_t start = 0; start < in.numel; ++start) {
     if ((start / step) % len != 0) continue;
@@ -68,7 +67,6 @@ Error cortex_m_softmax_out(const KernelContext& ctx) {
       const float q = round_half_even(e * inv_sum * 256.0f) - 128.0f;
       y[start + i * step] = static_cast<int8_t>(float_to_int_clamped(q, -128, 127));
     }
-    (void)zp;
   }
   return Error::Ok;
 }

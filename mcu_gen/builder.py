@@ -98,7 +98,7 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
 
 
 def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
-                   upload_size: int | None = None) -> Path:
+                   upload_size: int | None = None, framework: str = "baremetal") -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest."""
     env = _env()
     if dest.exists():
@@ -166,14 +166,16 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         defines={"MCU_MAX_OPERATORS": max_ops},
         opt_level=opt_level,
     )
-    (dest / "CMakeLists.txt").write_text(env.get_template("cmake/CMakeLists.txt.j2").render(**ctx))
-    (dest / "cmake").mkdir()
-    (dest / "cmake" / "arm-none-eabi.cmake").write_text(env.get_template("cmake/arm-none-eabi.cmake.j2").render(**ctx))
+    if framework == "baremetal":  # a framework project builds with PlatformIO only
+        (dest / "CMakeLists.txt").write_text(env.get_template("cmake/CMakeLists.txt.j2").render(**ctx))
+        (dest / "cmake").mkdir()
+        (dest / "cmake" / "arm-none-eabi.cmake").write_text(
+            env.get_template("cmake/arm-none-eabi.cmake.j2").render(**ctx))
     pio = TEMPLATES / "platformio" / "platformio.ini.j2"
     if pio.exists():
         from . import platformio_project
 
-        platformio_project.render(dest, env, ctx)
+        platformio_project.render(dest, env, ctx, framework=framework, program=program, pte_bytes=data)
     return dest
 
 
@@ -203,13 +205,16 @@ def check_fits(board: Board, usage: dict) -> None:
 
 def precheck_fits(board: Board, program: Program, data: bytes) -> None:
     """Fail early, before compiling, when the program alone cannot fit."""
-    check_fits(board, {"flash_bytes": len(data), "ram_bytes": program.arena_size})
+    check_fits(board, {"flash_bytes": len(data), "ram_bytes": program.arena_size + board.stack_bytes})
 
 
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
           compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
-          calibration=None) -> BuildResult:
+          calibration=None, framework: str | None = None) -> BuildResult:
     b = get_board(board)
+    from . import platformio_project
+
+    framework = platformio_project.choose_framework(b, framework)  # "baremetal" unless the board is pio-only
     available = kernel_registry.find_kernels()
     program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
                                        calibration=calibration)
@@ -224,15 +229,28 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "model.pte").write_bytes(data)
-    project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level)
+    project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
+                             framework=framework)
     elf = None
     usage = {"flash_bytes": 0, "ram_bytes": 0, "sections": {}}
     if compile:
-        built = compile_project(project, b)
+        if framework == "baremetal":
+            built = compile_project(project, b)
+        else:  # an upstream PlatformIO platform: needs network on first use
+            from .platformio_setup import PioError, build_framework_project
+
+            try:
+                built = build_framework_project(project)
+            except PioError as e:
+                raise BuildError(str(e)) from None
         elf = out / "firmware.elf"
         shutil.copy2(built, elf)
         usage = memory_usage(elf, b)
         check_fits(b, usage)
+        if b.uf2_family is not None:
+            from .uf2 import elf_to_uf2
+
+            (out / "firmware.uf2").write_bytes(elf_to_uf2(elf.read_bytes(), b.uf2_family))
     report = {
         "model": name,
         "board": b.name,

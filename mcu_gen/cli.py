@@ -36,7 +36,8 @@ def cmd_boards(args) -> int:
 def cmd_build(args) -> int:
     from .builder import build
 
-    r = build(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse)
+    r = build(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
+              quantize=args.quantize, io=args.io, calibration=args.calibration, framework=args.framework)
     rep = r.report
     if args.json:
         print(json.dumps(rep, indent=2))
@@ -45,16 +46,39 @@ def cmd_build(args) -> int:
         print(f"  arena {rep['arena_bytes']:,} B (lower bound {rep['arena_lower_bound_bytes']:,} B), "
               f".pte {rep['pte_bytes']:,} B, flash {rep['flash_bytes']:,} B, RAM {rep['ram_bytes']:,} B")
         print(f"  {len(rep['operators'])} instructions, kernels: {', '.join(rep['kernels'])}")
+        _print_quant(rep)
+        if (r.out / "firmware.uf2").is_file():
+            print(f"  {r.out / 'firmware.uf2'}: copy it onto the board in BOOTSEL mode, or `mcu-gen flash`")
     return 0
+
+
+def _print_quant(rep: dict) -> None:
+    if not rep.get("quantize"):
+        return
+    for kind in ("inputs", "outputs"):
+        for k, t in enumerate(rep[kind]):
+            if "scale" in t:
+                print(f"  {kind[:-1]} {k}: int8 {t['shape']}, scale {t['scale']:.6g}, zero point {t['zero_point']}")
+    for f in rep.get("fp32_fallback", []):
+        print(f"  fp32 fallback: {f['op']} ({f['reason']})")
 
 
 def cmd_run(args) -> int:
     from .runner import run
 
     r = run(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
-            n_random=args.n, timeout=args.timeout)
+            n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration)
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
+    elif r.quantize:
+        status = "BIT-EXACT" if r.bit_exact else "MISMATCH"
+        print(f"{status}: {r.n_inferences} inference(s) on {r.board}, device {r.quantize} outputs vs the host "
+              f"integer reference (I/O {r.io})")
+        top1 = f", top-1 agreement {r.top1_agreement:.0%}" if r.top1_agreement is not None else ""
+        print(f"  quantization error vs fp32: max abs {r.quant_max_abs_error:.3g}{top1}")
+        print(f"  instructions per inference: {r.instructions_per_inference:,}")
+        print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
+              f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
     else:
         status = "VERIFIED" if r.verified else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
@@ -131,7 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--out", help="output directory (default mcu-gen-out/<model>-<board>)")
         s.add_argument("--no-fuse", action="store_true",
                        help="standard ATen operators only (the .pte then also runs in ExecuTorch's runtime)")
+        s.add_argument("--quantize", choices=["int8"], default=None,
+                       help="quantize the model to int8 (TFLite/CMSIS-NN spec) with its calibration data")
+        s.add_argument("--io", choices=["float32", "int8"], default="float32",
+                       help="dtype of the firmware's inputs/outputs with --quantize (int8: the host (de)quantizes)")
+        s.add_argument("--calibration", default=None,
+                       help="torch.save'd list of input tuples (default: the model file's calibration_inputs())")
         s.add_argument("--json", action="store_true")
+        if name == "build":
+            s.add_argument("--framework", default=None,
+                           help="baremetal (default) or a PlatformIO framework the board offers, e.g. arduino "
+                                "(rp2350: USB serial via Arduino-Pico; needs network to build)")
         if name == "run":
             s.add_argument("-n", type=int, default=None, help="random inputs when the model has no test_inputs()")
             s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
@@ -144,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("kernels", help="list the operators mcu-gen has kernels for")
     s.set_defaults(fn=cmd_kernels)
+
+    from .board_commands import add_board_commands
+
+    add_board_commands(sub)  # flash, verify, monitor, pio-setup, pio-run
     return p
 
 
@@ -155,7 +193,8 @@ def main(argv=None) -> int:
         return 130
     except Exception as e:  # every failure ends in one clear line, not a traceback
         known = ("BuildError", "BoardError", "ToolchainError", "ExportError", "UnsupportedOperatorError",
-                 "ModelFileError", "PteError", "LinkError", "PlanError", "QemuError", "HostRunError")
+                 "ModelFileError", "PteError", "LinkError", "PlanError", "QemuError", "HostRunError",
+                 "QuantizeError", "QuantLoweringError")
         if type(e).__name__ in known or isinstance(e, (FileNotFoundError, RuntimeError, ValueError)):
             return _err(str(e))
         raise

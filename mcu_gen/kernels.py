@@ -28,6 +28,13 @@ class Kernel:
     file: Path
     backend: str = "portable"
     dtypes: tuple = ("float32",)
+    # Memory planning (optional registry fields, see mcu_gen/inplace.py):
+    # inplace=0,4     the out may share memory with these argument positions
+    # inplace_rule=X  the condition under which it may (default: elementwise)
+    # variant_of=OP   this kernel runs OP's arguments, in place, and may replace it
+    inplace: tuple = ()
+    inplace_rule: str = ""
+    variant_of: str = ""
 
     @property
     def name(self) -> str:
@@ -57,6 +64,9 @@ def parse_registry_line(line: str, path: Path, backend: str) -> Kernel | None:
         file=path,
         backend=backend,
         dtypes=tuple(fields.get("dtypes", "float32").split(",")),
+        inplace=tuple(int(i) for i in fields["inplace"].split(",")) if fields.get("inplace") else (),
+        inplace_rule=fields.get("inplace_rule", ""),
+        variant_of=fields.get("variant_of", ""),
     )
 
 

@@ -44,6 +44,10 @@ class LinkError(RuntimeError):
     """The device did not answer (dead, silent or garbled link) or speaks another protocol version."""
 
 
+class LinkTimeout(LinkError):
+    """No usable reply within the deadline, after every retry (the link may be noisy, stalled or dead)."""
+
+
 class DeviceError(RuntimeError):
     """The device answered with an error status (an mcu::Error code)."""
 
@@ -153,8 +157,15 @@ class Link:
                 raise LinkError(f"protocol version mismatch: host speaks {PROTOCOL_VERSION}, "
                                 f"device speaks {detail}{self._context()}")
             raise DeviceError(msg, status, detail)
-        raise LinkError(f"{getattr(msg, 'name', msg)}: {problem}, after {attempts} attempts; is the device running "
-                        f"and speaking protocol v{PROTOCOL_VERSION}?{self._context()}")
+        raise LinkTimeout(f"{getattr(msg, 'name', msg)}: {problem}, after {attempts} attempts; is the device running "
+                          f"and speaking protocol v{PROTOCOL_VERSION}?{self._noise()}{self._context()}")
+
+    def _noise(self) -> str:
+        d = self._decoder
+        if not (d.bad_crc or d.bad_length or d.discarded):
+            return ""
+        return (f" (the link is noisy: {d.bad_crc} damaged frame(s), {d.bad_length} impossible length(s), "
+                f"{d.discarded} byte(s) of noise received so far)")
 
     # --- requests ---------------------------------------------------------------
     def hello(self) -> HelloInfo:
@@ -229,10 +240,51 @@ class Link:
         except LinkError:
             pass
 
-    # --- whole inferences -------------------------------------------------------
-    def infer(self, inputs: list) -> tuple[list, int]:
-        """Writes every input, runs once, reads every output: (outputs as numpy arrays, ticks).
-        Arrays are in logical (PyTorch) layout; channels-last tensors are permuted here."""
+    # --- profiling and debugging (docs/protocol.md: RUN_PROFILED, RUN_RANGE, READ_VALUE) ----
+    def _unsupported(self, msg: Msg, e: DeviceError):
+        if e.code == Error.BadRequest and e.detail == msg:
+            return LinkError(f"the firmware does not know {msg.name} (built before profiling/debugging support): "
+                             f"rebuild and reflash it{self._context()}")
+        return e
+
+    def run_profiled(self) -> tuple[list, int]:
+        """Runs the program once with a tick read after every instruction:
+        (ticks per instruction, ticks of the whole profiled run). Longer programs
+        than one reply window are run again for the next window."""
+        ticks, total, first = [], 0, 0
+        while True:
+            try:
+                body = self.request(Msg.RUN_PROFILED, struct.pack("<H", first), timeout=self.run_timeout, retries=0)
+            except DeviceError as e:
+                raise self._unsupported(Msg.RUN_PROFILED, e) from None
+            count, got_first, window, run_total = struct.unpack_from("<IHHQ", body, 0)
+            ticks += struct.unpack_from(f"<{window}I", body, 16)
+            total = run_total if first == 0 else total
+            first += window
+            if first >= count or window == 0:
+                return ticks, total
+
+    def run_range(self, begin: int, end: int) -> int:
+        """Executes instructions [begin, end) only; returns their ticks."""
+        try:
+            body = self.request(Msg.RUN_RANGE, struct.pack("<HH", begin, end), timeout=self.run_timeout, retries=0)
+        except DeviceError as e:
+            raise self._unsupported(Msg.RUN_RANGE, e) from None
+        return struct.unpack("<Q", body[:8])[0]
+
+    def read_value(self, index: int, nbytes: int) -> bytes:
+        """The bytes (memory order) of any tensor value of the active program: arena or constant."""
+        out = bytearray()
+        for off in range(0, nbytes, CHUNK):
+            n = min(CHUNK, nbytes - off)
+            try:
+                out += self.request(Msg.READ_VALUE, struct.pack("<IIH", index, off, n))
+            except DeviceError as e:
+                raise self._unsupported(Msg.READ_VALUE, e) from None
+        return bytes(out)
+
+    def write_inputs(self, inputs: list) -> None:
+        """Writes every input (logical layout; channels-last tensors are permuted here)."""
         if self.info is None:
             self.hello()
         info = self.info
@@ -245,7 +297,22 @@ class Link:
             if t.dim_order and tuple(t.dim_order) != tuple(range(len(t.dim_order))):
                 arr = arr.transpose(t.dim_order)
             self.write_input(i, np.ascontiguousarray(arr).tobytes())
-        status, ticks = self.run()
+
+    # --- whole inferences -------------------------------------------------------
+    def infer(self, inputs: list) -> tuple[list, int]:
+        """Writes every input, runs once, reads every output: (outputs as numpy arrays, ticks).
+        Arrays are in logical (PyTorch) layout; channels-last tensors are permuted here."""
+        # RUN is not resent on its own: a run may overwrite its inputs (the plan reuses their memory),
+        # so after a lost RUN request or reply the inputs are written again and the program rerun.
+        for attempt in range(1 + self.retries):
+            self.write_inputs(inputs)
+            try:
+                status, ticks = self.run()
+                break
+            except LinkTimeout:
+                if attempt == self.retries:
+                    raise
+        info = self.info
         if status != Error.Ok:
             raise DeviceError(Msg.RUN, status, self.last_error_detail)
         outputs = []

@@ -32,6 +32,9 @@ class Msg(enum.IntEnum):
     EXIT = 0x0A
     ECHO = 0x0B
     SPIN = 0x0C
+    RUN_PROFILED = 0x0D
+    RUN_RANGE = 0x0E
+    READ_VALUE = 0x0F
 
 
 class Error(enum.IntEnum):

@@ -29,6 +29,13 @@ class RunResult:
     out: str
     outputs: list = field(default_factory=list, repr=False)
     instructions: list = field(default_factory=list)
+    # int8 runs (quantize="int8"): device outputs identical to the host integer reference,
+    # and the quantization error against the fp32 model.
+    quantize: str | None = None
+    io: str = "float32"
+    bit_exact: bool | None = None
+    quant_max_abs_error: float | None = None
+    top1_agreement: float | None = None
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -89,9 +96,65 @@ def verify_outputs(got: list, want: list) -> tuple[float, float, bool]:
     return err, tol, ok
 
 
+def quantize_inputs(program: Program, inputs: tuple) -> tuple:
+    """fp32 inputs -> the int8 tensors an --io int8 program takes (host-side quantization)."""
+    from .quantize.reference import quantize_f32
+
+    out = []
+    for x, i in zip(inputs, program.inputs):
+        t = program.tensor(i)
+        out.append(quantize_f32(np.asarray(x, np.float32), t.scale, t.zero_point) if t.dtype == "int8" else x)
+    return tuple(out)
+
+
+def dequantize_outputs(program: Program, outputs: list) -> list:
+    from .quantize.reference import dequantize_f32
+
+    res = []
+    for y, i in zip(outputs, program.outputs):
+        t = program.tensor(i)
+        res.append(dequantize_f32(y, t.scale, t.zero_point) if t.dtype == "int8" else np.asarray(y, np.float32))
+    return res
+
+
+def check_device_quant_params(hello, program: Program) -> None:
+    """When the device reports scale / zero point of its int8 I/O (HELLO TensorInfo), they must be the build's."""
+    for infos, indices in ((hello.inputs, program.inputs), (hello.outputs, program.outputs)):
+        for info, i in zip(infos, indices):
+            t = program.tensor(i)
+            if info.scale is None or t.dtype != "int8":
+                continue
+            if abs(info.scale - t.scale) > 1e-6 * t.scale or info.zero_point != t.zero_point:
+                raise RuntimeError(f"the device reports scale {info.scale} / zero point {info.zero_point} for a "
+                                   f"tensor the build quantized with {t.scale} / {t.zero_point}")
+
+
+def is_classifier(program: Program) -> bool:
+    """One (N, K) output, K >= 2, that is not the input's shape (an autoencoder is not a classifier)."""
+    if len(program.outputs) != 1:
+        return False
+    shape = program.tensor(program.outputs[0]).shape
+    return len(shape) == 2 and shape[1] >= 2 and all(program.tensor(i).shape != shape for i in program.inputs)
+
+
+def quant_error(program: Program, device: list, fp32: list) -> tuple[float, int]:
+    """(max abs error of the dequantized device outputs vs fp32, top-1 matches)."""
+    got = dequantize_outputs(program, device)
+    err = max(float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64).reshape(np.shape(g)))))
+              for g, w in zip(got, fp32))
+    top1 = 0
+    if is_classifier(program):
+        top1 = int(np.all(np.argmax(got[0], axis=-1) == np.argmax(np.asarray(fp32[0]).reshape(got[0].shape), axis=-1)))
+    return err, top1
+
+
 def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, inputs=None, n_random: int | None = None,
-        fuse: bool = True, timeout: float = 60.0, progress=None) -> RunResult:
-    result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse)
+        fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
+        calibration=None, max_inputs: int | None = None) -> RunResult:
+    result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
+                   calibration=calibration)
+    if quantize is not None:
+        return _run_int8(result, inputs, n_random, timeout, progress, quantize, io, max_inputs)
     b = result.board
     if inputs is None:
         spec = result.spec
@@ -144,3 +207,73 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         outputs=outputs,
         instructions=counts,
     )
+
+
+def _run_int8(result: BuildResult, inputs, n_random, timeout, progress, quantize, io, max_inputs) -> RunResult:
+    """Device int8 outputs vs the host integer reference (must be identical), plus the
+    quantization error of the dequantized outputs against the fp32 model."""
+    import torch
+
+    from .quantize.reference import run_int8_reference
+
+    b, program, spec = result.board, result.program, result.spec
+    if inputs is None:
+        test = getattr(spec, "test_inputs", None)
+        if test:
+            inputs = [tuple(_to_numpy(x) for x in t) for t in test]
+        else:
+            inputs = [tuple(x.astype(np.float32) if x.dtype == np.int8 else x for x in one)
+                      for one in _float_random_inputs(program, n_random or DEFAULT_RANDOM_INPUTS)]
+    if max_inputs is not None:
+        inputs = inputs[:max_inputs]
+    if not b.is_qemu:
+        raise RuntimeError(
+            f"board {b.name} has no emulator: flash {result.out}/firmware.elf and use `mcu-gen verify --port PORT`"
+        )
+    from .qemu import QemuSession
+
+    exact_all, worst, top1, counts, outputs = True, 0.0, 0, [], []
+    classifier = is_classifier(program)
+    with QemuSession(b, result.elf, run_timeout=timeout) as link:
+        hello = link.hello()
+        if hello.program_id != result.program_id:
+            raise RuntimeError(
+                f"the firmware reports program {hello.program_id:016x}, the build made {result.program_id:016x}"
+            )
+        check_device_quant_params(hello, program)
+        for k, one in enumerate(inputs):
+            device_in = quantize_inputs(program, one)
+            got, ticks = link.infer(list(device_in))
+            want = run_int8_reference(program, list(device_in))
+            exact = len(got) == len(want) and all(
+                np.asarray(g).dtype == np.asarray(w).dtype and np.array_equal(np.asarray(g).reshape(np.shape(w)), w)
+                for g, w in zip(got, want))
+            exact_all = exact_all and exact
+            with torch.no_grad():
+                fp = spec.module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in one])
+            fp = [_to_numpy(o) for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
+            err, hit = quant_error(program, got, fp)
+            worst, top1 = max(worst, err), top1 + hit
+            counts.append(b.instructions_from_ticks(ticks) if b.ticks_unit == "instructions" else ticks)
+            outputs.append(got)
+            if progress:
+                progress(k + 1, len(inputs))
+        link.exit(0)
+    r = result.report
+    return RunResult(
+        board=b.name, verified=exact_all, max_abs_error=worst, tolerance=0.0,
+        arena_bytes=r["arena_bytes"], arena_lower_bound_bytes=r["arena_lower_bound_bytes"], pte_bytes=r["pte_bytes"],
+        flash_bytes=r["flash_bytes"], ram_bytes=r["ram_bytes"],
+        instructions_per_inference=max(counts) if counts else None, n_inferences=len(inputs),
+        reference="host int8 reference (mcu_gen.quantize.reference), bit for bit", out=str(result.out),
+        outputs=outputs, instructions=counts, quantize=quantize, io=io, bit_exact=exact_all,
+        quant_max_abs_error=worst, top1_agreement=(top1 / len(inputs)) if classifier and inputs else None,
+    )
+
+
+def _float_random_inputs(program: Program, n: int) -> list:
+    rng = np.random.RandomState(0)
+    sets = []
+    for _ in range(n):
+        sets.append(tuple(rng.randn(*program.tensor(i).shape).astype(np.float32) for i in program.inputs))
+    return sets

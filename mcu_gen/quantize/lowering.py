@@ -83,7 +83,8 @@ def add_params(s1: float, s2: float, s_out: float):
 
 
 def conv_scratch_bytes(in_shape, w_shape_oihw, stride, padding, dilation, depthwise: bool) -> int:
-    """Scratch of CMSIS-NN's DSP (Cortex-M33/M4/M7) convolution wrappers, in bytes."""
+    """Scratch of CMSIS-NN's DSP (Cortex-M33/M4/M7) convolution wrappers, in bytes (what a
+    CMSIS-NN backed kernel needs; the portable kernels read no scratch, see SCRATCH)."""
     _, cin, _, _ = in_shape
     cout, _, kh, kw = w_shape_oihw
     if depthwise:
@@ -165,6 +166,7 @@ class QuantLowering:
         self.done = set()  # nodes lowered as part of a pattern
         self.nhwc_flat = {}  # value -> (C, H, W): a flatten that kept NHWC byte order
         self.fallback = []
+        self.cmsis_scratch = False  # the portable cortex_m kernels take no scratch
 
     # -- values ----------------------------------------------------------------------------------
     def _int8(self, shape, scale, zp, dim_order=None, name="") -> int:
@@ -194,7 +196,8 @@ class QuantLowering:
         self.program.instructions.append(Instruction(op, list(args) + [out, out], src))
 
     def _scratch(self, nbytes: int, name: str) -> int:
-        return self.program.add(TensorValue((nbytes,), "uint8", name=name))
+        """The schema's scratch tensor: empty unless the kernels read one (CMSIS-NN backed kernels)."""
+        return self.program.add(TensorValue((nbytes if self.cmsis_scratch else 0,), "uint8", name=name))
 
     # layout changes of int8 activations
     def _to_nhwc(self, v: int, node=None) -> int:

@@ -161,16 +161,23 @@ def quantized_max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, in_zp,
 
 
 def quantized_avg_pool2d(x, kernel, stride, padding, ceil_mode, zero_point, multiplier, shift):
-    """Average of the valid window elements (padding not counted), rounded half away from
-    zero: CMSIS-NN arm_avgpool_s8 (zero point and scale are shared by input and output)."""
+    """ExecuTorch's reference, in float32 as the kernel computes it: dequantize with
+    scale = multiplier * 2^shift / 2^31, sum the valid taps (padding not counted) in window
+    order, divide by their count, quantize back (round half to even). Zero point and scale
+    are shared by input and output. (CMSIS-NN's arm_avgpool_s8 rounds ties away from zero.)"""
     if ceil_mode:
         raise ReferenceError("quantized_avg_pool2d: ceil_mode False only")
+    scale = np.float32(float(multiplier) * 2.0 ** int(shift) / 2.0 ** 31)
+    zp = np.float32(zero_point)
     wins, counts = _pool_windows(x, kernel, stride, padding, 0)
-    s = wins.sum(axis=0)
-    cnt = counts.sum(axis=0).astype(np.int64)
-    half = cnt // 2
-    avg = np.where(s > 0, (s + half) // cnt, -((-s + half) // cnt))
-    return np.clip(avg, -128, 127).astype(np.int8)
+    total = np.zeros(wins.shape[1:], np.float32)
+    for tap, valid in zip(wins, counts):
+        v = (tap.astype(np.float32) - zp) * scale
+        total = np.where(valid.astype(bool), total + v, total).astype(np.float32)
+    cnt = counts.sum(axis=0).astype(np.float32)
+    avg = (total / cnt).astype(np.float32)
+    q = np.rint((avg / scale).astype(np.float32)) + zp
+    return np.clip(q, -128, 127).astype(np.int8)
 
 
 def softmax(x, dim, in_zp, out_zp, in_mult, in_shift, diff_min):

@@ -67,6 +67,7 @@ bool TensorRef::is_channels_last() const {
 
 bool TensorRef::same_shape(const TensorRef& o) const {
   if (dim != o.dim) return false;
+  if (sizes == o.sizes) return true;  // the writer shares equal size vectors
   for (int32_t i = 0; i < dim; ++i) {
     if (sizes[i] != o.sizes[i]) return false;
   }
@@ -83,30 +84,56 @@ int32_t Executor::value_type(int32_t v) const {
   return fb::scalar<uint8_t>(ev, 0, kNone);
 }
 
-TensorRef Executor::tensor_at(int32_t v) const {
-  const uint8_t* t = value_table(v);
-  TensorRef r;
-  r.dtype = static_cast<DType>(fb::scalar<int8_t>(t, kTensorType, 0));
-  const uint8_t* sizes = fb::ref(t, kTensorSizes);
-  r.dim = static_cast<int32_t>(fb::vec_len(sizes));
-  r.sizes = reinterpret_cast<const int32_t*>(fb::vec_data(sizes));
-  const uint8_t* order = fb::ref(t, kTensorDimOrder);
-  r.dim_order = fb::vec_len(order) ? fb::vec_data(order) : nullptr;
-  int32_t n = 1;
-  for (int32_t i = 0; i < r.dim; ++i) n *= r.sizes[i];
-  r.numel = n;
-  uint32_t c = fb::scalar<uint32_t>(t, kTensorConst, 0);
+namespace {
+// A verified table and its vtable, read once for several fields.
+struct TableView {
+  explicit TableView(const uint8_t* table)
+      : t(table), vt(table - fb::i32(table)), vt_size(fb::u16(table - fb::i32(table))) {}
+  uint32_t field(int slot) const {
+    const uint32_t at = 4u + 2u * static_cast<uint32_t>(slot);
+    return at < vt_size ? fb::u16(vt + at) : 0u;
+  }
+  const uint8_t* ref(int slot) const {
+    const uint32_t f = field(slot);
+    return f ? fb::deref(t + f) : nullptr;
+  }
+  const uint8_t* t;
+  const uint8_t* vt;
+  uint32_t vt_size;
+};
+}  // namespace
+
+TensorRef Executor::decode_tensor(int32_t v) const {
+  // Every field is read before the result is written: writes through the
+  // result could alias the program bytes, which would force reloads.
+  const TableView t(value_table(v));
+  const uint32_t f_type = t.field(kTensorType);
+  const int8_t dtype = f_type ? static_cast<int8_t>(t.t[f_type]) : 0;
+  const uint8_t* sizes = t.ref(kTensorSizes);
+  const uint8_t* order = t.ref(kTensorDimOrder);
+  const uint32_t f_const = t.field(kTensorConst);
+  const uint32_t c = f_const ? fb::u32(t.t + f_const) : 0u;
+  const uint8_t* data;
   if (c != 0) {
     if (constant_offsets_ != nullptr) {
-      r.data = const_cast<uint8_t*>(constants_ + fb::u64(constant_offsets_ + 8 * c));
+      data = constants_ + fb::u64(constant_offsets_ + 8 * c);
     } else {
-      const uint8_t* buf = fb::vec_table(constant_buffers_, c);
-      r.data = const_cast<uint8_t*>(fb::vec_data(fb::ref(buf, 0)));
+      data = fb::vec_data(fb::ref(fb::vec_table(constant_buffers_, c), 0));
     }
   } else {
-    const uint8_t* alloc = fb::ref(t, kTensorAlloc);
-    r.data = arena_ + fb::scalar<uint32_t>(alloc, 1, 0);
+    data = arena_ + fb::scalar<uint32_t>(t.ref(kTensorAlloc), 1, 0);
   }
+  const int32_t dim = static_cast<int32_t>(fb::vec_len(sizes));
+  const int32_t* dims = reinterpret_cast<const int32_t*>(fb::vec_data(sizes));
+  int32_t numel = 1;
+  for (int32_t i = 0; i < dim; ++i) numel *= dims[i];
+  TensorRef r;
+  r.data = const_cast<uint8_t*>(data);
+  r.sizes = dims;
+  r.dim_order = fb::vec_len(order) ? fb::vec_data(order) : nullptr;
+  r.dim = dim;
+  r.numel = numel;
+  r.dtype = static_cast<DType>(dtype);
   return r;
 }
 
@@ -115,7 +142,7 @@ int32_t Executor::num_outputs() const { return loaded_ ? num_outputs_ : 0; }
 TensorRef Executor::input(int32_t i) const { return tensor_at(fb::i32(inputs_ + 4 * i)); }
 TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ + 4 * i)); }
 
-Error Executor::verify_value(int32_t i) {
+[[gnu::cold]] Error Executor::verify_value(int32_t i) {
   fb::Checked c(data_, size_);
   bool ok = true;
   const uint8_t* ev = c.vec_table(values_, static_cast<uint32_t>(i));
@@ -265,7 +292,7 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
 
 }  // namespace
 
-Error Executor::verify_instruction(int32_t i, const KernelTable& kernels) {
+[[gnu::cold]] Error Executor::verify_instruction(int32_t i, const KernelTable& kernels) {
   fb::Checked c(data_, size_);
   bool ok = true;
   const uint8_t* ins = c.vec_table(instructions_, static_cast<uint32_t>(i));
@@ -290,9 +317,10 @@ Error Executor::verify_instruction(int32_t i, const KernelTable& kernels) {
   return Error::Ok;
 }
 
-Error Executor::load(const uint8_t* data, size_t size, const KernelTable& kernels, uint8_t* arena,
+[[gnu::cold]] Error Executor::load(const uint8_t* data, size_t size, const KernelTable& kernels, uint8_t* arena,
                      size_t arena_size) {
   loaded_ = false;
+  cached_ = 0;
   detail_ = -1;
   data_ = data;
   size_ = size;
@@ -483,6 +511,10 @@ Error Executor::load(const uint8_t* data, size_t size, const KernelTable& kernel
       return e;
     }
   }
+  // Everything is verified: decode the first values' tensors once.
+  const int32_t n = num_values_ < MCU_TENSOR_CACHE ? num_values_ : MCU_TENSOR_CACHE;
+  for (int32_t v = 0; v < n; ++v) cache_[v] = value_type(v) == kTensor ? decode_tensor(v) : TensorRef{};
+  cached_ = n;
   loaded_ = true;
   return Error::Ok;
 }
@@ -505,6 +537,24 @@ Error Executor::execute() {
     }
   }
   return Error::Ok;
+}
+
+Error Executor::execute_one(int32_t i) {
+  if (!loaded_) return Error::NotLoaded;
+  if (i < 0 || i >= num_instructions_) {
+    detail_ = i;
+    return Error::BadIndex;
+  }
+  KernelContext ctx;
+  ctx.exec_ = this;
+  const uint8_t* ins = fb::vec_table(instructions_, static_cast<uint32_t>(i));
+  const uint8_t* kc = fb::ref(ins, 1);
+  const uint8_t* args = fb::ref(kc, 1);
+  ctx.args_ = fb::vec_data(args);
+  ctx.num_args_ = static_cast<int32_t>(fb::vec_len(args));
+  const Error e = fns_[fb::scalar<int32_t>(kc, 0, 0)](ctx);
+  if (e != Error::Ok) detail_ = i;
+  return e;
 }
 
 // ---------------------------------------------------------------- KernelContext
@@ -531,8 +581,12 @@ double KernelContext::scalar_arg(int32_t i) const {
   int32_t v = arg_value(*this, i);
   const uint8_t* t = exec_->value_table(v);
   switch (exec_->value_type(v)) {
-    case kInt:
-      return static_cast<double>(fb::scalar<int64_t>(t, 0, 0));
+    case kInt: {
+      // Through int32 when it fits: int64 -> double is a long soft-float call.
+      const int64_t x = fb::scalar<int64_t>(t, 0, 0);
+      const int32_t x32 = static_cast<int32_t>(x);
+      return x32 == x ? static_cast<double>(x32) : static_cast<double>(x);
+    }
     case kDouble:
       return fb::scalar<double>(t, 0, 0.0);
     case kBool:
@@ -572,7 +626,7 @@ int64_t IntList::operator[](int32_t i) const {
   return fb::scalar<int64_t>(exec->value_table(static_cast<int32_t>(v)), 0, 0);
 }
 
-const char* error_name(Error e) {
+[[gnu::cold]] const char* error_name(Error e) {
   switch (e) {
     case Error::Ok: return "Ok";
     case Error::InvalidProgram: return "InvalidProgram";

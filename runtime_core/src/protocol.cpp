@@ -19,8 +19,16 @@ constexpr uint32_t kIdlePollMs = 1000;   // waiting for the next frame (forever)
 constexpr uint32_t kByteTimeoutMs = 500; // between bytes inside one frame
 constexpr size_t kHeaderSize = 4;        // type, seq, len u16
 constexpr size_t kMaxFirmwareVersion = 64;
+// RUN_PROFILED reply: status, u32 instructions, u16 first, u16 count, u64 total ticks, then u32 ticks per instruction.
+constexpr size_t kProfileHeader = 1 + 4 + 2 + 2 + 8;
+constexpr int32_t kProfileWindow = static_cast<int32_t>((kMaxPayload - kProfileHeader) / 4);
+constexpr int32_t kTensorValue = 5;  // EValue union tag of a Tensor (docs/schema/program.fbs)
 
 uint16_t get_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+void put_u32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
 
 uint32_t get_u32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
@@ -191,6 +199,9 @@ class Server {
       case Msg::Exit: return exit_request(p, n);
       case Msg::Echo: return echo(p, n);
       case Msg::Spin: return spin_request(p, n);
+      case Msg::RunProfiled: return run_profiled(p, n);
+      case Msg::RunRange: return run_range(p, n);
+      case Msg::ReadValue: return read_value(p, n);
     }
     send_error(Error::BadRequest, g_request.type);
   }
@@ -367,6 +378,77 @@ class Server {
     send(g_reply, w.size());
   }
 
+  // --- profiling and debugging (never on the RUN path) -----------------------
+  // Runs the whole program once with a tick read after every instruction; the
+  // reply carries the ticks of instructions [first, first + count), written
+  // straight into the reply buffer (no other RAM). The host asks again with
+  // the next `first` for programs longer than one window.
+  void run_profiled(const uint8_t* p, size_t n) {
+    if (n != 2) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+    const int32_t count = active_.num_instructions();
+    const int32_t first = get_u16(p);
+    int32_t window = count - first;
+    if (window < 0) window = 0;
+    if (window > kProfileWindow) window = kProfileWindow;
+    uint8_t* slots = g_reply + kProfileHeader;
+    const uint64_t start = mcu_pal_ticks();
+    uint64_t before = start;
+    for (int32_t i = 0; i < count; ++i) {
+      const Error e = active_.execute_one(i);
+      const uint64_t after = mcu_pal_ticks();
+      if (e != Error::Ok) return send_error(e, active_.error_detail());
+      if (i >= first && i - first < window) {
+        const uint64_t span = after - before;
+        put_u32(slots + 4 * (i - first), span > 0xFFFFFFFFu ? 0xFFFFFFFFu : static_cast<uint32_t>(span));
+      }
+      before = after;
+    }
+    Writer w = ok_reply();
+    w.u32(static_cast<uint32_t>(count));
+    w.u16(static_cast<uint16_t>(first));
+    w.u16(static_cast<uint16_t>(window));
+    w.u64(before - start);
+    send(g_reply, kProfileHeader + 4 * static_cast<size_t>(window));
+  }
+
+  void run_range(const uint8_t* p, size_t n) {
+    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+    const int32_t begin = get_u16(p);
+    const int32_t end = get_u16(p + 2);
+    if (begin > end || end > active_.num_instructions()) return send_error(Error::BadIndex, end);
+    const uint64_t start = mcu_pal_ticks();
+    for (int32_t i = begin; i < end; ++i) {
+      const Error e = active_.execute_one(i);
+      if (e != Error::Ok) return send_error(e, active_.error_detail());
+    }
+    const uint64_t ticks = mcu_pal_ticks() - start;
+    Writer w = ok_reply();
+    w.u64(ticks);
+    send(g_reply, w.size());
+  }
+
+  void read_value(const uint8_t* p, size_t n) {
+    if (n != 10) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+    const uint32_t index = get_u32(p);
+    const uint32_t offset = get_u32(p + 4);
+    const uint16_t length = get_u16(p + 8);
+    if (index >= static_cast<uint32_t>(active_.num_values()) ||
+        active_.value_type(static_cast<int32_t>(index)) != kTensorValue) {
+      return send_error(Error::BadIndex, static_cast<int32_t>(index));
+    }
+    if (length > kMaxPayload - 1) return send_error(Error::BadLength, static_cast<int32_t>(kMaxPayload - 1));
+    const TensorRef t = active_.tensor_at(static_cast<int32_t>(index));
+    if (offset > t.nbytes() || length > t.nbytes() - offset) {
+      return send_error(Error::BadLength, static_cast<int32_t>(t.nbytes()));
+    }
+    Writer w = ok_reply();
+    w.put(static_cast<const uint8_t*>(t.data) + offset, length);
+    send(g_reply, w.size());
+  }
+
   const ServerConfig* cfg_ = nullptr;
   Executor active_;     // the program RUN executes
   Executor candidate_;  // a program being verified; becomes active only if it loads
@@ -381,7 +463,9 @@ Server g_server;
 
 }  // namespace
 
-void serve(const ServerConfig& config) {
+// Cold: nothing here is on the inference path (execute() is timed on its own),
+// so GCC optimises the server for size.
+[[gnu::cold]] void serve(const ServerConfig& config) {
   g_server.start(config);
   g_server.load_builtin();
   g_server.run();

@@ -10,6 +10,12 @@
 #ifndef MCU_MAX_OPERATORS
 #define MCU_MAX_OPERATORS 32
 #endif
+// Values [0, MCU_TENSOR_CACHE) that are tensors are decoded once, at load, into
+// the executor (24 bytes each); the rest are decoded from the program on each
+// use. Small programs run entirely from the cache.
+#ifndef MCU_TENSOR_CACHE
+#define MCU_TENSOR_CACHE 8
+#endif
 
 namespace mcu {
 
@@ -40,14 +46,24 @@ class Executor {
   // index of the failing instruction.
   Error execute();
 
+  // Runs instruction i (0 <= i < num_instructions()) alone, for profiling and
+  // step-by-step debugging over the verify protocol; execute() does not use it.
+  // On failure `error_detail()` is i. Out of range: Error::BadIndex.
+  Error execute_one(int32_t i);
+  int32_t num_values() const { return num_values_; }
+
   // Decoding used by KernelContext (values are verified at load).
-  TensorRef tensor_at(int32_t value_index) const;
+  TensorRef tensor_at(int32_t value_index) const {
+    return static_cast<uint32_t>(value_index) < static_cast<uint32_t>(cached_) ? cache_[value_index]
+                                                                                : decode_tensor(value_index);
+  }
   int32_t value_type(int32_t value_index) const;  // KernelTypes union tag
   const uint8_t* value_table(int32_t value_index) const;
 
  private:
   Error verify_value(int32_t i);
   Error verify_instruction(int32_t i, const KernelTable& kernels);
+  TensorRef decode_tensor(int32_t value_index) const;
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
@@ -73,6 +89,8 @@ class Executor {
   bool loaded_ = false;
   KernelFn fns_[MCU_MAX_OPERATORS] = {};
   uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator
+  int32_t cached_ = 0;                         // values [0, cached_) are in cache_
+  TensorRef cache_[MCU_TENSOR_CACHE] = {};     // decoded tensors (other values: unused)
 };
 
 }  // namespace mcu

@@ -31,6 +31,9 @@ enum class Msg : uint8_t {
   Exit = 0x0A,         // i32 exit code
   Echo = 0x0B,         // bytes (link test)
   Spin = 0x0C,         // u32 n: runs a 2n-instruction loop, replies its ticks (calibration)
+  RunProfiled = 0x0D,  // u16 first: runs once reading ticks around every instruction, replies a window of them
+  RunRange = 0x0E,     // u16 begin, u16 end: executes instructions [begin, end) only (debugging)
+  ReadValue = 0x0F,    // u32 value index, u32 offset, u16 length: bytes of any tensor value
 };
 
 enum class ProgramSource : uint8_t { None = 0, Builtin = 1, Uploaded = 2 };

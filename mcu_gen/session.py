@@ -1,0 +1,128 @@
+"""One connection to a device running a build: QEMU for an emulated board, a serial port otherwise.
+
+    with open_device(result.board, result.elf, port=None) as link:   # QEMU (port=None)
+        ensure_program(link, result)                                 # the device runs this build?
+        link.infer(device_inputs(result)[0])
+
+Used by `mcu-gen profile`, `mcu-gen debug` and the pytest plugin (mcu_gen/pytest_plugin.py).
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+
+from .boards import Board
+from .link import Link
+from .protocol import Error
+
+
+@contextlib.contextmanager
+def open_device(board: Board, elf=None, port: str | None = None, baud: int | None = None, timeout: float = 2.0,
+                run_timeout: float = 60.0):
+    """Yields a Link: a fresh QEMU session when `port` is None (emulated boards only), else the serial port."""
+    if port is None:
+        if not board.is_qemu:
+            raise RuntimeError(f"board {board.name} has no emulator: flash the firmware and give its serial port "
+                               f"(--port /dev/ttyACM0 / --mcu-port)")
+        from .qemu import QemuSession
+
+        session = QemuSession(board, elf, timeout=timeout, run_timeout=run_timeout)
+        with session as link:
+            yield link
+            if session.returncode is None:
+                link.exit(0)
+        return
+    import serial  # pyserial
+
+    try:
+        ser = serial.Serial(port, baudrate=baud or board.baud or 115200, timeout=0.05)
+    except serial.SerialException as e:
+        raise RuntimeError(f"cannot open {port} for board {board.name}: {e}") from None
+    try:
+        yield Link(ser, timeout=timeout, run_timeout=run_timeout, describe=lambda: f"board {board.name} on {port}")
+    finally:
+        ser.close()
+
+
+def ensure_program(link: Link, result) -> None:
+    """Makes the device run `result`'s program: already built in, or uploaded (LOAD_PROGRAM) when the
+    firmware has room for it; otherwise says what to flash."""
+    hello = link.hello()
+    if hello.program_id == result.program_id:
+        return
+    if 0 < len(result.pte_bytes) <= hello.upload_size:
+        code, detail = link.load_program(result.pte_bytes)
+        if code == Error.Ok:
+            link.hello()
+            return
+        why = f"the device rejected the uploaded program ({Error(code).name}, detail {detail})"
+    else:
+        why = "the firmware has no room to upload it"
+    elf = Path(result.out) / "firmware.elf"
+    raise RuntimeError(f"the device runs program {hello.program_id:016x}, the build made {result.program_id:016x}; "
+                       f"{why}: flash {elf} (or firmware.uf2) to the board")
+
+
+def count_from_ticks(board: Board, ticks: int) -> int:
+    """Instructions under QEMU -icount, the board's tick unit (cycles) otherwise."""
+    return board.instructions_from_ticks(ticks) if board.ticks_unit == "instructions" else int(ticks)
+
+
+def count_unit(board: Board) -> str:
+    return board.ticks_unit
+
+
+def _to_numpy(x):
+    import torch
+
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def host_inputs(result, inputs=None, n: int | None = 1) -> list:
+    """Input sets in the model's dtype (float for a quantized model with float I/O):
+    the given ones, else the model file's test_inputs(), else seeded random ones."""
+    if inputs is not None:
+        sets = [inputs] if not isinstance(inputs, list) else inputs
+        return [tuple(_to_numpy(x) for x in (one if isinstance(one, (tuple, list)) else (one,))) for one in sets]
+    test = getattr(result.spec, "test_inputs", None) if result.spec is not None else None
+    if test:
+        sets = [tuple(_to_numpy(x) for x in one) for one in test]
+        return sets[:n] if n else sets
+    rng = np.random.RandomState(0)
+    program = result.program
+    sets = []
+    for _ in range(n or 3):
+        one = []
+        for i in program.inputs:
+            t = program.tensor(i)
+            if t.dtype.startswith("float") or t.dtype == "int8" and t.scale is not None:
+                one.append(rng.randn(*t.shape).astype(np.float32))
+            else:
+                one.append(rng.randint(-128, 128, size=t.shape).astype(t.dtype))
+        sets.append(tuple(one))
+    return sets
+
+
+def device_inputs(result, one: tuple) -> list:
+    """One input set as the device takes it (quantized on the host for int8 I/O)."""
+    program = result.program
+    out = []
+    for x, i in zip(one, program.inputs):
+        t = program.tensor(i)
+        x = np.asarray(x)
+        if t.dtype == "int8" and x.dtype != np.int8:
+            from .quantize.reference import quantize_f32
+
+            x = quantize_f32(x.astype(np.float32), t.scale, t.zero_point)
+        out.append(x.astype(t.dtype))
+    return out
+
+
+def value_from_bytes(program, index: int, raw: bytes) -> np.ndarray:
+    """A tensor value's bytes (memory order, as READ_VALUE returns them) in logical layout."""
+    t = program.tensor(index)
+    order = tuple(t.dim_order) if t.dim_order else tuple(range(len(t.shape)))
+    stored = np.frombuffer(raw, dtype=np.dtype(t.dtype)).reshape([t.shape[d] for d in order])
+    return stored.transpose(np.argsort(order)).copy()

@@ -1,0 +1,173 @@
+"""int8 quantization on the host: mcu-gen's PT2E Quantizer, the lowering to cortex_m:: ops and
+the integer reference, against the PT2E fake-quant model and the fp32 model (no QEMU here)."""
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from mcu_gen.builder import BuildError, load_program
+from mcu_gen.model_file import ModelSpec, load_model_file
+from mcu_gen.quantize import QuantizeError, export_quantized, quantized_module
+from mcu_gen.quantize.quantizer import McuQuantizer, capture_for_quantization
+from mcu_gen.quantize.reference import dequantize_f32, quantize_f32, run_int8_reference
+
+
+def _spec(net, shape, n_cal=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    cal = [(torch.randn(shape, generator=g),) for _ in range(n_cal)]
+    return ModelSpec(net.eval(), (torch.randn(shape, generator=g),), calibration_inputs=cal, name="t")
+
+
+def _check_close(spec, program, gm, inputs, rel=0.05):
+    """Integer reference vs fake-quant (within 2 output steps) and vs fp32 (a few % of the range)."""
+    in_t, out_t = program.tensor(program.inputs[0]), program.tensor(program.outputs[0])
+    for x in inputs:
+        xin = x[0].numpy()
+        if in_t.dtype == "int8":
+            xin = quantize_f32(xin, in_t.scale, in_t.zero_point)
+        got = run_int8_reference(program, [xin])[0]
+        if out_t.dtype == "int8":
+            got = dequantize_f32(got, out_t.scale, out_t.zero_point)
+        fq = gm(*x).detach().numpy()
+        fp = spec.module(*x).detach().numpy()
+        assert got.shape == fp.shape
+        assert np.max(np.abs(got - fq)) <= 2.01 * _output_scale(gm)
+        assert np.max(np.abs(got - fp)) <= rel * max(1.0, float(np.max(np.abs(fp))))
+
+
+def _output_scale(gm):
+    q = [n for n in gm.graph.nodes if n.target is torch.ops.quantized_decomposed.dequantize_per_tensor.default]
+    return float(q[-1].args[1])
+
+
+@pytest.mark.parametrize("name", ["mnist", "kws_dscnn"])
+@pytest.mark.parametrize("io", ["float32", "int8"])
+def test_examples_lower_to_int8_only(name, io):
+    spec = load_model_file(f"examples/{name}/model.py")
+    program, gm = export_quantized(spec, io=io)
+    assert program.meta["fp32_fallback"] == []
+    ops = set(program.operators)
+    assert all(op.startswith("cortex_m::") for op in ops)
+    assert ("cortex_m::quantize_per_tensor.out" in ops) == (io == "float32")
+    inp = program.tensor(program.inputs[0])
+    assert inp.dtype == io and inp.dim_order == (0, 2, 3, 1)
+    _check_close(spec, program, gm, spec.test_inputs[:2])
+
+
+def test_first_conv_with_one_input_channel_is_a_regular_conv():
+    spec = load_model_file("examples/kws_dscnn/model.py")
+    program, _ = export_quantized(spec)
+    convs = [i.op for i in program.instructions if "conv2d" in i.op]
+    assert convs[0] == "cortex_m::quantized_conv2d.out"
+    assert convs.count("cortex_m::quantized_depthwise_conv2d.out") == 4
+    assert convs.count("cortex_m::quantized_conv2d.out") == 5
+    first = program.instructions[[i.op for i in program.instructions].index(convs[0])]
+    w = program.tensor(first.args[1])
+    assert w.shape == (64, 10, 4, 1)  # OHWI
+
+
+def test_int8_io_carries_quant_params_and_matches_float_io():
+    spec = load_model_file("examples/mnist/model.py")
+    p_f, gm = export_quantized(spec, io="float32")
+    p_i, _ = export_quantized(spec, io="int8")
+    t_in, t_out = p_i.tensor(p_i.inputs[0]), p_i.tensor(p_i.outputs[0])
+    assert t_in.dtype == t_out.dtype == "int8"
+    assert t_in.scale > 0 and -128 <= t_in.zero_point <= 127
+    x = spec.test_inputs[0][0].numpy()
+    y_f = run_int8_reference(p_f, [x])[0]
+    y_i = run_int8_reference(p_i, [quantize_f32(x, t_in.scale, t_in.zero_point)])[0]
+    assert np.array_equal(dequantize_f32(y_i, t_out.scale, t_out.zero_point), y_f)
+    # no fp32 I/O buffers: every arena tensor of the int8-I/O program is int8 (or empty scratch)
+    assert all(v.dtype in ("int8", "uint8", "int32") for v in p_i.values if hasattr(v, "dtype"))
+
+
+def test_residual_add_and_fused_relu6():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Conv2d(4, 8, 3, padding=1)
+            self.b = nn.Conv2d(4, 8, 1)
+            self.fc = nn.Linear(8 * 6 * 6, 5)
+
+        def forward(self, x):
+            y = torch.relu(self.a(x) + self.b(x))
+            y = nn.functional.relu6(y)
+            return self.fc(torch.flatten(y, 1))
+
+    torch.manual_seed(0)
+    spec = _spec(Net(), (1, 4, 6, 6))
+    program, gm = export_quantized(spec)
+    ops = [i.op for i in program.instructions]
+    assert "cortex_m::quantized_add.out" in ops
+    assert program.meta["fp32_fallback"] == []
+    _check_close(spec, program, gm, spec.calibration_inputs[:3], rel=0.1)
+
+
+def test_op_without_int8_kernel_falls_back_to_fp32_and_is_reported():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(16, 16)
+            self.fc2 = nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.fc2(torch.sigmoid(self.fc1(x)))
+
+    torch.manual_seed(0)
+    spec = _spec(Net(), (2, 16))
+    program, gm = export_quantized(spec)
+    fb = program.meta["fp32_fallback"]
+    assert [f["op"] for f in fb] == ["aten::sigmoid.default"]
+    assert "not quantized" in fb[0]["reason"]
+    ops = [i.op for i in program.instructions]
+    assert ops.count("cortex_m::dequantize_per_tensor.out") == 2 and "aten::sigmoid.out" in ops
+    _check_close(spec, program, gm, spec.calibration_inputs[:3], rel=0.1)
+
+
+def test_no_calibration_data_is_a_clear_error(tmp_path):
+    spec = load_model_file("examples/mnist/model.py")
+    spec.calibration_inputs = None
+    with pytest.raises(QuantizeError, match="needs calibration data.*calibration_inputs\\(\\).*--calibration"):
+        quantized_module(spec)
+    bad = tmp_path / "cal.pt"
+    torch.save([(torch.rand(1, 1, 28, 28), torch.rand(1))], bad)
+    with pytest.raises(QuantizeError, match="item 0 has 2 inputs, the model takes 1"):
+        quantized_module(spec, calibration=bad)
+    good = tmp_path / "good.pt"
+    torch.save([(torch.rand(1, 1, 28, 28),) for _ in range(4)], good)
+    gm, pre = quantized_module(spec, calibration=good)
+    assert not pre
+
+
+def test_builder_options_are_checked():
+    with pytest.raises(BuildError, match="--io int8 and --calibration need --quantize int8"):
+        load_program("examples/mnist/model.py", io="int8")
+    with pytest.raises(BuildError, match="only int8"):
+        load_program("examples/mnist/model.py", quantize="int4")
+
+
+def test_qat_converted_model_is_taken_as_is(tmp_path):
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_qat_pt2e
+
+    spec = load_model_file("examples/mnist/model.py")
+    gm = capture_for_quantization(spec.module.train(), spec.example_inputs, fold_bn=False)
+    prepared = prepare_qat_pt2e(gm, McuQuantizer(qat=True))
+    opt = torch.optim.SGD(prepared.parameters(), lr=1e-3)
+    for (x,) in spec.calibration_inputs[:4]:  # a few QAT steps
+        loss = prepared(x).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    converted = convert_pt2e(prepared)
+    qspec = ModelSpec(converted, spec.example_inputs, name="qat")
+    program, gm2 = export_quantized(qspec)
+    assert gm2 is converted and program.meta["prequantized"]
+    assert program.meta["fp32_fallback"] == []
+    x = spec.test_inputs[0][0]
+    got = run_int8_reference(program, [x.numpy()])[0]
+    assert np.max(np.abs(got - converted(x).detach().numpy())) <= 2.01 * _output_scale(converted)
+    # the same model saved as a .pt2 loads and lowers identically
+    path = tmp_path / "qat.pt2"
+    torch.export.save(torch.export.export(converted, spec.example_inputs), str(path))
+    program2, _ = export_quantized(load_model_file(path))
+    assert np.array_equal(run_int8_reference(program2, [x.numpy()])[0], got)
