@@ -2,14 +2,14 @@
 // quantized_max_pool2d and their _nhwc forms). Activations are NHWC in memory
 // (read_nhwc in int8_common.h).
 //
-// Average pool, as the Python reference (dequantize, float32 avg_pool2d with
-// count_include_pad=False, quantize with the same scale), in float32:
-//   scale = (float)(multiplier * 2^shift / 2^31)
-//   v     = ((float)q - zp) * scale
-//   sum   = v_0 + v_1 + ...   (window rows top to bottom, columns left to right)
-//   out   = clamp(round_half_even((sum / count) / scale) + zp, -128, 127)
-// count = taps inside the input. (CMSIS-NN's arm_avgpool_s8 rounds ties away
-// from zero in integers; the reference, and so this kernel, does not.)
+// Average pool, in integers as CMSIS-NN's arm_avgpool_s8 (so both backends
+// give the same bytes; docs/int8.md): over the taps inside the input,
+//   sum   = q_0 + q_1 + ...            (raw int8 values, int32)
+//   out   = clamp(round_half_away_from_zero(sum / count), -128, 127)
+//         = (sum > 0 ? sum + count / 2 : sum - count / 2) / count  (C division)
+// Input and output share scale and zero point, so the zero point cancels;
+// zero_point, multiplier and shift are checked, not used. ExecuTorch's float
+// reference differs from this only on exact ties (it rounds half to even).
 //
 // Max pool: max over the taps inside the input, clamped to
 // [activation_min, activation_max]; input and output zero points must match;
@@ -69,11 +69,15 @@ inline void pool_window(int32_t o, int32_t stride, int32_t pad, int32_t k, int32
   *end = e;
 }
 
+// CMSIS-NN's rounding of a window average: half away from zero.
+inline int32_t avg_round(int32_t sum, int32_t count) {
+  const int32_t half = count / 2;
+  return (sum > 0 ? sum + half : sum - half) / count;
+}
+
 // quantized_avg_pool2d(_nhwc): input T, kernel L, stride L, padding L,
 // ceil_mode B, zero_point I, multiplier I, shift I, scratch T, out O.
-// fp-contract off: a fused multiply-add in the window sum would round
-// differently from the reference.
-__attribute__((optimize("fp-contract=off"))) inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
+inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
   const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(9);
   PoolParams p;
@@ -85,9 +89,6 @@ __attribute__((optimize("fp-contract=off"))) inline Error qavg_pool2d(const Kern
   }
   Nhwc vi, vo;
   if (!pool_shapes(in, out, nhwc, p, ceil_mode, &vi, &vo)) return Error::KernelFailed;
-  const double scale_d = static_cast<double>(multiplier) * __builtin_ldexp(1.0, static_cast<int>(shift)) / 2147483648.0;
-  const float scale = static_cast<float>(scale_d);
-  const float zp = static_cast<float>(zero_point);
   const int8_t* x = in.i8();
   int8_t* y = out.i8();
   const int32_t c = vi.c;
@@ -101,15 +102,11 @@ __attribute__((optimize("fp-contract=off"))) inline Error qavg_pool2d(const Kern
         const int32_t count = (h1 - h0) * (w1 - w0);
         int8_t* o = y + ((static_cast<size_t>(n) * vo.h + oh) * vo.w + ow) * c;
         for (int32_t ch = 0; ch < c; ++ch) {
-          float sum = 0.0f;
+          int32_t sum = 0;
           for (int32_t ih = h0; ih < h1; ++ih) {
-            for (int32_t iw = w0; iw < w1; ++iw) {
-              const int8_t q = x[((static_cast<size_t>(n) * vi.h + ih) * vi.w + iw) * c + ch];
-              sum += (static_cast<float>(q) - zp) * scale;
-            }
+            for (int32_t iw = w0; iw < w1; ++iw) sum += x[((static_cast<size_t>(n) * vi.h + ih) * vi.w + iw) * c + ch];
           }
-          const float avg = count > 0 ? sum / static_cast<float>(count) : 0.0f;
-          o[ch] = static_cast<int8_t>(float_to_int_clamped(round_half_even(avg / scale) + zp, -128, 127));
+          o[ch] = static_cast<int8_t>(count > 0 ? clamp_i32(avg_round(sum, count), -128, 127) : 0);
         }
       }
     }

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::clamp.out fn=aten_clamp_out sig=TssOO dtypes=float32
+// mcu-gen-kernel: op=aten::clamp.out fn=aten_clamp_out sig=TssOO dtypes=float32 inplace=0
 // aten::clamp.out(Tensor self, Scalar? min=None, Scalar? max=None, *, Tensor(a!) out)
 // out = min(max(self, min), max); a None bound is not applied. As in ATen,
 // min > max gives max everywhere, and NaN stays NaN.

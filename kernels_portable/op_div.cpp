@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::div.out fn=aten_div_out sig=TTOO dtypes=float32
+// mcu-gen-kernel: op=aten::div.out fn=aten_div_out sig=TTOO dtypes=float32 inplace=0,1
 // aten::div.out(Tensor self, Tensor other, *, Tensor(a!) out)
 // out = self / other, with NumPy broadcasting.
 #include "elementwise_common.h"

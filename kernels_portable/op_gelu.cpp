@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::gelu.out fn=aten_gelu_out sig=TZOO dtypes=float32
+// mcu-gen-kernel: op=aten::gelu.out fn=aten_gelu_out sig=TZOO dtypes=float32 inplace=0
 // aten::gelu.out(Tensor self, *, str approximate="none", Tensor(a!) out)
 // approximate "none": out = x/2 * (1 + erf(x / sqrt(2)));
 // approximate "tanh": out = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::hardsigmoid.out fn=aten_hardsigmoid_out sig=TOO dtypes=float32
+// mcu-gen-kernel: op=aten::hardsigmoid.out fn=aten_hardsigmoid_out sig=TOO dtypes=float32 inplace=0
 // aten::hardsigmoid.out(Tensor self, *, Tensor(a!) out)
 // out = min(max(self + 3, 0), 6) / 6.
 #include "elementwise_common.h"

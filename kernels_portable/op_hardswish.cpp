@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::hardswish.out fn=aten_hardswish_out sig=TOO dtypes=float32
+// mcu-gen-kernel: op=aten::hardswish.out fn=aten_hardswish_out sig=TOO dtypes=float32 inplace=0
 // aten::hardswish.out(Tensor self, *, Tensor(a!) out)
 // out = self * min(max(self + 3, 0), 6) / 6.
 #include "elementwise_common.h"

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::hardtanh.out fn=aten_hardtanh_out sig=TSSOO dtypes=float32
+// mcu-gen-kernel: op=aten::hardtanh.out fn=aten_hardtanh_out sig=TSSOO dtypes=float32 inplace=0
 // aten::hardtanh.out(Tensor self, Scalar min_val=-1, Scalar max_val=1, *, Tensor(a!) out)
 // out = min(max(self, min_val), max_val); NaN stays NaN.
 #include "elementwise_common.h"

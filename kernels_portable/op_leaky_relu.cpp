@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::leaky_relu.out fn=aten_leaky_relu_out sig=TSOO dtypes=float32
+// mcu-gen-kernel: op=aten::leaky_relu.out fn=aten_leaky_relu_out sig=TSOO dtypes=float32 inplace=0
 // aten::leaky_relu.out(Tensor self, Scalar negative_slope=0.01, *, Tensor(a!) out)
 // out = self > 0 ? self : self * negative_slope.
 #include "elementwise_common.h"

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::mul.Scalar_out fn=aten_mul_scalar_out sig=TSOO dtypes=float32
+// mcu-gen-kernel: op=aten::mul.Scalar_out fn=aten_mul_scalar_out sig=TSOO dtypes=float32 inplace=0
 // aten::mul.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out)
 // out = self * other.
 #include "elementwise_common.h"

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::relu.out fn=aten_relu_out sig=TOO dtypes=float32
+// mcu-gen-kernel: op=aten::relu.out fn=aten_relu_out sig=TOO dtypes=float32 inplace=0
 // aten::relu.out(Tensor self, *, Tensor(a!) out)
 // out = max(self, 0); NaN stays NaN.
 #include "elementwise_common.h"

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::sigmoid.out fn=aten_sigmoid_out sig=TOO dtypes=float32
+// mcu-gen-kernel: op=aten::sigmoid.out fn=aten_sigmoid_out sig=TOO dtypes=float32 inplace=0
 // aten::sigmoid.out(Tensor self, *, Tensor(a!) out)
 // out = 1 / (1 + exp(-self)).
 #include <math.h>

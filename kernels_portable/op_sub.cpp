@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::sub.out fn=aten_sub_out sig=TTSOO dtypes=float32
+// mcu-gen-kernel: op=aten::sub.out fn=aten_sub_out sig=TTSOO dtypes=float32 inplace=0,1
 // aten::sub.out(Tensor self, Tensor other, *, Scalar alpha=1, Tensor(a!) out)
 // out = self - alpha * other, with NumPy broadcasting.
 #include "elementwise_common.h"

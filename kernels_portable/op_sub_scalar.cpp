@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::sub.Scalar_out fn=aten_sub_scalar_out sig=TSSOO dtypes=float32
+// mcu-gen-kernel: op=aten::sub.Scalar_out fn=aten_sub_scalar_out sig=TSSOO dtypes=float32 inplace=0
 // aten::sub.Scalar_out(Tensor self, Scalar other, Scalar alpha=1, *, Tensor(a!) out)
 // out = self - alpha * other.
 #include "elementwise_common.h"

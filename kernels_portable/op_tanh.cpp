@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::tanh.out fn=aten_tanh_out sig=TOO dtypes=float32
+// mcu-gen-kernel: op=aten::tanh.out fn=aten_tanh_out sig=TOO dtypes=float32 inplace=0
 // aten::tanh.out(Tensor self, *, Tensor(a!) out)
 // out = tanh(self).
 #include <math.h>

@@ -98,7 +98,7 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
 
 
 def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
-                   upload_size: int | None = None, framework: str = "baremetal") -> Path:
+                   upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None) -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest."""
     env = _env()
     if dest.exists():
@@ -120,6 +120,11 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
     for folder in {k.file.parent for k in kernels}:
         for h in folder.glob("*.h"):
             shutil.copy2(h, dest / "kernels" / h.name)
+    extra_sources, extra_includes = [], []
+    if cmsis_nn_root is not None:  # CMSIS-NN adapters: copy the CMSIS-NN files they need (mcu_gen/cmsis_nn.py)
+        from . import cmsis_nn
+
+        extra_sources, extra_includes = cmsis_nn.add_to_project(dest, kernels, cmsis_nn_root)
     (dest / "board").mkdir()
     for f in board.files:
         shutil.copy2(f, dest / "board" / f.name)
@@ -156,13 +161,14 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         + runtime_sources
         + [f"kernels/{f}" for f in kernel_files]
         + [f"board/{s}" for s in board.sources]
+        + extra_sources
     )
     ctx = dict(
         project_name="mcu_gen_firmware",
         board=board,
         cross=board.emulator.kind != "native",
         sources=sources,
-        include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"],
+        include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"] + extra_includes,
         defines={"MCU_MAX_OPERATORS": max_ops},
         opt_level=opt_level,
     )
@@ -210,7 +216,7 @@ def precheck_fits(board: Board, program: Program, data: bytes) -> None:
 
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
           compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
-          calibration=None, framework: str | None = None) -> BuildResult:
+          calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None) -> BuildResult:
     b = get_board(board)
     from . import platformio_project
 
@@ -219,6 +225,10 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
                                        calibration=calibration)
     sel = kernel_registry.select(program.operators, available)
+    from . import cmsis_nn
+
+    backend_choice, data = cmsis_nn.apply_backend(b, program, data, sel, backend, cmsis_nn_path)
+    sel = backend_choice.selection or sel
     if sel.missing:
         raise BuildError(
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
@@ -230,7 +240,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     out.mkdir(parents=True, exist_ok=True)
     (out / "model.pte").write_bytes(data)
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
-                             framework=framework)
+                             framework=framework, cmsis_nn_root=backend_choice.root)
     elf = None
     usage = {"flash_bytes": 0, "ram_bytes": 0, "sections": {}}
     if compile:
@@ -272,9 +282,23 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         report["quantize"] = quantize
         report["io"] = io
         report["fp32_fallback"] = program.meta.get("fp32_fallback", [])
+    report["peak_ops"] = _write_plan_pictures(out, program)
+    report["backend"] = backend_choice.report()
     write_reports(out, report)
     return BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
                        kernels=sel.kernels)
+
+
+def _write_plan_pictures(out: Path, program: Program) -> list:
+    """plan.svg and plan.png (when matplotlib is installed) next to report.json; returns the peak ops."""
+    from . import plan_report
+
+    plan_report.write_svg(program, out / "plan.svg")
+    try:
+        plan_report.write_png(program, out / "plan.png")
+    except ImportError:
+        pass
+    return plan_report.peak_ops(program)
 
 
 def _io(program: Program, i: int) -> dict:

@@ -37,7 +37,8 @@ def cmd_build(args) -> int:
     from .builder import build
 
     r = build(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
-              quantize=args.quantize, io=args.io, calibration=args.calibration, framework=args.framework)
+              quantize=args.quantize, io=args.io, calibration=args.calibration, framework=args.framework,
+              backend=args.backend, cmsis_nn_path=args.cmsis_nn)
     rep = r.report
     if args.json:
         print(json.dumps(rep, indent=2))
@@ -64,10 +65,14 @@ def _print_quant(rep: dict) -> None:
 
 
 def cmd_run(args) -> int:
+    from .progress import for_cli
     from .runner import run
 
+    bar = for_cli(args, "inferences")  # quiet with --json or when stderr is not a terminal
     r = run(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
-            n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration)
+            n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration,
+            progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn)
+    bar.done()
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
     elif r.quantize:
@@ -95,6 +100,8 @@ def cmd_inspect(args) -> int:
 
     data = Path(args.pte).read_bytes()
     p = pte.read(data)
+    if args.plan or args.plan_svg or args.plan_png:
+        return _inspect_plan(args, p)
     iv = planner.lifetimes(p)
     lb = planner.lower_bound(iv.values())
     info = {
@@ -126,6 +133,20 @@ def cmd_inspect(args) -> int:
     for t in info["tensors"]:
         io = " input" if t["value"] in p.inputs else (" output" if t["value"] in p.outputs else "")
         print(f"  v{t['value']:<4d} {t['dtype']:8s} {str(tuple(t['shape'])):20s} {t['bytes']:>9,} B  {t['place']}{io}")
+    return 0
+
+
+def _inspect_plan(args, program) -> int:
+    from . import plan_report
+
+    if args.plan_svg:
+        plan_report.write_svg(program, args.plan_svg)
+    if args.plan_png:
+        plan_report.write_png(program, args.plan_png)
+    if args.json:
+        print(json.dumps({"summary": plan_report.summary(program), "tensors": plan_report.rows(program)}, indent=2))
+    elif args.plan or not (args.plan_svg or args.plan_png):
+        print(plan_report.text(program), end="")
     return 0
 
 
@@ -161,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dtype of the firmware's inputs/outputs with --quantize (int8: the host (de)quantizes)")
         s.add_argument("--calibration", default=None,
                        help="torch.save'd list of input tuples (default: the model file's calibration_inputs())")
+        s.add_argument("--backend", choices=["auto", "portable", "cmsis-nn"], default="auto",
+                       help="int8 kernels: cmsis-nn (needs CMSIS-NN), portable, or auto (CMSIS-NN when found)")
+        s.add_argument("--cmsis-nn", dest="cmsis_nn", metavar="PATH", default=None,
+                       help="CMSIS-NN checkout or unpacked ARM.CMSIS-NN pack (else $MCU_GEN_CMSIS_NN, cmsis-pack-manager)")
         s.add_argument("--json", action="store_true")
         if name == "build":
             s.add_argument("--framework", default=None,
@@ -174,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("inspect", help="operators, tensors, plan and sizes of a .pte")
     s.add_argument("pte")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--plan", action="store_true", help="the memory plan: tensors by offset, lower bound, peak ops")
+    s.add_argument("--plan-svg", metavar="PATH", help="draw the plan (x = step, y = offset) as SVG")
+    s.add_argument("--plan-png", metavar="PATH", help="draw the plan as PNG (matplotlib)")
     s.set_defaults(fn=cmd_inspect)
 
     s = sub.add_parser("kernels", help="list the operators mcu-gen has kernels for")
@@ -182,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .board_commands import add_board_commands
 
     add_board_commands(sub)  # flash, verify, monitor, pio-setup, pio-run
+    from .hil_commands import add_hil_commands
+
+    add_hil_commands(sub)  # profile, debug
     return p
 
 

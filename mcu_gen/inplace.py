@@ -116,7 +116,7 @@ def pool_forward(program, ins, pos, out) -> Optional[InPlace]:
     if pos != 0 or t is None or t.dtype != out.dtype:
         return None
     a, b = _nhwc(t), _nhwc(out)
-    if a is None or b is None or a[0] != b[0] or a[3] != b[3]:
+    if a is None or b is None or a[0] != b[0] or a[3] != b[3] or out.numel > t.numel:
         return None
     kernel, stride, padding = (_scalar(program, ins, i) for i in (1, 2, 3))
     dilation, ceil_mode = _scalar(program, ins, 4), _scalar(program, ins, 5)

@@ -1,20 +1,40 @@
 """Static memory planning: every activation tensor gets a fixed offset in one arena.
 
-Lifetimes are instruction steps: a graph input is live from step 0, a tensor
-from the instruction that writes it to the last instruction that reads it, a
-graph output until the end. Views recorded in ``program.meta["aliases"]``
-share their source's bytes (and extend its lifetime). Placement tries several
-orders (by size, by lifetime start, by conflict count) with best-fit offsets and
-keeps the smallest arena; ``check_plan`` proves that no two co-live tensors
-overlap. The lower bound is the most bytes live at any one step.
+1. Lifetimes are instruction steps: a graph input is live from step 0, a tensor
+   from the instruction that writes it to the last instruction that reads it, a
+   graph output until the end. Views recorded in ``program.meta["aliases"]``
+   share their source's bytes (and extend its lifetime). A scratch tensor that
+   only one instruction uses lives for that step only.
+2. In place (mcu_gen/inplace.py): where a kernel's registry line allows it and
+   the input dies at that instruction, the out starts at the input's offset.
+   An input and the outputs written over it form one *buffer* whose size varies
+   by step (e.g. 5,408 B until a max pool, 1,352 B after it). Where a variant
+   kernel does the in-place work (``variant_of=``), the instruction is switched
+   to it and given the scratch it needs.
+3. Placement: several greedy strategies (orders by size, start, conflicts,
+   lifetime, area; first fit and best fit), then an exact branch-and-bound
+   search over placement orders, bounded by time and stopped as soon as the
+   arena equals the lower bound. The smallest arena wins; a plan with in-place
+   is kept only if it is smaller than the plan without.
+4. ``check_plan`` proves the result: every tensor aligned and inside the arena,
+   and no two tensors live at the same step share a byte, except an input and
+   the out written over it at the step where the input dies, at the same offset,
+   with the kernel's declared permission.
+
+``program.lower_bound`` is the layer-wise bound of the graph as exported (most
+bytes live at any one step, no in-place); in-place can go below it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
 
+from . import inplace as inplace_rules
 from .ir import Program, ScalarValue, TensorValue
 
 ALIGNMENT = 16
+TIME_LIMIT = 0.5  # seconds of exact search per plan (at most)
 
 
 class PlanError(ValueError):
@@ -97,7 +117,7 @@ def lifetimes(program: Program) -> dict:
 
 
 def lower_bound(intervals) -> int:
-    """Most bytes live at any single step (no placement can do better)."""
+    """Most bytes live at any single step (no placement without in-place can do better)."""
     if not intervals:
         return 0
     events = {}
@@ -107,74 +127,385 @@ def lower_bound(intervals) -> int:
     return max(events.values())
 
 
-def _overlap(a: Interval, b: Interval) -> bool:
+def _overlap(a, b) -> bool:
     return a.start <= b.end and b.start <= a.end
 
 
-def _place(order) -> int:
-    placed: list[Interval] = []
-    top = 0
-    for it in order:
-        # Best fit: the smallest gap between live neighbours that holds it.
-        busy = sorted((p.offset, p.offset + _align(p.size)) for p in placed if _overlap(p, it))
-        need = _align(it.size)
-        best, best_gap = None, None
-        cursor = 0
-        for lo, hi in busy:
-            if lo - cursor >= need:
-                gap = lo - cursor
-                if best_gap is None or gap < best_gap:
-                    best, best_gap = cursor, gap
-            cursor = max(cursor, hi)
-        if best is None:
-            best = cursor
-        it.offset = best
-        placed.append(it)
-        top = max(top, best + need)
-    return top
+# -- buffers: tensors that share memory through in-place ------------------------------------------
+@dataclass
+class Buffer:
+    members: list  # alias roots, the first is the buffer's name
+    start: int
+    end: int
+    sizes: list  # aligned bytes used at each step start..end
+    offset: int = -1
+
+    @property
+    def size(self) -> int:
+        return max(self.sizes) if self.sizes else 0
+
+    def at(self, step: int) -> int:
+        return self.sizes[step - self.start] if self.start <= step <= self.end else 0
 
 
-def plan(program: Program) -> Program:
-    """Assign arena offsets in place; sets program.arena_size and program.lower_bound."""
-    iv = lifetimes(program)
-    items = list(iv.values())
-    conflicts = {it.value: sum(1 for o in items if o is not it and _overlap(o, it)) for it in items}
-    orders = [
-        sorted(items, key=lambda i: (-i.size, i.start)),
-        sorted(items, key=lambda i: (i.start, -i.size)),
-        sorted(items, key=lambda i: (-conflicts[i.value], -i.size)),
-        sorted(items, key=lambda i: (-(i.end - i.start), -i.size)),
-    ]
+@dataclass
+class InPlacePair:
+    step: int
+    out: int  # alias root written at ``step``
+    src: int  # alias root it is written over (dies at ``step``)
+    arg: int  # argument position of src in the instruction
+    kernel_op: str  # the kernel that does it (may be a variant of the instruction's op)
+    scratch: tuple | None = None
+
+
+def make_buffers(iv: dict, pairs) -> list:
+    parent = {r: r for r in iv}
+
+    def find(r):
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    for p in pairs:
+        parent[find(p.out)] = find(p.src)
+    groups: dict[int, list] = {}
+    for r in sorted(iv, key=lambda r: (iv[r].start, r)):
+        groups.setdefault(find(r), []).append(r)
+    out = []
+    for members in groups.values():
+        start = min(iv[m].start for m in members)
+        end = max(iv[m].end for m in members)
+        sizes = [0] * (end - start + 1)
+        for m in members:
+            it = iv[m]
+            for s in range(it.start, it.end + 1):
+                sizes[s - start] = max(sizes[s - start], _align(it.size))
+        out.append(Buffer(members, start, end, sizes))
+    return out
+
+
+def packing_bound(bufs) -> int:
+    """Most aligned bytes live at one step: no placement of these buffers is smaller."""
+    live: dict[int, int] = {}
+    for b in bufs:
+        for s in range(b.start, b.end + 1):
+            live[s] = live.get(s, 0) + b.at(s)
+    return max(live.values(), default=0)
+
+
+# -- placement --------------------------------------------------------------------------------------
+def _conflicts(bufs) -> list:
+    """conf[i][j] = (most bytes of i, most bytes of j) over the steps both are live, or None."""
+    n = len(bufs)
+    conf = [[None] * n for _ in range(n)]
+    for i in range(n):
+        a = bufs[i]
+        for j in range(i + 1, n):
+            b = bufs[j]
+            lo, hi = max(a.start, b.start), min(a.end, b.end)
+            if lo > hi:
+                continue
+            ma = mb = 0
+            for s in range(lo, hi + 1):
+                x, y = a.at(s), b.at(s)
+                if x and y:
+                    ma, mb = max(ma, x), max(mb, y)
+            if ma and mb:
+                conf[i][j] = (ma, mb)
+                conf[j][i] = (mb, ma)
+    return conf
+
+
+def _candidates(i, offsets, conf):
+    """Blocked ranges (lo, hi) for buffer i's offset o (needs o <= lo or o >= hi) and candidate offsets."""
+    blocks = []
+    for j, off in offsets.items():
+        c = conf[i][j]
+        if c is not None:
+            blocks.append((off - c[0], off + c[1]))
+    cands = {0}
+    for lo, hi in blocks:
+        cands.add(hi)
+        if lo >= 0:
+            cands.add(lo)
+    return blocks, sorted(cands)
+
+
+def _feasible(o, blocks) -> bool:
+    return all(o <= lo or o >= hi for lo, hi in blocks)
+
+
+def _lowest(i, offsets, conf) -> int:
+    blocks, cands = _candidates(i, offsets, conf)
+    for o in cands:
+        if _feasible(o, blocks):
+            return o
+    raise AssertionError("unreachable: the top is always free")
+
+
+def _best_fit(i, offsets, conf) -> int:
+    blocks, cands = _candidates(i, offsets, conf)
     best = None
-    for order in orders:
-        for it in items:
-            it.offset = -1
-        top = _place(order)
-        if best is None or top < best[0]:
-            best = (top, {it.value: it.offset for it in items})
-    top, offsets = best if best else (0, {})
+    for o in cands:
+        if not _feasible(o, blocks):
+            continue
+        above = [lo for lo, _ in blocks if lo >= o]
+        slack = min(above) - o if above else float("inf")
+        key = (slack, o)
+        if best is None or key < best[0]:
+            best = (key, o)
+    return best[1]
+
+
+def _place(order, bufs, conf, fit) -> tuple:
+    offsets = {}
+    top = 0
+    for i in order:
+        o = fit(i, offsets, conf)
+        offsets[i] = o
+        top = max(top, o + bufs[i].size)
+    return top, offsets
+
+
+def _orders(bufs, conf) -> dict:
+    idx = range(len(bufs))
+    degree = [sum(bufs[j].size for j in idx if conf[i][j]) for i in idx]
+    length = [b.end - b.start + 1 for b in bufs]
+    return {
+        "size": sorted(idx, key=lambda i: (-bufs[i].size, bufs[i].start)),
+        "start": sorted(idx, key=lambda i: (bufs[i].start, -bufs[i].size)),
+        "conflicts": sorted(idx, key=lambda i: (-degree[i], -bufs[i].size)),
+        "lifetime": sorted(idx, key=lambda i: (-length[i], -bufs[i].size)),
+        "area": sorted(idx, key=lambda i: (-sum(bufs[i].sizes), bufs[i].start)),
+        "end": sorted(idx, key=lambda i: (-bufs[i].end, -bufs[i].size)),
+    }
+
+
+def _exact(bufs, conf, best_top, bound, deadline) -> tuple:
+    """Branch and bound over placement orders, each buffer at its lowest free offset.
+    Returns (top, offsets or None, complete)."""
+    n = len(bufs)
+    # Buffers with the same lifetime and sizes are interchangeable: branch on one of them.
+    shape = [(b.start, b.end, tuple(b.sizes)) for b in bufs]
+    by_size = sorted(range(n), key=lambda i: (-bufs[i].size, bufs[i].start))
+    best = [best_top, None]
+    complete = [True]
+    nodes = [0]
+
+    def dfs(offsets, top):
+        if len(offsets) == n:
+            if top < best[0]:
+                best[0], best[1] = top, dict(offsets)
+            return
+        nodes[0] += 1
+        if nodes[0] % 256 == 0 and time.monotonic() > deadline:
+            complete[0] = False
+            return
+        tried = set()
+        for i in by_size:
+            if i in offsets or shape[i] in tried:
+                continue
+            tried.add(shape[i])
+            o = _lowest(i, offsets, conf)
+            t = max(top, o + bufs[i].size)
+            if t >= best[0]:
+                continue
+            offsets[i] = o
+            dfs(offsets, t)
+            del offsets[i]
+            if best[0] <= bound or not complete[0]:
+                return
+
+    dfs({}, 0)
+    return best[0], best[1], complete[0]
+
+
+@dataclass
+class Placement:
+    top: int
+    offsets: dict  # buffer index -> offset
+    strategy: str
+    bound: int
+    exact_complete: bool = False
+    tried: dict = field(default_factory=dict)  # strategy -> top
+
+
+def place(bufs, time_limit: float = TIME_LIMIT) -> Placement:
+    """Best placement of the buffers found by the greedy strategies and the exact search."""
+    bound = packing_bound(bufs)
+    if not bufs:
+        return Placement(0, {}, "empty", 0, True)
+    conf = _conflicts(bufs)
+    tried = {}
+    best = None
+    for name, order in _orders(bufs, conf).items():
+        for fit_name, fit in (("first-fit", _lowest), ("best-fit", _best_fit)):
+            top, offsets = _place(order, bufs, conf, fit)
+            key = f"{name}/{fit_name}"
+            tried[key] = top
+            if best is None or top < best.top:
+                best = Placement(top, offsets, key, bound)
+    if best.top > bound and time_limit > 0:
+        top, offsets, complete = _exact(bufs, conf, best.top, bound, time.monotonic() + time_limit)
+        tried["exact"] = top
+        if offsets is not None and top < best.top:
+            best = Placement(top, offsets, "exact", bound)
+        best.exact_complete = complete
+    else:
+        best.exact_complete = True  # the bound is reached: nothing smaller exists
+    best.tried = tried
+    return best
+
+
+# -- in-place -----------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _default_kernels():
+    from .kernels import find_kernels
+
+    return find_kernels()
+
+
+def find_inplace(program: Program, iv: dict, available: dict) -> list:
+    """The in-place opportunities of a program, one per instruction at most, in step order."""
+    aliases = program.meta.get("aliases", {})
+    outputs = {_alias_root(aliases, v) for v in program.outputs}
+    tail = {}  # buffer head -> its latest member
+    head = {}
+    pairs = []
+    for step, ins in enumerate(program.instructions):
+        for kernel, ip in inplace_rules.options(program, ins, available):
+            o = inplace_rules.out_value(ins, kernel.signature)
+            ro, ri = _alias_root(aliases, o), _alias_root(aliases, ins.args[ip.arg])
+            if ro == ri or ro not in iv or ri not in iv or ri in outputs:
+                continue
+            if iv[ri].end != step or iv[ro].start != step or ro in head:
+                continue
+            h = head.get(ri, ri)
+            if tail.get(h, ri) != ri:
+                continue
+            # The out must not be read through another argument of this instruction.
+            others = [a for k, a in enumerate(ins.args) if k != len(ins.args) - 1 and a != o]
+            if any(_alias_root(aliases, a) == ro for a in others if isinstance(program.values[a], TensorValue)):
+                continue
+            head[ri] = h
+            head[ro] = h
+            tail[h] = ro
+            pairs.append(InPlacePair(step, ro, ri, ip.arg, kernel.op, ip.scratch))
+            break
+    return pairs
+
+
+def _apply_inplace(program: Program, pairs) -> None:
+    """Switch instructions to their in-place variant kernels and give them their scratch."""
+    for p in pairs:
+        ins = program.instructions[p.step]
+        ins.op = p.kernel_op
+        if p.scratch is None:
+            continue
+        pos, nbytes = p.scratch
+        cur = program.values[ins.args[pos]]
+        if isinstance(cur, TensorValue) and not cur.is_constant and cur.nbytes >= nbytes and cur.dtype == "int8":
+            continue
+        ins.args[pos] = program.add(TensorValue((nbytes,), "int8", name=f"inplace_scratch_{p.step}"))
+
+
+def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None) -> Program:
+    """Assign arena offsets in place; sets program.arena_size, program.lower_bound and
+    program.meta["plan"] (strategy, bounds, in-place pairs, peak steps)."""
+    available = _default_kernels() if available is None else available
+    iv = lifetimes(program)
+    layer_bound = lower_bound(list(iv.values()))
+    plain_bufs = make_buffers(iv, [])
+    best = (place(plain_bufs, time_limit), plain_bufs, [])
+    if allow_inplace:
+        pairs = find_inplace(program, iv, available)
+        if pairs:
+            saved_ops = [(ins.op, list(ins.args)) for ins in program.instructions]
+            saved_n = len(program.values)
+            _apply_inplace(program, pairs)
+            iv2 = lifetimes(program)
+            bufs = make_buffers(iv2, pairs)
+            pl = place(bufs, time_limit)
+            if pl.top < best[0].top:
+                best = (pl, bufs, pairs)
+                iv = iv2
+            else:  # no gain: keep the program as it was
+                for ins, (op, args) in zip(program.instructions, saved_ops):
+                    ins.op, ins.args = op, args
+                del program.values[saved_n:]
+    placement, bufs, pairs = best
+    root_offset = {}
+    for k, b in enumerate(bufs):
+        b.offset = placement.offsets[k]
+        for m in b.members:
+            root_offset[m] = b.offset
+    top = placement.top
     aliases = program.meta.get("aliases", {})
     for i, v in enumerate(program.values):
         if isinstance(v, TensorValue) and not v.is_constant:
             r = _alias_root(aliases, i)
-            if r in offsets:
-                v.offset = offsets[r]
+            if r in root_offset:
+                v.offset = root_offset[r]
             else:  # never used: give it a harmless place (no bytes are touched)
-                v.offset = 0 if v.nbytes == 0 else None
-                if v.offset is None:
-                    v.offset = 0
-                    top = max(top, _align(v.nbytes))
+                v.offset = 0
+                top = max(top, _align(v.nbytes))
     program.arena_size = top
-    program.lower_bound = lower_bound(items)
-    check_plan(program)
+    program.lower_bound = layer_bound
+    program.meta["inplace"] = [[p.step, p.out, p.src] for p in pairs]
+    program.meta["plan"] = {
+        "strategy": placement.strategy,
+        "packing_bound": placement.bound,
+        "exact_search_complete": placement.exact_complete,
+        "strategies": placement.tried,
+        "inplace": [{"step": p.step, "op": program.instructions[p.step].op, "out": p.out, "over": p.src}
+                    for p in pairs],
+        "peak_steps": peak_steps(bufs, top),
+    }
+    check_plan(program, available)
     return program
 
 
-def check_plan(program: Program) -> None:
-    """Raise PlanError unless every pair of co-live arena tensors is disjoint,
-    every tensor is aligned and inside the arena."""
+def peak_steps(bufs, arena: int) -> list:
+    """Steps at which the highest live byte reaches the top of the arena."""
+    if not bufs:
+        return []
+    steps = range(min(b.start for b in bufs), max(b.end for b in bufs) + 1)
+    used = {s: max((b.offset + b.at(s) for b in bufs if b.at(s)), default=0) for s in steps}
+    return [s for s in steps if used[s] == arena and arena > 0]
+
+
+# -- proof ----------------------------------------------------------------------------------------
+def _allowed_inplace(program: Program, iv: dict, available: dict) -> set:
+    """(out root, src root) pairs of program.meta["inplace"] that the instruction's own
+    kernel allows, at the step where src dies and out is first written."""
+    aliases = program.meta.get("aliases", {})
+    ok = set()
+    for step, out, src in program.meta.get("inplace", []):
+        if not (0 <= step < len(program.instructions)) or out not in iv or src not in iv:
+            raise PlanError(f"in-place entry {[step, out, src]} does not name a step and two arena tensors")
+        if iv[src].end != step or iv[out].start != step:
+            raise PlanError(f"tensor {out} is planned over tensor {src} at step {step}, where {src} is not "
+                            f"last read and {out} not first written")
+        ins = program.instructions[step]
+        kernel = available.get(ins.op)
+        opts = inplace_rules.options(program, ins, {ins.op: kernel} if kernel else {})
+        if not any(_alias_root(aliases, inplace_rules.out_value(ins, k.signature)) == out
+                   and _alias_root(aliases, ins.args[o.arg]) == src and k.op == ins.op for k, o in opts):
+            raise PlanError(f"step {step} ({ins.op}): its kernel does not allow its out {out} over {src}")
+        ok.add((out, src))
+    return ok
+
+
+def check_plan(program: Program, available=None) -> None:
+    """Raise PlanError unless every pair of co-live arena tensors is disjoint (or an
+    allowed in-place pair at the same offset), every tensor is aligned and inside the arena."""
     iv = lifetimes(program)
     items = list(iv.values())
+    if program.meta.get("inplace"):
+        allowed = _allowed_inplace(program, iv, _default_kernels() if available is None else available)
+    else:
+        allowed = set()
     for it in items:
         t = program.values[it.value]
         if t.offset is None or t.offset % ALIGNMENT:
@@ -183,11 +514,13 @@ def check_plan(program: Program) -> None:
             raise PlanError(f"tensor {it.value} ends at {t.offset + it.size}, past the arena ({program.arena_size})")
     for i, a in enumerate(items):
         ta = program.values[a.value]
-        for b in items[i + 1 :]:
-            if not _overlap(a, b):
+        for b in items[i + 1:]:
+            if not _overlap(a, b) or a.size == 0 or b.size == 0:
                 continue
             tb = program.values[b.value]
             if ta.offset < tb.offset + b.size and tb.offset < ta.offset + a.size:
+                if ta.offset == tb.offset and ((a.value, b.value) in allowed or (b.value, a.value) in allowed):
+                    continue
                 raise PlanError(
                     f"tensors {a.value} [{ta.offset}, {ta.offset + a.size}) and {b.value} "
                     f"[{tb.offset}, {tb.offset + b.size}) are live together at steps "

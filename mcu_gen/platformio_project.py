@@ -86,6 +86,8 @@ def _render_framework(dest: Path, env, ctx: dict, framework: str) -> None:
     board = ctx["board"]
     if framework != "arduino":
         raise FrameworkError(f"framework {framework!r} has no templates (mcu-gen knows: arduino)")
+    for f in board.files:  # the bare-metal startup/PAL/linker script play no part here
+        (dest / "board" / f.name).unlink(missing_ok=True)
     for name in ARDUINO_FILES:
         shutil.copy2(TEMPLATES / "platformio" / "arduino" / name, dest / "board" / name)
     bare = {f"board/{s}" for s in board.sources}

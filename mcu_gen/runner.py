@@ -150,9 +150,9 @@ def quant_error(program: Program, device: list, fp32: list) -> tuple[float, int]
 
 def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, inputs=None, n_random: int | None = None,
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
-        calibration=None, max_inputs: int | None = None) -> RunResult:
+        calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None) -> RunResult:
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
-                   calibration=calibration)
+                   calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path)
     if quantize is not None:
         return _run_int8(result, inputs, n_random, timeout, progress, quantize, io, max_inputs)
     b = result.board

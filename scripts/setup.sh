@@ -33,6 +33,6 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # torch is pinned so that pip takes the CPU wheel; executorch (test oracle
 # and interop only) declares no torch dependency and installs beside it.
 "$VPY" -m pip install -q "torch==2.13.0"
-"$VPY" -m pip install -q -e ".[test]"
+"$VPY" -m pip install -q -e ".[test,pio]"
 "$VPY" -m pip install -q "executorch==1.5.1"
 echo "setup: done ($("$VPY" -c 'import torch, mcu_gen; print("torch", torch.__version__, "mcu-gen", mcu_gen.__version__)'))"

@@ -490,6 +490,27 @@ def test_add_mul_min_max_div_activation():
 
 # -- pooling, softmax, shape ops -----------------------------------------------------
 
+def avg_pool_integer(x, k, s, p, ceil):
+    """CMSIS-NN's arm_avgpool_s8 arithmetic (docs/int8.md), NCHW int8: the sum of the raw
+    values inside the input over their count, rounded half away from zero. Also returns
+    where the exact mean is a tie (x.5), the only places ExecuTorch's float reference differs."""
+    n, c, h, w = x.shape
+    oh = torch.nn.functional.avg_pool2d(torch.zeros(1, 1, h, w), k, s, p, ceil_mode=ceil).shape[2]
+    ow = torch.nn.functional.avg_pool2d(torch.zeros(1, 1, h, w), k, s, p, ceil_mode=ceil).shape[3]
+    out = np.zeros((n, c, oh, ow), np.int8)
+    ties = np.zeros((n, c, oh, ow), bool)
+    for i in range(oh):
+        h0, h1 = max(i * s[0] - p[0], 0), min(i * s[0] - p[0] + k[0], h)
+        for j in range(ow):
+            w0, w1 = max(j * s[1] - p[1], 0), min(j * s[1] - p[1] + k[1], w)
+            total = x[:, :, h0:h1, w0:w1].astype(np.int64).sum(axis=(2, 3))
+            count = (h1 - h0) * (w1 - w0)
+            q = np.where(total > 0, (total + count // 2) // count, -((-total + count // 2) // count))
+            out[:, :, i, j] = np.clip(q, -128, 127)
+            ties[:, :, i, j] = (2 * total) % (2 * count) == count
+    return out, ties
+
+
 def test_pools():
     ref = reference()
     rng = np.random.default_rng(6)
@@ -502,7 +523,11 @@ def test_pools():
         x = i8(rng, *x_shape)
         zp = int(rng.integers(-128, 128))
         m, sh = multiplier_shift(float(rng.uniform(0.01, 0.5)))
-        want = ref.quantized_avg_pool2d(cl(t(x)), list(k), list(s), list(p), ceil, zp, m, sh, torch.empty(0)).numpy()
+        theirs = ref.quantized_avg_pool2d(cl(t(x)), list(k), list(s), list(p), ceil, zp, m, sh, torch.empty(0)).numpy()
+        want, ties = avg_pool_integer(x, k, s, p, ceil)
+        # The integer rounding (CMSIS-NN's, which the kernel follows) differs
+        # from ExecuTorch's float reference only where the mean is a tie.
+        assert np.array_equal(want[~ties], theirs[~ties])
         label = f"avg_pool x={x_shape} k={k} s={s} p={p} ceil={ceil}"
         if nhwc:
             xi, o, name = b.const(x.transpose(0, 2, 3, 1)), b.output(want.transpose(0, 2, 3, 1), label=label), \

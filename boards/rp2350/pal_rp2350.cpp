@@ -137,8 +137,8 @@ constexpr uint32_t kAircrSysResetReq = (0x05FAu << 16) | (1u << 2);
 uint32_t g_cycles_last;
 uint32_t g_cycles_high;
 
-char g_log[256];
-uint32_t g_log_head;
+char g_mcu_log[256];
+uint32_t g_mcu_log_head;
 
 uint32_t irq_save() {
   uint32_t primask;
@@ -264,8 +264,8 @@ void mcu_pal_log(const char* msg) {
   const uint32_t primask = irq_save();
   for (const char* p = msg;; ++p) {
     const char c = *p ? *p : '\n';
-    g_log[g_log_head % sizeof(g_log)] = c;
-    g_log_head = g_log_head + 1u;
+    g_mcu_log[g_mcu_log_head % sizeof(g_mcu_log)] = c;
+    g_mcu_log_head = g_mcu_log_head + 1u;
     if (!*p) break;
   }
   irq_restore(primask);

@@ -118,6 +118,8 @@ def _activation_bounds(node) -> tuple[float, float]:
     t = node.target
     if t in (aten.relu.default, aten.relu_.default):
         return 0.0, math.inf
+    if t is aten.relu6.default:
+        return 0.0, 6.0
     if t in (aten.hardtanh.default, aten.hardtanh_.default):
         lo = node.args[1] if len(node.args) > 1 else node.kwargs.get("min_val", -1.0)
         hi = node.args[2] if len(node.args) > 2 else node.kwargs.get("max_val", 1.0)
@@ -127,8 +129,8 @@ def _activation_bounds(node) -> tuple[float, float]:
     return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
 
 
-ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
-               aten.clamp.default}
+ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
+               aten.hardtanh_.default, aten.clamp.default}
 VIEW_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims,
             aten.unsqueeze.default, aten._unsafe_view.default}
 NOOP_OPS = {aten.dropout.default, aten.clone.default, aten.alias.default, aten.detach.default}

@@ -60,8 +60,8 @@ SHARED_OPS = {
 }
 CAT_OPS = {aten.cat.default}
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
-ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.hardtanh.default, aten.hardtanh_.default,
-               aten.clamp.default}
+ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
+               aten.hardtanh_.default, aten.clamp.default}
 
 
 def activation_spec(qat: bool = False) -> QuantizationSpec:

@@ -213,9 +213,24 @@ def _q_args(a: _Args, k=1):
     return float(a.s(k)), int(a.s(k + 1)), int(a.s(k + 2)), int(a.s(k + 3)), CODE_DTYPES[int(a.s(k + 4))]
 
 
+def _variants() -> dict:
+    """In-place variants the planner may swap in (kernel registry ``variant_of``): op -> base op."""
+    if not hasattr(_variants, "table"):
+        from ..kernels import find_kernels
+
+        _variants.table = {k.op: k.variant_of for k in find_kernels().values() if getattr(k, "variant_of", "")}
+    return _variants.table
+
+
+def is_int8_op(op: str) -> bool:
+    return op.startswith("cortex_m::") or op in _variants()
+
+
 def _run_cortex_m(mem: _Memory, ins) -> None:
+    """Runs a cortex_m:: op, or an in-place variant of one (same arguments, same result)."""
     a = _Args(mem, ins.args)
-    name = ins.op.split("::", 1)[1].rsplit(".", 1)[0]
+    op = _variants().get(ins.op, ins.op)
+    name = op.split("::", 1)[1].rsplit(".", 1)[0]
     out = ins.args[-1]
     if name == "quantize_per_tensor":
         scale, zp, lo, hi, _ = _q_args(a)
@@ -277,7 +292,7 @@ def run_int8_reference(program: Program, inputs) -> list:
         mem.write(index, torch.from_numpy(np.ascontiguousarray(x.astype(t.dtype))))
     for ins in program.instructions:
         try:
-            if ins.op.startswith("cortex_m::"):
+            if is_int8_op(ins.op):
                 _run_cortex_m(mem, ins)
             else:
                 _execute(mem, ins)

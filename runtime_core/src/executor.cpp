@@ -16,6 +16,7 @@ enum ValueTag : uint8_t { kNone = 0, kNull = 1, kInt = 2, kBool = 3, kDouble = 4
                           kIntList = 7, kDoubleList = 8, kBoolList = 9, kTensorList = 10, kOptTensorList = 11 };
 constexpr uint8_t kKernelCall = 1;
 
+constexpr uint32_t kMaxSchemaVersion = 0;  // ExecuTorch's EXECUTORCH_SCHEMA_VERSION (1.5)
 constexpr uint32_t kHeaderOffset = 8;
 constexpr uint32_t kHeaderLength = 32;
 
@@ -321,6 +322,7 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
                      size_t arena_size) {
   loaded_ = false;
   cached_ = 0;
+  cached_calls_ = 0;
   detail_ = -1;
   data_ = data;
   size_ = size;
@@ -352,7 +354,13 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
   }
 
   const uint8_t* root = data + fb::u32(data);
-  if (!c.table(root)) return Error::InvalidProgram;
+  if (!c.table(root) || !c.field_fits(root, kProgVersion, 4)) return Error::InvalidProgram;
+  // Schema version: like ExecuTorch's runtime, refuse anything newer than we know.
+  const uint32_t version = fb::scalar<uint32_t>(root, kProgVersion, 0);
+  if (version > kMaxSchemaVersion) {
+    detail_ = static_cast<int32_t>(version & 0x7FFFFFFFu);
+    return Error::UnsupportedProgram;
+  }
   const uint8_t* plans = c.ref(root, kProgPlans, &ok);
   if (!ok || plans == nullptr || !c.vector(plans, 4) || fb::vec_len(plans) < 1) return Error::InvalidProgram;
   const uint8_t* plan = c.vec_table(plans + 4, 0);
@@ -513,24 +521,38 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
   }
   // Everything is verified: decode the first values' tensors once.
   const int32_t n = num_values_ < MCU_TENSOR_CACHE ? num_values_ : MCU_TENSOR_CACHE;
-  for (int32_t v = 0; v < n; ++v) cache_[v] = value_type(v) == kTensor ? decode_tensor(v) : TensorRef{};
+  for (int32_t v = 0; v < n; ++v) {
+    const TensorRef t = value_type(v) == kTensor ? decode_tensor(v) : TensorRef{};
+    cache_[v] = CachedTensor{t.data, t.sizes, t.dim_order, t.dim, t.numel, t.dtype};
+  }
   cached_ = n;
+  const int32_t m = num_instructions_ < MCU_INSTRUCTION_CACHE ? num_instructions_ : MCU_INSTRUCTION_CACHE;
+  for (int32_t i = 0; i < m; ++i) calls_[i] = decode_call(i);
+  cached_calls_ = m;
   loaded_ = true;
   return Error::Ok;
+}
+
+Executor::Call Executor::decode_call(int32_t i) const {
+  const uint8_t* kc = fb::ref(fb::vec_table(instructions_, static_cast<uint32_t>(i)), 1);
+  const uint8_t* args = fb::ref(kc, 1);
+  Call call;
+  call.args = fb::vec_data(args);
+  call.num_args = static_cast<uint16_t>(fb::vec_len(args));
+  call.op = static_cast<uint16_t>(fb::scalar<int32_t>(kc, 0, 0));
+  return call;
 }
 
 Error Executor::execute() {
   if (!loaded_) return Error::NotLoaded;
   KernelContext ctx;
   ctx.exec_ = this;
-  for (int32_t i = 0; i < num_instructions_; ++i) {
-    const uint8_t* ins = fb::vec_table(instructions_, static_cast<uint32_t>(i));
-    const uint8_t* kc = fb::ref(ins, 1);
-    int32_t op = fb::scalar<int32_t>(kc, 0, 0);
-    const uint8_t* args = fb::ref(kc, 1);
-    ctx.args_ = fb::vec_data(args);
-    ctx.num_args_ = static_cast<int32_t>(fb::vec_len(args));
-    Error e = fns_[op](ctx);
+  const int32_t n = num_instructions_;
+  for (int32_t i = 0; i < n; ++i) {
+    const Call call = call_at(i);
+    ctx.args_ = call.args;
+    ctx.num_args_ = call.num_args;
+    const Error e = fns_[call.op](ctx);
     if (e != Error::Ok) {
       detail_ = i;
       return e;

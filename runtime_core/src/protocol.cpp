@@ -100,9 +100,12 @@ class Server {
       builtin_status_ = Error::NotLoaded;
       return;
     }
-    builtin_status_ = candidate_.load(cfg_->builtin_program, cfg_->builtin_size, *cfg_->kernels, cfg_->arena, cfg_->arena_size);
+    Executor candidate;  // on the stack: state only while it is verified
+    builtin_status_ = candidate.load(cfg_->builtin_program, cfg_->builtin_size, *cfg_->kernels, cfg_->arena,
+                                     cfg_->arena_size);
+    builtin_detail_ = candidate.error_detail();
     if (builtin_status_ == Error::Ok) {
-      active_ = candidate_;
+      active_ = candidate;
       source_ = ProgramSource::Builtin;
       program_id_ = cfg_->program_id;
     } else {
@@ -337,9 +340,10 @@ class Server {
     }
     const uint32_t crc = get_u32(p);
     if (crc32(cfg_->upload_buffer, upload_expected_) != crc) return send_error(Error::BadCrc, 1);
-    const Error e = candidate_.load(cfg_->upload_buffer, upload_expected_, *cfg_->kernels, cfg_->arena, cfg_->arena_size);
-    if (e != Error::Ok) return send_error(e, candidate_.error_detail());  // the active program stays
-    active_ = candidate_;
+    Executor candidate;  // becomes active only if it loads
+    const Error e = candidate.load(cfg_->upload_buffer, upload_expected_, *cfg_->kernels, cfg_->arena, cfg_->arena_size);
+    if (e != Error::Ok) return send_error(e, candidate.error_detail());  // the active program stays
+    active_ = candidate;
     source_ = ProgramSource::Uploaded;
     program_id_ = crc;
     Writer w = ok_reply();
@@ -348,7 +352,7 @@ class Server {
 
   void use_builtin() {
     if (source_ != ProgramSource::Builtin) load_builtin();
-    if (source_ != ProgramSource::Builtin) return send_error(builtin_status_, candidate_.error_detail());
+    if (source_ != ProgramSource::Builtin) return send_error(builtin_status_, builtin_detail_);
     Writer w = ok_reply();
     send(g_reply, w.size());
   }
@@ -451,9 +455,9 @@ class Server {
 
   const ServerConfig* cfg_ = nullptr;
   Executor active_;     // the program RUN executes
-  Executor candidate_;  // a program being verified; becomes active only if it loads
   ProgramSource source_ = ProgramSource::None;
   Error builtin_status_ = Error::Ok;  // set by start(); zero here keeps g_server in .bss
+  int32_t builtin_detail_ = 0;
   uint64_t program_id_ = 0;
   size_t upload_expected_ = 0;
   size_t upload_received_ = 0;

@@ -2,6 +2,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/error.h"
 #include "mcu/kernel.h"
@@ -15,6 +16,10 @@
 // use. Small programs run entirely from the cache.
 #ifndef MCU_TENSOR_CACHE
 #define MCU_TENSOR_CACHE 8
+#endif
+// Likewise the first instructions' operator and argument list (8 bytes each).
+#ifndef MCU_INSTRUCTION_CACHE
+#define MCU_INSTRUCTION_CACHE 8
 #endif
 
 namespace mcu {
@@ -54,8 +59,10 @@ class Executor {
 
   // Decoding used by KernelContext (values are verified at load).
   TensorRef tensor_at(int32_t value_index) const {
-    return static_cast<uint32_t>(value_index) < static_cast<uint32_t>(cached_) ? cache_[value_index]
-                                                                                : decode_tensor(value_index);
+    if (static_cast<uint32_t>(value_index) >= static_cast<uint32_t>(cached_)) return decode_tensor(value_index);
+    TensorRef t;
+    memcpy(&t, &cache_[value_index], sizeof t);  // same layout (checked below): one block copy
+    return t;
   }
   int32_t value_type(int32_t value_index) const;  // KernelTypes union tag
   const uint8_t* value_table(int32_t value_index) const;
@@ -64,6 +71,23 @@ class Executor {
   Error verify_value(int32_t i);
   Error verify_instruction(int32_t i, const KernelTable& kernels);
   TensorRef decode_tensor(int32_t value_index) const;
+  // TensorRef's fields without its default values, so that a static Executor
+  // is all zeros (.bss, nothing to copy at boot).
+  struct CachedTensor {  // public only for the layout check below
+    void* data;
+    const int32_t* sizes;
+    const uint8_t* dim_order;
+    int32_t dim;
+    int32_t numel;
+    DType dtype;
+  };
+  struct Call {
+    const uint8_t* args;  // int32 value indices (flatbuffer vector data)
+    uint16_t num_args;
+    uint16_t op;          // operator index (< MCU_MAX_OPERATORS)
+  };
+  Call decode_call(int32_t instruction) const;
+  Call call_at(int32_t i) const { return i < cached_calls_ ? calls_[i] : decode_call(i); }
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
@@ -90,7 +114,14 @@ class Executor {
   KernelFn fns_[MCU_MAX_OPERATORS] = {};
   uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator
   int32_t cached_ = 0;                         // values [0, cached_) are in cache_
-  TensorRef cache_[MCU_TENSOR_CACHE] = {};     // decoded tensors (other values: unused)
+  CachedTensor cache_[MCU_TENSOR_CACHE] = {};  // decoded tensors (other values: unused)
+  int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
+  Call calls_[MCU_INSTRUCTION_CACHE] = {};
 };
+
+static_assert(sizeof(Executor::CachedTensor) == sizeof(TensorRef) &&
+                  offsetof(Executor::CachedTensor, dtype) == offsetof(TensorRef, dtype) &&
+                  offsetof(Executor::CachedTensor, numel) == offsetof(TensorRef, numel),
+              "CachedTensor must mirror TensorRef's layout");
 
 }  // namespace mcu

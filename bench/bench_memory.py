@@ -1,0 +1,81 @@
+"""Arena size per example, fp32 and int8 (--io int8): ours vs the layer-wise lower bound vs the peers.
+
+    python bench/bench_memory.py [--examples mnist,kws_dscnn] [--no-int8] [--plans DIR]
+
+Columns: our planned arena (in-place on), the layer-wise lower bound of the
+graph as exported (most bytes live at one step, no in-place: in-place can go
+below it), ExecuTorch 1.5.1's planned arena for the same network (../shared/DESIGN.md;
+int8 = its Cortex-M4 figure, fp32 = portable), TFLM's activation head (int8 I/O,
+fp32 rows: none), our arena / ExecuTorch's, the instructions that set our peak
+and the placement strategy that won. No emulator is needed: the plan is the
+same one the firmware build embeds. ``--plans DIR`` also writes each plan as
+SVG and PNG.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mcu_gen import plan_report  # noqa: E402
+from mcu_gen.builder import load_program  # noqa: E402
+
+EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
+ET_FP32 = {"mnist": 43_264, "kws_dscnn": 64_000, "ic_resnet8": 196_608, "vww_mobilenet": 294_912,
+           "ad_autoencoder": 330_752}
+ET_INT8 = {"mnist": 6_768, "kws_dscnn": 16_000, "ic_resnet8": 49_728, "vww_mobilenet": 138_240,
+           "ad_autoencoder": 3_200}
+TFLM_INT8_HEAD = {"mnist": 6_768, "kws_dscnn": 16_000, "ic_resnet8": 49_152, "vww_mobilenet": 73_728,
+                  "ad_autoencoder": 768}
+
+
+def measure(name: str, quantize, plans: Path | None) -> dict:
+    t0 = time.monotonic()
+    kw = {"quantize": "int8", "io": "int8"} if quantize else {}
+    program, _, _ = load_program(ROOT / "examples" / name / "model.py", **kw)
+    s = plan_report.summary(program)
+    if plans is not None:
+        plans.mkdir(parents=True, exist_ok=True)
+        stem = f"{name}-{'int8' if quantize else 'fp32'}"
+        plan_report.write_svg(program, plans / f"{stem}.svg")
+        plan_report.write_png(program, plans / f"{stem}.png")
+    et = (ET_INT8 if quantize else ET_FP32).get(name)
+    return {
+        "model": name, "dtype": "int8" if quantize else "fp32", "arena": program.arena_size,
+        "lower_bound": s["lower_bound_bytes"], "et": et, "tflm": TFLM_INT8_HEAD.get(name) if quantize else None,
+        "ratio": program.arena_size / et if et else None,
+        "peak": ", ".join(f"{p['step']}:{p['op'].split('::')[-1].rsplit('.', 1)[0]}" for p in s["peak_ops"]),
+        "inplace": len(s["inplace"]), "strategy": s["strategy"], "seconds": time.monotonic() - t0,
+    }
+
+
+def fmt(x):
+    return "—" if x is None else f"{x:,}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--examples", default=",".join(EXAMPLES))
+    ap.add_argument("--no-int8", action="store_true")
+    ap.add_argument("--plans", type=Path, default=None, help="write <model>-<dtype>.svg/.png here")
+    args = ap.parse_args()
+    rows = []
+    for name in args.examples.split(","):
+        for q in ([False] if args.no_int8 else [False, True]):
+            rows.append(measure(name, q, args.plans))
+            print(f"  {name} {rows[-1]['dtype']}: {rows[-1]['seconds']:.1f} s", file=sys.stderr)
+    print("| model | dtype | arena B | layer-wise lower bound B | ExecuTorch B | TFLM head B | arena / ET | "
+          "in-place ops | peak at (step:op) | strategy |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "—"
+        print(f"| {r['model']} | {r['dtype']} | {fmt(r['arena'])} | {fmt(r['lower_bound'])} | {fmt(r['et'])} | "
+              f"{fmt(r['tflm'])} | {ratio} | {r['inplace']} | {r['peak']} | {r['strategy']} |")
+
+
+if __name__ == "__main__":
+    main()

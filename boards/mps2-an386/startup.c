@@ -1,0 +1,67 @@
+/* Startup for QEMU's mps2-an386 (Cortex-M4F, VTOR = 0x00000000).
+ * Vector table, FPU enable, .data copy, .bss zero, then main(). The runtime has
+ * no static constructors, so .init_array is not walked. main()'s return value
+ * and newlib's _exit() both end in semihosting SYS_EXIT_EXTENDED, so QEMU exits
+ * with that status; faults exit with 98 (HardFault) or 99 (anything else). */
+#include <stdint.h>
+
+extern uint32_t __StackTop;
+extern uint32_t __data_load__, __data_start__, __data_end__;
+extern uint32_t __bss_start__, __bss_end__;
+
+int main(void);
+void Reset_Handler(void);
+void Default_Handler(void);
+void HardFault_Handler(void);
+/* Defined by the board PAL (pal_an386.cpp). */
+void SysTick_Handler(void);
+void Uart0_IRQHandler(void);
+void mcu_pal_exit(int code) __attribute__((noreturn));
+void mcu_pal_log(const char *msg);
+
+typedef void (*vec_t)(void);
+
+/* 16 system exceptions + 48 IRQs (UART0 RX/TX are IRQ 0/1 on the AN386). */
+__attribute__((section(".vectors"), used)) const vec_t __vectors[16 + 48] = {
+    [0] = (vec_t)(uintptr_t)&__StackTop,
+    [1] = Reset_Handler,
+    [2] = Default_Handler,   /* NMI */
+    [3] = HardFault_Handler,
+    [4] = Default_Handler,   /* MemManage */
+    [5] = Default_Handler,   /* BusFault */
+    [6] = Default_Handler,   /* UsageFault */
+    
+    [11] = Default_Handler,  /* SVC */
+    [14] = Default_Handler,  /* PendSV */
+    [15] = SysTick_Handler,
+    [16 + 0] = Uart0_IRQHandler,
+    [16 + 1] = Uart0_IRQHandler,
+};
+
+#define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
+#define SCB_VTOR (*(volatile uint32_t *)0xE000ED08u)
+
+__attribute__((noreturn, used)) void Reset_Handler(void) {
+#if defined(__ARM_FP)
+  SCB_CPACR |= (0xFu << 20); /* CP10 + CP11 full access, before any FP instruction */
+  __asm volatile("dsb\n isb" ::: "memory");
+#endif
+  SCB_VTOR = (uint32_t)(uintptr_t)__vectors;
+  uint32_t *src = &__data_load__;
+  for (uint32_t *dst = &__data_start__; dst < &__data_end__;) *dst++ = *src++;
+  for (uint32_t *dst = &__bss_start__; dst < &__bss_end__;) *dst++ = 0;
+  mcu_pal_exit(main());
+}
+
+void Default_Handler(void) {
+  mcu_pal_log("fault: unhandled exception");
+  mcu_pal_exit(99);
+}
+
+void HardFault_Handler(void) {
+  mcu_pal_log("fault: HardFault");
+  mcu_pal_exit(98);
+}
+
+/* newlib's exit()/abort() end here; libnosys's version would spin forever. */
+__attribute__((noreturn)) void _exit(int code) { mcu_pal_exit(code); }

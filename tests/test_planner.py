@@ -1,0 +1,308 @@
+"""Memory planner: valid plans on random graphs, optimal on small ones, and in-place
+execution that gives the same bytes as out-of-place execution.
+
+- Random graphs (hypothesis): check_plan (run by every plan) accepts the result,
+  the arena is never below the packing bound, and on graphs of at most four
+  buffers it equals the optimum found by trying every offset.
+- check_plan rejects overlapping tensors and in-place pairs no kernel allows.
+- fp32 elementwise chains and the int8 in-place variant kernels (depthwise,
+  1x1 convolution, max pool) run natively with their out over their input and
+  match the out-of-place result bit for bit (max pool also PyTorch's).
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mcu_gen import planner
+from mcu_gen.host import run_on_host
+from mcu_gen.ir import Instruction, Program
+from mcu_gen.kernels import Kernel
+
+CL = (0, 2, 3, 1)
+FAKE = {
+    "t::ew.out": Kernel("t::ew.out", "f", "TTOO", None, inplace=(0, 1)),  # elementwise, two inputs
+    "t::op.out": Kernel("t::op.out", "f", "TTOO", None),  # not in place
+}
+
+
+# -- random graphs -----------------------------------------------------------------------------
+@st.composite
+def graphs(draw, max_steps=8):
+    """A program of 1..max_steps instructions; each reads one or two earlier tensors."""
+    p = Program()
+    sizes = st.sampled_from([16, 32, 48, 64, 100, 256, 1000])
+    x = p.add_tensor((draw(sizes) // 4,), "float32")
+    p.inputs.append(x)
+    made = [x]
+    n = draw(st.integers(1, max_steps))
+    for _ in range(n):
+        a = draw(st.sampled_from(made))
+        b = draw(st.sampled_from(made))
+        op = draw(st.sampled_from(sorted(FAKE)))
+        if op == "t::ew.out":
+            shape = p.values[a].shape
+            b = a if draw(st.booleans()) else b
+            if p.values[b].shape != shape:
+                b = a
+        else:
+            shape = (draw(sizes) // 4,)
+        out = p.add_tensor(shape, "float32")
+        p.instructions.append(Instruction(op, [a, b, out, out]))
+        made.append(out)
+    k = draw(st.integers(1, min(2, len(made) - 1)))
+    p.outputs.extend(made[-k:])
+    return p
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs())
+def test_random_graphs_get_valid_plans(p):
+    planner.plan(p, available=FAKE)  # raises PlanError if the plan is not valid
+    iv = planner.lifetimes(p)
+    bufs = planner.make_buffers(iv, [])
+    assert p.lower_bound == planner.lower_bound(list(iv.values()))
+    assert p.arena_size >= p.meta["plan"]["packing_bound"]
+    plain = copy.deepcopy(p)
+    plain.meta.pop("inplace", None)
+    planner.plan(plain, allow_inplace=False, available=FAKE)
+    assert plain.arena_size >= planner.packing_bound(bufs) >= plain.lower_bound
+    assert p.arena_size <= plain.arena_size  # in place is only kept when it helps
+    for step, out, src in p.meta["inplace"]:
+        assert p.values[out].offset == p.values[src].offset
+        assert p.instructions[step].op == "t::ew.out"
+
+
+def _optimum(bufs) -> int:
+    """Smallest arena over every assignment of 16-byte aligned offsets (tiny cases only)."""
+    conf = planner._conflicts(bufs)
+    limit = sum(b.size for b in bufs)
+    best = limit
+    grid = range(0, limit, 16)
+    for offs in itertools.product(grid, repeat=len(bufs)):
+        top = max(o + b.size for o, b in zip(offs, bufs))
+        if top >= best:
+            continue
+        if all(conf[i][j] is None or offs[i] + conf[i][j][0] <= offs[j] or offs[j] + conf[i][j][1] <= offs[i]
+               for i in range(len(bufs)) for j in range(i + 1, len(bufs))):
+            best = top
+    return best
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.sampled_from([16, 32, 48, 80])),
+                min_size=2, max_size=4))
+def test_placement_is_optimal_on_small_cases(specs):
+    bufs = [planner.Buffer([k], s, s + d, [size] * (d + 1)) for k, (s, d, size) in enumerate(specs)]
+    assert planner.place(bufs, time_limit=2.0).top == _optimum(bufs)
+
+
+def test_exact_search_beats_greedy_and_stops_at_the_bound():
+    # Two long-lived and four short-lived buffers where size-ordered greedy leaves a hole.
+    spec = [(0, 5, 32), (0, 1, 64), (2, 3, 48), (2, 5, 16), (4, 5, 48), (1, 2, 32)]
+    bufs = [planner.Buffer([k], s, e, [size] * (e - s + 1)) for k, (s, e, size) in enumerate(spec)]
+    pl = planner.place(bufs, time_limit=2.0)
+    assert pl.bound <= pl.top <= min(pl.tried.values())
+    assert pl.top == 128 and pl.exact_complete
+
+
+# -- the checker --------------------------------------------------------------------------------
+def _chain():
+    p = Program()
+    x = p.add_tensor((16,), "float32")
+    y = p.add_tensor((16,), "float32")
+    z = p.add_tensor((16,), "float32")
+    p.inputs.append(x)
+    p.outputs.append(z)
+    p.instructions += [Instruction("t::op.out", [x, x, y, y]), Instruction("t::op.out", [y, y, z, z])]
+    return p, x, y, z
+
+
+def test_check_plan_rejects_overlap_of_live_tensors():
+    p, x, y, z = _chain()
+    planner.plan(p, available=FAKE)
+    assert p.values[x].offset != p.values[y].offset
+    p.values[y].offset = p.values[x].offset
+    with pytest.raises(planner.PlanError, match=r"live together at steps 0\.\.0 and overlap"):
+        planner.check_plan(p, FAKE)
+
+
+def test_check_plan_rejects_inplace_the_kernel_does_not_allow():
+    p, x, y, z = _chain()
+    planner.plan(p, available=FAKE)
+    p.values[y].offset = p.values[x].offset
+    p.meta["inplace"] = [[0, y, x]]
+    with pytest.raises(planner.PlanError, match="its kernel does not allow"):
+        planner.check_plan(p, FAKE)
+
+
+def test_check_plan_rejects_misalignment_and_overflow():
+    p, x, y, z = _chain()
+    planner.plan(p, available=FAKE)
+    p.values[z].offset += 8
+    with pytest.raises(planner.PlanError, match="not aligned"):
+        planner.check_plan(p, FAKE)
+    p.values[z].offset += 8 + p.arena_size
+    with pytest.raises(planner.PlanError, match="past the arena"):
+        planner.check_plan(p, FAKE)
+
+
+def test_scratch_lives_for_its_step_only():
+    p = Program()
+    x = p.add_tensor((64,), "float32")
+    s = p.add_tensor((256,), "uint8")  # scratch of the first instruction only
+    y = p.add_tensor((64,), "float32")
+    z = p.add_tensor((64,), "float32")
+    p.inputs.append(x)
+    p.outputs.append(z)
+    p.instructions += [Instruction("t::op.out", [x, s, y, y]), Instruction("t::op.out", [y, y, z, z])]
+    planner.plan(p, available=FAKE)
+    iv = planner.lifetimes(p)
+    assert (iv[s].start, iv[s].end) == (0, 0)
+    assert p.arena_size == 256 + 256 + 256  # step 0: x, s, y; step 1 reuses x and s for z
+
+
+# -- fp32 elementwise in place, run natively ---------------------------------------------------
+def test_fp32_elementwise_chain_runs_in_place():
+    rng = np.random.default_rng(0)
+    p = Program()
+    x = p.add_tensor((4, 33), "float32")
+    c = p.add_tensor((4, 33), "float32", data=rng.standard_normal((4, 33)).astype(np.float32))
+    p.inputs.append(x)
+    a = p.add_tensor((4, 33), "float32")
+    b = p.add_tensor((4, 33), "float32")
+    d = p.add_tensor((4, 33), "float32")
+    one = p.add_scalar("float", 1.0)
+    p.instructions += [
+        Instruction("aten::relu.out", [x, a, a]),
+        Instruction("aten::add.out", [a, c, one, b, b]),
+        Instruction("aten::mul.out", [c, b, d, d]),
+    ]
+    p.outputs.append(d)
+    planner.plan(p)
+    assert p.meta["inplace"] == [[0, a, x], [1, b, a], [2, d, b]]
+    assert len({p.values[v].offset for v in (x, a, b, d)}) == 1
+    assert p.arena_size == planner._align(4 * 33 * 4)
+    xin = rng.standard_normal((4, 33)).astype(np.float32)
+    (got,) = run_on_host(p, [xin])
+    cc = p.values[c].data
+    np.testing.assert_array_equal(got, cc * (np.maximum(xin, 0) + cc))
+
+
+# -- int8 in-place variants, run natively -----------------------------------------------------
+def _requant(rng, n):
+    m = rng.integers(1 << 29, (1 << 31) - 1, size=n).astype(np.int32)
+    s = rng.integers(-10, -6, size=n).astype(np.int32)
+    return m, s
+
+
+def _run_both(build):
+    """Plan a one-instruction program out of place and in place; run both; return (plain, inplace, program)."""
+    rng = np.random.default_rng(1)
+    p, x_shape = build(rng)
+    xin = rng.integers(-128, 128, size=x_shape).astype(np.int8)
+    plain = copy.deepcopy(p)
+    planner.plan(plain, allow_inplace=False)
+    planner.plan(p)
+    assert p.meta["inplace"], "the planner did not place the out over the input"
+    ins = p.instructions[0]
+    assert ins.op.startswith("mcu::") and ins.op != plain.instructions[0].op
+    assert p.values[p.outputs[0]].offset == p.values[p.inputs[0]].offset
+    assert p.arena_size < plain.arena_size
+    return run_on_host(plain, [xin])[0], run_on_host(p, [xin])[0], xin
+
+
+def _conv_program(x_shape, w_shape, stride, padding, dilation, depthwise):
+    def build(rng):
+        n, c, h, w = x_shape
+        p = Program()
+        x = p.add_tensor(x_shape, "int8", dim_order=CL)
+        p.inputs.append(x)
+        cout = w_shape[3] if depthwise else w_shape[0]
+        kh, kw = w_shape[1], w_shape[2]
+        oh = (h + 2 * padding[0] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (w + 2 * padding[1] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+        weight = p.add_tensor(w_shape, "int8", data=rng.integers(-127, 128, size=w_shape).astype(np.int8))
+        bias = p.add_tensor((cout,), "int32", data=rng.integers(-3000, 3000, size=cout).astype(np.int32))
+        m, s = _requant(rng, cout)
+        mi = p.add_tensor((cout,), "int32", data=m)
+        si = p.add_tensor((cout,), "int32", data=s)
+        out = p.add_tensor((n, cout, oh, ow), "int8", dim_order=CL)
+        ints = lambda v: p.add_scalar("int_list", list(v))  # noqa: E731
+        i = lambda v: p.add_scalar("int", v)  # noqa: E731
+        scratch = p.add_tensor((0,), "uint8")
+        if depthwise:
+            args = [x, weight, bias, ints(stride), ints(padding), ints(dilation), i(1), i(7), i(-3), mi, si,
+                    i(-128), i(127), scratch, out, out]
+            op = "cortex_m::quantized_depthwise_conv2d.out"
+        else:
+            args = [x, weight, bias, ints(stride), ints(padding), ints(dilation), i(7), i(-3), mi, si,
+                    i(-100), i(120), scratch, out, out]
+            op = "cortex_m::quantized_conv2d.out"
+        p.instructions.append(Instruction(op, args))
+        p.outputs.append(out)
+        return p, x_shape
+    return build
+
+
+@pytest.mark.parametrize("x_shape,k,stride,padding,dilation", [
+    ((1, 64, 25, 5), (3, 3), (1, 1), (1, 1), (1, 1)),  # KWS
+    ((1, 8, 12, 9), (3, 3), (2, 2), (1, 1), (1, 1)),
+    ((2, 5, 9, 7), (3, 2), (1, 2), (1, 0), (2, 1)),
+    ((1, 16, 10, 8), (3, 3), (2, 2), (0, 0), (1, 1)),
+])
+def test_depthwise_in_place_matches_out_of_place(x_shape, k, stride, padding, dilation):
+    c = x_shape[1]
+    got_plain, got, _ = _run_both(_conv_program(x_shape, (1, *k, c), stride, padding, dilation, True))
+    np.testing.assert_array_equal(got, got_plain)
+
+
+@pytest.mark.parametrize("x_shape,cout", [((1, 64, 25, 5), 64), ((2, 16, 3, 5), 9), ((1, 7, 8, 8), 3)])
+def test_pointwise_in_place_matches_out_of_place(x_shape, cout):
+    cin = x_shape[1]
+    got_plain, got, _ = _run_both(_conv_program(x_shape, (cout, 1, 1, cin), (1, 1), (0, 0), (1, 1), False))
+    np.testing.assert_array_equal(got, got_plain)
+
+
+@pytest.mark.parametrize("x_shape,k,stride", [((1, 8, 26, 26), (2, 2), (2, 2)), ((2, 3, 9, 7), (3, 2), (3, 2)),
+                                              ((1, 4, 7, 7), (2, 2), (2, 2))])
+def test_max_pool_in_place_matches_pytorch(x_shape, k, stride):
+    def build(rng):
+        n, c, h, w = x_shape
+        p = Program()
+        x = p.add_tensor(x_shape, "int8", dim_order=CL)
+        oh, ow = (h - k[0]) // stride[0] + 1, (w - k[1]) // stride[1] + 1
+        out = p.add_tensor((n, c, oh, ow), "int8", dim_order=CL)
+        ints = lambda v: p.add_scalar("int_list", list(v))  # noqa: E731
+        i = lambda v: p.add_scalar("int", v)  # noqa: E731
+        p.inputs.append(x)
+        p.outputs.append(out)
+        p.instructions.append(Instruction("cortex_m::quantized_max_pool2d.out", [
+            x, ints(k), ints(stride), ints([0, 0]), ints([1, 1]), p.add_scalar("bool", False), i(5), i(5),
+            i(-100), i(127), out, out]))
+        return p, x_shape
+    got_plain, got, xin = _run_both(build)
+    np.testing.assert_array_equal(got, got_plain)
+    # Host bytes are NHWC: view them as such and compare with PyTorch's max pool.
+    nhwc = xin.reshape(x_shape[0], x_shape[2], x_shape[3], x_shape[1])
+    want = torch.nn.functional.max_pool2d(torch.from_numpy(nhwc.transpose(0, 3, 1, 2).astype(np.float32)), k, stride)
+    want = want.clamp(-100, 127).numpy().astype(np.int8).transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+
+
+def test_unsafe_geometries_stay_out_of_place():
+    # 1x1 conv that widens, and a max pool whose windows overlap backwards: no in-place.
+    p, _ = _conv_program((1, 4, 5, 5), (8, 1, 1, 4), (1, 1), (0, 0), (1, 1), False)(np.random.default_rng(0))
+    planner.plan(p)
+    assert p.meta["inplace"] == [] and p.instructions[0].op == "cortex_m::quantized_conv2d.out"
+    from mcu_gen import inplace
+
+    p, _ = _conv_program((1, 4, 6, 6), (1, 3, 3, 4), (1, 1), (1, 1), (1, 1), True)(np.random.default_rng(0))
+    p.values[p.instructions[0].args[6]].value = 2  # depth multiplier 2: not this kernel's case
+    assert inplace.depthwise_channel(p, p.instructions[0], 0, p.values[p.outputs[0]]) is None

@@ -1,0 +1,101 @@
+"""PlatformIO projects: bare-metal ones build with `pio run` offline (mcu-gen's dev-platform and its own
+tool-scons), `pio test` runs the on-device check under QEMU, framework projects pass PlatformIO's config check."""
+import json
+import shutil
+
+import pytest
+
+from mcu_gen import platformio_setup as pio
+from mcu_gen import uf2
+from mcu_gen.builder import build
+from mcu_gen.paths import EXAMPLES
+from mcu_gen.platformio_project import FrameworkError
+from test_rp2350 import check_rp2350_image, nm
+
+MNIST = EXAMPLES / "mnist" / "model.py"
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory, qemu_tools):
+    try:
+        import platformio  # noqa: F401
+    except ImportError:
+        pytest.fail(f"PlatformIO is missing: run scripts/setup.sh ({pio.INSTALL_HINT})")
+    return pio.ensure_tool_scons(tmp_path_factory.mktemp("pio-core"))
+
+
+def test_tool_scons_made_from_the_wheel(core):
+    pkg = core / "packages" / "tool-scons"
+    assert json.loads((pkg / ".piopm").read_text())["spec"]["owner"] == "platformio"
+    assert json.loads((pkg / "package.json").read_text())["version"] == "4.41101.0"
+    assert (pkg / "SCons" / "Script" / "__init__.py").is_file() and pio.tool_scons_ok(core)
+    assert pio.ensure_tool_scons(core) == core  # second call: nothing to do
+    env = pio.pio_env(core)
+    assert env["PLATFORMIO_DISABLE_UPGRADE_CHECK"] == "true" and env["PLATFORMIO_SETTING_ENABLE_TELEMETRY"] == "No"
+    assert env["PLATFORMIO_CORE_DIR"] == str(core)
+
+
+def test_rp2350_project_builds_offline(core, tmp_path):
+    r = build(MNIST, board="rp2350", out=tmp_path / "rp", compile=False)
+    elf = pio.build_offline(r.out / "firmware", core)
+    assert elf == r.out / "firmware" / ".pio" / "build" / "rp2350" / "firmware.elf" and elf.is_file()
+    image = uf2.uf2_image(uf2.parse_uf2(uf2.elf_to_uf2(elf.read_bytes())))
+    check_rp2350_image(image, nm(elf))
+
+
+def test_mps2_an505_project_builds_and_passes_pio_test(core, tmp_path):
+    r = build(MNIST, board="mps2-an505", out=tmp_path / "an", compile=False)
+    project = r.out / "firmware"
+    assert pio.build_offline(project, core).is_file()
+    proc = pio.run_pio(["test", "-e", "mps2_an505_test"], project, core)
+    out = proc.stdout
+    for case in ("program_loads", "matches_reference_0", "matches_reference_1"):
+        assert f"TEST {case} PASS" in out
+    assert "3 test cases: 3 succeeded" in out
+
+    # A wrong expected output makes `pio test` fail (the check is real).
+    test_main = project / "test" / "test_model" / "test_main.cpp"
+    src = test_main.read_text()
+    head, sep, rest = src.partition("kCase0Out0[] = {\n")
+    first_line, nl, tail = rest.partition("\n")
+    test_main.write_text(head + sep + "  " + "0xff, " * 16 + nl + tail)  # the first 4 outputs become NaN
+    with pytest.raises(pio.PioError, match="matches_reference_0 FAIL|exit 1"):
+        pio.run_pio(["test", "-e", "mps2_an505_test"], project, core)
+
+
+@pytest.mark.parametrize("board,framework,platform,pio_board", [
+    ("rp2350", "arduino", "https://github.com/maxgerhardt/platform-raspberrypi.git", "rpipico2"),
+    ("nucleo_h743zi", None, "ststm32", "nucleo_h743zi"),
+    ("nrf52840_dk", None, "nordicnrf52", "nrf52840_dk"),
+])
+def test_framework_projects_pass_platformio_config_check(tmp_path, board, framework, platform, pio_board):
+    r = build(MNIST, board=board, framework=framework, out=tmp_path / board, compile=False)
+    project = r.out / "firmware"
+    assert pio.validate_config(project) == {"errors": [], "warnings": []}
+    from platformio.project.config import ProjectConfig
+
+    cfg = ProjectConfig(str(project / "platformio.ini"))
+    env = f"env:{board}"
+    assert cfg.get(env, "platform") == platform and cfg.get(env, "board") == pio_board
+    assert cfg.get(env, "framework") == ["arduino"]
+    src_filter = "\n".join(cfg.get(env, "build_src_filter"))
+    assert "+<board/pal_arduino.cpp>" in src_filter and "+<src/main.cpp>" in src_filter
+    assert (project / "board" / "arduino_entry.cpp").is_file() and not (project / "CMakeLists.txt").exists()
+    assert not list((project / "board").glob("startup_*"))
+
+
+def test_unknown_framework_is_refused(tmp_path):
+    with pytest.raises(FrameworkError, match="board 'mps2-an505' has no framework 'arduino'; it offers: baremetal"):
+        build(MNIST, board="mps2-an505", framework="arduino", out=tmp_path / "x", compile=False)
+
+
+def test_framework_build_without_network_says_why(tmp_path, monkeypatch):
+    """Offline, PlatformIO cannot fetch the upstream platform: the error says the build needs network."""
+    from mcu_gen.builder import BuildError
+
+    def fake_run_pio(args, project, core=None, timeout=600):
+        raise pio.PioError("`pio run` failed (exit 1):\nCould not resolve host: github.com")
+
+    monkeypatch.setattr(pio, "run_pio", fake_run_pio)
+    with pytest.raises(BuildError, match="needs network access"):
+        build(MNIST, board="rp2350", framework="arduino", out=tmp_path / "a")

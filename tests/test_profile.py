@@ -1,0 +1,43 @@
+"""`mcu-gen profile` on QEMU: per-operator instruction counts measured on the device (RUN_PROFILED)
+list every operator of kws_dscnn and add up to the whole inference within 2%."""
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from mcu_gen.cli import main as cli_main
+from mcu_gen.pte import read as read_pte
+
+
+@pytest.mark.qemu
+def test_profile_kws_dscnn_lists_every_operator_and_adds_up(tmp_path, capsys, qemu_tools):
+    out = tmp_path / "kws"
+    rc = cli_main(["profile", "--board", "mps2-an505", "--model", "examples/kws_dscnn/model.py", "--out", str(out),
+                   "--json"])
+    r = json.loads(capsys.readouterr().out)
+    assert rc == 0 and r["board"] == "mps2-an505" and r["unit"] == "instructions"
+    program = read_pte((out / "model.pte").read_bytes())
+    assert [o["op"] for o in r["ops"]] == [ins.op for ins in program.instructions]
+    assert len(r["ops"]) >= 10
+    assert all(o["count"] > 0 and o["backend"] and o["shape"] for o in r["ops"])
+    assert sum(o["count"] for o in r["ops"]) == r["total"]
+    assert r["whole"] > 1_000_000
+    assert abs(r["total"] - r["whole"]) <= 0.02 * r["whole"], (r["total"], r["whole"])
+    assert sum(o["share"] for o in r["ops"]) == pytest.approx(1.0)
+    assert set(r["by_operator"]) == {ins.op for ins in program.instructions}
+    # The chart: SVG (one bar per instruction) and PNG.
+    svg = ET.parse(r["svg"]).getroot()
+    assert len(svg.findall("{http://www.w3.org/2000/svg}rect")) == len(r["ops"])
+    assert open(r["png"], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_table_format():
+    from mcu_gen.profile import OpProfile, ProfileResult, format_table
+
+    r = ProfileResult("mps2-an505", "instructions", "m", [
+        OpProfile(0, "mcu::conv2d.out", "portable", [1, 8, 4, 4], "float32", 750, 0.75),
+        OpProfile(1, "mcu::linear.out", "cmsis-nn", [1, 10], "float32", 250, 0.25)], total=1000, whole=990)
+    text = format_table(r)
+    assert "mcu::conv2d.out" in text and "1x8x4x4 float32" in text and "750" in text and "75.0%" in text
+    assert "cmsis-nn" in text and "101.01% of it" in text
+    assert r.discrepancy == pytest.approx(10 / 990)

@@ -1,0 +1,99 @@
+"""`mcu-gen verify` / `monitor` against an existing serial port (QEMU's pty stands in for a flashed board),
+and `mcu-gen flash` (UF2 boot drive, picotool, BOOTSEL help)."""
+import io
+import stat
+
+import pytest
+
+from mcu_gen import cli
+from mcu_gen.boards import get_board
+from mcu_gen.builder import build
+from mcu_gen.flash import FlashError, find_boot_drives, flash
+from mcu_gen.link import LinkError
+from mcu_gen.paths import EXAMPLES
+from mcu_gen.qemu import QemuSession
+from mcu_gen.verify import monitor, verify_port
+
+MNIST = EXAMPLES / "mnist" / "model.py"
+
+
+@pytest.fixture(scope="module")
+def an505_build(tmp_path_factory, qemu_tools):
+    return build(MNIST, board="mps2-an505", out=tmp_path_factory.mktemp("verify") / "mnist")
+
+
+@pytest.fixture
+def board_pty(an505_build):
+    """A running 'board': QEMU with the firmware, its UART on a pty nobody holds open."""
+    session = QemuSession(get_board("mps2-an505"), an505_build.elf)
+    session.start()
+    path = session.port.port
+    session.port.close()
+    session.port = None
+    yield path
+    session.close()
+
+
+def test_verify_against_a_serial_port(an505_build, board_pty, capsys):
+    r = verify_port(board_pty, an505_build.out, model=MNIST)
+    assert r.verified and r.reference == "pytorch" and r.n_inferences == 3
+    assert r.max_abs_error <= r.tolerance and r.port == board_pty and r.firmware_version.startswith("mcu-gen")
+    assert r.ticks_unit == "instructions" and r.ticks_per_inference > 100_000
+    # The command line, against the same board (reference interpreter, 2 random inputs).
+    assert cli.main(["verify", "--port", board_pty, "--build", str(an505_build.out), "-n", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("VERIFIED: 2 inference(s) on mps2-an505 at /dev/pts/") and "reference interpreter" in out
+
+
+def test_verify_refuses_a_board_running_another_program(tmp_path, board_pty):
+    other = build(EXAMPLES / "mul_add" / "model.py", board="mps2-an505", out=tmp_path / "other", compile=False)
+    with pytest.raises(LinkError, match=r"the board runs program [0-9a-f]{16}, the build in .* made [0-9a-f]{16}"):
+        verify_port(board_pty, other.out)
+
+
+def test_verify_needs_a_build_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="is not an mcu-gen build directory"):
+        verify_port("/dev/null", tmp_path)
+
+
+def test_monitor_shows_the_firmware(an505_build, board_pty):
+    out = io.StringIO()
+    assert monitor(board_pty, seconds=0.2, out=out) == 0
+    text = out.getvalue()
+    assert f"program {an505_build.program_id:016x}" in text and "input 0: float32 (1, 1, 28, 28)" in text
+
+
+@pytest.fixture
+def uf2_build(tmp_path):
+    out = tmp_path / "build"
+    out.mkdir()
+    (out / "firmware.uf2").write_bytes(b"U" * 512)
+    return out
+
+
+def test_flash_copies_to_the_boot_drive(tmp_path, uf2_build):
+    drive = tmp_path / "media" / "pi" / "RP2350"
+    drive.mkdir(parents=True)
+    (drive / "INFO_UF2.TXT").write_text("UF2 Bootloader v1.0\nModel: Raspberry Pi RP2350\nBoard-ID: RP2350\n")
+    (tmp_path / "media" / "pi" / "USBSTICK").mkdir()
+    roots = [str(tmp_path / "media"), str(tmp_path / "nothing")]
+    assert find_boot_drives(roots) == [drive]
+    r = flash(get_board("rp2350"), uf2_build, roots=roots)
+    assert r.method == "uf2-drive" and (drive / "firmware.uf2").read_bytes() == b"U" * 512
+
+
+def test_flash_uses_picotool_then_explains_bootsel(tmp_path, uf2_build, monkeypatch):
+    log = tmp_path / "picotool.log"
+    tool = tmp_path / "picotool"
+    tool.write_text(f'#!/bin/sh\necho "$@" > {log}\n')
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    r = flash(get_board("rp2350"), uf2_build, roots=[str(tmp_path / "none")], picotool=str(tool))
+    assert r.method == "picotool" and log.read_text().split() == ["load", "-x", "-t", "uf2",
+                                                                   str(uf2_build / "firmware.uf2")]
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(FlashError, match="no RP2350 boot drive .* and no picotool on PATH: put the board in BOOTSEL"):
+        flash(get_board("rp2350"), uf2_build, roots=[str(tmp_path / "none")])
+    with pytest.raises(FlashError, match="firmware.uf2 does not exist: build first"):
+        flash(get_board("rp2350"), tmp_path / "empty")
+    with pytest.raises(FlashError, match="emulated: nothing to flash"):
+        flash(get_board("mps2-an505"), uf2_build)
