@@ -118,6 +118,10 @@ class Link:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
+                # Maybe a damaged length holds a frame in progress: look for a reply behind it.
+                for frame in self._decoder.resync():
+                    if frame.is_reply and frame.seq == seq and frame.payload:
+                        return frame
                 return None
             try:
                 data = self.port.read(self._decoder.needed())
@@ -157,14 +161,16 @@ class Link:
                 raise LinkError(f"protocol version mismatch: host speaks {PROTOCOL_VERSION}, "
                                 f"device speaks {detail}{self._context()}")
             raise DeviceError(msg, status, detail)
-        raise LinkTimeout(f"{getattr(msg, 'name', msg)}: {problem}, after {attempts} attempts; is the device running "
-                          f"and speaking protocol v{PROTOCOL_VERSION}?{self._noise()}{self._context()}")
+        hint = ("the link damages frames: check the cable, baud rate and ground" if problem.startswith("device reported")
+                else f"is the device running and speaking protocol v{PROTOCOL_VERSION}?")
+        raise LinkTimeout(f"{getattr(msg, 'name', msg)}: {problem}, after {attempts} attempts; {hint}"
+                          f"{self._noise()}{self._context()}")
 
     def _noise(self) -> str:
         d = self._decoder
-        if not (d.bad_crc or d.bad_length or d.discarded):
+        if not (d.bad_crc or d.bad_length or d.stalled or d.discarded):
             return ""
-        return (f" (the link is noisy: {d.bad_crc} damaged frame(s), {d.bad_length} impossible length(s), "
+        return (f" (the link is noisy: {d.bad_crc} damaged frame(s), {d.bad_length + d.stalled} damaged length(s), "
                 f"{d.discarded} byte(s) of noise received so far)")
 
     # --- requests ---------------------------------------------------------------

@@ -44,16 +44,16 @@ def _used_by_step(program: Program) -> dict:
 
 
 def peak_ops(program: Program) -> list:
-    """[{step, op, source, top_bytes, live_bytes}] for the steps whose highest live byte is the plan's highest."""
+    """[{step, op, source, top_bytes, live_bytes}] for the steps with the most bytes live."""
     steps = (program.meta.get("plan") or {}).get("peak_steps")
     used = _used_by_step(program)
-    if not steps:
-        top = max(used.values(), default=0)
-        steps = [s for s, u in sorted(used.items()) if u == top and top > 0]
     live = {}
     for r in rows(program):
         for s in range(r["first_step"], r["last_step"] + 1):
             live[s] = live.get(s, 0) + r["bytes"]
+    if not steps:  # a program read from a .pte: no in-place records, count every tensor
+        most = max(live.values(), default=0)
+        steps = [s for s, n in sorted(live.items()) if n == most and most > 0]
     out = []
     for s in steps:
         ins = program.instructions[s]

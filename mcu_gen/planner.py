@@ -467,12 +467,14 @@ def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool =
 
 
 def peak_steps(bufs, arena: int) -> list:
-    """Steps at which the highest live byte reaches the top of the arena."""
-    if not bufs:
+    """The steps with the most bytes live (in-place outputs counted over their inputs):
+    the instructions that set the arena size."""
+    if not bufs or arena == 0:
         return []
     steps = range(min(b.start for b in bufs), max(b.end for b in bufs) + 1)
-    used = {s: max((b.offset + b.at(s) for b in bufs if b.at(s)), default=0) for s in steps}
-    return [s for s in steps if used[s] == arena and arena > 0]
+    live = {s: sum(b.at(s) for b in bufs) for s in steps}
+    most = max(live.values())
+    return [s for s in steps if live[s] == most]
 
 
 # -- proof ----------------------------------------------------------------------------------------

@@ -103,6 +103,7 @@ class FrameDecoder:
         self.discarded = 0
         self.bad_crc = 0
         self.bad_length = 0
+        self.stalled = 0  # frames given up on by resync()
 
     def feed(self, data: bytes) -> list[Frame]:
         self.buf += data
@@ -134,6 +135,17 @@ class FrameDecoder:
                 continue
             frames.append(Frame(type_, seq, body[HEADER.size :]))
             del self.buf[:total]
+
+    def resync(self) -> list[Frame]:
+        """Gives up on the frame in progress (a damaged length field can make it wait for bytes that
+        belong to later frames): skips its sync pair and returns the complete frames already received."""
+        start = self.buf.find(SYNC)
+        if start < 0:
+            return []
+        self.discarded += start + 1
+        self.stalled += 1
+        del self.buf[: start + 1]
+        return self.feed(b"")
 
     def needed(self) -> int:
         """How many more bytes the frame in progress needs at least (>= 1)."""

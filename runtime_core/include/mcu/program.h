@@ -59,9 +59,12 @@ class Executor {
 
   // Decoding used by KernelContext (values are verified at load).
   TensorRef tensor_at(int32_t value_index) const {
-    if (static_cast<uint32_t>(value_index) >= static_cast<uint32_t>(cached_)) return decode_tensor(value_index);
     TensorRef t;
-    memcpy(&t, &cache_[value_index], sizeof t);  // same layout (checked below): one block copy
+    if (static_cast<uint32_t>(value_index) < static_cast<uint32_t>(cached_)) {
+      memcpy(&t, &cache_[value_index], sizeof t);  // same layout (checked below): one block copy
+    } else {
+      t = decode_tensor(value_index);
+    }
     return t;
   }
   int32_t value_type(int32_t value_index) const;  // KernelTypes union tag
@@ -73,7 +76,7 @@ class Executor {
   TensorRef decode_tensor(int32_t value_index) const;
   // TensorRef's fields without its default values, so that a static Executor
   // is all zeros (.bss, nothing to copy at boot).
-  struct CachedTensor {  // public only for the layout check below
+  struct CachedTensor {
     void* data;
     const int32_t* sizes;
     const uint8_t* dim_order;
@@ -81,6 +84,9 @@ class Executor {
     int32_t numel;
     DType dtype;
   };
+  static_assert(sizeof(CachedTensor) == sizeof(TensorRef) && offsetof(CachedTensor, dim) == offsetof(TensorRef, dim) &&
+                    offsetof(CachedTensor, dtype) == offsetof(TensorRef, dtype),
+                "CachedTensor mirrors TensorRef's layout");
   struct Call {
     const uint8_t* args;  // int32 value indices (flatbuffer vector data)
     uint16_t num_args;
@@ -118,10 +124,5 @@ class Executor {
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
 };
-
-static_assert(sizeof(Executor::CachedTensor) == sizeof(TensorRef) &&
-                  offsetof(Executor::CachedTensor, dtype) == offsetof(TensorRef, dtype) &&
-                  offsetof(Executor::CachedTensor, numel) == offsetof(TensorRef, numel),
-              "CachedTensor must mirror TensorRef's layout");
 
 }  // namespace mcu

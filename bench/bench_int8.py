@@ -1,0 +1,96 @@
+"""int8 on the emulated Cortex-M33 (QEMU mps2-an505, -icount): one row per example and I/O mode.
+
+    python bench/bench_int8.py [--examples mnist,kws_dscnn] [--io float32,int8] [--markdown]
+
+Columns: bit-exact with the host integer reference, our arena (and its lower bound) against
+ExecuTorch 1.5.1's int8 Cortex-M arena and .pte (../shared/DESIGN.md, M4/M33 figures), our .pte,
+flash and RAM of the whole image, instructions per inference, ExecuTorch's instructions where
+measured (its cortex_m library on CMSIS-NN, M33), and the quantization error against fp32
+(max abs error of the dequantized outputs, top-1 agreement for classifiers).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import mcu_gen.reference as fp32_reference  # noqa: E402
+from mcu_gen.quantize.reference import is_int8_op, run_int8_reference  # noqa: E402
+from mcu_gen.runner import run  # noqa: E402
+
+EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
+ET_ARENA = {"mnist": 6_768, "kws_dscnn": 16_000, "ic_resnet8": 49_728, "vww_mobilenet": 138_240,
+            "ad_autoencoder": 3_200}
+ET_PTE = {"mnist": 12_760, "kws_dscnn": 54_240, "ic_resnet8": 100_744, "vww_mobilenet": 313_944,
+          "ad_autoencoder": 285_376}
+ET_INSTRUCTIONS_M33 = {"mnist": 1_405_313, "kws_dscnn": 10_410_984}
+
+
+def _int8_aware_reference():
+    """The PlatformIO test generator asks mcu_gen.reference for expected outputs; give int8
+    programs the int8 reference (until platformio_project.py does so itself)."""
+    plain = fp32_reference.run_reference
+
+    def run_reference(program, inputs):
+        if any(is_int8_op(i.op) for i in program.instructions):
+            return run_int8_reference(program, inputs)
+        return plain(program, inputs)
+
+    fp32_reference.run_reference = run_reference
+
+
+def row(name, io, out):
+    r = run(f"examples/{name}/model.py", board="mps2-an505", quantize="int8", io=io, out=out / f"{name}-{io}",
+            max_inputs=1)
+    return {
+        "model": name, "io": io, "bit_exact": r.bit_exact, "arena": r.arena_bytes,
+        "lower_bound": r.arena_lower_bound_bytes, "et_arena": ET_ARENA.get(name), "pte": r.pte_bytes,
+        "et_pte": ET_PTE.get(name), "flash": r.flash_bytes, "ram": r.ram_bytes,
+        "instructions": r.instructions_per_inference, "et_instructions": ET_INSTRUCTIONS_M33.get(name),
+        "max_abs_error": r.quant_max_abs_error, "top1": r.top1_agreement,
+    }
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return f"{v:,}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--examples", default=",".join(EXAMPLES))
+    ap.add_argument("--io", default="float32,int8")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args(argv)
+    _int8_aware_reference()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.examples.split(","):
+            for io in args.io.split(","):
+                rows.append(row(name, io, Path(tmp)))
+                print(f"# {name} io={io} done", file=sys.stderr, flush=True)
+    keys = list(rows[0])
+    if args.markdown:
+        print("| " + " | ".join(keys) + " |")
+        print("|" + "---|" * len(keys))
+        for r in rows:
+            print("| " + " | ".join(fmt(r[k]) for k in keys) + " |")
+    else:
+        widths = [max(len(k), *(len(fmt(r[k])) for r in rows)) for k in keys]
+        print("  ".join(k.rjust(w) for k, w in zip(keys, widths)))
+        for r in rows:
+            print("  ".join(fmt(r[k]).rjust(w) for k, w in zip(keys, widths)))
+    return 0 if all(r["bit_exact"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
