@@ -62,7 +62,9 @@ def fmt(v):
         return "yes" if v else "NO"
     if isinstance(v, float):
         return f"{v:.3g}"
-    return f"{v:,}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
 
 
 def main(argv=None) -> int:

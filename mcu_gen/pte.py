@@ -28,6 +28,12 @@ K_NULL, K_INT, K_BOOL, K_DOUBLE, K_TENSOR, K_STRING = 1, 2, 3, 4, 5, 6
 K_INT_LIST, K_DOUBLE_LIST, K_BOOL_LIST, K_TENSOR_LIST, K_OPT_TENSOR_LIST = 7, 8, 9, 10, 11
 # InstructionArguments union tags.
 I_KERNEL_CALL = 1
+I_DELEGATE_CALL = 2
+# DataLocation of a delegate's processed data.
+LOC_INLINE, LOC_SEGMENT = 0, 1
+# IR instructions calling delegate k of program.meta["delegates"] are named "delegate:k"
+# (mcu_gen/ethosu/delegate.py); each delegate is a dict with id, processed (bytes), compile_specs.
+DELEGATE_PREFIX = "delegate:"
 
 
 class PteError(ValueError):
@@ -199,8 +205,8 @@ class _Writer:
             k += 1
         ev_offs = [self.table(2, [(0, "u8", tag), (1, "off", off)]) for tag, off in evalues]
         values_vec = self.vec_offsets(ev_offs)
-        # Operators and instructions.
-        ops = p.operators
+        # Operators and instructions (delegate calls are not operators).
+        ops = [op for op in p.operators if not op.startswith(DELEGATE_PREFIX)]
         op_index = {name: i for i, name in enumerate(ops)}
         op_offs = []
         for name in ops:
@@ -212,11 +218,31 @@ class _Writer:
         ins_offs = []
         for ins in p.instructions:
             args = self.vec_i32(ins.args)
+            if ins.op.startswith(DELEGATE_PREFIX):
+                dc = self.table(2, [(0, "i32", int(ins.op[len(DELEGATE_PREFIX):])), (1, "off", args)])
+                ins_offs.append(self.table(2, [(0, "u8", I_DELEGATE_CALL), (1, "off", dc)]))
+                continue
             kc = self.table(2, [(0, "i32", op_index[ins.op]), (1, "off", args)])
             ins_offs.append(self.table(2, [(0, "u8", I_KERNEL_CALL), (1, "off", kc)]))
         ins_vec = self.vec_offsets(ins_offs)
         chain = self.table(4, [(0, "off", self.vec_i32(p.inputs)), (1, "off", self.vec_i32(p.outputs)), (2, "off", ins_vec)])
         chains = self.vec_offsets([chain])
+        # Delegates: processed data in segments after the constant segment, 128-byte aligned.
+        delegate_offs, delegate_segs = [], []
+        seg_end = len(seg)
+        for k, d in enumerate(p.meta.get("delegates", [])):
+            start = _align(seg_end, SEGMENT_ALIGNMENT)
+            delegate_segs.append((start, bytes(d["processed"])))
+            seg_end = start + len(d["processed"])
+            specs = []
+            for key, value in d.get("compile_specs", []):
+                ko = b.CreateString(key)
+                vo = self.vec_u8(bytes(value))
+                specs.append(self.table(2, [(0, "off", ko), (1, "off", vo)]))
+            specs_vec = self.vec_offsets(specs)
+            ref = self.table(2, [(0, "i8", LOC_SEGMENT), (1, "u32", 1 + k)])
+            did = b.CreateString(d["id"])
+            delegate_offs.append(self.table(3, [(0, "off", did), (1, "off", ref), (2, "off", specs_vec)]))
         name = b.CreateString(p.name)
         plan = self.table(
             10,
@@ -227,13 +253,17 @@ class _Writer:
                 (4, "off", self.vec_i32(p.outputs)),
                 (5, "off", chains),
                 (6, "off", ops_vec),
-                (7, "off", self.vec_offsets([])),
+                (7, "off", self.vec_offsets(delegate_offs)),
                 (8, "off", self.vec_i64([0, p.arena_size])),
             ],
         )
         plans = self.vec_offsets([plan])
-        seg_table = self.table(2, [(0, "u64", 0), (1, "u64", len(seg))])
-        segments = self.vec_offsets([seg_table])
+        seg_tables = [self.table(2, [(0, "u64", 0), (1, "u64", len(seg))])]
+        seg_tables += [self.table(2, [(0, "u64", start), (1, "u64", len(data))]) for start, data in delegate_segs]
+        segments = self.vec_offsets(seg_tables)
+        for start, data in delegate_segs:
+            seg.extend(b"\0" * (start - len(seg)))
+            seg.extend(data)
         const_seg = self.table(2, [(0, "u32", 0), (1, "off", self.vec_u64(offsets))])
         root = self.table(
             8,
@@ -419,14 +449,41 @@ def read(data: bytes) -> Program:
         if len(sizes) > 2 and any(sizes[2:]):
             raise PteError("program uses more than one planned memory buffer")
         ops = [f"{_string(o, 0)}.{_string(o, 1)}" if _string(o, 1) else _string(o, 0) for o in _vec_tables(plan, 6)]
-        if _vec_tables(plan, 7):
-            prog.meta["delegates"] = len(_vec_tables(plan, 7))
+        delegates = []
+        for d in _vec_tables(plan, 7):
+            ref = _sub(d, 1)
+            loc = _scalar(ref, 0, N.Int8Flags) if ref is not None else LOC_INLINE
+            idx = _scalar(ref, 1, N.Uint32Flags) if ref is not None else 0
+            if loc == LOC_SEGMENT:
+                if idx >= len(segments):
+                    raise PteError(f"delegate data in segment {idx} of {len(segments)}")
+                off, size = segments[idx]
+                start = info.segment_base + off
+                if start + size > len(data):
+                    raise PteError("delegate data runs past the end of the file")
+                processed = bytes(data[start: start + size])
+            else:
+                inline = _vec_tables(root, 3)
+                if idx >= len(inline):
+                    raise PteError(f"delegate data {idx} of {len(inline)} inline buffers")
+                processed = bytes(_vec(inline[idx], 0, N.Uint8Flags, 1))
+            specs = [(_string(c, 0), bytes(_vec(c, 1, N.Uint8Flags, 1))) for c in _vec_tables(d, 2)]
+            delegates.append({"id": _string(d, 0), "processed": processed, "compile_specs": specs})
+        if delegates:
+            prog.meta["delegates"] = delegates
         chains = _vec_tables(plan, 5)
         for chain in chains[:1]:
             for ins in _vec_tables(chain, 2):
                 tag = _scalar(ins, 0, N.Uint8Flags)
+                if tag == I_DELEGATE_CALL:
+                    dc = _sub(ins, 1)
+                    di = _scalar(dc, 0, N.Int32Flags)
+                    if not 0 <= di < len(delegates):
+                        raise PteError(f"instruction refers to delegate {di} of {len(delegates)}")
+                    prog.instructions.append(Instruction(f"{DELEGATE_PREFIX}{di}", _vec(dc, 1, N.Int32Flags, 4)))
+                    continue
                 if tag != I_KERNEL_CALL:
-                    raise PteError(f"instruction type {tag} is not supported (only kernel calls)")
+                    raise PteError(f"instruction type {tag} is not supported (only kernel and delegate calls)")
                 kc = _sub(ins, 1)
                 oi = _scalar(kc, 0, N.Int32Flags)
                 if not 0 <= oi < len(ops):
