@@ -18,8 +18,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import mcu_gen.reference as fp32_reference  # noqa: E402
-from mcu_gen.quantize.reference import is_int8_op, run_int8_reference  # noqa: E402
 from mcu_gen.runner import run  # noqa: E402
 
 EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
@@ -28,19 +26,6 @@ ET_ARENA = {"mnist": 6_768, "kws_dscnn": 16_000, "ic_resnet8": 49_728, "vww_mobi
 ET_PTE = {"mnist": 12_760, "kws_dscnn": 54_240, "ic_resnet8": 100_744, "vww_mobilenet": 313_944,
           "ad_autoencoder": 285_376}
 ET_INSTRUCTIONS_M33 = {"mnist": 1_405_313, "kws_dscnn": 10_410_984}
-
-
-def _int8_aware_reference():
-    """The PlatformIO test generator asks mcu_gen.reference for expected outputs; give int8
-    programs the int8 reference (until platformio_project.py does so itself)."""
-    plain = fp32_reference.run_reference
-
-    def run_reference(program, inputs):
-        if any(is_int8_op(i.op) for i in program.instructions):
-            return run_int8_reference(program, inputs)
-        return plain(program, inputs)
-
-    fp32_reference.run_reference = run_reference
 
 
 def row(name, io, out):
@@ -73,7 +58,6 @@ def main(argv=None) -> int:
     ap.add_argument("--io", default="float32,int8")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
-    _int8_aware_reference()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.examples.split(","):

@@ -99,12 +99,8 @@ def _render_framework(dest: Path, env, ctx: dict, framework: str) -> None:
 def _render_test(dest: Path, env, program) -> None:
     """test/test_model: inputs (seeded random) and the reference interpreter's outputs, in memory order."""
     from .boards import c_array_lines
-    from .quantize.reference import is_int8_op, run_int8_reference
     from .reference import run_reference
     from .runner import random_inputs
-
-    if any(is_int8_op(ins.op) for ins in program.instructions):
-        run_reference = run_int8_reference  # noqa: F811 - integer programs use the integer reference
 
     def memory_order(arr, t):
         order = tuple(t.dim_order) if getattr(t, "dim_order", None) else tuple(range(arr.ndim))

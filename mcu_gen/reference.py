@@ -185,7 +185,13 @@ def run_reference_trace(program: Program, inputs, execute=None) -> tuple[list, l
 
 
 def run_reference(program: Program, inputs) -> list:
-    """Run ``program`` on ``inputs`` (numpy arrays, one per program input)."""
+    """Run ``program`` on ``inputs`` (numpy arrays, one per program input).
+    Programs with int8 (cortex_m::) operators run on the integer reference,
+    which is bit-exact with the device kernels."""
+    from .quantize.reference import is_int8_op, run_int8_reference
+
+    if any(is_int8_op(ins.op) for ins in program.instructions):
+        return run_int8_reference(program, inputs)
     if len(inputs) != len(program.inputs):
         raise ReferenceError(f"program has {len(program.inputs)} inputs, got {len(inputs)}")
     mem = _Memory(program)

@@ -6,29 +6,12 @@ import json
 import numpy as np
 import pytest
 
-import mcu_gen.reference as fp32_reference
-from mcu_gen.quantize.reference import is_int8_op, run_int8_reference
 from mcu_gen.runner import run
 
 EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "ad_autoencoder", "vww_mobilenet"]
 # ExecuTorch 1.5.1's int8 Cortex-M arenas (DESIGN.md, M4/M33 figures) for the same models.
 ET_INT8_ARENA = {"mnist": 6768, "kws_dscnn": 16000, "ic_resnet8": 49728, "ad_autoencoder": 3200,
                  "vww_mobilenet": 138240}
-
-
-@pytest.fixture(autouse=True)
-def int8_aware_reference(monkeypatch):
-    """The PlatformIO test generator (mcu_gen/platformio_project.py) computes expected outputs with
-    mcu_gen.reference.run_reference, which has no cortex_m:: ops; route int8 programs to the int8
-    reference until it does."""
-    plain = fp32_reference.run_reference
-
-    def run_reference(program, inputs):
-        if any(is_int8_op(i.op) for i in program.instructions):
-            return run_int8_reference(program, inputs)
-        return plain(program, inputs)
-
-    monkeypatch.setattr(fp32_reference, "run_reference", run_reference)
 
 
 @pytest.mark.parametrize("io", ["float32", "int8"])
