@@ -105,18 +105,36 @@ struct Nhwc {
   int32_t pixels() const { return n * h * w; }
 };
 
+// A 4-D logical NCHW tensor whose dim_order gives NHWC memory: (0,2,3,1), or
+// any order that differs from it only in where size-1 dims go (e.g. the
+// identity when C == 1, or ExecuTorch's (0,2,1,3) for a 1-channel input).
+inline bool nhwc_memory(const TensorRef& t) {
+  constexpr uint8_t kNhwc[4] = {0, 2, 3, 1};
+  if (t.dim != 4) return false;
+  int32_t k = 0;
+  uint32_t seen = 0;
+  for (int32_t p = 0; p < 4; ++p) {
+    const uint32_t d = t.dim_order != nullptr ? t.dim_order[p] : static_cast<uint32_t>(p);
+    if (d >= 4 || (seen & (1u << d)) != 0) return false;
+    seen |= 1u << d;
+    if (t.size(static_cast<int32_t>(d)) == 1) continue;
+    while (k < 4 && t.size(kNhwc[k]) == 1) ++k;
+    if (k == 4 || kNhwc[k] != d) return false;
+    ++k;
+  }
+  return true;
+}
+
 // Reads a 4-D activation whose memory is NHWC. Legacy operators (nhwc_logical
-// false): logical NCHW with dim_order (0,2,3,1), or the identity order when
-// that is the same memory (C == 1 or H == W == 1). *_nhwc operators: logical
-// NHWC, contiguous.
+// false): logical NCHW with dim_order (0,2,3,1), or another order that is the
+// same memory (nhwc_memory). *_nhwc operators: logical NHWC, contiguous.
 inline bool read_nhwc(const TensorRef& t, bool nhwc_logical, Nhwc* v) {
   if (t.dim != 4) return false;
   if (nhwc_logical) {
     if (!identity_order(t)) return false;
     *v = {t.size(0), t.size(1), t.size(2), t.size(3)};
   } else {
-    const bool same_memory = t.size(1) == 1 || (t.size(2) == 1 && t.size(3) == 1);
-    if (!t.is_channels_last() && !(same_memory && identity_order(t))) return false;
+    if (!t.is_channels_last() && !nhwc_memory(t)) return false;
     *v = {t.size(0), t.size(2), t.size(3), t.size(1)};
   }
   return v->n >= 0 && v->h >= 0 && v->w >= 0 && v->c >= 0;

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jinja2
+import numpy as np
 
 from . import __version__, kernels as kernel_registry, planner, pte, toolchain
 from .boards import Board, get_board
@@ -147,7 +148,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
             firmware_version=f"mcu-gen {__version__}",
         )
     )
-    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render())
+    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(quant_io=quant_io(program)))
     (dest / "src" / "model_pte.c").write_text(
         env.get_template("firmware/model_pte.c.j2").render(
             pte_size=len(data), pte_lines=c_array_lines(data), pte_sha256=hashlib.sha256(data).hexdigest()
@@ -257,6 +258,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         shutil.copy2(built, elf)
         usage = memory_usage(elf, b)
         check_fits(b, usage)
+        map_file = project / "build" / "firmware.map"
+        if map_file.exists():
+            from .size_report import size_breakdown
+
+            usage["size"] = size_breakdown(elf, map_file, b, program, data)
         if b.uf2_family is not None:
             from .uf2 import elf_to_uf2
 
@@ -273,6 +279,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         "flash_bytes": usage["flash_bytes"],
         "ram_bytes": usage["ram_bytes"],
         "sections": usage["sections"],
+        "size": usage.get("size"),
         "operators": operator_rows(program, sel),
         "kernels": sorted({k.file.name for k in sel.kernels}),
         "inputs": [_io(program, i) for i in program.inputs],
@@ -299,6 +306,20 @@ def _write_plan_pictures(out: Path, program: Program) -> list:
     except ImportError:
         pass
     return plan_report.peak_ops(program)
+
+
+def quant_io(program: Program) -> list:
+    """The int8 inputs/outputs with per-tensor scale and zero point, for main.cpp's TENSOR_INFO table.
+    Scales are float32 (what the device reports) as exact C hex-float literals."""
+    rows = []
+    for is_output, indices in ((0, program.inputs), (1, program.outputs)):
+        for k, i in enumerate(indices):
+            t = program.tensor(i)
+            if t.dtype != "int8" or t.scale is None or np.ndim(t.scale) != 0 or k > 255:
+                continue
+            scale = float(np.float32(t.scale)).hex() + "f"
+            rows.append(dict(is_output=is_output, index=k, scale=scale, zero_point=int(t.zero_point)))
+    return rows
 
 
 def _io(program: Program, i: int) -> dict:

@@ -168,7 +168,7 @@ class TensorInfo:
     sizes: tuple
     dim_order: tuple
     nbytes: int
-    scale: float | None = None  # quantization (reserved: flags bit 0)
+    scale: float | None = None  # int8 I/O of the builtin program (flags bit 0); float32 value
     zero_point: int | None = None
 
     @classmethod

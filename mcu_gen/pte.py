@@ -52,6 +52,13 @@ class _Writer:
         self.extra_values = []  # (kind, payload) appended after the IR's values
 
     # helpers
+    def shared_vec(self, kind, items):
+        """A vector written once per distinct content (tensor sizes and dim orders repeat a lot)."""
+        key = (kind, tuple(int(x) for x in items))
+        if key not in self._vec_cache:
+            self._vec_cache[key] = self.vec_i32(items) if kind == "i32" else self.vec_u8(items)
+        return self._vec_cache[key]
+
     def vec_i32(self, items):
         b = self.b
         b.StartVector(4, len(items), 4)
@@ -133,7 +140,7 @@ class _Writer:
         """Index of an Int EValue holding x (IntList items refer to values)."""
         key = ("int", int(x))
         if key not in self._int_cache:
-            self._int_cache[key] = len(self.p.values) + len(self.extra_values)
+            self._int_cache[key] = len(self.values) + len(self.extra_values)
             self.extra_values.append(ScalarValue("int", int(x)))
         return self._int_cache[key]
 
@@ -141,16 +148,19 @@ class _Writer:
         if isinstance(v, TensorValue):
             fields = [
                 (0, "i8", DTYPE_CODES[v.dtype]),
-                (2, "off", self.vec_i32(v.shape)),
-                (3, "off", self.vec_u8(v.dim_order)),
+                (2, "off", self.shared_vec("i32", v.shape)),
+                (3, "off", self.shared_vec("u8", v.dim_order)),
             ]
             if v.is_constant:
                 fields.append((5, "u32", const_index))
             else:
                 if v.offset is None:
                     raise PteError(f"tensor '{v.name}' has no arena offset (plan the program first)")
-                alloc = self.table(3, [(0, "u32", 1), (1, "u32", v.offset & 0xFFFFFFFF), (2, "u32", v.offset >> 32)])
-                fields.append((6, "off", alloc))
+                key = ("alloc", v.offset)
+                if key not in self._vec_cache:
+                    self._vec_cache[key] = self.table(
+                        3, [(0, "u32", 1), (1, "u32", v.offset & 0xFFFFFFFF), (2, "u32", v.offset >> 32)])
+                fields.append((6, "off", self._vec_cache[key]))
             # Offsets must be created before StartObject: build children first.
             t = self.table(10, fields)
             return K_TENSOR, t
@@ -179,14 +189,47 @@ class _Writer:
             return K_OPT_TENSOR_LIST, self.table(1, [(0, "off", self.vec_i32(x))])
         raise PteError(f"cannot serialize scalar kind {k!r}")
 
+    def compact(self):
+        """The values the program refers to, each distinct scalar once: (values, old -> new index).
+        ExecuTorch's emitter writes one value per argument; sharing them keeps the
+        program metadata (which lives in flash) small."""
+        p = self.p
+        used = set(p.inputs) | set(p.outputs)
+        for ins in p.instructions:
+            used.update(ins.args)
+        for i in list(used):
+            v = p.values[i]
+            if isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
+                used.update(j for j in v.value if j is not None and j >= 0)
+        values, remap, seen = [], {}, {}
+        for i, v in enumerate(p.values):
+            if i not in used:
+                continue
+            key = ("v", i)
+            if isinstance(v, ScalarValue) and v.kind not in ("tensor_list", "optional_tensor_list"):
+                val = tuple(v.value) if isinstance(v.value, (list, tuple)) else v.value
+                key = (v.kind, repr(val))
+            if key not in seen:
+                seen[key] = len(values)
+                values.append(v)
+                if isinstance(v, ScalarValue) and v.kind == "int":
+                    self._int_cache[("int", int(v.value))] = seen[key]
+            remap[i] = seen[key]
+        for k, v in enumerate(values):
+            if isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
+                values[k] = ScalarValue(v.kind, [remap[j] if j is not None and j >= 0 else -1 for j in v.value])
+        return values, remap
+
     def write(self) -> bytes:
         p, b = self.p, self.b
         self._int_cache = {}
+        self._vec_cache = {}
+        self.values, remap = self.compact()
         # Constants: index 0 is reserved (no data), as in ExecuTorch.
         const_index = {}
         seg = bytearray()
         offsets = [0]
-        for i, v in enumerate(p.values):
+        for i, v in enumerate(self.values):
             if isinstance(v, TensorValue) and v.is_constant:
                 arr = np.ascontiguousarray(v.data)
                 if arr.nbytes != v.nbytes:
@@ -197,7 +240,7 @@ class _Writer:
                 seg.extend(arr.tobytes())
         # EValues: the IR's, then the Int values that IntLists refer to.
         evalues = []
-        for i, v in enumerate(p.values):
+        for i, v in enumerate(self.values):
             evalues.append(self.evalue(v, const_index.get(i, 0)))
         k = 0
         while k < len(self.extra_values):
@@ -217,7 +260,7 @@ class _Writer:
         ops_vec = self.vec_offsets(op_offs)
         ins_offs = []
         for ins in p.instructions:
-            args = self.vec_i32(ins.args)
+            args = self.vec_i32([remap[a] for a in ins.args])
             if ins.op.startswith(DELEGATE_PREFIX):
                 dc = self.table(2, [(0, "i32", int(ins.op[len(DELEGATE_PREFIX):])), (1, "off", args)])
                 ins_offs.append(self.table(2, [(0, "u8", I_DELEGATE_CALL), (1, "off", dc)]))
@@ -225,7 +268,9 @@ class _Writer:
             kc = self.table(2, [(0, "i32", op_index[ins.op]), (1, "off", args)])
             ins_offs.append(self.table(2, [(0, "u8", I_KERNEL_CALL), (1, "off", kc)]))
         ins_vec = self.vec_offsets(ins_offs)
-        chain = self.table(4, [(0, "off", self.vec_i32(p.inputs)), (1, "off", self.vec_i32(p.outputs)), (2, "off", ins_vec)])
+        inputs = [remap[i] for i in p.inputs]
+        outputs = [remap[i] for i in p.outputs]
+        chain = self.table(4, [(0, "off", self.vec_i32(inputs)), (1, "off", self.vec_i32(outputs)), (2, "off", ins_vec)])
         chains = self.vec_offsets([chain])
         # Delegates: processed data in segments after the constant segment, 128-byte aligned.
         delegate_offs, delegate_segs = [], []
@@ -249,8 +294,8 @@ class _Writer:
             [
                 (0, "off", name),
                 (2, "off", values_vec),
-                (3, "off", self.vec_i32(p.inputs)),
-                (4, "off", self.vec_i32(p.outputs)),
+                (3, "off", self.vec_i32(inputs)),
+                (4, "off", self.vec_i32(outputs)),
                 (5, "off", chains),
                 (6, "off", ops_vec),
                 (7, "off", self.vec_offsets(delegate_offs)),

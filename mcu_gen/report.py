@@ -83,6 +83,10 @@ def markdown(r: dict) -> str:
     for i, op in enumerate(r["operators"]):
         lines.append(f"| {i} | `{op['name']}` | {op['backend']} | {op['dtype']} | {op.get('source', '')} |")
     lines.append("")
+    if r.get("size"):
+        from .size_report import markdown_table
+
+        lines += ["## Memory by component", "", markdown_table(r["size"]), ""]
     if r.get("quantize"):
         lines += ["## Quantization", "", f"{r['quantize']}, graph I/O {r.get('io', 'float32')}.", "",
                   "| tensor | shape | dtype | scale | zero point |", "|---|---|---|---|---|"]

@@ -79,7 +79,25 @@ def expected_outputs(result: BuildResult, inputs: tuple) -> tuple[list, str]:
         return [_to_numpy(o) for o in outs], "pytorch"
     from .reference import run_reference
 
-    return [np.asarray(o) for o in run_reference(result.program, list(inputs))], "reference interpreter (torch ops)"
+    label = INT8_REFERENCE if is_int8_program(result.program) else "reference interpreter (torch ops)"
+    return [np.asarray(o) for o in run_reference(result.program, list(inputs))], label
+
+
+INT8_REFERENCE = "integer reference (cortex_m ops, bit-exact)"
+
+
+def is_int8_program(program: Program) -> bool:
+    """A program with cortex_m:: (int8) operators, e.g. an int8 .pte exported by ExecuTorch."""
+    from .quantize.reference import is_int8_op
+
+    return any(is_int8_op(ins.op) for ins in program.instructions)
+
+
+def identical_outputs(got: list, want: list) -> bool:
+    """Same count, dtypes and values (what the integer reference demands)."""
+    return len(got) == len(want) and all(
+        np.asarray(g).dtype == np.asarray(w).dtype and np.array_equal(np.asarray(g).reshape(np.shape(w)), w)
+        for g, w in zip(got, want))
 
 
 def verify_outputs(got: list, want: list) -> tuple[float, float, bool]:
@@ -118,15 +136,22 @@ def dequantize_outputs(program: Program, outputs: list) -> list:
 
 
 def check_device_quant_params(hello, program: Program) -> None:
-    """When the device reports scale / zero point of its int8 I/O (HELLO TensorInfo), they must be the build's."""
-    for infos, indices in ((hello.inputs, program.inputs), (hello.outputs, program.outputs)):
-        for info, i in zip(infos, indices):
-            t = program.tensor(i)
-            if info.scale is None or t.dtype != "int8":
+    """The scale / zero point the device reports for its I/O (HELLO's TENSOR_INFO, flags bit 0) must be the
+    build's: a firmware built from another quantization would be fed wrongly quantized inputs. Tensors the
+    device reports nothing for (fp32 I/O, an uploaded program) are not checked."""
+    for kind, infos, indices in (("input", hello.inputs, program.inputs), ("output", hello.outputs, program.outputs)):
+        for k, (info, i) in enumerate(zip(infos, indices)):
+            if info.scale is None:
                 continue
-            if abs(info.scale - t.scale) > 1e-6 * t.scale or info.zero_point != t.zero_point:
-                raise RuntimeError(f"the device reports scale {info.scale} / zero point {info.zero_point} for a "
-                                   f"tensor the build quantized with {t.scale} / {t.zero_point}")
+            t = program.tensor(i)
+            if t.dtype != "int8" or t.scale is None or np.ndim(t.scale) != 0:
+                raise RuntimeError(f"the device reports quantization parameters (scale {info.scale}, zero point "
+                                   f"{info.zero_point}) for {kind} {k}, which the build did not quantize per tensor")
+            scale = float(np.float32(t.scale))  # the device holds it as a float32
+            if info.scale != scale or info.zero_point != int(t.zero_point):
+                raise RuntimeError(f"{kind} {k}: the device reports scale {info.scale!r} / zero point "
+                                   f"{info.zero_point}, the build quantized it with scale {scale!r} / zero point "
+                                   f"{int(t.zero_point)}: the firmware does not match this build")
 
 
 def is_classifier(program: Program) -> bool:
@@ -171,17 +196,22 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
 
     worst_err, worst_tol, ok_all = 0.0, 0.0, True
     counts, outputs = [], []
-    reference = ""
+    reference, bit_exact = "", None
     with QemuSession(b, result.elf, run_timeout=timeout) as link:
         hello = link.hello()
         if hello.program_id != result.program_id:
             raise RuntimeError(
                 f"the firmware reports program {hello.program_id:016x}, the build made {result.program_id:016x}"
             )
+        check_device_quant_params(hello, result.program)
         for k, one in enumerate(inputs):
             got, ticks = link.infer(list(one))
             want, reference = expected_outputs(result, one)
             err, tol, ok = verify_outputs(got, want)
+            if reference == INT8_REFERENCE:  # an int8 .pte: identical to the integer reference, or wrong
+                exact = identical_outputs(got, want)
+                bit_exact = exact and bit_exact is not False
+                ok = ok and exact
             worst_err, worst_tol = max(worst_err, err), max(worst_tol, tol)
             ok_all = ok_all and ok
             counts.append(b.instructions_from_ticks(ticks) if b.ticks_unit == "instructions" else ticks)
@@ -206,6 +236,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         out=str(result.out),
         outputs=outputs,
         instructions=counts,
+        bit_exact=bit_exact,
     )
 
 

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm
-              cmake ninja-build g++ python3 python3-venv python3-pip)
+              cmake ninja-build g++ clang python3 python3-venv python3-pip)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

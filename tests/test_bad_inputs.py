@@ -25,15 +25,18 @@ WEIGHTS = 1000  # floats in the first constant: makes the offsets vector easy to
 
 
 def _add_program():
-    """out = x + w2 (w1 is a big unused constant that pushes w2's offset to 4,000)."""
+    """out = x + w2 and big = w1 + w1 (w1, a big constant, pushes w2's offset to 4,000).
+    Value indices: x 0, w1 1, w2 2, alpha 3, out 4, big 5 (the writer keeps this order)."""
     p = Program()
     x = p.add_tensor((1, 4))
-    p.add_tensor((WEIGHTS,), data=np.arange(WEIGHTS, dtype=np.float32))
+    w1 = p.add_tensor((WEIGHTS,), data=np.arange(WEIGHTS, dtype=np.float32))
     w2 = p.add_tensor((1, 4), data=np.ones((1, 4), np.float32))
     alpha = p.add_scalar("int", 1)
     out = p.add_tensor((1, 4))
+    big = p.add_tensor((WEIGHTS,))
     p.instructions.append(Instruction("aten::add.out", [x, w2, alpha, out, out]))
-    p.inputs, p.outputs = [x], [out]
+    p.instructions.append(Instruction("aten::add.out", [w1, w1, alpha, big, big]))
+    p.inputs, p.outputs = [x], [out, big]
     planner.plan(p)
     return p
 

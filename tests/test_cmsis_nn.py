@@ -83,16 +83,6 @@ def _int8_program():
     return p
 
 
-@pytest.fixture(autouse=True)
-def no_platformio_test_vectors(monkeypatch):
-    """The PlatformIO test vectors come from the float reference interpreter, which does not
-    run cortex_m:: operators (yet); these tests compare on QEMU instead."""
-    from mcu_gen import platformio_project
-
-    if hasattr(platformio_project, "_render_test"):
-        monkeypatch.setattr(platformio_project, "_render_test", lambda *a, **k: None)
-
-
 def test_auto_without_cmsis_nn_warns_and_reports(tmp_path, monkeypatch):
     from mcu_gen import planner, pte
 
@@ -414,25 +404,3 @@ def test_adapters_bit_exact_with_portable(board, tmp_path):
     for i, (g, w) in enumerate(zip(got, want)):
         assert g == w, f"case {i} ({ops[i]}) differs on {board}: {sum(a != b for a, b in zip(g, w))} bytes"
 
-
-# -- examples end to end: device (CMSIS-NN) == host integer reference ---------------------------
-
-@needs_cmsis
-@needs_qemu
-@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an386"])
-@pytest.mark.parametrize("example", ["mnist", "kws_dscnn"])
-def test_example_int8_bit_exact_with_host_reference(example, board, tmp_path):
-    from mcu_gen.qemu import QemuSession
-    from mcu_gen.quantize.reference import run_int8_reference
-
-    r = builder.build(f"examples/{example}/model.py", board=board, out=tmp_path / board, quantize="int8", io="int8",
-                      backend="cmsis-nn", cmsis_nn_path=CMSIS)
-    assert r.report["backend"]["chosen"] == "cmsis-nn"
-    rng = np.random.default_rng(3)
-    ins = [i8(rng, *r.program.tensor(i).shape) for i in r.program.inputs]
-    want = [np.asarray(o) for o in run_int8_reference(r.program, ins)]
-    with QemuSession(r.board, r.elf) as link:
-        link.hello()
-        got, _ = link.infer(ins)
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(np.asarray(g), w, err_msg=f"{example} on {board}: device != host reference")

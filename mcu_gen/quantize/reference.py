@@ -161,22 +161,21 @@ def quantized_max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, in_zp,
 
 
 def quantized_avg_pool2d(x, kernel, stride, padding, ceil_mode, zero_point, multiplier, shift):
-    """ExecuTorch's reference, in float32 as the kernel computes it: dequantize with
-    scale = multiplier * 2^shift / 2^31, sum the valid taps (padding not counted) in window
-    order, divide by their count, quantize back (round half to even). Zero point and scale
-    are shared by input and output. (CMSIS-NN's arm_avgpool_s8 rounds ties away from zero.)"""
+    """As CMSIS-NN's arm_avgpool_s8 (and both device kernels): the int32 sum of the raw int8
+    values over the taps inside the input (padding not counted), divided by their count with
+    C division after adding half the count away from zero (ties away from zero), clamped to
+    int8. Input and output share scale and zero point, so zero_point/multiplier/shift are not
+    needed. (ExecuTorch's float reference rounds exact .5 means to even instead.)"""
+    del zero_point, multiplier, shift
     if ceil_mode:
         raise ReferenceError("quantized_avg_pool2d: ceil_mode False only")
-    scale = np.float32(float(multiplier) * 2.0 ** int(shift) / 2.0 ** 31)
-    zp = np.float32(zero_point)
     wins, counts = _pool_windows(x, kernel, stride, padding, 0)
-    total = np.zeros(wins.shape[1:], np.float32)
+    total = np.zeros(wins.shape[1:], np.int64)
     for tap, valid in zip(wins, counts):
-        v = (tap.astype(np.float32) - zp) * scale
-        total = np.where(valid.astype(bool), total + v, total).astype(np.float32)
-    cnt = counts.sum(axis=0).astype(np.float32)
-    avg = (total / cnt).astype(np.float32)
-    q = np.rint((avg / scale).astype(np.float32)) + zp
+        total += np.where(valid.astype(bool), tap.astype(np.int64), 0)
+    cnt = counts.sum(axis=0).astype(np.int64)
+    half = cnt // 2
+    q = np.where(total > 0, (total + half) // cnt, -((-total + half) // cnt))
     return np.clip(q, -128, 127).astype(np.int8)
 
 

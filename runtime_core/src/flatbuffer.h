@@ -110,7 +110,10 @@ class Checked {
     size_t off = static_cast<size_t>(p - base_);
     return off <= size_ && n <= size_ - off;
   }
-  // A table at `t`: vtable and every field the vtable declares lie inside.
+  // A table at `t` and its vtable lie inside the buffer. Fields are checked
+  // where they are read (field_fits, ref): like FlatBuffers' own verifier we
+  // do not trust the vtable's table size for that, since some writers share
+  // one vtable between tables of different sizes.
   bool table(const uint8_t* t) const {
     if (!in(t, 4) || ((t - base_) & 3) != 0) return false;
     int64_t vt_off = static_cast<int64_t>(t - base_) - i32(t);
@@ -119,19 +122,12 @@ class Checked {
     if (!in(vt, 4)) return false;
     uint16_t vt_size = u16(vt);
     uint16_t t_size = u16(vt + 2);
-    if (vt_size < 4 || (vt_size & 1) != 0 || !in(vt, vt_size) || t_size < 4 || !in(t, t_size)) return false;
-    for (uint16_t at = 4; at < vt_size; at = static_cast<uint16_t>(at + 2)) {
-      uint16_t f = u16(vt + at);
-      if (f != 0 && f >= t_size) return false;
-    }
-    return true;
+    return vt_size >= 4 && (vt_size & 1) == 0 && in(vt, vt_size) && t_size >= 4 && in(t, t_size);
   }
-  // Field `slot` of a verified table holds `n` bytes inside the table.
+  // Field `slot` of a verified table (when present) holds `n` bytes inside the buffer.
   bool field_fits(const uint8_t* t, int slot, size_t n) const {
     uint16_t f = field(t, slot);
-    if (f == 0) return true;
-    const uint8_t* vt = t - i32(t);
-    return f + n <= u16(vt + 2);
+    return f == 0 || in(t + f, n);
   }
   // Follows the uoffset in field `slot` (0 when absent, else the target, or
   // sets *ok=false when it points outside).

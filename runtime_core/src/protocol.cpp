@@ -231,6 +231,16 @@ class Server {
     send(g_reply, w.size());
   }
 
+  // The build's quantization parameters of an input/output; only the builtin program has them.
+  const IoQuantParams* quant_params(bool is_output, int32_t index) const {
+    if (source_ != ProgramSource::Builtin || cfg_->builtin_quant == nullptr) return nullptr;
+    for (size_t i = 0; i < cfg_->builtin_quant_count; ++i) {
+      const IoQuantParams& q = cfg_->builtin_quant[i];
+      if ((q.is_output != 0) == is_output && q.index == index) return &q;
+    }
+    return nullptr;
+  }
+
   void tensor_info(const uint8_t* p, size_t n) {
     if (n != 2) return send_error(Error::BadLength, static_cast<int32_t>(n));
     if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
@@ -238,14 +248,15 @@ class Server {
     const int32_t index = p[1];
     if (index >= (is_output ? active_.num_outputs() : active_.num_inputs())) return send_error(Error::BadIndex, index);
     const TensorRef t = is_output ? active_.output(index) : active_.input(index);
+    const IoQuantParams* q = quant_params(is_output, index);
     Writer w = ok_reply();
     w.u8(static_cast<uint8_t>(t.dtype));
     w.u8(static_cast<uint8_t>(t.dim));
-    w.u8(0);  // flags: bit 0 = quantization parameters present (reserved)
+    w.u8(q != nullptr ? 1 : 0);  // flags: bit 0 = scale and zero point present
     w.u8(0);
     w.u32(static_cast<uint32_t>(t.nbytes()));
-    w.f32(0.0f);  // scale (reserved)
-    w.i32(0);     // zero point (reserved)
+    w.f32(q != nullptr ? q->scale : 0.0f);
+    w.i32(q != nullptr ? q->zero_point : 0);
     for (int32_t d = 0; d < t.dim; ++d) w.i32(t.sizes[d]);
     for (int32_t d = 0; d < t.dim; ++d) w.u8(t.dim_order != nullptr ? t.dim_order[d] : static_cast<uint8_t>(d));
     send(g_reply, w.size());

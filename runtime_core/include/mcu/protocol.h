@@ -38,6 +38,15 @@ enum class Msg : uint8_t {
 
 enum class ProgramSource : uint8_t { None = 0, Builtin = 1, Uploaded = 2 };
 
+// Scale and zero point of one int8 input or output of the builtin program,
+// reported in its TENSOR_INFO reply (flags bit 0). The build generates them.
+struct IoQuantParams {
+  uint8_t is_output;  // 0 input, 1 output
+  uint8_t index;
+  float scale;
+  int32_t zero_point;
+};
+
 struct ServerConfig {
   const uint8_t* builtin_program;  // the embedded .pte (16-byte aligned), or null
   size_t builtin_size;
@@ -48,6 +57,8 @@ struct ServerConfig {
   size_t upload_size;
   uint64_t program_id;             // id of the builtin program (first 8 bytes of its sha256, LE)
   const char* firmware_version;    // reported by HELLO (at most 64 bytes are sent)
+  const IoQuantParams* builtin_quant;  // quantized inputs/outputs of the builtin program, or null
+  size_t builtin_quant_count;
 };
 
 // Verifies the builtin program, then answers requests forever. Returns only
