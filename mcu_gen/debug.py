@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import pte
 from .session import device_inputs, ensure_program, host_inputs, open_device, value_from_bytes
 
 FLOAT_RTOL = 1e-4  # |device - reference| <= 1e-4 * max(1, max |reference|), as `mcu-gen run` checks outputs
@@ -108,6 +109,7 @@ def debug_link(result, link, inputs=None, progress=None) -> DebugResult:
     one = device_inputs(result, host_inputs(result, inputs, n=1)[0])
     trace = reference_trace(result, one)
     link.write_inputs(one)
+    device_index = pte.value_remap(program)  # the .pte numbers values differently from the IR
     steps = []
     n = len(program.instructions)
     for k, ins in enumerate(program.instructions):
@@ -115,7 +117,7 @@ def debug_link(result, link, inputs=None, progress=None) -> DebugResult:
         step = StepCheck(k, ins.op, ins.source or "")
         for v, want in trace[k].items():
             t = program.tensor(v)
-            got = value_from_bytes(program, v, link.read_value(v, t.nbytes))
+            got = value_from_bytes(program, v, link.read_value(device_index[v], t.nbytes))
             err, tol, ok = compare(got, want)
             step.values.append(ValueCheck(v, list(t.shape), t.dtype, err, tol, ok))
         steps.append(step)

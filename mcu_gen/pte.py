@@ -336,6 +336,14 @@ class _Writer:
         return out
 
 
+def value_remap(program: Program) -> dict:
+    """IR value index -> value index in the written .pte (the writer shares and drops values);
+    what a device that runs the written program calls each value."""
+    w = _Writer(program)
+    w._int_cache = {}
+    return w.compact()[1]
+
+
 def write(program: Program) -> bytes:
     """Serialize a planned Program to .pte bytes."""
     return _Writer(program).write()

@@ -35,4 +35,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 "$VPY" -m pip install -q "torch==2.13.0"
 "$VPY" -m pip install -q -e ".[test,pio]"
 "$VPY" -m pip install -q "executorch==1.5.1"
+# ExecuTorch's Cortex-M backend (interop tests only) imports tosa_serializer; its
+# wheel pins an older numpy, so it goes, without dependencies, into a directory
+# of its own that only those tests put on sys.path.
+"$VPY" -m pip install -q --no-deps --upgrade --target .venv/et-extras "tosa-tools==2026.5.0"
 echo "setup: done ($("$VPY" -c 'import torch, mcu_gen; print("torch", torch.__version__, "mcu-gen", mcu_gen.__version__)'))"

@@ -15,6 +15,10 @@ enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTenso
 enum ValueTag : uint8_t { kNone = 0, kNull = 1, kInt = 2, kBool = 3, kDouble = 4, kTensor = 5, kString = 6,
                           kIntList = 7, kDoubleList = 8, kBoolList = 9, kTensorList = 10, kOptTensorList = 11 };
 constexpr uint8_t kKernelCall = 1;
+#if MCU_MAX_DELEGATES > 0
+constexpr uint8_t kDelegateCall = 2;
+constexpr int8_t kLocationSegment = 1;  // DataLocation.SEGMENT
+#endif
 
 constexpr uint32_t kMaxSchemaVersion = 0;  // ExecuTorch's EXECUTORCH_SCHEMA_VERSION (1.5)
 constexpr uint32_t kHeaderOffset = 8;
@@ -298,6 +302,12 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
   bool ok = true;
   const uint8_t* ins = c.vec_table(instructions_, static_cast<uint32_t>(i));
   if (ins == nullptr || !c.field_fits(ins, 0, 1)) return Error::InvalidProgram;
+#if MCU_MAX_DELEGATES > 0
+  if (fb::scalar<uint8_t>(ins, 0, 0) == kDelegateCall) {
+    const uint8_t* dc = c.ref(ins, 1, &ok);
+    return ok ? verify_delegate_call(dc) : Error::InvalidProgram;
+  }
+#endif
   if (fb::scalar<uint8_t>(ins, 0, 0) != kKernelCall) return Error::UnsupportedProgram;
   const uint8_t* kc = c.ref(ins, 1, &ok);
   if (!ok || kc == nullptr || !c.table(kc) || !c.field_fits(kc, 0, 4)) return Error::InvalidProgram;
@@ -317,6 +327,76 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
   }
   return Error::Ok;
 }
+
+#if MCU_MAX_DELEGATES > 0
+// The program's BackendDelegates: each must be the backend the firmware's
+// delegate table has at its index, with processed data in a segment inside the
+// file. Compile specs are not read.
+[[gnu::cold]] Error Executor::verify_delegates(const uint8_t* delegates, const uint8_t* root, uint64_t seg_base,
+                                               uint64_t seg_size) {
+  fb::Checked c(data_, size_);
+  bool ok = true;
+  num_delegates_ = 0;
+  const uint32_t n = fb::vec_len(delegates);
+  if (n == 0) return Error::Ok;
+  if (n > static_cast<uint32_t>(MCU_MAX_DELEGATES) || n > kDelegateTable.count) {
+    detail_ = static_cast<int32_t>(n);
+    return Error::UnsupportedProgram;
+  }
+  const uint8_t* segs = c.ref(root, kProgSegments, &ok);
+  if (!ok || (segs != nullptr && !c.vector(segs, 4))) return Error::InvalidProgram;
+  for (uint32_t k = 0; k < n; ++k) {
+    detail_ = static_cast<int32_t>(k);
+    const uint8_t* d = c.vec_table(delegates + 4, k);
+    if (d == nullptr) return Error::InvalidProgram;
+    const uint8_t* id = c.ref(d, 0, &ok);
+    if (!ok || id == nullptr || !c.string(id)) return Error::InvalidProgram;
+    if (!str_equal(id, kDelegateTable.entries[k].backend)) return Error::UnsupportedProgram;
+    const uint8_t* loc = c.ref(d, 1, &ok);
+    if (!ok || loc == nullptr || !c.table(loc) || !c.field_fits(loc, 0, 1) || !c.field_fits(loc, 1, 4)) {
+      return Error::InvalidProgram;
+    }
+    if (fb::scalar<int8_t>(loc, 0, 0) != kLocationSegment) return Error::UnsupportedProgram;
+    const uint32_t si = fb::scalar<uint32_t>(loc, 1, 0);
+    if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
+    const uint8_t* seg = c.vec_table(segs + 4, si);
+    if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+    const uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
+    if (off > seg_size || len > seg_size - off) return Error::InvalidProgram;
+    delegates_[k] = Processed{data_ + seg_base + off, static_cast<size_t>(len)};
+  }
+  detail_ = -1;
+  num_delegates_ = static_cast<int32_t>(n);
+  return Error::Ok;
+}
+
+// A DelegateCall: a known delegate, arena tensors as arguments, and the
+// backend's own check of its processed data against them.
+[[gnu::cold]] Error Executor::verify_delegate_call(const uint8_t* dc) {
+  fb::Checked c(data_, size_);
+  bool ok = true;
+  if (dc == nullptr || !c.table(dc) || !c.field_fits(dc, 0, 4)) return Error::InvalidProgram;
+  const int32_t k = fb::scalar<int32_t>(dc, 0, 0);
+  if (k < 0 || k >= num_delegates_) return Error::InvalidProgram;
+  const uint8_t* args = c.ref(dc, 1, &ok);
+  if (!ok || (args != nullptr && !c.vector(args, 4))) return Error::InvalidProgram;
+  const uint32_t n = fb::vec_len(args);
+  if (n > 0xFFFFu) return Error::BadArgument;
+  for (uint32_t a = 0; a < n; ++a) {
+    const int32_t v = fb::i32(args + 4 + 4 * a);
+    if (v < 0 || v >= num_values_) return Error::InvalidProgram;
+    if (value_type(v) != kTensor || fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0) {
+      return Error::BadArgument;
+    }
+  }
+  KernelContext ctx;
+  ctx.exec_ = this;
+  ctx.args_ = fb::vec_data(args);
+  ctx.num_args_ = static_cast<int32_t>(n);
+  const DelegateEntry& entry = kDelegateTable.entries[k];
+  return entry.prepare(k, delegates_[k].data, delegates_[k].size, ctx);
+}
+#endif
 
 [[gnu::cold]] Error Executor::load(const uint8_t* data, size_t size, const KernelTable& kernels, uint8_t* arena,
                      size_t arena_size) {
@@ -411,10 +491,17 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
   }
   arena_used_ = static_cast<size_t>(need);
 
-  // Delegates are not supported yet.
+  // Delegates: only firmware built with a delegate table runs them.
   const uint8_t* delegates = c.ref(plan, kPlanDelegates, &ok);
   if (!ok || (delegates != nullptr && !c.vector(delegates, 4))) return Error::InvalidProgram;
+#if MCU_MAX_DELEGATES > 0
+  {
+    const Error e = verify_delegates(delegates, root, seg_base, seg_size);
+    if (e != Error::Ok) return e;
+  }
+#else
   if (fb::vec_len(delegates) != 0) return Error::UnsupportedProgram;
+#endif
 
   // Values.
   const uint8_t* values = c.ref(plan, kPlanValues, &ok);
@@ -496,6 +583,10 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
     fns_[k] = kernels.entries[found].fn;
     op_entry_[k] = static_cast<uint16_t>(found);
   }
+#if MCU_MAX_DELEGATES > 0
+  // A DelegateCall of delegate k runs fns_[num_operators_ + k] (see decode_call).
+  for (int32_t k = 0; k < num_delegates_; ++k) fns_[num_operators_ + k] = kDelegateTable.entries[k].execute;
+#endif
 
   // Instructions: one chain of kernel calls.
   const uint8_t* chains = c.ref(plan, kPlanChains, &ok);
@@ -540,6 +631,11 @@ Executor::Call Executor::decode_call(int32_t i) const {
   call.args = fb::vec_data(args);
   call.num_args = static_cast<uint16_t>(fb::vec_len(args));
   call.op = static_cast<uint16_t>(fb::scalar<int32_t>(kc, 0, 0));
+#if MCU_MAX_DELEGATES > 0
+  if (fb::scalar<uint8_t>(fb::vec_table(instructions_, static_cast<uint32_t>(i)), 0, 0) == kDelegateCall) {
+    call.op = static_cast<uint16_t>(call.op + num_operators_);
+  }
+#endif
   return call;
 }
 
@@ -569,12 +665,19 @@ Error Executor::execute_one(int32_t i) {
   }
   KernelContext ctx;
   ctx.exec_ = this;
+#if MCU_MAX_DELEGATES > 0
+  const Call call = decode_call(i);
+  ctx.args_ = call.args;
+  ctx.num_args_ = call.num_args;
+  const Error e = fns_[call.op](ctx);
+#else
   const uint8_t* ins = fb::vec_table(instructions_, static_cast<uint32_t>(i));
   const uint8_t* kc = fb::ref(ins, 1);
   const uint8_t* args = fb::ref(kc, 1);
   ctx.args_ = fb::vec_data(args);
   ctx.num_args_ = static_cast<int32_t>(fb::vec_len(args));
   const Error e = fns_[fb::scalar<int32_t>(kc, 0, 0)](ctx);
+#endif
   if (e != Error::Ok) detail_ = i;
   return e;
 }

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mcu/delegate.h"
 #include "mcu/error.h"
 #include "mcu/kernel.h"
 #include "mcu/types.h"
@@ -73,6 +74,10 @@ class Executor {
  private:
   Error verify_value(int32_t i);
   Error verify_instruction(int32_t i, const KernelTable& kernels);
+#if MCU_MAX_DELEGATES > 0
+  Error verify_delegates(const uint8_t* delegates, const uint8_t* root, uint64_t seg_base, uint64_t seg_size);
+  Error verify_delegate_call(const uint8_t* call);
+#endif
   TensorRef decode_tensor(int32_t value_index) const;
   // TensorRef's fields without its default values, so that a static Executor
   // is all zeros (.bss, nothing to copy at boot).
@@ -117,7 +122,16 @@ class Executor {
   int32_t num_operators_ = 0;
   int32_t detail_ = 0;  // zero-initialized so a static Executor lives in .bss
   bool loaded_ = false;
-  KernelFn fns_[MCU_MAX_OPERATORS] = {};
+  // Kernel per operator, then (delegate builds) the execute function per delegate.
+  KernelFn fns_[MCU_MAX_OPERATORS + MCU_MAX_DELEGATES] = {};
+#if MCU_MAX_DELEGATES > 0
+  struct Processed {
+    const uint8_t* data;
+    size_t size;
+  };
+  Processed delegates_[MCU_MAX_DELEGATES] = {};  // verified processed data per delegate
+  int32_t num_delegates_ = 0;
+#endif
   uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator
   int32_t cached_ = 0;                         // values [0, cached_) are in cache_
   CachedTensor cache_[MCU_TENSOR_CACHE] = {};  // decoded tensors (other values: unused)
