@@ -76,6 +76,39 @@ def measure(r) -> tuple[int, list]:
     return total, ops
 
 
+def outside_cmsis_nn(r, tmp: Path) -> tuple[int, list]:
+    """Instructions outside CMSIS-NN (executor, runtime, adapters, portable kernels): the same
+    firmware rebuilt with every CMSIS-NN function the adapters call replaced by a stub that
+    returns 0 (success; buffer size 0) and measured the same way. The adapters take the same
+    paths (they never read CMSIS-NN's outputs), so what is left is exactly the code outside
+    CMSIS-NN, plus 2 instructions per stub call (mov, bx), which are counted as outside."""
+    import re
+    import shutil
+
+    from mcu_gen import toolchain
+
+    src = r.out / "firmware"
+    proj = tmp / (r.out.name + "-stubbed")
+    if proj.exists():
+        shutil.rmtree(proj)
+    shutil.copytree(src, proj, ignore=shutil.ignore_patterns("build"))
+    called = set()
+    for f in list((proj / "kernels").glob("*.cpp")) + list((proj / "kernels").glob("*.h")):
+        called |= set(cmsis_nn._CALL.findall(cmsis_nn._strip_comments(f.read_text())))
+    defined = set(cmsis_nn.source_index(proj / "cmsis_nn"))
+    stubs = sorted(called & defined)
+    (proj / "cmsis_nn_stubs.c").write_text(
+        "/* CMSIS-NN replaced by stubs: what remains is the code outside it. */\n"
+        + "".join(f"int {name}(void) {{ return 0; }}\n" for name in stubs))
+    cm = (proj / "CMakeLists.txt").read_text()
+    cm = re.sub(r"^\s*cmsis_nn/Source/\S+\n", "", cm, flags=re.M)
+    cm = cm.replace("add_executable(firmware.elf\n", "add_executable(firmware.elf\n  cmsis_nn_stubs.c\n", 1)
+    (proj / "CMakeLists.txt").write_text(cm)
+    elf = toolchain.cmake_build(proj, proj / "build")
+    return measure(type(r)(out=proj, board=r.board, program=r.program, pte_bytes=r.pte_bytes, report=r.report,
+                           elf=elf))
+
+
 def by_operator(ops) -> dict:
     out = defaultdict(int)
     for op, n in ops:

@@ -33,6 +33,7 @@ inline bool is_float(const TensorRef& t) { return t.dtype == DType::Float; }
 // A tensor without a dim_order (nullptr) is contiguous.
 inline bool same_dim_order(const TensorRef& a, const TensorRef& b) {
   if (a.dim != b.dim) return false;
+  if (a.dim_order == b.dim_order) return true;  // the program writer shares equal dim orders
   if (a.dim_order == nullptr || b.dim_order == nullptr) return a.is_contiguous() && b.is_contiguous();
   for (int32_t d = 0; d < a.dim; ++d) {
     if (a.dim_order[d] != b.dim_order[d]) return false;
@@ -42,7 +43,11 @@ inline bool same_dim_order(const TensorRef& a, const TensorRef& b) {
 
 // Same shape, same dtype, same layout: the element order of both is the same.
 inline bool same_layout(const TensorRef& a, const TensorRef& b) {
-  return a.dtype == b.dtype && a.same_shape(b) && same_dim_order(a, b);
+  if (a.dtype != b.dtype) return false;
+  // The program writer shares equal size and dim-order vectors: usually
+  // decided by pointers alone.
+  if (a.sizes == b.sizes && a.dim_order == b.dim_order && a.dim == b.dim) return true;
+  return a.same_shape(b) && same_dim_order(a, b);
 }
 
 // Wraps an ATen dim argument (negative counts from the end) into [0, ndim).

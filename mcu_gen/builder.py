@@ -99,7 +99,8 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
 
 
 def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
-                   upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None) -> Path:
+                   upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None,
+                   npu_build=None) -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest."""
     env = _env()
     if dest.exists():
@@ -126,6 +127,11 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         from . import cmsis_nn
 
         extra_sources, extra_includes = cmsis_nn.add_to_project(dest, kernels, cmsis_nn_root)
+    extra_defines = {}
+    if npu_build is not None:  # Ethos-U delegate: Arm's driver sources, when found (mcu_gen/ethosu/firmware.py)
+        npu_sources, npu_includes = npu_build.add_to_project(dest)
+        extra_sources, extra_includes = extra_sources + npu_sources, extra_includes + npu_includes
+        extra_defines = npu_build.defines()
     (dest / "board").mkdir()
     for f in board.files:
         shutil.copy2(f, dest / "board" / f.name)
@@ -154,7 +160,10 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
             pte_size=len(data), pte_lines=c_array_lines(data), pte_sha256=hashlib.sha256(data).hexdigest()
         )
     )
-    (dest / "src" / "kernel_table.cpp").write_text(kernel_registry.kernel_table_source(kernels))
+    table = kernel_registry.kernel_table_source(kernels)
+    if npu_build is not None and npu_build.delegate_ids:
+        table += kernel_registry.delegate_table_source(npu_build.delegate_ids)
+    (dest / "src" / "kernel_table.cpp").write_text(table)
 
     runtime_sources = [f"runtime/src/{f.name}" for f in sorted((RUNTIME_CORE / "src").glob("*.cpp"))]
     sources = (
@@ -170,7 +179,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         cross=board.emulator.kind != "native",
         sources=sources,
         include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"] + extra_includes,
-        defines={"MCU_MAX_OPERATORS": max_ops},
+        defines={"MCU_MAX_OPERATORS": max_ops, **extra_defines},
         opt_level=opt_level,
     )
     if framework == "baremetal":  # a framework project builds with PlatformIO only
@@ -217,7 +226,8 @@ def precheck_fits(board: Board, program: Program, data: bytes) -> None:
 
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
           compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
-          calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None) -> BuildResult:
+          calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
+          npu: str | None = None, ethos_u_driver=None) -> BuildResult:
     b = get_board(board)
     from . import platformio_project
 
@@ -225,11 +235,15 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     available = kernel_registry.find_kernels()
     program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
                                        calibration=calibration)
-    sel = kernel_registry.select(program.operators, available)
+    npu_build = None
+    if npu is not None:  # Ethos-U: NPU subgraphs become delegate calls (mcu_gen/ethosu/)
+        program, data, npu_build = _delegate_to_npu(b, program, npu, quantize, ethos_u_driver)
+    sel = kernel_registry.select(_cpu_operators(program), available)
     from . import cmsis_nn
 
     backend_choice, data = cmsis_nn.apply_backend(b, program, data, sel, backend, cmsis_nn_path)
     sel = backend_choice.selection or sel
+    sel.missing = [op for op in sel.missing if not op.startswith(pte.DELEGATE_PREFIX)]
     if sel.missing:
         raise BuildError(
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
@@ -241,8 +255,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     out.mkdir(parents=True, exist_ok=True)
     (out / "model.pte").write_bytes(data)
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
-                             framework=framework, cmsis_nn_root=backend_choice.root)
+                             framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build)
     elf = None
+    stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
+    if stop is not None:
+        compile = False  # the project, .pte and report are still written
     usage = {"flash_bytes": 0, "ram_bytes": 0, "sections": {}}
     if compile:
         if framework == "baremetal":
@@ -291,9 +308,41 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         report["fp32_fallback"] = program.meta.get("fp32_fallback", [])
     report["peak_ops"] = _write_plan_pictures(out, program)
     report["backend"] = backend_choice.report()
+    if npu_build is not None:
+        report["ethos_u"] = npu_build.report
+        for row in report["operators"]:
+            if row["name"].startswith(pte.DELEGATE_PREFIX):
+                row["backend"] = "ethos-u"
     write_reports(out, report)
+    if stop is not None:
+        raise BuildError(stop)
     return BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
                        kernels=sel.kernels)
+
+
+def _cpu_operators(program: Program) -> list:
+    """The operators that need kernels (delegate calls run on their backend)."""
+    return [op for op in program.operators if not op.startswith(pte.DELEGATE_PREFIX)]
+
+
+def _delegate_to_npu(board: Board, program: Program, npu: str, quantize, driver_path):
+    """(delegated program, its bytes, ethosu.firmware.NpuBuild) for --npu."""
+    if quantize != "int8":
+        raise BuildError(f"--npu {npu}: the Ethos-U runs int8 programs; add --quantize int8")
+    try:
+        from .ethosu.firmware import DriverError, delegate_for_board
+        from .ethosu.targets import NpuError
+        from .ethosu.vela import VelaError
+    except ImportError as e:  # pragma: no cover - part of mcu-gen
+        raise BuildError(str(e)) from None
+    try:
+        program, npu_build = delegate_for_board(board, program, npu, driver_path)
+    except (DriverError, NpuError, VelaError) as e:
+        raise BuildError(str(e)) from None
+    except ImportError as e:
+        raise BuildError(f"--npu needs the ethos-u extra (tosa-tools, ethos-u-vela): "
+                         f"pip install 'mcu-gen[ethos-u]' ({e})") from None
+    return program, pte.write(program), npu_build
 
 
 def _write_plan_pictures(out: Path, program: Program) -> list:

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -38,7 +40,7 @@ def cmd_build(args) -> int:
 
     r = build(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
               quantize=args.quantize, io=args.io, calibration=args.calibration, framework=args.framework,
-              backend=args.backend, cmsis_nn_path=args.cmsis_nn)
+              backend=args.backend, cmsis_nn_path=args.cmsis_nn, npu=args.npu, ethos_u_driver=args.ethos_u_driver)
     rep = r.report
     if args.json:
         print(json.dumps(rep, indent=2))
@@ -48,6 +50,7 @@ def cmd_build(args) -> int:
               f".pte {rep['pte_bytes']:,} B, flash {rep['flash_bytes']:,} B, RAM {rep['ram_bytes']:,} B")
         print(f"  {len(rep['operators'])} instructions, kernels: {', '.join(rep['kernels'])}")
         _print_quant(rep)
+        _print_npu(rep)
         if (r.out / "firmware.uf2").is_file():
             print(f"  {r.out / 'firmware.uf2'}: copy it onto the board in BOOTSEL mode, or `mcu-gen flash`")
     return 0
@@ -64,7 +67,22 @@ def _print_quant(rep: dict) -> None:
         print(f"  fp32 fallback: {f['op']} ({f['reason']})")
 
 
+def _print_npu(rep: dict) -> None:
+    e = rep.get("ethos_u")
+    if not e:
+        return
+    print(f"  {e['npu']}: {e['npu_operators']} operators on the NPU in {len(e['subgraphs'])} delegate(s), "
+          f"{e['cpu_operators']} on the CPU; Vela: {e['vela_cycles_total']:,} cycles, "
+          f"scratch {e['vela_scratch_bytes']:,} B")
+    for c in e.get("cpu", []):
+        print(f"  CPU: {c['op']} ({c['reason']})")
+
+
 def cmd_run(args) -> int:
+    if args.npu:
+        return _err(f"--npu {args.npu}: no emulator here models an Ethos-U NPU (QEMU has none), so `run` cannot "
+                    f"verify NPU firmware; use `mcu-gen build --board corstone-300 --npu {args.npu}` and run "
+                    "firmware.elf on Arm's FVP_Corstone_SSE-300_Ethos-U55 or hardware (docs/ethos_u.md)")
     from .progress import for_cli
     from .runner import run
 
@@ -186,6 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="int8 kernels: cmsis-nn (needs CMSIS-NN), portable, or auto (CMSIS-NN when found)")
         s.add_argument("--cmsis-nn", dest="cmsis_nn", metavar="PATH", default=None,
                        help="CMSIS-NN checkout or unpacked ARM.CMSIS-NN pack (else $MCU_GEN_CMSIS_NN, cmsis-pack-manager)")
+        s.add_argument("--npu", default=None, metavar="CONFIG",
+                       help="run the int8 model's supported operators on an Arm Ethos-U NPU: ethos-u55-{32,64,128,256}, "
+                            "ethos-u65-{256,512}, ethos-u85-{128..2048} (board corstone-300; needs --quantize int8 "
+                            "and the ethos-u extra)")
+        s.add_argument("--ethos-u-driver", dest="ethos_u_driver", metavar="PATH", default=None,
+                       help="Arm's ethos-u-core-driver checkout or unpacked pack (else $MCU_GEN_ETHOS_U_DRIVER, "
+                            "cmsis-pack-manager)")
         s.add_argument("--json", action="store_true")
         if name == "build":
             s.add_argument("--framework", default=None,
@@ -216,10 +241,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextlib.contextmanager
+def _one_line_warnings():
+    """mcu-gen's own warnings (classes defined in mcu_gen) as one line on stderr,
+    `mcu-gen: warning: <message>`, without Python's file:line and source line;
+    other warnings are shown as usual. stdout stays clean for --json."""
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.split(".")[0] == "mcu_gen":
+            print(f"mcu-gen: warning: {message}", file=sys.stderr)
+        else:
+            previous(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.fn(args)
+        with _one_line_warnings():
+            return args.fn(args)
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # every failure ends in one clear line, not a traceback

@@ -351,6 +351,26 @@ def depthwise_buffer_bytes(variant, in_shape_nhwc, kh, kw, cout, stride, padding
     return 0
 
 
+STACKED_MAX_CIN = 3  # kernels_cmsis_nn/cmsis_nn_conv.h kStackedMaxCin, kStackedMaxKh, kStackedRotationBytes
+STACKED_MAX_KH = 8
+STACKED_ROTATION_BYTES = 1024
+
+
+def stacked_conv_applies(cin, kh, dilation, input_offset) -> bool:
+    """Whether the conv adapter runs its few-input-channel path (stacked_conv2d: a ring of
+    channel-interleaved input rows and one arm_nn_mat_mult_nt_t_s8 per output row)."""
+    return cin <= STACKED_MAX_CIN and kh <= STACKED_MAX_KH and tuple(dilation) == (1, 1) and -128 <= -input_offset <= 127
+
+
+def stacked_conv_bytes(kh, kw, cin, cout, out_w, stride_w) -> int:
+    """Its scratch: kh reordered weight copies (or one, above STACKED_ROTATION_BYTES) + the row
+    ring (stacked_conv_bytes in C++)."""
+    cols = (out_w - 1) * stride_w + kw
+    weights = cout * kw * kh * cin
+    rotations = kh if kh * weights <= STACKED_ROTATION_BYTES else 1
+    return rotations * weights + cols * kh * cin
+
+
 def avgpool_buffer_bytes(variant, channels: int) -> int:
     return channels * 4 if variant == "dsp" else 0
 
@@ -388,6 +408,8 @@ def scratch_bytes(op: str, program, ins, variant: str) -> int | None:
                                           dilation, out_w)
         if wt.shape[3] != in_nhwc[3]:
             return 0  # grouped: the adapter runs the portable loops
+        if stacked_conv_applies(in_nhwc[3], wt.shape[1], dilation, val(6)):
+            return stacked_conv_bytes(wt.shape[1], wt.shape[2], in_nhwc[3], wt.shape[0], out_w, stride[1])
         return conv_buffer_bytes(variant, in_nhwc, wt.shape[1], wt.shape[2], wt.shape[3], stride, padding, dilation,
                                  out_w)
     if name in ("quantized_avg_pool2d", "quantized_avg_pool2d_nhwc"):

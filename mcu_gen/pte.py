@@ -59,6 +59,13 @@ class _Writer:
             self._vec_cache[key] = self.vec_i32(items) if kind == "i32" else self.vec_u8(items)
         return self._vec_cache[key]
 
+    def shared_string(self, text: str):
+        """A string written once per distinct text (every operator's overload is "out")."""
+        key = ("str", text)
+        if key not in self._vec_cache:
+            self._vec_cache[key] = self.b.CreateString(text)
+        return self._vec_cache[key]
+
     def vec_i32(self, items):
         b = self.b
         b.StartVector(4, len(items), 4)
@@ -254,8 +261,8 @@ class _Writer:
         op_offs = []
         for name in ops:
             base, _, overload = name.rpartition(".")
-            n = b.CreateString(base)
-            o = b.CreateString(overload)
+            n = self.shared_string(base)
+            o = self.shared_string(overload)
             op_offs.append(self.table(2, [(0, "off", n), (1, "off", o)]))
         ops_vec = self.vec_offsets(op_offs)
         ins_offs = []
@@ -270,7 +277,9 @@ class _Writer:
         ins_vec = self.vec_offsets(ins_offs)
         inputs = [remap[i] for i in p.inputs]
         outputs = [remap[i] for i in p.outputs]
-        chain = self.table(4, [(0, "off", self.vec_i32(inputs)), (1, "off", self.vec_i32(outputs)), (2, "off", ins_vec)])
+        # The chain and the plan list the same inputs and outputs: one vector each.
+        inputs_vec, outputs_vec = self.shared_vec("i32", inputs), self.shared_vec("i32", outputs)
+        chain = self.table(4, [(0, "off", inputs_vec), (1, "off", outputs_vec), (2, "off", ins_vec)])
         chains = self.vec_offsets([chain])
         # Delegates: processed data in segments after the constant segment, 128-byte aligned.
         delegate_offs, delegate_segs = [], []
@@ -294,8 +303,8 @@ class _Writer:
             [
                 (0, "off", name),
                 (2, "off", values_vec),
-                (3, "off", self.vec_i32(inputs)),
-                (4, "off", self.vec_i32(outputs)),
+                (3, "off", inputs_vec),
+                (4, "off", outputs_vec),
                 (5, "off", chains),
                 (6, "off", ops_vec),
                 (7, "off", self.vec_offsets(delegate_offs)),

@@ -85,8 +85,9 @@ def unsupported_reason(program: Program, ins, npu: NpuTarget) -> str | None:
     elif name == "quantized_linear":
         if not program.values[a[1]].is_constant:
             return "weights are not constant"
-        if program.values[a[3]] is not None and isinstance(program.values[a[3]], TensorValue):
-            return "kernel_sum form of linear"
+        ksum = program.values[a[3]]
+        if isinstance(ksum, TensorValue) and (not ksum.is_constant or _scalar(program, a[5])):
+            return "kernel_sum form of linear with a non-constant kernel sum or a weight offset"
     return None
 
 

@@ -215,7 +215,16 @@ class _Lowering:
         x4 = self.tmp([n, 1, 1, kdim], ts.DType.INT8)
         self.reshape(self.input_of(a[0]), [n, 1, 1, kdim], x4)
         wname = self.const([o, 1, 1, kdim], ts.DType.INT8, w.data.astype(np.int8), "w")
-        bdata = bias.data.reshape(-1) if isinstance(bias, TensorValue) else np.zeros(o, np.int32)
+        ksum = self.p.values[a[3]]
+        if isinstance(ksum, TensorValue):
+            # Kernel-sum form (ExecuTorch's): kernel_sum = bias + input_offset * sum(w). TOSA applies
+            # the input zero point itself, so its bias is kernel_sum - input_offset * sum(w).
+            b64 = ksum.data.reshape(-1).astype(np.int64) - in_off * w.data.astype(np.int64).reshape(o, -1).sum(axis=1)
+            if np.any(np.abs(b64) >= 2**31):
+                raise TosaLoweringError("linear: bias from the kernel sum does not fit int32")
+            bdata = b64
+        else:
+            bdata = bias.data.reshape(-1) if isinstance(bias, TensorValue) else np.zeros(o, np.int32)
         bname = self.const([o], ts.DType.INT32, bdata.astype(np.int32), "b")
         acc = self.tmp([n, 1, 1, o], ts.DType.INT32)
         attr = ts.TosaSerializerAttribute()

@@ -463,8 +463,18 @@ class QuantLowering:
         out = self._int8(_shape(node), s_out, zp_out, None, qnode.name)
         bias = self.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
         lo, hi = self._act_range(act, s_out, zp_out)
+        # The kernel sum bias + input_offset * sum(w) (ExecuTorch's form; the weights are symmetric)
+        # replaces the bias: CMSIS-NN's MVE fully-connected reads it instead of summing the
+        # weights on every call, and the DSP one skips the input offset (docs/cmsis_nn.md).
+        ksum = w.astype(np.int64).sum(axis=1) * -xt.zero_point
+        if bias is not None:
+            ksum = ksum + self.program.tensor(bias).data.astype(np.int64)
+        if np.all(np.abs(ksum) < 2**31):
+            bias, kernel_sum = None, self._const(ksum, "int32", f"{node.name}_kernel_sum")
+        else:
+            kernel_sum = self._scalar("none")
         a = [v, self._const(w, "int8", f"{node.name}_weight"), bias if bias is not None else self._scalar("none"),
-             self._scalar("none"), self._scalar("int", -xt.zero_point), self._scalar("int", 0),
+             kernel_sum, self._scalar("int", -xt.zero_point), self._scalar("int", 0),
              self._scalar("int", zp_out), self._scalar("int_list", [mult]), self._scalar("int_list", [shift]),
              self._scalar("int", hi), self._scalar("int", lo)]
         self._emit("cortex_m::quantized_linear.out", a, out, node)

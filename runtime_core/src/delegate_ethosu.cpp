@@ -21,6 +21,7 @@
 
 #if defined(MCU_ETHOSU_DRIVER)
 #include "ethosu_driver.h"
+#include "mcu/pal.h"
 #endif
 
 namespace mcu {
@@ -228,6 +229,12 @@ int ethosu_semaphore_give(void* sem) {
 
 // Vector table entry of the NPU interrupt (boards/corstone-300/startup.c).
 void Npu_IRQHandler(void) { ethosu_irq_handler(&mcu::ethosu::g_npu); }
+
+// The driver's assert()s end in the PAL's abort, not in newlib's, which would
+// link fprintf and malloc (~3 KB) for a message the board may not be able to print.
+[[noreturn]] void __assert_func(const char*, int, const char*, const char* expr) {
+  mcu_pal_abort(expr);
+}
 
 }  // extern "C"
 

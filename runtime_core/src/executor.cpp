@@ -31,10 +31,18 @@ size_t alignment_of(DType t) {
   return s > 8 ? 8 : (s == 0 ? 1 : s);
 }
 
+// A flatbuffer string (verified) equals the C string c.
 bool str_equal(const uint8_t* s, const char* c) {
-  uint32_t n = fb::u32(s);
-  return strlen(c) == n && memcmp(s + 4, c, n) == 0;
+  const uint32_t n = fb::u32(s);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (c[i] != static_cast<char>(s[4 + i]) || c[i] == '\0') return false;
+  }
+  return c[n] == '\0';
 }
+
+// Four-character codes read as little-endian words: "ET12", "eh00".
+constexpr uint32_t kFileIdentifier = 0x32315445u;
+constexpr uint32_t kHeaderMagic = 0x30306865u;
 
 }  // namespace
 
@@ -87,6 +95,24 @@ const uint8_t* Executor::value_table(int32_t v) const {
 int32_t Executor::value_type(int32_t v) const {
   const uint8_t* ev = fb::vec_table(values_, static_cast<uint32_t>(v));
   return fb::scalar<uint8_t>(ev, 0, kNone);
+}
+
+// Plain loads instead of the fb:: helpers: at -Os those stay calls, and this
+// runs for every scalar or list argument of every kernel call.
+const uint8_t* Executor::value_field(int32_t v, int32_t* tag) const {
+  const uint8_t* ev = values_ + 4 * v;
+  ev += fb::u32(ev);
+  const uint8_t* vt = ev - fb::i32(ev);
+  const uint32_t vt_size = fb::u16(vt);
+  const uint32_t f_tag = vt_size > 4 ? fb::u16(vt + 4) : 0u;
+  const uint32_t f_val = vt_size > 6 ? fb::u16(vt + 6) : 0u;
+  *tag = f_tag ? ev[f_tag] : kNone;
+  if (f_val == 0) return nullptr;
+  const uint8_t* t = ev + f_val;
+  t += fb::u32(t);
+  const uint8_t* tvt = t - fb::i32(t);
+  const uint32_t f = fb::u16(tvt) > 4 ? fb::u16(tvt + 4) : 0u;
+  return f ? t + f : nullptr;
 }
 
 namespace {
@@ -260,38 +286,41 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
 
 namespace {
 
-bool arg_matches(char sig, int32_t tag, bool in_arena) {
+// The KernelTypes tags a signature character accepts, one bit per tag
+// ('O' also needs the tensor to live in the arena).
+uint32_t accepted_tags(char sig) {
+  constexpr uint32_t kOptional = 1u << kNone | 1u << kNull;
+  constexpr uint32_t kScalar = 1u << kInt | 1u << kDouble | 1u << kBool;
   switch (sig) {
     case 'T':
-      return tag == kTensor;
-    case 't':
-      return tag == kTensor || tag == kNull || tag == kNone;
     case 'O':
-      return tag == kTensor && in_arena;
+      return 1u << kTensor;
+    case 't':
+      return 1u << kTensor | kOptional;
     case 'I':
-      return tag == kInt;
+      return 1u << kInt;
     case 'i':
-      return tag == kInt || tag == kNull || tag == kNone;
+      return 1u << kInt | kOptional;
     case 'D':
-      return tag == kDouble;
+      return 1u << kDouble;
     case 'B':
-      return tag == kBool;
+      return 1u << kBool;
     case 'S':
-      return tag == kInt || tag == kDouble || tag == kBool;
+      return kScalar;
     case 's':
-      return tag == kInt || tag == kDouble || tag == kBool || tag == kNull || tag == kNone;
+      return kScalar | kOptional;
     case 'L':
-      return tag == kIntList;
+      return 1u << kIntList;
     case 'l':
-      return tag == kIntList || tag == kNull || tag == kNone;
+      return 1u << kIntList | kOptional;
     case 'Z':
-      return tag == kString;
+      return 1u << kString;
     case 'X':
-      return tag == kTensorList;
+      return 1u << kTensorList;
     case '?':
-      return true;
+      return ~0u;
     default:
-      return false;
+      return 0;
   }
 }
 
@@ -316,14 +345,16 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
   const uint8_t* args = c.ref(kc, 1, &ok);
   if (!ok || (args != nullptr && !c.vector(args, 4))) return Error::InvalidProgram;
   const char* sig = kernels.entries[op_entry_[op]].signature;
-  uint32_t n = fb::vec_len(args);
-  if (strlen(sig) != n) return Error::BadArgument;
+  const uint32_t n = fb::vec_len(args);
+  for (uint32_t k = 0; k < n; ++k) {  // one signature character per argument
+    if (sig[k] == '\0') return Error::BadArgument;
+  }
+  if (sig[n] != '\0') return Error::BadArgument;
   for (uint32_t k = 0; k < n; ++k) {
-    int32_t v = fb::i32(args + 4 + 4 * k);
+    const int32_t v = fb::i32(args + 4 + 4 * k);
     if (v < 0 || v >= num_values_) return Error::InvalidProgram;
-    int32_t tag = value_type(v);
-    bool in_arena = tag == kTensor && fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) == 0;
-    if (!arg_matches(sig[k], tag, in_arena)) return Error::BadArgument;
+    if (((accepted_tags(sig[k]) >> value_type(v)) & 1u) == 0) return Error::BadArgument;
+    if (sig[k] == 'O' && fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0) return Error::BadArgument;
   }
   return Error::Ok;
 }
@@ -415,14 +446,14 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
   constants_size_ = 0;
 
   if (data == nullptr || size < 16) return Error::InvalidProgram;
-  if (memcmp(data + 4, "ET12", 4) != 0) return Error::BadIdentifier;
+  if (fb::u32(data + 4) != kFileIdentifier) return Error::BadIdentifier;
   if (!pow2_aligned(data, 16) || !pow2_aligned(arena, 16)) return Error::Misaligned;
   fb::Checked c(data, size);
   bool ok = true;
 
   // Extended header: where the segment data (constants) lives.
   uint64_t seg_base = 0, seg_size = 0;
-  bool has_header = size >= kHeaderOffset + kHeaderLength && memcmp(data + kHeaderOffset, "eh00", 4) == 0;
+  bool has_header = size >= kHeaderOffset + kHeaderLength && fb::u32(data + kHeaderOffset) == kHeaderMagic;
   if (has_header) {
     uint32_t hlen = fb::u32(data + kHeaderOffset + 4);
     uint64_t prog_size = fb::u64(data + kHeaderOffset + 8);
@@ -614,7 +645,7 @@ bool arg_matches(char sig, int32_t tag, bool in_arena) {
   const int32_t n = num_values_ < MCU_TENSOR_CACHE ? num_values_ : MCU_TENSOR_CACHE;
   for (int32_t v = 0; v < n; ++v) {
     const TensorRef t = value_type(v) == kTensor ? decode_tensor(v) : TensorRef{};
-    cache_[v] = CachedTensor{t.data, t.sizes, t.dim_order, t.dim, t.numel, t.dtype};
+    cache_[v] = DecodedTensor{t.data, t.sizes, t.dim_order, t.dim, t.numel, t.dtype};
   }
   cached_ = n;
   const int32_t m = num_instructions_ < MCU_INSTRUCTION_CACHE ? num_instructions_ : MCU_INSTRUCTION_CACHE;
@@ -641,20 +672,26 @@ Executor::Call Executor::decode_call(int32_t i) const {
 
 Error Executor::execute() {
   if (!loaded_) return Error::NotLoaded;
-  KernelContext ctx;
-  ctx.exec_ = this;
+  KernelContext ctx = context();
   const int32_t n = num_instructions_;
-  for (int32_t i = 0; i < n; ++i) {
-    const Call call = call_at(i);
+  const int32_t cached = n < cached_calls_ ? n : cached_calls_;
+  int32_t i = 0;
+  Error e = Error::Ok;
+  // The first instructions from the cache (in place, no copy), the rest decoded.
+  for (; i < cached && e == Error::Ok; ++i) {
+    const Call& call = calls_[i];
     ctx.args_ = call.args;
     ctx.num_args_ = call.num_args;
-    const Error e = fns_[call.op](ctx);
-    if (e != Error::Ok) {
-      detail_ = i;
-      return e;
-    }
+    e = fns_[call.op](ctx);
   }
-  return Error::Ok;
+  for (; i < n && e == Error::Ok; ++i) {
+    const Call call = decode_call(i);
+    ctx.args_ = call.args;
+    ctx.num_args_ = call.num_args;
+    e = fns_[call.op](ctx);
+  }
+  if (e != Error::Ok) detail_ = i - 1;
+  return e;
 }
 
 Error Executor::execute_one(int32_t i) {
@@ -663,8 +700,7 @@ Error Executor::execute_one(int32_t i) {
     detail_ = i;
     return Error::BadIndex;
   }
-  KernelContext ctx;
-  ctx.exec_ = this;
+  KernelContext ctx = context();
 #if MCU_MAX_DELEGATES > 0
   const Call call = decode_call(i);
   ctx.args_ = call.args;
@@ -685,70 +721,103 @@ Error Executor::execute_one(int32_t i) {
 // ---------------------------------------------------------------- KernelContext
 namespace {
 inline int32_t arg_value(const KernelContext& ctx, int32_t i) { return fb::i32(ctx.args_ + 4 * i); }
+
+// int32 -> double, exact, in a few integer instructions: on a single-precision
+// FPU the compiler calls soft-float __aeabi_i2d (~25 instructions) instead, and
+// every add/sub kernel converts its alpha (usually 1) on every call.
+double int32_to_double(int32_t x) {
+  if (x == 0) return 0.0;
+  const uint32_t sign = x < 0 ? 0x80000000u : 0u;
+  const uint32_t m = x < 0 ? 0u - static_cast<uint32_t>(x) : static_cast<uint32_t>(x);
+  const int lz = __builtin_clz(m);
+  const uint32_t fraction = (m << lz) << 1;  // the bits after the leading 1, left-aligned
+  const uint32_t exponent = static_cast<uint32_t>(1023 + 31 - lz);
+  const uint64_t bits = (static_cast<uint64_t>(sign | exponent << 20 | fraction >> 12) << 32) |
+                        static_cast<uint64_t>(fraction << 20);
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
 }  // namespace
 
-TensorRef KernelContext::tensor(int32_t i) const { return exec_->tensor_at(arg_value(*this, i)); }
+TensorRef KernelContext::decode_tensor(int32_t value_index) const { return exec_->tensor_at(value_index); }
 
 bool KernelContext::is_none(int32_t i) const {
   int32_t tag = exec_->value_type(arg_value(*this, i));
   return tag == kNull || tag == kNone;
 }
 
+namespace {
+// Field readers: a null field is absent and has its schema default.
+int64_t int_at(const uint8_t* f) { return f ? fb::i64(f) : 0; }
+const uint8_t* vector_at(const uint8_t* f) { return f ? fb::deref(f) : nullptr; }
+}  // namespace
+
 int64_t KernelContext::int_arg(int32_t i) const {
-  return fb::scalar<int64_t>(exec_->value_table(arg_value(*this, i)), 0, 0);
+  int32_t tag;
+  return int_at(exec_->value_field(arg_value(*this, i), &tag));
 }
 
 double KernelContext::double_arg(int32_t i) const {
-  return fb::scalar<double>(exec_->value_table(arg_value(*this, i)), 0, 0.0);
+  int32_t tag;
+  const uint8_t* f = exec_->value_field(arg_value(*this, i), &tag);
+  return f ? fb::f64(f) : 0.0;
 }
 
 double KernelContext::scalar_arg(int32_t i) const {
-  int32_t v = arg_value(*this, i);
-  const uint8_t* t = exec_->value_table(v);
-  switch (exec_->value_type(v)) {
+  int32_t tag;
+  const uint8_t* f = exec_->value_field(arg_value(*this, i), &tag);
+  if (f == nullptr) return 0.0;  // 0, 0.0 or false
+  switch (tag) {
     case kInt: {
       // Through int32 when it fits: int64 -> double is a long soft-float call.
-      const int64_t x = fb::scalar<int64_t>(t, 0, 0);
+      const int64_t x = fb::i64(f);
       const int32_t x32 = static_cast<int32_t>(x);
-      return x32 == x ? static_cast<double>(x32) : static_cast<double>(x);
+      return x32 == x ? int32_to_double(x32) : static_cast<double>(x);
     }
     case kDouble:
-      return fb::scalar<double>(t, 0, 0.0);
+      return fb::f64(f);
     case kBool:
-      return fb::scalar<uint8_t>(t, 0, 0) ? 1.0 : 0.0;
+      return *f ? 1.0 : 0.0;
     default:
       return 0.0;
   }
 }
 
 bool KernelContext::bool_arg(int32_t i) const {
-  return fb::scalar<uint8_t>(exec_->value_table(arg_value(*this, i)), 0, 0) != 0;
+  int32_t tag;
+  const uint8_t* f = exec_->value_field(arg_value(*this, i), &tag);
+  return f != nullptr && *f != 0;
 }
 
 const char* KernelContext::string_arg(int32_t i, int32_t* length) const {
-  const uint8_t* s = fb::ref(exec_->value_table(arg_value(*this, i)), 0);
+  int32_t tag;
+  const uint8_t* s = vector_at(exec_->value_field(arg_value(*this, i), &tag));  // verified present at load
   *length = static_cast<int32_t>(fb::u32(s));
   return reinterpret_cast<const char*>(s + 4);
 }
 
 IntList KernelContext::int_list(int32_t i) const {
-  const uint8_t* v = fb::ref(exec_->value_table(arg_value(*this, i)), 0);
+  int32_t tag;
+  const uint8_t* v = vector_at(exec_->value_field(arg_value(*this, i), &tag));
   return IntList(fb::vec_data(v), reinterpret_cast<const uint8_t*>(exec_), static_cast<int32_t>(fb::vec_len(v)));
 }
 
 int32_t KernelContext::list_size(int32_t i) const {
-  return static_cast<int32_t>(fb::vec_len(fb::ref(exec_->value_table(arg_value(*this, i)), 0)));
+  int32_t tag;
+  return static_cast<int32_t>(fb::vec_len(vector_at(exec_->value_field(arg_value(*this, i), &tag))));
 }
 
 TensorRef KernelContext::list_tensor(int32_t i, int32_t k) const {
-  const uint8_t* v = fb::ref(exec_->value_table(arg_value(*this, i)), 0);
+  int32_t tag;
+  const uint8_t* v = vector_at(exec_->value_field(arg_value(*this, i), &tag));
   return exec_->tensor_at(fb::i32(v + 4 + 4 * k));
 }
 
 int64_t IntList::operator[](int32_t i) const {
   const Executor* exec = reinterpret_cast<const Executor*>(values_);
-  int64_t v = fb::i64(items_ + 8 * i);
-  return fb::scalar<int64_t>(exec->value_table(static_cast<int32_t>(v)), 0, 0);
+  int32_t tag;
+  return int_at(exec->value_field(static_cast<int32_t>(fb::i64(items_ + 8 * i)), &tag));
 }
 
 [[gnu::cold]] const char* error_name(Error e) {

@@ -224,8 +224,8 @@ class Server {
     w.u32(static_cast<uint32_t>(loaded ? active_.arena_used() : 0));
     w.u32(static_cast<uint32_t>(cfg_->upload_buffer != nullptr ? cfg_->upload_size : 0));
     const char* version = cfg_->firmware_version != nullptr ? cfg_->firmware_version : "";
-    size_t len = strlen(version);
-    if (len > kMaxFirmwareVersion) len = kMaxFirmwareVersion;
+    size_t len = 0;
+    while (len < kMaxFirmwareVersion && version[len] != '\0') ++len;
     w.u8(static_cast<uint8_t>(len));
     w.put(version, len);
     send(g_reply, w.size());

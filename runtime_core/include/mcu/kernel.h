@@ -9,6 +9,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu/error.h"
 #include "mcu/types.h"
@@ -17,10 +18,38 @@ namespace mcu {
 
 class Executor;
 
+// A tensor the executor decoded once, at load: TensorRef's fields without its
+// default values, so that a static Executor is all zeros (.bss).
+struct DecodedTensor {
+  void* data;
+  const int32_t* sizes;
+  const uint8_t* dim_order;
+  int32_t dim;
+  int32_t numel;
+  DType dtype;
+
+  TensorRef ref() const {
+    TensorRef t;
+    t.data = data;
+    t.sizes = sizes;
+    t.dim_order = dim_order;
+    t.dim = dim;
+    t.numel = numel;
+    t.dtype = dtype;
+    return t;
+  }
+};
+
 class KernelContext {
  public:
   int32_t num_args() const { return num_args_; }
-  TensorRef tensor(int32_t i) const;   // signature 'T', 'O' (or 't' when not none)
+  // Signature 'T', 'O' (or 't' when not none). Inline: a tensor the executor
+  // decoded at load is a copy, others are decoded from the program.
+  TensorRef tensor(int32_t i) const {
+    const int32_t v = value_index(i);
+    if (static_cast<uint32_t>(v) < static_cast<uint32_t>(num_decoded_)) return decoded_[v].ref();
+    return decode_tensor(v);
+  }
   bool is_none(int32_t i) const;       // signature 't', 'i', 's', 'l'
   int64_t int_arg(int32_t i) const;    // 'I'
   double double_arg(int32_t i) const;  // 'D'; for 'S' (Scalar) use scalar_arg
@@ -32,10 +61,22 @@ class KernelContext {
   int32_t list_size(int32_t i) const;  // 'X': number of tensors in a tensor list
   TensorRef list_tensor(int32_t i, int32_t k) const;  // 'X': k-th tensor
 
-  // Instruction's arguments as value indices; used by the executor only.
+  // Set by the executor only: the instruction's arguments as value indices,
+  // and the tensors it decoded at load (values [0, num_decoded_); none is
+  // always correct, only slower).
   const Executor* exec_ = nullptr;
   const uint8_t* args_ = nullptr;  // flatbuffer vector data of int32 value indices
   int32_t num_args_ = 0;
+  const DecodedTensor* decoded_ = nullptr;
+  int32_t num_decoded_ = 0;
+
+ private:
+  int32_t value_index(int32_t i) const {
+    int32_t v;
+    memcpy(&v, args_ + 4 * i, sizeof v);
+    return v;
+  }
+  TensorRef decode_tensor(int32_t value_index) const;  // from the program (executor.cpp)
 };
 
 using KernelFn = Error (*)(const KernelContext& ctx);

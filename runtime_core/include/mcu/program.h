@@ -60,16 +60,15 @@ class Executor {
 
   // Decoding used by KernelContext (values are verified at load).
   TensorRef tensor_at(int32_t value_index) const {
-    TensorRef t;
-    if (static_cast<uint32_t>(value_index) < static_cast<uint32_t>(cached_)) {
-      memcpy(&t, &cache_[value_index], sizeof t);  // same layout (checked below): one block copy
-    } else {
-      t = decode_tensor(value_index);
-    }
-    return t;
+    if (static_cast<uint32_t>(value_index) < static_cast<uint32_t>(cached_)) return cache_[value_index].ref();
+    return decode_tensor(value_index);
   }
   int32_t value_type(int32_t value_index) const;  // KernelTypes union tag
   const uint8_t* value_table(int32_t value_index) const;
+  // The first field of a value's table (an Int, Double or Bool's value, the
+  // offset of a list or string), or nullptr when absent (the default); sets
+  // *tag to the value's KernelTypes tag. What kernel argument reads use.
+  const uint8_t* value_field(int32_t value_index, int32_t* tag) const;
 
  private:
   Error verify_value(int32_t i);
@@ -79,25 +78,19 @@ class Executor {
   Error verify_delegate_call(const uint8_t* call);
 #endif
   TensorRef decode_tensor(int32_t value_index) const;
-  // TensorRef's fields without its default values, so that a static Executor
-  // is all zeros (.bss, nothing to copy at boot).
-  struct CachedTensor {
-    void* data;
-    const int32_t* sizes;
-    const uint8_t* dim_order;
-    int32_t dim;
-    int32_t numel;
-    DType dtype;
-  };
-  static_assert(sizeof(CachedTensor) == sizeof(TensorRef) && offsetof(CachedTensor, dim) == offsetof(TensorRef, dim) &&
-                    offsetof(CachedTensor, dtype) == offsetof(TensorRef, dtype),
-                "CachedTensor mirrors TensorRef's layout");
   struct Call {
     const uint8_t* args;  // int32 value indices (flatbuffer vector data)
     uint16_t num_args;
     uint16_t op;          // operator index (< MCU_MAX_OPERATORS)
   };
   Call decode_call(int32_t instruction) const;
+  KernelContext context() const {
+    KernelContext ctx;
+    ctx.exec_ = this;
+    ctx.decoded_ = cache_;
+    ctx.num_decoded_ = cached_;
+    return ctx;
+  }
   Call call_at(int32_t i) const { return i < cached_calls_ ? calls_[i] : decode_call(i); }
 
   const uint8_t* data_ = nullptr;
@@ -134,7 +127,7 @@ class Executor {
 #endif
   uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator
   int32_t cached_ = 0;                         // values [0, cached_) are in cache_
-  CachedTensor cache_[MCU_TENSOR_CACHE] = {};  // decoded tensors (other values: unused)
+  DecodedTensor cache_[MCU_TENSOR_CACHE] = {}; // decoded tensors (other values: unused)
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
 };
