@@ -373,11 +373,13 @@ inline void conv_transpose2d_f32(const float* in, const float* weight, const flo
 }
 
 // Checks and runs a convolution; the shared body of both convolution kernels.
+// mcu::conv2d is never transposed: run_conv<false> leaves that code out of it.
+template <bool kMayBeTransposed = true>
 inline Error run_conv(const ConvArgs& a, int32_t bias_numel, float lo, float hi) {
   ConvGeometry g;
   if (!conv_geometry(a, &g, bias_numel)) return Error::KernelFailed;
   if (g.batch == 0) return Error::Ok;
-  if (g.transposed) {
+  if (kMayBeTransposed && g.transposed) {
     conv_transpose2d_f32(a.input.f32(), a.weight.f32(), a.bias, a.out.f32(), g, lo, hi);
   } else {
     conv2d_f32(a.input.f32(), a.weight.f32(), a.bias, a.out.f32(), g, lo, hi);

@@ -23,7 +23,7 @@ Error mcu_conv2d_out(const KernelContext& ctx) {
   const float hi = static_cast<float>(ctx.double_arg(8));
   if (lo > hi) return Error::KernelFailed;
   a.out = ctx.tensor(9);
-  return run_conv(a, bias_numel, lo, hi);
+  return run_conv<false>(a, bias_numel, lo, hi);
 }
 
 }  // namespace mcu::kernels

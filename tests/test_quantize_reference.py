@@ -40,6 +40,9 @@ def _load_et_operators():
     try:
         import executorch.backends.cortex_m.passes.passes_utils  # noqa: F401  (works when tosa is installed)
         import executorch.backends.cortex_m.quantizer.quantization_configs  # noqa: F401
+        import executorch.backends.cortex_m.ops.operators  # noqa: F401  (registers torch.ops.cortex_m)
+
+        return torch.ops.cortex_m
     except Exception:
         for sub in ("passes", "quantizer"):
             name = f"{pkg}.{sub}"
