@@ -73,7 +73,7 @@ class Board:
 
     @property
     def source_paths(self) -> list[Path]:
-        return [self.directory / s for s in self.sources]
+        return [(self.directory / s).resolve() for s in self.sources]
 
     @property
     def files(self) -> list[Path]:

@@ -170,7 +170,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         ["src/main.cpp", "src/model_pte.c", "src/kernel_table.cpp"]
         + runtime_sources
         + [f"kernels/{f}" for f in kernel_files]
-        + [f"board/{s}" for s in board.sources]
+        + [f"board/{f.name}" for f in board.source_paths]
         + extra_sources
     )
     ctx = dict(

@@ -90,7 +90,7 @@ def _render_framework(dest: Path, env, ctx: dict, framework: str) -> None:
         (dest / "board" / f.name).unlink(missing_ok=True)
     for name in ARDUINO_FILES:
         shutil.copy2(TEMPLATES / "platformio" / "arduino" / name, dest / "board" / name)
-    bare = {f"board/{s}" for s in board.sources}
+    bare = {f"board/{f.name}" for f in board.source_paths}
     sources = [s for s in ctx["sources"] if s not in bare] + [f"board/{n}" for n in ARDUINO_FILES]
     ctx = dict(ctx, sources=sources, framework=framework, pio=board.platformio[framework])
     (dest / "platformio.ini").write_text(env.get_template("platformio/platformio_framework.ini.j2").render(**ctx))

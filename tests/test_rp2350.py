@@ -92,8 +92,10 @@ def test_hard_float_cortex_m33_and_peripherals(mnist):
     assert "hard-float ABI" in attrs and "Tag_ABI_VFP_args: VFP registers" in attrs
     assert "Tag_CPU_arch: v8-M.mainline" in attrs
     dis = subprocess.run(["arm-none-eabi-objdump", "-d", str(elf)], capture_output=True, text=True).stdout
-    # The PAL's literal pools name UART0, XOSC, PLL_SYS, CLOCKS and RESETS (atomic clear alias).
-    for addr in ("40070000", "40048000", "40050000", "40010000", "40023000"):
+    # The PAL's literal pools name UART0, XOSC, PLL_SYS and CLOCKS, and RESETS (its atomic clear
+    # alias 0x40023000, or its base when the compiler folds the alias offset into the access).
+    assert ".word\t0x40023000" in dis or ".word\t0x40020000" in dis
+    for addr in ("40070000", "40048000", "40050000", "40010000"):
         assert f".word\t0x{addr}" in dis, addr
 
 

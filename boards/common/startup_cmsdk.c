@@ -1,8 +1,11 @@
-/* Startup for QEMU's mps2-an386 (Cortex-M4F, VTOR = 0x00000000).
- * Vector table, FPU enable, .data copy, .bss zero, then main(). The runtime has
- * no static constructors, so .init_array is not walked. main()'s return value
- * and newlib's _exit() both end in semihosting SYS_EXIT_EXTENDED, so QEMU exits
- * with that status; faults exit with 98 (HardFault) or 99 (anything else). */
+/* Startup shared by the Arm MPS2/MPS3 and Corstone boards (Cortex-M4/M33/M55).
+ * Vector table, FPU/MVE enable, .data copy, .bss zero, then main(). The runtime has
+ * no static constructors, so .init_array is not walked. main()'s return value and
+ * newlib's _exit() both end in semihosting SYS_EXIT_EXTENDED (pal_cmsdk.cpp), so
+ * QEMU exits with that status; faults exit with 98 (HardFault) or 99 (anything else).
+ * board.toml defines MCU_UART0_IRQ / MCU_UART0_IRQ_COUNT (UART0's interrupts, which
+ * wake the CPU from WFI) and, on boards with an Ethos-U NPU, MCU_ETHOSU_IRQ, whose
+ * handler Npu_IRQHandler the Ethos-U delegate defines. */
 #include <stdint.h>
 
 extern uint32_t __StackTop;
@@ -13,16 +16,23 @@ int main(void);
 void Reset_Handler(void);
 void Default_Handler(void);
 void HardFault_Handler(void);
-/* Defined by the board PAL (pal_an386.cpp). */
+/* Defined by the PAL (pal_cmsdk.cpp). */
 void SysTick_Handler(void);
 void Uart0_IRQHandler(void);
 void mcu_pal_exit(int code) __attribute__((noreturn));
 void mcu_pal_log(const char *msg);
+#ifdef MCU_ETHOSU_IRQ
+void Npu_IRQHandler(void) __attribute__((weak, alias("Default_Handler")));
+#endif
+
+#if !defined(MCU_UART0_IRQ) || !defined(MCU_UART0_IRQ_COUNT)
+#error "board.toml must define MCU_UART0_IRQ and MCU_UART0_IRQ_COUNT"
+#endif
 
 typedef void (*vec_t)(void);
 
-/* 16 system exceptions + 48 IRQs (UART0 RX/TX are IRQ 0/1 on the AN386). */
-__attribute__((section(".vectors"), used)) const vec_t __vectors[16 + 48] = {
+/* 16 system exceptions + 64 IRQs. */
+__attribute__((section(".vectors"), used)) const vec_t __vectors[16 + 64] = {
     [0] = (vec_t)(uintptr_t)&__StackTop,
     [1] = Reset_Handler,
     [2] = Default_Handler,   /* NMI */
@@ -30,12 +40,20 @@ __attribute__((section(".vectors"), used)) const vec_t __vectors[16 + 48] = {
     [4] = Default_Handler,   /* MemManage */
     [5] = Default_Handler,   /* BusFault */
     [6] = Default_Handler,   /* UsageFault */
-    
+    [7] = Default_Handler,   /* SecureFault (v8-M; reserved on v7-M) */
     [11] = Default_Handler,  /* SVC */
     [14] = Default_Handler,  /* PendSV */
     [15] = SysTick_Handler,
-    [16 + 0] = Uart0_IRQHandler,
-    [16 + 1] = Uart0_IRQHandler,
+    [16 + MCU_UART0_IRQ] = Uart0_IRQHandler,
+#if MCU_UART0_IRQ_COUNT > 1
+    [16 + MCU_UART0_IRQ + 1] = Uart0_IRQHandler,
+#endif
+#if MCU_UART0_IRQ_COUNT > 2
+    [16 + MCU_UART0_IRQ + 2] = Uart0_IRQHandler,
+#endif
+#ifdef MCU_ETHOSU_IRQ
+    [16 + MCU_ETHOSU_IRQ] = Npu_IRQHandler,
+#endif
 };
 
 #define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)

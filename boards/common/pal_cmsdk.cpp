@@ -1,15 +1,20 @@
-// PAL for QEMU's mps3-an547 (runtime_core/include/mcu/pal.h).
-//   bytes: CMSDK APB UART0 (Secure alias 0x59303000), RX sleeps in WFI
-//   ticks: SysTick on the CPU clock (32 MHz) with a wrap interrupt -> 64 bits;
-//          under `-icount shift=N` one instruction is 2^N ns of virtual time,
-//          so ticks are proportional to instructions (see docs/boards.md)
+// PAL shared by the Arm MPS2/MPS3 and Corstone boards (runtime_core/include/mcu/pal.h).
+// Each board.toml sets the defines below; only addresses and IRQ numbers differ.
+//   bytes: CMSDK APB UART0 at MCU_UART0_BASE, RX sleeps in WFI (its interrupt only wakes the CPU)
+//   ticks: SysTick on the CPU clock (MCU_BOARD_CLOCK_HZ) with a wrap interrupt -> 64 bits;
+//          under QEMU's `-icount shift=N` one instruction is 2^N ns of virtual time,
+//          so ticks are proportional to instructions (docs/boards.md); on an FVP or
+//          hardware they are only time
 //   log / exit: Arm semihosting SYS_WRITE0 / SYS_EXIT_EXTENDED (QEMU's stderr / exit status)
+// Defines: MCU_BOARD_CLOCK_HZ, MCU_UART0_BASE, MCU_UART0_IRQ (first UART0 interrupt) and
+// MCU_UART0_IRQ_COUNT (how many consecutive interrupts UART0 has: RX, TX, overrun).
 #include <stdint.h>
 
 #include "mcu/pal.h"
 
-#ifndef MCU_BOARD_CLOCK_HZ
-#define MCU_BOARD_CLOCK_HZ 32000000u
+#if !defined(MCU_BOARD_CLOCK_HZ) || !defined(MCU_UART0_BASE) || !defined(MCU_UART0_IRQ) || \
+    !defined(MCU_UART0_IRQ_COUNT)
+#error "board.toml must define MCU_BOARD_CLOCK_HZ, MCU_UART0_BASE, MCU_UART0_IRQ and MCU_UART0_IRQ_COUNT"
 #endif
 
 namespace {
@@ -35,10 +40,11 @@ struct SysTick {
   volatile uint32_t calib;
 };
 
-CmsdkUart& uart0() { return *reinterpret_cast<CmsdkUart*>(0x59303000u); }
+CmsdkUart& uart0() { return *reinterpret_cast<CmsdkUart*>(MCU_UART0_BASE); }
 SysTick& systick() { return *reinterpret_cast<SysTick*>(0xE000E010u); }
 volatile uint32_t& scb_icsr() { return *reinterpret_cast<volatile uint32_t*>(0xE000ED04u); }
-volatile uint32_t& nvic_iser1() { return *reinterpret_cast<volatile uint32_t*>(0xE000E104u); }
+// NVIC set-enable register holding interrupt `irq`, and its bit.
+volatile uint32_t& nvic_iser(uint32_t irq) { return reinterpret_cast<volatile uint32_t*>(0xE000E100u)[irq / 32u]; }
 constexpr uint32_t kPendStSet = 1u << 26;
 
 volatile uint32_t g_systick_wraps;  // zero-initialized (.bss)
@@ -74,9 +80,11 @@ void mcu_pal_init(void) {
   u.bauddiv = kClockHz / 115200u;
   u.ctrl = 0x1u | 0x2u | 0x8u;  // TX, RX, RX interrupt
   // Dummy read: makes QEMU poll the chardev again, else the first host byte
-  // can wait ~1 s (docs/boards.md).
+  // can wait ~1 s (docs/boards.md). Harmless elsewhere.
   (void)u.data;
-  nvic_iser1() = 0x6u;  // IRQ 33, 34: UART0 RX, TX
+  for (uint32_t irq = MCU_UART0_IRQ; irq < MCU_UART0_IRQ + MCU_UART0_IRQ_COUNT; ++irq) {
+    nvic_iser(irq) = 1u << (irq % 32u);
+  }
 
   SysTick& st = systick();
   st.rvr = kSysTickReload;
