@@ -89,7 +89,9 @@ inline float window_max(const float* plane, const PoolGeometry& g, int32_t hstar
   return best;
 }
 
-// Max pooling of every plane; `indices` (int64, may be null) as ATen writes them.
+// Max pooling of every plane; with kIndices, also the int64 `indices` as ATen writes
+// them (mcu::max_pool2d has none: max_pool2d_f32<false> leaves the index code out).
+template <bool kIndices>
 inline void max_pool2d_f32(const float* in, float* out, int64_t* indices, const PoolGeometry& g) {
   const int32_t in_plane = g.in_h * g.in_w;
   // Without padding and with every window inside the input (the usual case)
@@ -109,7 +111,7 @@ inline void max_pool2d_f32(const float* in, float* out, int64_t* indices, const 
         if (!all_inside) window_taps(wstart, g.dil_w, g.kernel_w, g.in_w, &kw0, &kw1);
         int32_t index = 0;
         *out++ = window_max(ip, g, hstart, wstart, kh0, kh1, kw0, kw1, &index);
-        if (indices != nullptr) *indices++ = index;
+        if (kIndices) *indices++ = index;
       }
     }
   }

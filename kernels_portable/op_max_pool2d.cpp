@@ -15,7 +15,7 @@ Error mcu_max_pool2d_out(const KernelContext& ctx) {
                      &g)) {
     return Error::KernelFailed;
   }
-  max_pool2d_f32(in.f32(), out.f32(), nullptr, g);
+  max_pool2d_f32<false>(in.f32(), out.f32(), nullptr, g);
   return Error::Ok;
 }
 

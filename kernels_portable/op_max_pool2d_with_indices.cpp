@@ -20,7 +20,7 @@ Error aten_max_pool2d_with_indices_out(const KernelContext& ctx) {
   if (indices.dtype != DType::Int64 || !indices.is_contiguous() || !indices.same_shape(out)) {
     return Error::KernelFailed;
   }
-  max_pool2d_f32(in.f32(), out.f32(), indices.i64(), g);
+  max_pool2d_f32<true>(in.f32(), out.f32(), indices.i64(), g);
   return Error::Ok;
 }
 

@@ -47,6 +47,9 @@ volatile uint32_t& scb_icsr() { return *reinterpret_cast<volatile uint32_t*>(0xE
 volatile uint32_t& nvic_iser(uint32_t irq) { return reinterpret_cast<volatile uint32_t*>(0xE000E100u)[irq / 32u]; }
 constexpr uint32_t kPendStSet = 1u << 26;
 
+static_assert(MCU_UART0_IRQ % 32u + MCU_UART0_IRQ_COUNT <= 32u, "UART0's interrupts must share one NVIC register");
+constexpr uint32_t kUart0IrqMask = ((1u << MCU_UART0_IRQ_COUNT) - 1u) << (MCU_UART0_IRQ % 32u);
+
 volatile uint32_t g_systick_wraps;  // zero-initialized (.bss)
 
 uint32_t irq_save() {
@@ -82,9 +85,7 @@ void mcu_pal_init(void) {
   // Dummy read: makes QEMU poll the chardev again, else the first host byte
   // can wait ~1 s (docs/boards.md). Harmless elsewhere.
   (void)u.data;
-  for (uint32_t irq = MCU_UART0_IRQ; irq < MCU_UART0_IRQ + MCU_UART0_IRQ_COUNT; ++irq) {
-    nvic_iser(irq) = 1u << (irq % 32u);
-  }
+  nvic_iser(MCU_UART0_IRQ) = kUart0IrqMask;
 
   SysTick& st = systick();
   st.rvr = kSysTickReload;
