@@ -15,6 +15,7 @@ from . import __version__, kernels as kernel_registry, planner, pte, toolchain
 from .boards import Board, get_board
 from .ir import Program, TensorValue
 from .paths import RUNTIME_CORE, TEMPLATES
+from .progress import Progress
 from .report import memory_usage, operator_rows, write_reports
 
 FIRMWARE_DIR = "firmware"
@@ -263,7 +264,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     usage = {"flash_bytes": 0, "ram_bytes": 0, "sections": {}}
     if compile:
         if framework == "baremetal":
-            built = compile_project(project, b)
+            with Progress.step(f"compiling firmware for {b.name}"):
+                built = compile_project(project, b)
         else:  # an upstream PlatformIO platform: needs network on first use
             from .platformio_setup import PioError, build_framework_project
 

@@ -263,6 +263,10 @@ def _one_line_warnings():
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "json", False):
+        from .progress import set_quiet
+
+        set_quiet()  # --json: stdout is one JSON object and stderr carries no bars
     try:
         with _one_line_warnings():
             return args.fn(args)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .boards import Board
+from .progress import Progress
 
 MOUNT_ROOTS = ("/media", "/run/media", "/mnt")
 BOOT_IDS = ("RP2350", "RPI-RP2")  # INFO_UF2.TXT Board-ID / volume names of the RP2350 and RP2040 bootroms
@@ -74,12 +75,14 @@ def flash(board: Board, build_dir, roots=MOUNT_ROOTS, picotool: str | None = Non
     drives = find_boot_drives(roots)
     if drives:
         dest = drives[0] / uf2.name
-        shutil.copyfile(uf2, dest)  # the bootrom flashes and reboots once the file is complete
+        with Progress.step(f"copying {uf2.name} to {drives[0]}"):
+            shutil.copyfile(uf2, dest)  # the bootrom flashes and reboots once the file is complete
         return FlashResult("uf2-drive", str(drives[0]), uf2)
     tool = picotool or shutil.which("picotool")
     if tool:
         cmd = [tool, "load", "-x", "-t", "uf2", str(uf2)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        with Progress.step("flashing with picotool"):
+            proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise FlashError(f"`{' '.join(cmd)}` failed ({proc.returncode}): {(proc.stdout + proc.stderr).strip()}\n"
                              + BOOTSEL_HELP.format(uf2=uf2))

@@ -20,7 +20,18 @@ WIDTH = 28
 MIN_INTERVAL_S = 0.1  # redraw at most 10 times a second
 
 
+_quiet = False
+
+
+def set_quiet(quiet: bool = True) -> None:
+    """Silence every progress bar of this process (the CLI does so for --json)."""
+    global _quiet
+    _quiet = quiet
+
+
 def interactive(stream=None) -> bool:
+    if _quiet:
+        return False
     stream = stream or sys.stderr
     try:
         return stream.isatty()

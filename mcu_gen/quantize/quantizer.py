@@ -272,9 +272,14 @@ def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: li
                          "file or pass --calibration FILE (a torch.save'd list of input tuples)")
     gm = capture_for_quantization(module, example_inputs)
     prepared = prepare_pt2e(gm, McuQuantizer())
+    from ..progress import Progress
+
+    bar = Progress("calibration", total=len(calibration))
     with torch.no_grad():
-        for inputs in calibration:
+        for k, inputs in enumerate(calibration):
             prepared(*inputs)
+            bar.update(k + 1)
+    bar.done()
     return convert_pt2e(prepared)
 
 
