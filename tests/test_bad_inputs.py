@@ -156,8 +156,9 @@ def test_wrong_input_index_and_size_over_serial(mul_add):
 
 def _tiny_board(tmp_path, ram: int, flash: int):
     src = get_board("mps2-an505")
-    folder = tmp_path / "tiny-an505"
+    folder = tmp_path / "boards" / "tiny-an505"
     shutil.copytree(src.directory, folder)
+    shutil.copytree(src.directory.parent / "common", folder.parent / "common")  # shared startup/PAL
     toml = (folder / "board.toml").read_text()
     toml = toml.replace('name = "mps2-an505"', 'name = "tiny-an505"')
     toml = toml.replace("[flash]\nbase = 0x10000000\nsize = 0x400000", f"[flash]\nbase = 0x10000000\nsize = {flash}")
