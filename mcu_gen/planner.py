@@ -1,9 +1,15 @@
 """Static memory planning: every activation tensor gets a fixed offset in one arena.
 
+0. Copies removed (mcu_gen/slices.py): no-op pads/permutes become views, and a
+   concatenation whose inputs are each one contiguous block of its output
+   disappears: its producers write into slices of the output
+   (``program.meta["slices"] = {input: (output, byte displacement)}``), kept
+   unless the arena gets larger.
 1. Lifetimes are instruction steps: a graph input is live from step 0, a tensor
    from the instruction that writes it to the last instruction that reads it, a
    graph output until the end. Views recorded in ``program.meta["aliases"]``
-   share their source's bytes (and extend its lifetime). A scratch tensor that
+   share their source's bytes (and extend its lifetime); slices live inside their
+   output (whose interval covers the producers). A scratch tensor that
    only one instruction uses lives for that step only.
 2. In place (mcu_gen/inplace.py): where a kernel's registry line allows it and
    the input dies at that instruction, the out starts at the input's offset.
@@ -19,10 +25,10 @@
 4. ``check_plan`` proves the result: every tensor aligned and inside the arena,
    and no two tensors live at the same step share a byte, except an input and
    the out written over it at the step where the input dies, at the same offset,
-   with the kernel's declared permission.
+   with the kernel's declared permission; every view and slice where its link says.
 
-``program.lower_bound`` is the layer-wise bound of the graph as exported (most
-bytes live at any one step, no in-place); in-place can go below it.
+``program.lower_bound`` is the layer-wise bound of the program as planned (copies
+removed; most bytes live at any one step, no in-place); in-place can go below it.
 """
 from __future__ import annotations
 
@@ -31,7 +37,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from . import inplace as inplace_rules
-from .ir import Program, ScalarValue, TensorValue
+from . import slices as slice_rules
+from .ir import DTYPE_SIZES, Program, ScalarValue, TensorValue
 
 ALIGNMENT = 16
 TIME_LIMIT = 0.5  # seconds of exact search per plan (at most)
@@ -66,19 +73,42 @@ def _tensor_args(program: Program, args):
                     yield t
 
 
-def _alias_root(aliases: dict, v: int) -> int:
-    seen = set()
-    while v in aliases:
+def links(program: Program) -> dict:
+    """value -> (value it lives inside, byte displacement): views (``meta["aliases"]``,
+    displacement 0) and slices of a concatenation's output (``meta["slices"]``)."""
+    out = {v: (r, 0) for v, r in program.meta.get("aliases", {}).items()}
+    for v, (r, d) in program.meta.get("slices", {}).items():
+        if v in out:
+            raise PlanError(f"value {v} is both a view and a slice")
+        out[v] = (r, d)
+    return out
+
+
+def _resolve(links_: dict, v: int) -> tuple:
+    """(root, byte displacement of v inside the root)."""
+    seen, disp = set(), 0
+    while v in links_:
         if v in seen:
             raise PlanError(f"alias cycle at value {v}")
         seen.add(v)
-        v = aliases[v]
-    return v
+        v, d = links_[v]
+        disp += d
+    return v, disp
+
+
+def _alias_root(links_: dict, v: int) -> int:
+    return _resolve(links_, v)[0]
+
+
+def _sliced_roots(program: Program, links_: dict) -> set:
+    """Roots with slices inside them (concatenation outputs written by their producers)."""
+    return {_alias_root(links_, r) for r, _ in program.meta.get("slices", {}).values()}
 
 
 def lifetimes(program: Program) -> dict:
-    """Map alias-root value index -> Interval for every arena tensor."""
-    aliases = program.meta.get("aliases", {})
+    """Map root value index -> Interval for every arena tensor (views and slices
+    count towards the tensor they live inside)."""
+    aliases = links(program)
     n = len(program.instructions)
     iv: dict[int, Interval] = {}
 
@@ -86,9 +116,9 @@ def lifetimes(program: Program) -> dict:
         t = program.values[v]
         if not isinstance(t, TensorValue) or t.is_constant:
             return
-        r = _alias_root(aliases, v)
+        r, disp = _resolve(aliases, v)
         root = program.values[r]
-        size = max(t.nbytes, root.nbytes)
+        size = max(disp + t.nbytes, root.nbytes)
         if r not in iv:
             iv[r] = Interval(r, size, step, step)
         else:
@@ -367,9 +397,11 @@ def _default_kernels():
 
 
 def find_inplace(program: Program, iv: dict, available: dict) -> list:
-    """The in-place opportunities of a program, one per instruction at most, in step order."""
-    aliases = program.meta.get("aliases", {})
+    """The in-place opportunities of a program, one per instruction at most, in step order
+    (never over or into a concatenation output that holds slices)."""
+    aliases = links(program)
     outputs = {_alias_root(aliases, v) for v in program.outputs}
+    sliced = _sliced_roots(program, aliases)
     tail = {}  # buffer head -> its latest member
     head = {}
     pairs = []
@@ -377,7 +409,7 @@ def find_inplace(program: Program, iv: dict, available: dict) -> list:
         for kernel, ip in inplace_rules.options(program, ins, available):
             o = inplace_rules.out_value(ins, kernel.signature)
             ro, ri = _alias_root(aliases, o), _alias_root(aliases, ins.args[ip.arg])
-            if ro == ri or ro not in iv or ri not in iv or ri in outputs:
+            if ro == ri or ro not in iv or ri not in iv or ri in outputs or ro in sliced or ri in sliced:
                 continue
             if iv[ri].end != step or iv[ro].start != step or ro in head:
                 continue
@@ -410,48 +442,93 @@ def _apply_inplace(program: Program, pairs) -> None:
         ins.args[pos] = program.add(TensorValue((nbytes,), "int8", name=f"inplace_scratch_{p.step}"))
 
 
-def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None) -> Program:
-    """Assign arena offsets in place; sets program.arena_size, program.lower_bound and
-    program.meta["plan"] (strategy, bounds, in-place pairs, peak steps)."""
-    available = _default_kernels() if available is None else available
+@dataclass
+class _Layout:
+    placement: Placement
+    bufs: list
+    pairs: list
+    layer_bound: int
+
+
+def _snapshot(program: Program) -> tuple:
+    return (list(program.instructions), [(ins.op, list(ins.args)) for ins in program.instructions],
+            list(program.values), dict(program.meta.get("aliases", {})), dict(program.meta.get("slices", {})))
+
+
+def _restore(program: Program, snap: tuple) -> None:
+    instructions, ops, values, aliases, slices = snap
+    program.instructions[:] = instructions
+    for ins, (op, args) in zip(instructions, ops):
+        ins.op, ins.args = op, args
+    program.values[:] = values
+    program.meta["aliases"] = aliases
+    if slices:
+        program.meta["slices"] = slices
+    else:
+        program.meta.pop("slices", None)
+
+
+def _layout(program: Program, time_limit: float, allow_inplace: bool, available: dict) -> _Layout:
+    """Place the program's buffers, with in-place where it makes the arena smaller
+    (switching instructions to in-place variants in that case)."""
     iv = lifetimes(program)
     layer_bound = lower_bound(list(iv.values()))
     plain_bufs = make_buffers(iv, [])
-    best = (place(plain_bufs, time_limit), plain_bufs, [])
+    best = _Layout(place(plain_bufs, time_limit), plain_bufs, [], layer_bound)
     if allow_inplace:
         pairs = find_inplace(program, iv, available)
         if pairs:
-            saved_ops = [(ins.op, list(ins.args)) for ins in program.instructions]
-            saved_n = len(program.values)
+            snap = _snapshot(program)
             _apply_inplace(program, pairs)
-            iv2 = lifetimes(program)
-            bufs = make_buffers(iv2, pairs)
+            bufs = make_buffers(lifetimes(program), pairs)
             pl = place(bufs, time_limit)
-            if pl.top < best[0].top:
-                best = (pl, bufs, pairs)
-                iv = iv2
+            if pl.top < best.placement.top:
+                best = _Layout(pl, bufs, pairs, layer_bound)
             else:  # no gain: keep the program as it was
-                for ins, (op, args) in zip(program.instructions, saved_ops):
-                    ins.op, ins.args = op, args
-                del program.values[saved_n:]
-    placement, bufs, pairs = best
+                _restore(program, snap)
+    return best
+
+
+def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None,
+         remove_copies: bool = True) -> Program:
+    """Assign arena offsets in place; sets program.arena_size, program.lower_bound and
+    program.meta["plan"] (strategy, bounds, in-place pairs, peak steps, removed copies).
+
+    With ``remove_copies`` (mcu_gen/slices.py): no-op pads/permutes become views, and
+    concatenations whose inputs can be written straight into slices of the output
+    disappear, if that does not make the arena larger."""
+    available = _default_kernels() if available is None else available
+    removed = slice_rules.remove_noop_copies(program) if remove_copies else []
+    before = _snapshot(program)
+    layout = _layout(program, time_limit, allow_inplace, available)
+    cats = 0
+    if remove_copies and any(slice_rules.cat_slices(program, ins) for ins in program.instructions):
+        without = _snapshot(program)
+        without_layout = layout
+        _restore(program, before)
+        cats = slice_rules.slice_concatenations(program)
+        layout = _layout(program, time_limit, allow_inplace, available)
+        if layout.placement.top > without_layout.placement.top:  # slices made it worse: copy instead
+            _restore(program, without)
+            layout, cats = without_layout, 0
+    placement, bufs, pairs = layout.placement, layout.bufs, layout.pairs
     root_offset = {}
     for k, b in enumerate(bufs):
         b.offset = placement.offsets[k]
         for m in b.members:
             root_offset[m] = b.offset
     top = placement.top
-    aliases = program.meta.get("aliases", {})
+    aliases = links(program)
     for i, v in enumerate(program.values):
         if isinstance(v, TensorValue) and not v.is_constant:
-            r = _alias_root(aliases, i)
+            r, disp = _resolve(aliases, i)
             if r in root_offset:
-                v.offset = root_offset[r]
+                v.offset = root_offset[r] + disp
             else:  # never used: give it a harmless place (no bytes are touched)
                 v.offset = 0
                 top = max(top, _align(v.nbytes))
     program.arena_size = top
-    program.lower_bound = layer_bound
+    program.lower_bound = layout.layer_bound
     program.meta["inplace"] = [[p.step, p.out, p.src] for p in pairs]
     program.meta["plan"] = {
         "strategy": placement.strategy,
@@ -460,6 +537,7 @@ def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool =
         "strategies": placement.tried,
         "inplace": [{"step": p.step, "op": program.instructions[p.step].op, "out": p.out, "over": p.src}
                     for p in pairs],
+        "removed_copies": removed + [slice_rules.CAT_OP] * cats,
         "peak_steps": peak_steps(bufs, top),
     }
     check_plan(program, available)
@@ -481,7 +559,8 @@ def peak_steps(bufs, arena: int) -> list:
 def _allowed_inplace(program: Program, iv: dict, available: dict) -> set:
     """(out root, src root) pairs of program.meta["inplace"] that the instruction's own
     kernel allows, at the step where src dies and out is first written."""
-    aliases = program.meta.get("aliases", {})
+    aliases = links(program)
+    sliced = _sliced_roots(program, aliases)
     ok = set()
     for step, out, src in program.meta.get("inplace", []):
         if not (0 <= step < len(program.instructions)) or out not in iv or src not in iv:
@@ -489,6 +568,8 @@ def _allowed_inplace(program: Program, iv: dict, available: dict) -> set:
         if iv[src].end != step or iv[out].start != step:
             raise PlanError(f"tensor {out} is planned over tensor {src} at step {step}, where {src} is not "
                             f"last read and {out} not first written")
+        if out in sliced or src in sliced:
+            raise PlanError(f"step {step}: in place over or into a concatenation output that holds slices")
         ins = program.instructions[step]
         kernel = available.get(ins.op)
         opts = inplace_rules.options(program, ins, {ins.op: kernel} if kernel else {})
@@ -499,10 +580,38 @@ def _allowed_inplace(program: Program, iv: dict, available: dict) -> set:
     return ok
 
 
+def _check_links(program: Program, iv: dict) -> None:
+    """Every view at its source's offset; every slice inside its concatenation output, at
+    the output's offset plus its displacement, aligned for its dtype, apart from the others."""
+    links_ = links(program)
+    slices = program.meta.get("slices", {})
+    taken: dict = {}  # output -> [(start, end, value)]
+    for v, (r, d) in links_.items():
+        if _alias_root(links_, v) not in iv:
+            continue
+        t, target = program.values[v], program.values[r]
+        if not isinstance(t, TensorValue) or not isinstance(target, TensorValue) or target.is_constant:
+            raise PlanError(f"value {v} is a view or slice of value {r}, which is not an arena tensor")
+        if t.offset is None or target.offset is None or t.offset != target.offset + d:
+            raise PlanError(f"value {v} is at offset {t.offset}, not at {r}'s offset {target.offset} + {d}")
+        if v not in slices:
+            continue
+        if d < 0 or d + t.nbytes > target.nbytes:
+            raise PlanError(f"slice {v} [{d}, {d + t.nbytes}) is not inside value {r} ({target.nbytes} bytes)")
+        if t.offset % min(DTYPE_SIZES[t.dtype], 8):
+            raise PlanError(f"slice {v} at offset {t.offset} is not aligned for {t.dtype}")
+        for lo, hi, w in taken.get(r, []):
+            if d < hi and lo < d + t.nbytes:
+                raise PlanError(f"slices {w} and {v} of value {r} overlap")
+        taken.setdefault(r, []).append((d, d + t.nbytes, v))
+
+
 def check_plan(program: Program, available=None) -> None:
     """Raise PlanError unless every pair of co-live arena tensors is disjoint (or an
-    allowed in-place pair at the same offset), every tensor is aligned and inside the arena."""
+    allowed in-place pair at the same offset), every tensor is aligned and inside the arena,
+    and every view and slice sits where its link says."""
     iv = lifetimes(program)
+    _check_links(program, iv)
     items = list(iv.values())
     if program.meta.get("inplace"):
         allowed = _allowed_inplace(program, iv, _default_kernels() if available is None else available)
