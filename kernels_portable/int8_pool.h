@@ -141,15 +141,18 @@ inline Error qmax_pool2d(const KernelContext& ctx, bool nhwc) {
         int32_t w0, w1;
         pool_window(ow, p.sw, p.pw, p.kw, vi.w, &w0, &w1);
         int8_t* o = y + ((static_cast<size_t>(n) * vo.h + oh) * vo.w + ow) * c;
-        for (int32_t ch = 0; ch < c; ++ch) o[ch] = -128;
-        for (int32_t ih = h0; ih < h1; ++ih) {
-          for (int32_t iw = w0; iw < w1; ++iw) {
-            const int8_t* ip = x + ((static_cast<size_t>(n) * vi.h + ih) * vi.w + iw) * c;
-            for (int32_t ch = 0; ch < c; ++ch) o[ch] = ip[ch] > o[ch] ? ip[ch] : o[ch];
-          }
-        }
+        // Each output byte is written only after its whole window was read, so
+        // the output may overwrite the input where the planner allows it
+        // (mcu::quantized_max_pool2d_inplace, rule pool_forward).
         for (int32_t ch = 0; ch < c; ++ch) {
-          o[ch] = static_cast<int8_t>(clamp_i32(o[ch], static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
+          int32_t m = -128;
+          for (int32_t ih = h0; ih < h1; ++ih) {
+            for (int32_t iw = w0; iw < w1; ++iw) {
+              const int32_t v = x[((static_cast<size_t>(n) * vi.h + ih) * vi.w + iw) * c + ch];
+              m = v > m ? v : m;
+            }
+          }
+          o[ch] = static_cast<int8_t>(clamp_i32(m, static_cast<int32_t>(lo), static_cast<int32_t>(hi)));
         }
       }
     }
