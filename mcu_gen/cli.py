@@ -8,6 +8,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from .progress import quiet
+
 
 def _err(msg: str) -> int:
     print(f"mcu-gen: error: {msg}", file=sys.stderr)
@@ -263,13 +265,9 @@ def _one_line_warnings():
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "json", False):
-        from .progress import set_quiet
-
-        set_quiet()  # --json: stdout is one JSON object and stderr carries no bars
     try:
-        with _one_line_warnings():
-            return args.fn(args)
+        with _one_line_warnings(), quiet(getattr(args, "json", False)):
+            return args.fn(args)  # --json: stdout is one JSON object and stderr carries no bars
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # every failure ends in one clear line, not a traceback

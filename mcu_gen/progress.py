@@ -23,10 +23,16 @@ MIN_INTERVAL_S = 0.1  # redraw at most 10 times a second
 _quiet = False
 
 
-def set_quiet(quiet: bool = True) -> None:
-    """Silence every progress bar of this process (the CLI does so for --json)."""
+@contextlib.contextmanager
+def quiet(on: bool = True):
+    """Silence progress bars inside the block (when `on`), then restore the previous setting."""
     global _quiet
-    _quiet = quiet
+    before = _quiet
+    _quiet = before or on
+    try:
+        yield
+    finally:
+        _quiet = before
 
 
 def interactive(stream=None) -> bool:

@@ -29,12 +29,21 @@ def test_step_and_quiet_mode():
     with Progress.step("compiling firmware", stream=tty):
         pass
     assert "compiling firmware done" in tty.getvalue()
-    progress.set_quiet(True)
-    try:
+    with progress.quiet():
         tty = Tty()
         with Progress.step("compiling firmware", stream=tty):
             pass
         Progress("inferences", total=2, stream=tty).update(2)
         assert tty.getvalue() == ""
-    finally:
-        progress.set_quiet(False)
+    tty = Tty()  # the setting is restored after the block
+    Progress("inferences", total=2, stream=tty).update(2)
+    assert "inferences [" in tty.getvalue()
+
+
+def test_cli_json_leaves_progress_enabled_afterwards(capsys):
+    from mcu_gen.cli import main
+
+    assert main(["boards", "--json"]) == 0
+    tty = Tty()
+    Progress("inferences", total=1, stream=tty).update(1)
+    assert "inferences [" in tty.getvalue()
