@@ -35,9 +35,17 @@ def cmd_verify(args) -> int:
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
     else:
-        status = "VERIFIED" if r.verified else "MISMATCH"
-        print(f"{status}: {r.n_inferences} inference(s) on {r.board} at {r.port} ({r.firmware_version}), "
-              f"max abs error {r.max_abs_error:.3g} (tolerance {r.tolerance:.3g}, against {r.reference})")
+        if r.bit_exact is not None:  # int8: identical to the host integer reference, or not
+            status = "BIT-EXACT" if r.verified else "MISMATCH"
+            print(f"{status}: {r.n_inferences} inference(s) on {r.board} at {r.port} ({r.firmware_version}), "
+                  f"against the {r.reference}")
+            if r.quant_max_abs_error is not None:
+                top1 = "" if r.top1_agreement is None else f", top-1 agreement {r.top1_agreement:.0%}"
+                print(f"  quantization error vs fp32: max abs {r.quant_max_abs_error:.3g}{top1}")
+        else:
+            status = "VERIFIED" if r.verified else "MISMATCH"
+            print(f"{status}: {r.n_inferences} inference(s) on {r.board} at {r.port} ({r.firmware_version}), "
+                  f"max abs error {r.max_abs_error:.3g} (tolerance {r.tolerance:.3g}, against {r.reference})")
         if r.ticks_per_inference is not None:
             print(f"  {r.ticks_unit} per inference: {r.ticks_per_inference:,}")
     return 0 if r.verified else 2

@@ -173,132 +173,116 @@ def quant_error(program: Program, device: list, fp32: list) -> tuple[float, int]
     return err, top1
 
 
+@dataclass
+class LinkCheck:
+    """What comparing a device's outputs with the host's expectations found (see check_link)."""
+    verified: bool
+    max_abs_error: float
+    tolerance: float
+    reference: str
+    counts: list  # instructions (emulators) or cycles (hardware) per inference
+    outputs: list
+    firmware_version: str = ""
+    bit_exact: bool | None = None
+    quant_max_abs_error: float | None = None
+    top1_agreement: float | None = None
+
+
+def default_inputs(result: BuildResult, n_random: int | None = None, max_inputs: int | None = None) -> list:
+    """The model file's test_inputs(), else `n_random` seeded random ones (float inputs, also for
+    --io int8: the host quantizes them)."""
+    program, spec = result.program, result.spec
+    test = getattr(spec, "test_inputs", None) if spec is not None else None
+    if test:
+        inputs = [tuple(_to_numpy(x) for x in t) for t in test]
+    elif result.report.get("quantize"):
+        inputs = _float_random_inputs(program, n_random or DEFAULT_RANDOM_INPUTS)
+    else:
+        inputs = random_inputs(program, n_random or DEFAULT_RANDOM_INPUTS)
+    return inputs[:max_inputs] if max_inputs is not None else inputs
+
+
+def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCheck:
+    """Runs `inputs` on the device behind `link` (QEMU's pty or a real board) and compares.
+    fp32 builds: with PyTorch (model file) or the reference interpreter, within 1e-4 relative.
+    int8 builds (--quantize int8): identical to the host integer reference, plus the quantization
+    error of the dequantized outputs against the fp32 model when the model is known."""
+    import torch
+
+    from .quantize.reference import run_int8_reference
+
+    program, spec, b = result.program, result.spec, result.board
+    hello = link.hello()
+    if hello.program_id != result.program_id:
+        raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
+                           f"{result.program_id:016x}: flash or rebuild the firmware first")
+    check_device_quant_params(hello, program)
+    int8_build = bool(result.report.get("quantize"))
+    c = LinkCheck(verified=True, max_abs_error=0.0, tolerance=0.0, reference="", counts=[], outputs=[],
+                  firmware_version=hello.firmware_version)
+    top1 = 0
+    for k, one in enumerate(inputs):
+        if int8_build:
+            device_in = quantize_inputs(program, one)
+            got, ticks = link.infer(list(device_in))
+            exact = identical_outputs(got, run_int8_reference(program, list(device_in)))
+            c.verified = c.verified and exact
+            c.bit_exact = c.verified
+            c.reference = "host int8 reference (mcu_gen.quantize.reference), bit for bit"
+            if spec is not None:
+                with torch.no_grad():
+                    fp = spec.module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in one])
+                fp = [_to_numpy(o) for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
+                err, hit = quant_error(program, got, fp)
+                c.max_abs_error, top1 = max(c.max_abs_error, err), top1 + hit
+        else:
+            got, ticks = link.infer(list(one))
+            want, c.reference = expected_outputs(result, one)
+            err, tol, ok = verify_outputs(got, want)
+            if c.reference == INT8_REFERENCE:  # an int8 .pte: identical to the integer reference, or wrong
+                exact = identical_outputs(got, want)
+                c.bit_exact = exact and c.bit_exact is not False
+                ok = ok and exact
+            c.max_abs_error, c.tolerance = max(c.max_abs_error, err), max(c.tolerance, tol)
+            c.verified = c.verified and ok
+        c.counts.append(b.instructions_from_ticks(ticks) if b.ticks_unit == "instructions" else ticks)
+        c.outputs.append(got)
+        if progress:
+            progress(k + 1, len(inputs))
+    if int8_build and spec is not None:
+        c.quant_max_abs_error = c.max_abs_error
+        c.top1_agreement = (top1 / len(inputs)) if is_classifier(program) and inputs else None
+    return c
+
+
 def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, inputs=None, n_random: int | None = None,
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None) -> RunResult:
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
                    calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path)
-    if quantize is not None:
-        return _run_int8(result, inputs, n_random, timeout, progress, quantize, io, max_inputs)
     b = result.board
-    if inputs is None:
-        spec = result.spec
-        test = getattr(spec, "test_inputs", None) if spec is not None else None
-        if test:
-            inputs = [tuple(_to_numpy(x) for x in t) for t in test]
-        else:
-            inputs = random_inputs(result.program, n_random or DEFAULT_RANDOM_INPUTS)
     if not b.is_qemu:
         raise RuntimeError(
             f"board {b.name} has no emulator: flash {result.out}/firmware.elf and use `mcu-gen verify --port PORT`"
         )
-    from .qemu import QemuSession
-
-    worst_err, worst_tol, ok_all = 0.0, 0.0, True
-    counts, outputs = [], []
-    reference, bit_exact = "", None
-    with QemuSession(b, result.elf, run_timeout=timeout) as link:
-        hello = link.hello()
-        if hello.program_id != result.program_id:
-            raise RuntimeError(
-                f"the firmware reports program {hello.program_id:016x}, the build made {result.program_id:016x}"
-            )
-        check_device_quant_params(hello, result.program)
-        for k, one in enumerate(inputs):
-            got, ticks = link.infer(list(one))
-            want, reference = expected_outputs(result, one)
-            err, tol, ok = verify_outputs(got, want)
-            if reference == INT8_REFERENCE:  # an int8 .pte: identical to the integer reference, or wrong
-                exact = identical_outputs(got, want)
-                bit_exact = exact and bit_exact is not False
-                ok = ok and exact
-            worst_err, worst_tol = max(worst_err, err), max(worst_tol, tol)
-            ok_all = ok_all and ok
-            counts.append(b.instructions_from_ticks(ticks) if b.ticks_unit == "instructions" else ticks)
-            outputs.append(got)
-            if progress:
-                progress(k + 1, len(inputs))
-        link.exit(0)
-    r = result.report
-    return RunResult(
-        board=b.name,
-        verified=ok_all,
-        max_abs_error=worst_err,
-        tolerance=worst_tol,
-        arena_bytes=r["arena_bytes"],
-        arena_lower_bound_bytes=r["arena_lower_bound_bytes"],
-        pte_bytes=r["pte_bytes"],
-        flash_bytes=r["flash_bytes"],
-        ram_bytes=r["ram_bytes"],
-        instructions_per_inference=max(counts) if counts else None,
-        n_inferences=len(inputs),
-        reference=reference,
-        out=str(result.out),
-        outputs=outputs,
-        instructions=counts,
-        bit_exact=bit_exact,
-    )
-
-
-def _run_int8(result: BuildResult, inputs, n_random, timeout, progress, quantize, io, max_inputs) -> RunResult:
-    """Device int8 outputs vs the host integer reference (must be identical), plus the
-    quantization error of the dequantized outputs against the fp32 model."""
-    import torch
-
-    from .quantize.reference import run_int8_reference
-
-    b, program, spec = result.board, result.program, result.spec
     if inputs is None:
-        test = getattr(spec, "test_inputs", None)
-        if test:
-            inputs = [tuple(_to_numpy(x) for x in t) for t in test]
-        else:
-            inputs = [tuple(x.astype(np.float32) if x.dtype == np.int8 else x for x in one)
-                      for one in _float_random_inputs(program, n_random or DEFAULT_RANDOM_INPUTS)]
-    if max_inputs is not None:
+        inputs = default_inputs(result, n_random, max_inputs)
+    elif max_inputs is not None:
         inputs = inputs[:max_inputs]
-    if not b.is_qemu:
-        raise RuntimeError(
-            f"board {b.name} has no emulator: flash {result.out}/firmware.elf and use `mcu-gen verify --port PORT`"
-        )
     from .qemu import QemuSession
 
-    exact_all, worst, top1, counts, outputs = True, 0.0, 0, [], []
-    classifier = is_classifier(program)
     with QemuSession(b, result.elf, run_timeout=timeout) as link:
-        hello = link.hello()
-        if hello.program_id != result.program_id:
-            raise RuntimeError(
-                f"the firmware reports program {hello.program_id:016x}, the build made {result.program_id:016x}"
-            )
-        check_device_quant_params(hello, program)
-        for k, one in enumerate(inputs):
-            device_in = quantize_inputs(program, one)
-            got, ticks = link.infer(list(device_in))
-            want = run_int8_reference(program, list(device_in))
-            exact = len(got) == len(want) and all(
-                np.asarray(g).dtype == np.asarray(w).dtype and np.array_equal(np.asarray(g).reshape(np.shape(w)), w)
-                for g, w in zip(got, want))
-            exact_all = exact_all and exact
-            with torch.no_grad():
-                fp = spec.module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in one])
-            fp = [_to_numpy(o) for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
-            err, hit = quant_error(program, got, fp)
-            worst, top1 = max(worst, err), top1 + hit
-            counts.append(b.instructions_from_ticks(ticks) if b.ticks_unit == "instructions" else ticks)
-            outputs.append(got)
-            if progress:
-                progress(k + 1, len(inputs))
+        c = check_link(link, result, inputs, progress)
         link.exit(0)
     r = result.report
     return RunResult(
-        board=b.name, verified=exact_all, max_abs_error=worst, tolerance=0.0,
+        board=b.name, verified=c.verified, max_abs_error=c.max_abs_error, tolerance=c.tolerance,
         arena_bytes=r["arena_bytes"], arena_lower_bound_bytes=r["arena_lower_bound_bytes"], pte_bytes=r["pte_bytes"],
         flash_bytes=r["flash_bytes"], ram_bytes=r["ram_bytes"],
-        instructions_per_inference=max(counts) if counts else None, n_inferences=len(inputs),
-        reference="host int8 reference (mcu_gen.quantize.reference), bit for bit", out=str(result.out),
-        outputs=outputs, instructions=counts, quantize=quantize, io=io, bit_exact=exact_all,
-        quant_max_abs_error=worst, top1_agreement=(top1 / len(inputs)) if classifier and inputs else None,
+        instructions_per_inference=max(c.counts) if c.counts else None, n_inferences=len(inputs),
+        reference=c.reference, out=str(result.out), outputs=c.outputs, instructions=c.counts,
+        quantize=quantize, io=io if quantize else "float32", bit_exact=c.bit_exact,
+        quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement,
     )
 
 

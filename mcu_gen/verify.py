@@ -20,7 +20,7 @@ from . import pte
 from .boards import get_board
 from .builder import BuildResult
 from .link import Link, LinkError
-from .runner import DEFAULT_RANDOM_INPUTS, _to_numpy, expected_outputs, random_inputs, verify_outputs
+from .runner import check_link, default_inputs
 
 
 @dataclass
@@ -36,6 +36,9 @@ class VerifyResult:
     ticks_per_inference: int | None
     firmware_version: str = ""
     ticks: list = field(default_factory=list)
+    bit_exact: bool | None = None  # int8 builds: identical to the host integer reference
+    quant_max_abs_error: float | None = None
+    top1_agreement: float | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -56,40 +59,32 @@ def load_build(build_dir, model=None) -> BuildResult:
 
         spec = load_model_file(model)
     elf = out / "firmware.elf"
-    return BuildResult(out=out, board=get_board(report["board"]), program=pte.read(data), pte_bytes=data,
+    program = pte.read(data)
+    # The .pte does not carry quantization parameters; report.json has them for int8 I/O.
+    for kind, indices in (("inputs", program.inputs), ("outputs", program.outputs)):
+        for row, i in zip(report.get(kind, []), indices):
+            if "scale" in row:
+                program.tensor(i).scale, program.tensor(i).zero_point = row["scale"], row["zero_point"]
+    return BuildResult(out=out, board=get_board(report["board"]), program=program, pte_bytes=data,
                        report=report, elf=elf if elf.is_file() else None, spec=spec)
-
-
-def choose_inputs(result: BuildResult, n_random: int | None = None) -> list:
-    test = getattr(result.spec, "test_inputs", None) if result.spec is not None else None
-    if test and not n_random:
-        return [tuple(_to_numpy(x) for x in t) for t in test]
-    return random_inputs(result.program, n_random or DEFAULT_RANDOM_INPUTS)
 
 
 def verify_link(link: Link, result: BuildResult, inputs=None, n_random: int | None = None, port: str = "",
                 progress=None) -> VerifyResult:
-    if result.report.get("quantize"):
-        raise NotImplementedError("mcu-gen verify checks fp32 builds; int8 builds: use `mcu-gen run` on QEMU for now")
-    hello = link.hello()
-    if hello.program_id != result.program_id:
-        raise LinkError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
-                        f"{result.program_id:016x}: flash {result.out}/firmware.uf2 (mcu-gen flash) first")
-    inputs = choose_inputs(result, n_random) if inputs is None else inputs
+    """The checks of `mcu-gen run` (fp32 within tolerance, int8 bit-exact) against the device behind `link`."""
+    inputs = default_inputs(result, n_random) if inputs is None else inputs
+    try:
+        c = check_link(link, result, inputs, progress)
+    except RuntimeError as e:
+        if isinstance(e, LinkError):
+            raise
+        raise LinkError(str(e)) from None
     b = result.board
-    worst_err, worst_tol, ok_all, ticks, reference = 0.0, 0.0, True, [], ""
-    for k, one in enumerate(inputs):
-        got, t = link.infer(list(one))
-        want, reference = expected_outputs(result, one)
-        err, tol, ok = verify_outputs(got, want)
-        worst_err, worst_tol, ok_all = max(worst_err, err), max(worst_tol, tol), ok_all and ok
-        ticks.append(b.instructions_from_ticks(t) if b.ticks_unit == "instructions" else t)
-        if progress:
-            progress(k + 1, len(inputs))
-    return VerifyResult(board=b.name, port=port, verified=ok_all, max_abs_error=worst_err, tolerance=worst_tol,
-                        n_inferences=len(inputs), reference=reference, ticks_unit=b.ticks_unit,
-                        ticks_per_inference=max(ticks) if ticks else None, firmware_version=hello.firmware_version,
-                        ticks=ticks)
+    return VerifyResult(board=b.name, port=port, verified=c.verified, max_abs_error=c.max_abs_error,
+                        tolerance=c.tolerance, n_inferences=len(inputs), reference=c.reference,
+                        ticks_unit=b.ticks_unit, ticks_per_inference=max(c.counts) if c.counts else None,
+                        firmware_version=c.firmware_version, ticks=c.counts, bit_exact=c.bit_exact,
+                        quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement)
 
 
 def open_port(port: str, baud: int = 115200, settle: float = 0.0):

@@ -97,3 +97,22 @@ def test_flash_uses_picotool_then_explains_bootsel(tmp_path, uf2_build, monkeypa
         flash(get_board("rp2350"), tmp_path / "empty")
     with pytest.raises(FlashError, match="emulated: nothing to flash"):
         flash(get_board("mps2-an505"), uf2_build)
+
+
+def test_verify_an_int8_build_is_bit_exact(tmp_path, qemu_tools):
+    """int8 builds get the same checks as `mcu-gen run --quantize int8`: identical to the host
+    integer reference, with the quantization error against the fp32 model."""
+    b = build(MNIST, board="mps2-an505", out=tmp_path / "q", quantize="int8", io="int8")
+    session = QemuSession(get_board("mps2-an505"), b.elf)
+    session.start()
+    path = session.port.port
+    session.port.close()
+    session.port = None
+    try:
+        r = verify_port(path, b.out, model=MNIST)
+        assert r.verified and r.bit_exact is True and r.reference.startswith("host int8 reference")
+        assert r.quant_max_abs_error is not None and r.quant_max_abs_error < 0.02 and r.top1_agreement == 1.0
+        r = verify_port(path, b.out, n_random=2)  # without the model: bit-exactness only
+        assert r.verified and r.bit_exact is True and r.n_inferences == 2 and r.quant_max_abs_error is None
+    finally:
+        session.close()
