@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -32,7 +32,7 @@ from .protocol import (
 )
 
 POLL_S = 0.05  # port read timeout: how often a blocked read re-checks its deadline
-CHUNK = 1016  # data bytes per WRITE_INPUT / READ_OUTPUT / LOAD_CHUNK frame (<= MAX_PAYLOAD - 5)
+CHUNK = MAX_PAYLOAD - 8  # data bytes per WRITE_INPUT / READ_OUTPUT / LOAD_CHUNK frame (header: index, offset, length)
 
 NUMPY_DTYPES = {
     "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,

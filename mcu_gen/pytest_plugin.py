@@ -21,7 +21,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 
@@ -121,30 +120,21 @@ class Mcu:
 
     # --- runs -----------------------------------------------------------------------------------
     def run(self, model, inputs=None, quantize=None, **build_options) -> McuResult:
-        """Builds (cached), runs every input set on the device and compares with the host."""
-        from .session import count_from_ticks, device_inputs, host_inputs
+        """Builds (cached), runs every input set on the device and compares with the host
+        (the same checks as `mcu-gen run`: mcu_gen.runner.check_link)."""
+        from .runner import check_link
+        from .session import host_inputs
 
         result = self.build(model, quantize=quantize, **build_options)
         sets = host_inputs(result, inputs, n=None)
-        worst, tol_max, ok_all, exact_all, quant_err = 0.0, 0.0, True, True, 0.0
-        outputs, counts, reference = [], [], ""
         with self._device(result) as link:
-            for one in sets:
-                got, ticks = link.infer(device_inputs(result, one))
-                counts.append(count_from_ticks(result.board, ticks))
-                outputs.append(got)
-                if quantize is None:
-                    err, tol, ok, exact, reference = _compare_fp32(result, one, got)
-                else:
-                    err, tol, ok, exact, reference, qerr = _compare_int8(result, one, got)
-                    quant_err = max(quant_err, qerr)
-                worst, tol_max = max(worst, err), max(tol_max, tol)
-                ok_all, exact_all = ok_all and ok, exact_all and exact
+            c = check_link(link, result, sets)
         return McuResult(
-            board=self.board.name, verified=ok_all, bit_exact=exact_all, max_abs_error=worst, tolerance=tol_max,
-            outputs=outputs, instructions_per_inference=max(counts) if counts else None, counts=counts,
-            unit=self.board.ticks_unit, n_inferences=len(sets), reference=reference, quantize=quantize,
-            quant_max_abs_error=quant_err if quantize else None, build=result)
+            board=self.board.name, verified=c.verified, bit_exact=c.identical,
+            max_abs_error=c.reference_max_abs_error, tolerance=c.tolerance, outputs=c.outputs,
+            instructions_per_inference=max(c.counts) if c.counts else None, counts=c.counts,
+            unit=self.board.ticks_unit, n_inferences=len(sets), reference=c.reference, quantize=quantize,
+            quant_max_abs_error=c.quant_max_abs_error if quantize else None, build=result)
 
     def profile(self, model, inputs=None, quantize=None, **build_options):
         from .profile import profile_link
@@ -159,37 +149,6 @@ class Mcu:
         result = self.build(model, quantize=quantize, **build_options)
         with self._device(result) as link:
             return debug_link(result, link, inputs)
-
-
-def _compare_fp32(result, one, got):
-    from .runner import expected_outputs, verify_outputs
-
-    want, reference = expected_outputs(result, one)
-    err, tol, ok = verify_outputs(got, want)
-    exact = len(got) == len(want) and all(
-        np.array_equal(np.asarray(g).reshape(np.shape(w)), np.asarray(w, dtype=np.asarray(g).dtype))
-        for g, w in zip(got, want))
-    return err, tol, ok, exact, reference
-
-
-def _compare_int8(result, one, got):
-    import torch
-
-    from .quantize.reference import run_int8_reference
-    from .runner import quant_error
-    from .session import device_inputs
-
-    want = run_int8_reference(result.program, device_inputs(result, one))
-    exact = len(got) == len(want) and all(
-        np.asarray(g).dtype == np.asarray(w).dtype and np.array_equal(np.asarray(g).reshape(np.shape(w)), w)
-        for g, w in zip(got, want))
-    err = max((float(np.max(np.abs(np.asarray(g, np.float64).reshape(np.shape(w)) - np.asarray(w, np.float64))))
-               for g, w in zip(got, want) if np.size(w)), default=0.0)
-    with torch.no_grad():
-        fp = result.spec.module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in one])
-    fp = [o.detach().numpy() for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
-    qerr, _ = quant_error(result.program, got, fp)
-    return err, 0.0, exact, exact, "host int8 reference (mcu_gen.quantize.reference), bit for bit", qerr
 
 
 @pytest.fixture(scope="session")

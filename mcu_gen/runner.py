@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -100,6 +99,18 @@ def identical_outputs(got: list, want: list) -> bool:
         for g, w in zip(got, want))
 
 
+def equal_values(got: list, want: list) -> bool:
+    """Same count and values, compared in the device's dtype."""
+    return len(got) == len(want) and all(
+        np.array_equal(np.asarray(g).reshape(np.shape(w)), np.asarray(w, dtype=np.asarray(g).dtype))
+        for g, w in zip(got, want))
+
+
+def max_abs_difference(got: list, want: list) -> float:
+    return max((float(np.max(np.abs(np.asarray(g, np.float64).reshape(np.shape(w)) - np.asarray(w, np.float64))))
+                for g, w in zip(got, want) if np.size(w)), default=0.0)
+
+
 def verify_outputs(got: list, want: list) -> tuple[float, float, bool]:
     """(max abs error, tolerance, ok) for fp32: |err| <= 1e-4 * max(1, max |reference|)."""
     err, scale = 0.0, 1.0
@@ -121,7 +132,10 @@ def quantize_inputs(program: Program, inputs: tuple) -> tuple:
     out = []
     for x, i in zip(inputs, program.inputs):
         t = program.tensor(i)
-        out.append(quantize_f32(np.asarray(x, np.float32), t.scale, t.zero_point) if t.dtype == "int8" else x)
+        x = np.asarray(x)
+        if t.dtype == "int8" and x.dtype != np.int8:  # int8 given as is, floats quantized
+            x = quantize_f32(x.astype(np.float32), t.scale, t.zero_point)
+        out.append(x)
     return tuple(out)
 
 
@@ -183,9 +197,11 @@ class LinkCheck:
     counts: list  # instructions (emulators) or cycles (hardware) per inference
     outputs: list
     firmware_version: str = ""
-    bit_exact: bool | None = None
+    bit_exact: bool | None = None  # int8 builds and int8 programs: identical to the integer reference
     quant_max_abs_error: float | None = None
     top1_agreement: float | None = None
+    identical: bool = True  # every output equal, bit for bit, to what the device had to match
+    reference_max_abs_error: float = 0.0  # against what the device had to match (fp32: = max_abs_error)
 
 
 def default_inputs(result: BuildResult, n_random: int | None = None, max_inputs: int | None = None) -> list:
@@ -225,11 +241,14 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
         if int8_build:
             device_in = quantize_inputs(program, one)
             got, ticks = link.infer(list(device_in))
-            exact = identical_outputs(got, run_int8_reference(program, list(device_in)))
+            want = run_int8_reference(program, list(device_in))
+            exact = identical_outputs(got, want)
+            c.reference_max_abs_error = max(c.reference_max_abs_error, max_abs_difference(got, want))
+            c.identical = c.identical and exact
             c.verified = c.verified and exact
             c.bit_exact = c.verified
             c.reference = "host int8 reference (mcu_gen.quantize.reference), bit for bit"
-            if spec is not None:
+            if spec is not None and all(np.asarray(x).dtype.kind == "f" for x in one):
                 with torch.no_grad():
                     fp = spec.module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in one])
                 fp = [_to_numpy(o) for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
@@ -244,6 +263,8 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
                 c.bit_exact = exact and c.bit_exact is not False
                 ok = ok and exact
             c.max_abs_error, c.tolerance = max(c.max_abs_error, err), max(c.tolerance, tol)
+            c.reference_max_abs_error = c.max_abs_error
+            c.identical = c.identical and equal_values(got, want)
             c.verified = c.verified and ok
         c.counts.append(b.instructions_from_ticks(ticks) if b.ticks_unit == "instructions" else ticks)
         c.outputs.append(got)

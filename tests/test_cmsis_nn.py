@@ -29,15 +29,6 @@ needs_qemu = pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.
                                 reason="needs qemu-system-arm and arm-none-eabi-gcc")
 
 
-@pytest.fixture
-def no_platformio_test_vectors(monkeypatch):
-    """The builds here need no PlatformIO test vectors (computing them runs the host reference,
-    which has no entry for some adapter-case operators, e.g. quantized_conv2d_nhwc)."""
-    from mcu_gen import platformio_project
-
-    monkeypatch.setattr(platformio_project, "_render_test", lambda *a, **k: None)
-
-
 # -- backend choice (no CMSIS-NN needed) -------------------------------------------------------
 
 def test_choose_backend_without_cmsis_nn():
@@ -406,7 +397,7 @@ def device_outputs(board: str, program: Program, tmp_path: Path, backend: str = 
 @needs_cmsis
 @needs_qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an386"])
-def test_adapters_bit_exact_with_portable(board, tmp_path, no_platformio_test_vectors):
+def test_adapters_bit_exact_with_portable(board, tmp_path):
     program = adapter_cases()
     want = [np.ascontiguousarray(o).tobytes() for o in run_on_host(program, [])]  # portable, host, ASan
     got, r = device_outputs(board, adapter_cases(), tmp_path)

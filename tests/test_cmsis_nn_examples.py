@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mcu_gen import builder
-from test_cmsis_nn import CMSIS, i8, needs_cmsis, needs_qemu, no_platformio_test_vectors  # noqa: F401
+from test_cmsis_nn import CMSIS, i8, needs_cmsis, needs_qemu
 
 
 # -- examples end to end: device (CMSIS-NN) == host integer reference ---------------------------
@@ -16,7 +16,7 @@ from test_cmsis_nn import CMSIS, i8, needs_cmsis, needs_qemu, no_platformio_test
 @needs_qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an386"])
 @pytest.mark.parametrize("example", ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"])
-def test_example_int8_bit_exact_with_host_reference(example, board, tmp_path, no_platformio_test_vectors):
+def test_example_int8_bit_exact_with_host_reference(example, board, tmp_path):
     from mcu_gen.qemu import QemuSession
     from mcu_gen.quantize.reference import run_int8_reference
 

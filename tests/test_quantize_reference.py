@@ -188,3 +188,41 @@ def test_quantize_dequantize_match_pt2e():
         assert np.array_equal(q, want.numpy())
         back = torch.ops.quantized_decomposed.dequantize_per_tensor(want, scale, zp, -128, 127, torch.int8)
         assert np.array_equal(R.dequantize_f32(q, scale, zp), back.numpy())
+
+
+@pytest.mark.parametrize("op,weight_shape,extra", [
+    ("quantized_conv2d", (6, 3, 3, 4), []),                 # OHWI
+    ("quantized_depthwise_conv2d", (1, 3, 3, 4), [1]),      # IHWO, depth multiplier 1
+])
+def test_nhwc_forms_compute_what_the_plain_ones_do(op, weight_shape, extra):
+    """The *_nhwc operators take logically NHWC activations; the reference must give the same
+    numbers as the plain operator on the same memory."""
+    from mcu_gen.ir import Instruction, Program
+
+    rng = np.random.RandomState(5)
+    x_nchw = _i8(1, 4, 7, 6)
+    cout = weight_shape[0] if op == "quantized_conv2d" else weight_shape[3]
+    w = rng.randint(-127, 128, size=weight_shape).astype(np.int8)
+    bias = rng.randint(-500, 500, size=(cout,)).astype(np.int32)
+    mults = np.array([quantize_multiplier(0.004)[0]] * cout, np.int32)
+    shifts = np.array([quantize_multiplier(0.004)[1]] * cout, np.int32)
+
+    def run(nhwc):
+        p = Program()
+        shape = (1, 7, 6, 4) if nhwc else (1, 4, 7, 6)
+        x = p.add_tensor(shape, "int8", dim_order=None if nhwc else (0, 2, 3, 1))
+        args = [x, p.add_tensor(w.shape, "int8", data=w), p.add_tensor(bias.shape, "int32", data=bias)]
+        args += [p.add_scalar("int_list", [1, 1]), p.add_scalar("int_list", [1, 1]), p.add_scalar("int_list", [1, 1])]
+        args += [p.add_scalar("int", e) for e in extra]
+        args += [p.add_scalar("int", 3), p.add_scalar("int", -2)]
+        args += [p.add_tensor(mults.shape, "int32", data=mults), p.add_tensor(shifts.shape, "int32", data=shifts)]
+        args += [p.add_scalar("int", -128), p.add_scalar("int", 127), p.add_tensor((0,), "int8")]
+        out_shape = (1, 7, 6, cout) if nhwc else (1, cout, 7, 6)
+        y = p.add_tensor(out_shape, "int8", dim_order=None if nhwc else (0, 2, 3, 1))
+        p.instructions.append(Instruction(f"cortex_m::{op}{'_nhwc' if nhwc else ''}.out", args + [y, y]))
+        p.inputs, p.outputs = [x], [y]
+        inp = x_nchw.transpose(0, 2, 3, 1) if nhwc else x_nchw
+        (out,) = R.run_int8_reference(p, [np.ascontiguousarray(inp)])
+        return out.transpose(0, 3, 1, 2) if nhwc else out
+
+    assert np.array_equal(run(True), run(False))

@@ -191,15 +191,17 @@ def softmax(x, dim, in_zp, out_zp, in_mult, in_shift, diff_min):
 
 # -- interpreter --------------------------------------------------------------------------------------
 class _Args:
-    def __init__(self, mem: _Memory, args):
+    def __init__(self, mem: _Memory, args, nhwc: bool = False):
         self.mem, self.args = mem, args
         self.p = mem.program
+        self.nhwc = nhwc  # a *_nhwc op: its activation (argument 0) is logically NHWC
 
     def t(self, k):
         v = self.p.values[self.args[k]]
         if isinstance(v, ScalarValue) and v.kind == "none":
             return None
-        return self.mem.tensor(self.args[k]).numpy()
+        x = self.mem.tensor(self.args[k]).numpy()
+        return x.transpose(0, 3, 1, 2) if self.nhwc and k == 0 else x
 
     def s(self, k):
         v = self.p.values[self.args[k]]
@@ -227,9 +229,12 @@ def is_int8_op(op: str) -> bool:
 
 def _run_cortex_m(mem: _Memory, ins) -> None:
     """Runs a cortex_m:: op, or an in-place variant of one (same arguments, same result)."""
-    a = _Args(mem, ins.args)
     op = _variants().get(ins.op, ins.op)
     name = op.split("::", 1)[1].rsplit(".", 1)[0]
+    # The *_nhwc forms compute what the plain ones do on logically NHWC tensors.
+    nhwc = name.endswith("_nhwc")
+    name = name[: -len("_nhwc")] if nhwc else name
+    a = _Args(mem, ins.args, nhwc)
     out = ins.args[-1]
     if name == "quantize_per_tensor":
         scale, zp, lo, hi, _ = _q_args(a)
@@ -266,6 +271,8 @@ def _run_cortex_m(mem: _Memory, ins) -> None:
         y = np.pad(x, [(pre[off + i], post[off + i]) for i in range(x.ndim)], constant_values=value)
     else:
         raise ReferenceError(f"{ins.op}: not in the int8 reference")
+    if nhwc:
+        y = y.transpose(0, 2, 3, 1)
     mem.write(out, torch.from_numpy(np.ascontiguousarray(y)))
 
 
