@@ -246,14 +246,16 @@ def build_parser() -> argparse.ArgumentParser:
 @contextlib.contextmanager
 def _one_line_warnings():
     """mcu-gen's own warnings (classes defined in mcu_gen) as one line on stderr,
-    `mcu-gen: warning: <message>`, without Python's file:line and source line;
+    `mcu-gen: warning: <message>`, without Python's file:line and source line.
+    Deprecation notices from libraries (torch's own FutureWarnings during export,
+    say) concern their developers, not a user of the command: they are not shown;
     other warnings are shown as usual. stdout stays clean for --json."""
     previous = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
         if category.__module__.split(".")[0] == "mcu_gen":
             print(f"mcu-gen: warning: {message}", file=sys.stderr)
-        else:
+        elif not issubclass(category, (DeprecationWarning, FutureWarning)):
             previous(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show

@@ -10,7 +10,17 @@ from typing import Callable, Optional
 
 import torch
 
-from .quantizer import McuQuantizer, capture_for_quantization, is_quantized_graph, quantize_ptq  # noqa: F401
+_QUANTIZER_NAMES = ("McuQuantizer", "capture_for_quantization", "is_quantized_graph", "quantize_ptq")
+
+
+def __getattr__(name):
+    """The quantizer (and with it torchao) is imported only when used: running and verifying
+    fp32 or already-built int8 programs, and the integer reference, need none of it."""
+    if name in _QUANTIZER_NAMES:
+        from . import quantizer
+
+        return getattr(quantizer, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class QuantizeError(ValueError):
@@ -45,6 +55,8 @@ def load_calibration(path, n_inputs: int) -> list:
 def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool]:
     """(converted GraphModule, was it quantized already). A model that is already a converted
     PT2E graph (QAT with McuQuantizer, then convert_pt2e) is taken as is."""
+    from .quantizer import is_quantized_graph, quantize_ptq
+
     module = spec.module
     if module is None and spec.exported_program is not None:
         module = spec.exported_program.module(check_guards=False)
