@@ -45,3 +45,18 @@ def test_cli_json_fields(qemu_tools, tmp_path, capsys):
     assert rc == 0
     assert out["bit_exact"] is True and out["io"] == "int8"
     assert 0 < out["quant_max_abs_error"] < 0.02 and out["top1_agreement"] == 1.0
+
+
+def test_cli_int8_build_in_a_fresh_process(tmp_path, qemu_tools):
+    """The command line on its own (nothing imported beforehand by other tests): quantizing
+    must import whatever it needs itself."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "mcu_gen.cli", "build", "--board", "mps2-an505", "--model",
+                        "examples/mnist/model.py", "--quantize", "int8", "--out", str(tmp_path), "--json"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    report = json.loads(r.stdout)
+    assert report["quantize"] == "int8" and report["arena_bytes"] > 0
+    assert "Traceback" not in r.stderr

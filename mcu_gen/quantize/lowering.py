@@ -28,6 +28,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 import torch.fx
+import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed operators)
 
 from ..export import UnsupportedOperatorError, _Lowering, op_name, source_line
 from ..ir import DTYPE_CODES, Instruction, Program, TensorValue
