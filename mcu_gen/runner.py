@@ -284,7 +284,9 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
     b = result.board
     if not b.is_qemu:
         raise RuntimeError(
-            f"board {b.name} has no emulator: flash {result.out}/firmware.elf and use `mcu-gen verify --port PORT`"
+            f"board {b.name} has no emulator: the firmware is built in {result.out}; flash it "
+            f"(`mcu-gen flash --board {b.name} --build {result.out}`), then check it with "
+            f"`mcu-gen verify --port PORT --build {result.out}`"
         )
     if inputs is None:
         inputs = default_inputs(result, n_random, max_inputs)
