@@ -284,6 +284,14 @@ def test_max_pool2d_with_indices_and_mcu_max_pool2d():
     o, oi = b.output(want.numpy(), "nan/-inf"), b.output(idx.numpy(), "nan/-inf indices")
     b.op("aten::max_pool2d_with_indices.out", [b.input(x), b.ints([2, 2]), b.ints([2, 2]), b.ints([0, 0]),
                                                b.ints([1, 1]), b.bool(False), o, oi, b.tensor_list([o, oi])])
+    o3 = b.output(want.numpy(), "mcu::max_pool2d nan/-inf (2x2 stride 2 fast path)")
+    b.op("mcu::max_pool2d.out", [b.input(x), b.ints([2, 2]), b.ints([2, 2]), b.ints([0, 0]), b.ints([1, 1]),
+                                 b.bool(False), o3, o3])
+    # The 2x2 / stride 2 fast path on odd sizes (the last row and column are dropped) and batch 2.
+    x = rand(rng, 2, 3, 7, 9)
+    o4 = b.output(torch.nn.functional.max_pool2d(t(x), 2).numpy(), "mcu::max_pool2d 2x2 odd sizes")
+    b.op("mcu::max_pool2d.out", [b.input(x), b.ints([2, 2]), b.ints([2, 2]), b.ints([0, 0]), b.ints([1, 1]),
+                                 b.bool(False), o4, o4])
     b.run_and_check(rtol=0, atol=0)
 
 
