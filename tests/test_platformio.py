@@ -47,6 +47,14 @@ def test_mps2_an505_project_builds_and_passes_pio_test(core, tmp_path):
     r = build(MNIST, board="mps2-an505", out=tmp_path / "an", compile=False)
     project = r.out / "firmware"
     assert pio.build_offline(project, core).is_file()
+    # As in the CMake project: runtime, board and generated files for size, the kernels at -O2.
+    verbose = pio.run_pio(["run", "-v", "-t", "clean"], project, core) and pio.run_pio(["run", "-v"], project, core)
+    compiles = [line for line in verbose.stdout.splitlines() if " -c " in line or line.startswith("arm-none-eabi-g")]
+    executor = [line for line in compiles if "executor.cpp" in line]
+    conv = [line for line in compiles if "op_conv2d.cpp" in line]
+    assert executor and conv, verbose.stdout[-2000:]
+    assert " -Os" in executor[0]
+    assert " -Os" not in conv[0] and " -O2" in conv[0]
     proc = pio.run_pio(["test", "-e", "mps2_an505_test"], project, core)
     out = proc.stdout
     for case in ("program_loads", "matches_reference_0", "matches_reference_1"):

@@ -36,6 +36,23 @@ env.Append(BUILDERS=dict(
                      suffix=".bin"),
 ))
 
+# Files listed in the project's `custom_size_sources` (runtime, board, generated sources)
+# are compiled for size, the rest (the kernels) at the project's -O level, as the
+# CMake project does: a -Os given per file comes after, and wins over, the global flag.
+size_sources = [s.strip().replace("\\", "/") for s in
+                env.GetProjectOption("custom_size_sources", "").splitlines() if s.strip()]
+
+
+def optimize_for_size(env, node):
+    path = node.srcnode().get_abspath().replace("\\", "/")
+    if any(path.endswith("/" + s) for s in size_sources):
+        return env.Object(node, CCFLAGS=env["CCFLAGS"] + ["-Os"])
+    return node
+
+
+if size_sources:
+    env.AddBuildMiddleware(optimize_for_size)
+
 target_elf = env.BuildProgram()
 target_bin = env.ElfToBin(os.path.join("$BUILD_DIR", "${PROGNAME}"), target_elf)
 env.Depends(target_bin, "checkprogsize")
