@@ -89,18 +89,12 @@ def compare(got: np.ndarray, want: np.ndarray) -> tuple[float, float, bool]:
 
 
 def reference_trace(result, inputs: list) -> list:
-    """Per instruction, {value index: array} the host reference wrote."""
-    from .reference import _execute, run_reference_trace
+    """Per instruction, {value index: array} the host reference wrote (the integer reference's
+    arithmetic for int8 operators, in-place variants included)."""
+    from .quantize.reference import execute_instruction
+    from .reference import run_reference_trace
 
-    program = result.program
-    if any(ins.op.startswith("cortex_m::") for ins in program.instructions):
-        from .quantize.reference import _run_cortex_m
-
-        def execute(mem, ins):
-            (_run_cortex_m if ins.op.startswith("cortex_m::") else _execute)(mem, ins)
-
-        return run_reference_trace(program, inputs, execute)[1]
-    return run_reference_trace(program, inputs)[1]
+    return run_reference_trace(result.program, inputs, execute_instruction)[1]
 
 
 def debug_link(result, link, inputs=None, progress=None) -> DebugResult:

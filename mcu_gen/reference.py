@@ -152,11 +152,10 @@ def _execute(mem: _Memory, ins) -> None:
         mem.write(index, r)
 
 
-def run_reference_trace(program: Program, inputs, execute=None) -> tuple[list, list]:
-    """Like run_reference, and also every intermediate: (outputs, trace) where trace[k] maps each
-    value instruction k wrote to a copy of it (logical layout) taken right after instruction k.
-    ``execute(mem, ins)`` runs one instruction (default: the torch-op interpreter here)."""
-    execute = execute or _execute
+def interpret(program: Program, inputs, execute, trace: bool = False) -> tuple[list, list]:
+    """Runs ``program`` on ``inputs`` (one array per program input, cast to its dtype), calling
+    ``execute(mem, ins)`` for every instruction: (outputs, trace). With ``trace``, trace[k] maps
+    each value instruction k wrote to a copy of it (logical layout) taken right after it."""
     if len(inputs) != len(program.inputs):
         raise ReferenceError(f"program has {len(program.inputs)} inputs, got {len(inputs)}")
     mem = _Memory(program)
@@ -166,10 +165,10 @@ def run_reference_trace(program: Program, inputs, execute=None) -> tuple[list, l
         if tuple(x.shape) != v.shape:
             raise ReferenceError(f"input value {index}: shape {tuple(x.shape)}, program expects {v.shape}")
         mem.write(index, x.to(_torch_dtype(v.dtype)))
-    trace = []
-    written = []
-    plain_write = mem.write
-    mem.write = lambda index, value: (written.append(index), plain_write(index, value))[1]
+    steps, written = [], []
+    if trace:
+        plain_write = mem.write
+        mem.write = lambda index, value: (written.append(index), plain_write(index, value))[1]
     for ins in program.instructions:
         written.clear()
         try:
@@ -179,9 +178,17 @@ def run_reference_trace(program: Program, inputs, execute=None) -> tuple[list, l
         except Exception as e:
             where = f" ({ins.source})" if ins.source else ""
             raise ReferenceError(f"{ins.op}{where}: {type(e).__name__}: {e}") from e
-        trace.append({i: mem.tensor(i).detach().clone().contiguous().numpy() for i in dict.fromkeys(written)})
+        if trace:
+            steps.append({i: mem.tensor(i).detach().clone().contiguous().numpy() for i in dict.fromkeys(written)})
     outputs = [mem.tensor(i).detach().clone().contiguous().numpy() for i in program.outputs]
-    return outputs, trace
+    return outputs, steps
+
+
+def run_reference_trace(program: Program, inputs, execute=None) -> tuple[list, list]:
+    """Like run_reference, and also every intermediate: (outputs, trace) where trace[k] maps each
+    value instruction k wrote to a copy of it (logical layout) taken right after instruction k.
+    ``execute(mem, ins)`` runs one instruction (default: the torch-op interpreter here)."""
+    return interpret(program, inputs, execute or _execute, trace=True)
 
 
 def run_reference(program: Program, inputs) -> list:
@@ -192,21 +199,4 @@ def run_reference(program: Program, inputs) -> list:
 
     if any(is_int8_op(ins.op) for ins in program.instructions):
         return run_int8_reference(program, inputs)
-    if len(inputs) != len(program.inputs):
-        raise ReferenceError(f"program has {len(program.inputs)} inputs, got {len(inputs)}")
-    mem = _Memory(program)
-    for index, x in zip(program.inputs, inputs):
-        x = torch.as_tensor(np.asarray(x))
-        v = program.tensor(index)
-        if tuple(x.shape) != v.shape:
-            raise ReferenceError(f"input value {index}: shape {tuple(x.shape)}, program expects {v.shape}")
-        mem.write(index, x)
-    for ins in program.instructions:
-        try:
-            _execute(mem, ins)
-        except ReferenceError:
-            raise
-        except Exception as e:
-            where = f" ({ins.source})" if ins.source else ""
-            raise ReferenceError(f"{ins.op}{where}: {type(e).__name__}: {e}") from e
-    return [mem.tensor(i).detach().clone().contiguous().numpy() for i in program.outputs]
+    return interpret(program, inputs, _execute)[0]

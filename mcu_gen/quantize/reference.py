@@ -18,7 +18,7 @@ import torch
 
 from .. import planner
 from ..ir import CODE_DTYPES, Program, ScalarValue, TensorValue
-from ..reference import ReferenceError, _execute, _Memory
+from ..reference import ReferenceError, _execute, _Memory, interpret
 
 SHIFT_INT8 = 20  # left shift of quantized_add operands
 
@@ -284,27 +284,12 @@ def planned(program: Program) -> Program:
     return planner.plan(copy.deepcopy(program))
 
 
+def execute_instruction(mem: _Memory, ins) -> None:
+    """One instruction of an int8 program: cortex_m:: ops (and their in-place variants) in
+    integer arithmetic, anything else (fp32 fallback ops) on the torch-op interpreter."""
+    (_run_cortex_m if is_int8_op(ins.op) else _execute)(mem, ins)
+
+
 def run_int8_reference(program: Program, inputs) -> list:
     """Run ``program`` on ``inputs`` (numpy arrays in logical layout, one per program input)."""
-    program = planned(program)
-    if len(inputs) != len(program.inputs):
-        raise ReferenceError(f"program has {len(program.inputs)} inputs, got {len(inputs)}")
-    mem = _Memory(program)
-    for index, x in zip(program.inputs, inputs):
-        t = program.tensor(index)
-        x = np.asarray(x)
-        if tuple(x.shape) != t.shape:
-            raise ReferenceError(f"input value {index}: shape {x.shape}, program expects {t.shape}")
-        mem.write(index, torch.from_numpy(np.ascontiguousarray(x.astype(t.dtype))))
-    for ins in program.instructions:
-        try:
-            if is_int8_op(ins.op):
-                _run_cortex_m(mem, ins)
-            else:
-                _execute(mem, ins)
-        except ReferenceError:
-            raise
-        except Exception as e:
-            where = f" ({ins.source})" if ins.source else ""
-            raise ReferenceError(f"{ins.op}{where}: {type(e).__name__}: {e}") from e
-    return [mem.tensor(i).detach().clone().contiguous().numpy() for i in program.outputs]
+    return interpret(planned(program), inputs, execute_instruction)[0]
