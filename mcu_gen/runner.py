@@ -7,6 +7,7 @@ import numpy as np
 
 from .builder import BuildResult, build
 from .ir import Program
+from .session import count_from_ticks
 
 DEFAULT_RANDOM_INPUTS = 3
 
@@ -266,7 +267,7 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
             c.reference_max_abs_error = c.max_abs_error
             c.identical = c.identical and equal_values(got, want)
             c.verified = c.verified and ok
-        c.counts.append(b.instructions_from_ticks(ticks) if b.ticks_unit == "instructions" else ticks)
+        c.counts.append(count_from_ticks(b, ticks))
         c.outputs.append(got)
         if progress:
             progress(k + 1, len(inputs))

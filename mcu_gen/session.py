@@ -86,38 +86,18 @@ def host_inputs(result, inputs=None, n: int | None = 1) -> list:
     if inputs is not None:
         sets = [inputs] if not isinstance(inputs, list) else inputs
         return [tuple(_to_numpy(x) for x in (one if isinstance(one, (tuple, list)) else (one,))) for one in sets]
-    test = getattr(result.spec, "test_inputs", None) if result.spec is not None else None
-    if test:
-        sets = [tuple(_to_numpy(x) for x in one) for one in test]
-        return sets[:n] if n else sets
-    rng = np.random.RandomState(0)
-    program = result.program
-    sets = []
-    for _ in range(n or 3):
-        one = []
-        for i in program.inputs:
-            t = program.tensor(i)
-            if t.dtype.startswith("float") or t.dtype == "int8" and t.scale is not None:
-                one.append(rng.randn(*t.shape).astype(np.float32))
-            else:
-                one.append(rng.randint(-128, 128, size=t.shape).astype(t.dtype))
-        sets.append(tuple(one))
-    return sets
+    from .runner import default_inputs
+
+    return default_inputs(result, n_random=n, max_inputs=n)
 
 
 def device_inputs(result, one: tuple) -> list:
     """One input set as the device takes it (quantized on the host for int8 I/O)."""
-    program = result.program
-    out = []
-    for x, i in zip(one, program.inputs):
-        t = program.tensor(i)
-        x = np.asarray(x)
-        if t.dtype == "int8" and x.dtype != np.int8:
-            from .quantize.reference import quantize_f32
+    from .runner import quantize_inputs
 
-            x = quantize_f32(x.astype(np.float32), t.scale, t.zero_point)
-        out.append(x.astype(t.dtype))
-    return out
+    program = result.program
+    return [np.asarray(x).astype(program.tensor(i).dtype)
+            for x, i in zip(quantize_inputs(program, one), program.inputs)]
 
 
 def value_from_bytes(program, index: int, raw: bytes) -> np.ndarray:
