@@ -322,5 +322,23 @@ inline Error copy_same_elements(const TensorRef& in, const TensorRef& out) {
   return Error::Ok;
 }
 
+// out = a copy of `in` (same shape and dtype) in out's layout: one move when the
+// dim orders agree, else a walk over the logical shape (not in place). The body
+// of aten::clone and dim_order_ops::_clone_dim_order.
+inline Error copy_to_layout(const TensorRef& in, const TensorRef& out) {
+  if (in.dtype != out.dtype || !in.same_shape(out) || element_size(in) == 0) return Error::KernelFailed;
+  if (same_dim_order(in, out)) {
+    move_bytes(out.data, in.data, out.nbytes());
+    return Error::Ok;
+  }
+  if (in.data == out.data && in.numel > 1) return Error::KernelFailed;  // a layout change cannot be in place
+  int32_t in_strides[kMaxDims];
+  int32_t out_strides[kMaxDims];
+  layout_strides(in, in_strides);
+  layout_strides(out, out_strides);
+  strided_copy(out.data, out_strides, in.data, in_strides, out.sizes, out.dim, element_size(in));
+  return Error::Ok;
+}
+
 }  // namespace kernels
 }  // namespace mcu

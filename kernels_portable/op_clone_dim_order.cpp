@@ -25,22 +25,9 @@ bool dim_order_matches(const KernelContext& ctx, const TensorRef& out) {
 }  // namespace
 
 Error dim_order_ops_clone_dim_order_out(const KernelContext& ctx) {
-  const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(3);
-  if (in.dtype != out.dtype || !in.same_shape(out) || element_size(in) == 0) return Error::KernelFailed;
   if (!dim_order_matches(ctx, out)) return Error::KernelFailed;
-  if (same_dim_order(in, out)) {
-    move_bytes(out.data, in.data, out.nbytes());
-    return Error::Ok;
-  }
-  // A layout change cannot be done in place.
-  if (in.data == out.data && in.numel > 1) return Error::KernelFailed;
-  int32_t in_strides[kMaxDims];
-  int32_t out_strides[kMaxDims];
-  layout_strides(in, in_strides);
-  layout_strides(out, out_strides);
-  strided_copy(out.data, out_strides, in.data, in_strides, out.sizes, out.dim, element_size(in));
-  return Error::Ok;
+  return copy_to_layout(ctx.tensor(0), out);
 }
 
 }  // namespace kernels
