@@ -8,13 +8,13 @@ run) and bench/fuzz_long.py (a long one).
 """
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
+import shutil
 from pathlib import Path
 
 from . import kernels as kernel_registry
+from .host import build_native
 from .paths import RUNTIME_CORE
 
 CACHE = Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "fuzz"
@@ -40,36 +40,8 @@ def build_fuzzer() -> Path:
     cxx = find_clang()
     if cxx is None:
         raise FuzzError("clang++ not found: install it with `sudo apt-get install clang` (Debian 12: clang-14)")
-    available = kernel_registry.find_kernels()
-    kernels = sorted(available.values(), key=lambda k: k.op)
-    table = kernel_registry.kernel_table_source(kernels)
-    sources = [RUNTIME_CORE / "src" / "executor.cpp", RUNTIME_CORE / "tools" / "fuzz_program.cpp"]
-    kernel_files = sorted({k.file for k in kernels})
-    headers = sorted((RUNTIME_CORE / "include").rglob("*.h")) + sorted((RUNTIME_CORE / "src").glob("*.h"))
-    folders = sorted({k.file.parent for k in kernels})
-    for folder in folders:
-        headers += sorted(folder.glob("*.h"))
-    h = hashlib.sha256(table.encode() + " ".join(FLAGS).encode())
-    for path in sources + kernel_files + headers:
-        h.update(str(path).encode())
-        h.update(path.read_bytes())
-    out = CACHE / h.hexdigest()[:20]
-    exe = out / "fuzz_program"
-    if exe.exists():
-        return exe
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "kernel_table.cpp").write_text(table)
-    includes = ["-I", str(RUNTIME_CORE / "include"), "-I", str(RUNTIME_CORE / "src")]
-    for folder in folders:
-        includes += ["-I", str(folder)]
-    tmp = out / f"fuzz_program.{os.getpid()}"
-    cmd = [cxx, *FLAGS, *includes, *map(str, sources), *map(str, kernel_files), str(out / "kernel_table.cpp"),
-           "-o", str(tmp), "-lm"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise FuzzError("fuzzer build failed:\n" + r.stderr[-4000:])
-    os.replace(tmp, exe)
-    return exe
+    kernels = sorted(kernel_registry.find_kernels().values(), key=lambda k: k.op)
+    return build_native(cxx, FLAGS, RUNTIME_CORE / "tools" / "fuzz_program.cpp", kernels, CACHE, FuzzError)
 
 
 def seed_programs(examples=SEED_EXAMPLES) -> dict:

@@ -34,43 +34,46 @@ def runtime_sources() -> list:
     return sorted((RUNTIME_CORE / "src").glob("executor*.cpp"))
 
 
+def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, error=RuntimeError) -> Path:
+    """Compile runtime_core's executor, `driver` (a main) and exactly these kernels with the
+    generated kernel table into a native binary; reused while the compiler, flags and every
+    source and header hash the same."""
+    table = kernel_registry.kernel_table_source(kernels)
+    sources = runtime_sources() + [driver]
+    kernel_sources = list(dict.fromkeys(k.file for k in kernels))
+    folders = sorted({k.file.parent for k in kernels})
+    headers = sorted((RUNTIME_CORE / "include").rglob("*.h")) + sorted((RUNTIME_CORE / "src").glob("*.h"))
+    for folder in folders:
+        headers += sorted(folder.glob("*.h"))
+    h = hashlib.sha256(table.encode() + cxx.encode() + " ".join(flags).encode())
+    for path in sources + kernel_sources + headers:
+        h.update(str(path).encode())
+        h.update(path.read_bytes())
+    out = cache / h.hexdigest()[:20]
+    exe = out / driver.stem
+    if exe.exists():
+        return exe
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "kernel_table.cpp").write_text(table)
+    includes = ["-I", str(RUNTIME_CORE / "include"), "-I", str(RUNTIME_CORE / "src")]
+    for folder in folders:
+        includes += ["-I", str(folder)]
+    tmp = out / f"{driver.stem}.{os.getpid()}"
+    cmd = [cxx, *flags, *includes, *map(str, sources), *map(str, kernel_sources), str(out / "kernel_table.cpp"),
+           "-o", str(tmp), "-lm"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise error(f"{driver.stem} build failed:\n" + r.stderr[-4000:])
+    os.replace(tmp, exe)  # atomic: concurrent builds of the same key do not see a half-written binary
+    return exe
+
+
 def build_runner(kernels) -> Path:
     """Build (or reuse) a native runner with these kernels; returns its path."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         raise HostRunError("no host C++ compiler: install g++ (Debian package g++)")
-    table = kernel_registry.kernel_table_source(kernels)
-    sources = runtime_sources() + [RUNTIME_CORE / "tools" / "host_runner.cpp"]
-    kernel_sources = []
-    for k in kernels:
-        if k.file not in kernel_sources:
-            kernel_sources.append(k.file)
-    h = hashlib.sha256(table.encode())
-    for path in sources + kernel_sources + sorted((RUNTIME_CORE / "include").rglob("*.h")) + sorted(
-        (RUNTIME_CORE / "src").glob("*.h")
-    ):
-        h.update(str(path).encode())
-        h.update(path.read_bytes())
-    for folder in {k.file.parent for k in kernels}:
-        for header in sorted(folder.glob("*.h")):
-            h.update(header.read_bytes())
-    out = CACHE / h.hexdigest()[:20]
-    exe = out / "host_runner"
-    if exe.exists():
-        return exe
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "kernel_table.cpp").write_text(table)
-    includes = ["-I", str(RUNTIME_CORE / "include")]
-    for folder in sorted({str(k.file.parent) for k in kernels}):
-        includes += ["-I", folder]
-    tmp_exe = out / f"host_runner.{os.getpid()}"
-    cmd = [cxx, *CXXFLAGS, *includes, *map(str, sources), *map(str, kernel_sources), str(out / "kernel_table.cpp"),
-           "-o", str(tmp_exe), "-lm"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise HostRunError("host build failed:\n" + r.stderr[-4000:])
-    os.replace(tmp_exe, exe)
-    return exe
+    return build_native(cxx, CXXFLAGS, RUNTIME_CORE / "tools" / "host_runner.cpp", kernels, CACHE, HostRunError)
 
 
 def _np_dtype(dtype: str):
