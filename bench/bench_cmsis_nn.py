@@ -76,19 +76,22 @@ def measure(r) -> tuple[int, list]:
     return total, ops
 
 
-def outside_cmsis_nn(r, tmp: Path) -> tuple[int, list]:
+def outside_cmsis_nn(r, tmp: Path, stacked: bool = True) -> tuple[int, list]:
     """Instructions outside CMSIS-NN (executor, runtime, adapters, portable kernels): the same
     firmware rebuilt with every CMSIS-NN function the adapters call replaced by a stub that
     returns 0 (success; buffer size 0) and measured the same way. The adapters take the same
     paths (they never read CMSIS-NN's outputs), so what is left is exactly the code outside
-    CMSIS-NN, plus 2 instructions per stub call (mov, bx), which are counted as outside."""
+    CMSIS-NN, plus 2 instructions per stub call (mov, bx), which are counted as outside.
+    ``stacked=False`` also builds with MCU_CMSIS_STACKED_CONV=0, so the few-channel convolutions
+    take CMSIS-NN's (stubbed) paths instead of the adapter's own stacked-rows loops
+    (cmsis_nn_conv.h): what is left is the runtime and the adapters alone."""
     import re
     import shutil
 
     from mcu_gen import toolchain
 
     src = r.out / "firmware"
-    proj = tmp / (r.out.name + "-stubbed")
+    proj = tmp / (r.out.name + ("-stubbed" if stacked else "-stubbed-runtime"))
     if proj.exists():
         shutil.rmtree(proj)
     shutil.copytree(src, proj, ignore=shutil.ignore_patterns("build"))
@@ -103,6 +106,10 @@ def outside_cmsis_nn(r, tmp: Path) -> tuple[int, list]:
     cm = (proj / "CMakeLists.txt").read_text()
     cm = re.sub(r"^\s*cmsis_nn/Source/\S+\n", "", cm, flags=re.M)
     cm = cm.replace("add_executable(firmware.elf\n", "add_executable(firmware.elf\n  cmsis_nn_stubs.c\n", 1)
+    if not stacked:
+        cm = cm.replace("target_compile_definitions(firmware.elf PRIVATE\n",
+                        "target_compile_definitions(firmware.elf PRIVATE\n  MCU_CMSIS_STACKED_CONV=0\n", 1)
+        assert "MCU_CMSIS_STACKED_CONV=0" in cm, "CMakeLists.txt layout changed"
     (proj / "CMakeLists.txt").write_text(cm)
     elf = toolchain.cmake_build(proj, proj / "build")
     return measure(type(r)(out=proj, board=r.board, program=r.program, pte_bytes=r.pte_bytes, report=r.report,
@@ -137,9 +144,9 @@ def main() -> int:
 
     platformio_project._render_test = lambda *a, **k: None  # no PlatformIO test vectors needed here
     print(f"CMSIS-NN: {how}\n")
-    print("| board | example | portable int8 | CMSIS-NN | speed-up | outside CMSIS-NN | ExecuTorch int8 | "
-          "TFLM+CMSIS-NN | vs best peer |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| board | example | portable int8 | CMSIS-NN | speed-up | outside CMSIS-NN | runtime + adapters | "
+          "ExecuTorch int8 | TFLM+CMSIS-NN | vs best peer |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     details = []
     with tempfile.TemporaryDirectory(prefix="bench-cmsis-") as tmp:
         tmp = Path(tmp)
@@ -152,6 +159,7 @@ def main() -> int:
                         row[backend] = measure(r)
                         if backend == "cmsis-nn":
                             row["outside"] = outside_cmsis_nn(r, tmp)
+                            row["runtime"] = outside_cmsis_nn(r, tmp, stacked=False)
                     except Exception as e:  # noqa: BLE001  report and go on
                         row[backend] = (None, [])
                         row[backend + "_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
@@ -165,8 +173,10 @@ def main() -> int:
                 vs = f"{c / best:.3f}x" if c and best else ""
                 o = row.get("outside", (None, []))[0]
                 outside = f"{o:,} ({o / c:.2%})" if o and c else "n/a"
-                print(f"| {board} | {ex} | {fmt(p)} | {fmt(c)} | {speed} | {outside} | {fmt(et)} | {fmt(tf)} | {vs} |",
-                      flush=True)
+                rt = row.get("runtime", (None, []))[0]
+                runtime = f"{rt:,} ({rt / c:.2%})" if rt and c else "n/a"
+                print(f"| {board} | {ex} | {fmt(p)} | {fmt(c)} | {speed} | {outside} | {runtime} | {fmt(et)} | "
+                      f"{fmt(tf)} | {vs} |", flush=True)
                 details.append((board, ex, row))
     print()
     for board, ex, row in details:

@@ -22,14 +22,9 @@ namespace kernels {
 
 // CMSIS-NN's arm_nn_requantize shifts right by at most 31 and left by at
 // most 30 within 32 bits (docs/int8.md).
-inline bool cmsis_shift_ok(int64_t shift) { return shift >= -31 && shift <= 30; }
-
-inline bool cmsis_shifts_ok(const int32_t* shifts, int32_t n) {
-  for (int32_t i = 0; i < n; ++i) {
-    if (!cmsis_shift_ok(shifts[i])) return false;
-  }
-  return true;
-}
+constexpr int32_t kCmsisMinShift = -31;
+constexpr int32_t kCmsisMaxShift = 30;
+inline bool cmsis_shift_ok(int64_t shift) { return shift >= kCmsisMinShift && shift <= kCmsisMaxShift; }
 
 // A scratch tensor of at least `needed` bytes as a CMSIS-NN context;
 // false when the planned tensor is too small.

@@ -40,8 +40,8 @@ inline bool cmsis_conv_view(const QConvArgs& a, bool depthwise, CmsisConv* v) {
       !forward_size(g.in.w, g.pad_w, g.kw, g.dil_w, g.stride_w, &out_w)) {
     return false;
   }
-  if (!qconv_finish(a, &g, out_h, out_w, cout)) return false;
-  if (!cmsis_shifts_ok(a.shifts.i32(), cout)) return false;
+  // CMSIS-NN's shift range (one scan; other shifts: the portable kernel).
+  if (!qconv_finish(a, &g, out_h, out_w, cout, kCmsisMinShift, kCmsisMaxShift)) return false;
   v->input = {g.in.n, g.in.h, g.in.w, g.in.c};
   v->filter = depthwise ? cmsis_nn_dims{1, g.kh, g.kw, cout} : cmsis_nn_dims{cout, g.kh, g.kw, g.in.c};
   v->bias = {1, 1, 1, cout};
@@ -68,7 +68,12 @@ inline bool cmsis_conv_view(const QConvArgs& a, bool depthwise, CmsisConv* v) {
 // copies (made once per call) every input row is copied once; when those
 // would exceed kStackedRotationBytes there is one copy and each output row
 // copies all its kh input rows again.
-constexpr int32_t kStackedMaxCin = 3;
+// MCU_CMSIS_STACKED_CONV=0 leaves every convolution to CMSIS-NN's own paths
+// (bench/bench_cmsis_nn.py builds it to measure the runtime and adapters alone).
+#ifndef MCU_CMSIS_STACKED_CONV
+#define MCU_CMSIS_STACKED_CONV 1
+#endif
+constexpr int32_t kStackedMaxCin = MCU_CMSIS_STACKED_CONV ? 3 : 0;
 constexpr int32_t kStackedMaxKh = 8;
 constexpr int32_t kStackedRotationBytes = 1024;
 
@@ -101,14 +106,21 @@ inline Error stacked_conv2d(const QConvArgs& a, const CmsisConv& v, const Tensor
   const int32_t rotations = stacked_rotations(v);
   int8_t* ring = weights + rotations * cout * window;          // [x][slot][c]
   const int8_t* w = a.weight.i8();                              // [o][kh][kw][c]
+  const int32_t row_bytes = kw * cin;                           // one kernel row of one filter
   for (int32_t rot = 0; rot < rotations; ++rot) {
+    int32_t row_of_slot[kStackedMaxKh];  // offset of the kernel row slot s holds: (s - rot) mod kh
+    for (int32_t s = 0, i = kh - rot; s < kh; ++s, ++i) row_of_slot[s] = (i < kh ? i : i - kh) * row_bytes;
     int8_t* dst = weights + rot * cout * window;
     for (int32_t o = 0; o < cout; ++o) {
-      for (int32_t j = 0; j < kw; ++j) {
-        for (int32_t s = 0; s < kh; ++s) {
-          const int32_t i = (s - rot + kh) % kh;  // the kernel row in slot s
-          const int8_t* src = w + ((o * kh + i) * kw + j) * cin;
-          for (int32_t c = 0; c < cin; ++c) *dst++ = src[c];
+      const int8_t* filter = w + o * window;
+      for (int32_t j = 0; j < row_bytes; j += cin) {
+        if (cin == 1) {
+          for (int32_t s = 0; s < kh; ++s) *dst++ = filter[row_of_slot[s] + j];
+        } else {
+          for (int32_t s = 0; s < kh; ++s) {
+            const int8_t* src = filter + row_of_slot[s] + j;
+            for (int32_t c = 0; c < cin; ++c) *dst++ = src[c];
+          }
         }
       }
     }
@@ -141,6 +153,15 @@ inline Error stacked_conv2d(const QConvArgs& a, const CmsisConv& v, const Tensor
         }
         const int8_t* src = image + (r * in_w + (x - pw)) * cin;
         if (cin == 1) {
+          for (; x + 4 <= x_hi; x += 4, src += 4) {  // four bytes per load
+            uint32_t four;
+            memcpy(&four, src, sizeof four);
+            dst[0] = static_cast<int8_t>(four);
+            dst[pixel] = static_cast<int8_t>(four >> 8);
+            dst[2 * pixel] = static_cast<int8_t>(four >> 16);
+            dst[3 * pixel] = static_cast<int8_t>(four >> 24);
+            dst += 4 * pixel;
+          }
           for (; x < x_hi; ++x, dst += pixel) *dst = *src++;
         } else {
           for (; x < x_hi; ++x, dst += pixel, src += cin) {
@@ -188,6 +209,109 @@ inline Error cmsis_depthwise_conv2d(const QConvArgs& a, const TensorRef& scratch
   }
   return from_status(arm_depthwise_conv_wrapper_s8(&c, &p, &v.quant, &v.input, a.input.i8(), &v.filter,
                                                    a.weight.i8(), &v.bias, a.bias, &v.output, a.out.i8()));
+}
+
+// ---------------------------------------------------------------------------
+// Prepared at load (kernel.h PrepareFn). prepare_conv runs every check of the
+// functions above once per instruction (shapes, parameter ranges, CMSIS-NN's
+// shift range, the scratch size) and, when they pass, returns run_prepared_conv,
+// which reads the arguments and calls CMSIS-NN without checking them again;
+// otherwise the checked adapter (which may fall back to the portable kernel).
+
+// Everything run_prepared_conv relies on: CMSIS-NN takes the case and the
+// scratch tensor is large enough for the path it takes.
+inline bool conv_prepared_ok(const QConvArgs& a, bool depthwise, const TensorRef& scratch) {
+  CmsisConv v;
+  if (!cmsis_conv_view(a, depthwise, &v)) return false;
+  int32_t need = 0;
+  if (depthwise) {
+    const cmsis_nn_dw_conv_params p = {static_cast<int32_t>(a.input_offset), static_cast<int32_t>(a.output_offset),
+                                       static_cast<int32_t>(a.depth_multiplier), v.stride, v.padding, v.dilation,
+                                       v.act};
+    need = arm_depthwise_conv_wrapper_s8_get_buffer_size(&p, &v.input, &v.filter, &v.output);
+  } else if (stacked_conv_applies(v, a.input_offset)) {
+    need = stacked_conv_bytes(v);
+  } else {
+    const cmsis_nn_conv_params p = {static_cast<int32_t>(a.input_offset), static_cast<int32_t>(a.output_offset),
+                                    v.stride, v.padding, v.dilation, v.act};
+    need = arm_convolve_wrapper_s8_get_buffer_size(&p, &v.input, &v.filter, &v.output);
+  }
+  return need >= 0 && scratch.nbytes() >= static_cast<size_t>(need);
+}
+
+// A prepared convolution's arguments, read straight from the decoded values
+// (read_qconv_args' order: input, weight, bias, stride, padding, dilation,
+// [depth_multiplier], input_offset, output_offset, multipliers, shifts,
+// act_min, act_max, scratch, out). Fills what cmsis_conv_view fills and the
+// QConvArgs fields stacked_conv2d reads.
+template <bool kDepthwise, bool kNhwc>
+void read_prepared_conv(const KernelContext& ctx, QConvArgs* a, CmsisConv* v) {
+  constexpr int32_t q = kDepthwise ? 7 : 6;  // input_offset
+  const DecodedValue& in = ctx.decoded(0);
+  const DecodedValue& w = ctx.decoded(1);
+  const DecodedValue& out = ctx.decoded(q + 7);
+  a->input.data = in.data;
+  a->weight.data = w.data;
+  a->out.data = out.data;
+  a->bias = static_cast<const int32_t*>(ctx.decoded(2).tag == DecodedValue::kTensor ? ctx.decoded_data(2) : nullptr);
+  a->input_offset = ctx.decoded_int(q);
+  a->output_offset = ctx.decoded_int(q + 1);
+  a->act_min = ctx.decoded_int(q + 4);
+  a->act_max = ctx.decoded_int(q + 5);
+  const int32_t* s = in.sizes;  // kNhwc: logical NHWC; else logical NCHW, channels-last in memory
+  const int32_t* o = out.sizes;
+  const int32_t cout = kDepthwise ? w.sizes[3] : w.sizes[0];
+  v->input = {s[0], kNhwc ? s[1] : s[2], kNhwc ? s[2] : s[3], kNhwc ? s[3] : s[1]};
+  v->filter = kDepthwise ? cmsis_nn_dims{1, w.sizes[1], w.sizes[2], cout}
+                         : cmsis_nn_dims{cout, w.sizes[1], w.sizes[2], w.sizes[3]};
+  v->bias = {1, 1, 1, cout};
+  v->output = {o[0], kNhwc ? o[1] : o[2], kNhwc ? o[2] : o[3], cout};
+  v->quant = {static_cast<int32_t*>(ctx.decoded(q + 2).data), static_cast<int32_t*>(ctx.decoded(q + 3).data)};
+  v->stride = {static_cast<int32_t>(ctx.decoded_list_item(3, 1, 1)), static_cast<int32_t>(ctx.decoded_list_item(3, 0, 1))};
+  v->padding = {static_cast<int32_t>(ctx.decoded_list_item(4, 1, 0)),
+                static_cast<int32_t>(ctx.decoded_list_item(4, 0, 0))};
+  v->dilation = {static_cast<int32_t>(ctx.decoded_list_item(5, 1, 1)),
+                 static_cast<int32_t>(ctx.decoded_list_item(5, 0, 1))};
+  v->act = {static_cast<int32_t>(a->act_min), static_cast<int32_t>(a->act_max)};
+}
+
+// Arguments: read_qconv_args(depthwise, nhwc); the scratch tensor is argument kScratch.
+template <bool kDepthwise, bool kNhwc, int kScratch>
+Error run_prepared_conv(const KernelContext& ctx) {
+  QConvArgs a;
+  CmsisConv v;
+  read_prepared_conv<kDepthwise, kNhwc>(ctx, &a, &v);
+  const DecodedValue& scratch = ctx.decoded(kScratch);
+  cmsis_nn_context c = {scratch.data, scratch.numel};  // uint8 scratch: numel = bytes
+  if (kDepthwise) {
+    const cmsis_nn_dw_conv_params p = {static_cast<int32_t>(a.input_offset), static_cast<int32_t>(a.output_offset),
+                                       static_cast<int32_t>(ctx.decoded_int(6)), v.stride, v.padding, v.dilation,
+                                       v.act};
+    return from_status(arm_depthwise_conv_wrapper_s8(&c, &p, &v.quant, &v.input, a.input.i8(), &v.filter,
+                                                     a.weight.i8(), &v.bias, a.bias, &v.output, a.out.i8()));
+  }
+  if (stacked_conv_applies(v, a.input_offset)) {
+    TensorRef s;
+    s.data = scratch.data;
+    s.numel = scratch.numel;
+    s.dtype = scratch.dtype;
+    return stacked_conv2d(a, v, s);
+  }
+  const cmsis_nn_conv_params p = {static_cast<int32_t>(a.input_offset), static_cast<int32_t>(a.output_offset),
+                                  v.stride, v.padding, v.dilation, v.act};
+  return from_status(arm_convolve_wrapper_s8(&c, &p, &v.quant, &v.input, a.input.i8(), &v.filter, a.weight.i8(),
+                                             &v.bias, a.bias, &v.output, a.out.i8()));
+}
+
+template <bool kDepthwise, bool kNhwc, int kScratch>
+KernelFn prepare_conv(const KernelContext& ctx, KernelFn checked) {
+  QConvArgs a;
+  const TensorRef scratch = ctx.tensor(kScratch);
+  if (!ctx.all_decoded() || !read_qconv_args(ctx, kDepthwise, kNhwc, &a) || (scratch.dtype != DType::UInt8 && scratch.dtype != DType::Int8) ||
+      !conv_prepared_ok(a, kDepthwise, scratch)) {
+    return checked;
+  }
+  return &run_prepared_conv<kDepthwise, kNhwc, kScratch>;
 }
 
 }  // namespace kernels

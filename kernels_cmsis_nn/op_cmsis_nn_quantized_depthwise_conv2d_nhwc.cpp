@@ -1,7 +1,7 @@
-// mcu-gen-kernel: op=cortex_m::quantized_depthwise_conv2d_nhwc.out fn=cmsis_nn_quantized_depthwise_conv2d_nhwc_out sig=TTtLLLIIITTIITOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::quantized_depthwise_conv2d_nhwc.out fn=cmsis_nn_quantized_depthwise_conv2d_nhwc_out prepare=cmsis_nn_quantized_depthwise_conv2d_nhwc_prepare sig=TTtLLLIIITTIITOO dtypes=int8
 //
 // cortex_m::quantized_depthwise_conv2d_nhwc.out(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, int depth_multiplier, int input_offset, int output_offset, Tensor requantize_multipliers, Tensor requantize_shifts, int activation_min, int activation_max, Tensor scratch, *, Tensor(a!) out) -> Tensor(a!)
-// On CMSIS-NN (cmsis_nn_conv.h); the scratch tensor (argument 13) is CMSIS-NN's buffer.
+// On CMSIS-NN (cmsis_nn_conv.h; prepared at load: prepare_conv); the scratch tensor (argument 13) is CMSIS-NN's buffer.
 #include "cmsis_nn_conv.h"
 
 namespace mcu {
@@ -11,6 +11,10 @@ Error cmsis_nn_quantized_depthwise_conv2d_nhwc_out(const KernelContext& ctx) {
   QConvArgs a;
   if (!read_qconv_args(ctx, true, true, &a)) return Error::KernelFailed;
   return cmsis_depthwise_conv2d(a, ctx.tensor(13));
+}
+
+KernelFn cmsis_nn_quantized_depthwise_conv2d_nhwc_prepare(const KernelContext& ctx) {
+  return prepare_conv<true, true, 13>(ctx, &cmsis_nn_quantized_depthwise_conv2d_nhwc_out);
 }
 
 }  // namespace kernels

@@ -1,13 +1,17 @@
-// mcu-gen-kernel: op=cortex_m::quantized_max_pool2d.out fn=cmsis_nn_quantized_max_pool2d_out sig=TLLLLBIIIIOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::quantized_max_pool2d.out fn=cmsis_nn_quantized_max_pool2d_out prepare=cmsis_nn_quantized_max_pool2d_prepare sig=TLLLLBIIIIOO dtypes=int8
 //
 // cortex_m::quantized_max_pool2d.out(Tensor input, int[] kernel_size, int[] stride, int[] padding, int[] dilation, bool ceil_mode, int input_zero_point, int output_zero_point, int activation_min, int activation_max, *, Tensor(a!) out)
-// On CMSIS-NN (cmsis_nn_pool.h).
+// On CMSIS-NN (cmsis_nn_pool.h; prepared at load: prepare_pool).
 #include "cmsis_nn_pool.h"
 
 namespace mcu {
 namespace kernels {
 
 Error cmsis_nn_quantized_max_pool2d_out(const KernelContext& ctx) { return cmsis_max_pool2d(ctx, false); }
+
+KernelFn cmsis_nn_quantized_max_pool2d_prepare(const KernelContext& ctx) {
+  return prepare_pool<false, false>(ctx, &cmsis_nn_quantized_max_pool2d_out);
+}
 
 }  // namespace kernels
 }  // namespace mcu

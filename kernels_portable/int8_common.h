@@ -282,11 +282,15 @@ inline Error broadcast_binary_int8(const TensorRef& a, const TensorRef& b, const
 
 // Per-output-channel requantization parameters (int32 tensors of n values),
 // checked once.
-inline bool read_requant_tensors(const TensorRef& multipliers, const TensorRef& shifts, int32_t n) {
+inline bool read_requant_tensors(const TensorRef& multipliers, const TensorRef& shifts, int32_t n,
+                                 int32_t min_shift = static_cast<int32_t>(kMinShift),
+                                 int32_t max_shift = static_cast<int32_t>(kMaxShift)) {
   if (!is_int32_vector(multipliers, n) || !is_int32_vector(shifts, n)) return false;
+  // One unsigned compare per channel: this runs on every call of every conv.
+  const uint32_t span = static_cast<uint32_t>(max_shift - min_shift);
   const int32_t* s = shifts.i32();
   for (int32_t i = 0; i < n; ++i) {
-    if (!valid_shift(s[i])) return false;
+    if (static_cast<uint32_t>(s[i]) - static_cast<uint32_t>(min_shift) > span) return false;
   }
   return true;
 }

@@ -97,20 +97,23 @@ inline bool qconv_common(const QConvArgs& a, QConvGeometry* g) {
 }
 
 // Output shape check, bias and requantization tensors.
-inline bool qconv_finish(const QConvArgs& a, QConvGeometry* g, int32_t out_h, int32_t out_w, int32_t cout) {
+// Shifts must lie in [min_shift, max_shift] (default: what `requantize` takes).
+inline bool qconv_finish(const QConvArgs& a, QConvGeometry* g, int32_t out_h, int32_t out_w, int32_t cout,
+                         int32_t min_shift = static_cast<int32_t>(kMinShift),
+                         int32_t max_shift = static_cast<int32_t>(kMaxShift)) {
   if (out_h < 1 || out_w < 1 || cout < 1) return false;
   if (!read_nhwc(a.out, a.nhwc_logical, &g->out)) return false;
   if (g->out.n != g->in.n || g->out.h != out_h || g->out.w != out_w || g->out.c != cout) return false;
   if (a.bias != nullptr && a.bias_numel != cout) return false;
-  return read_requant_tensors(a.multipliers, a.shifts, cout);
+  return read_requant_tensors(a.multipliers, a.shifts, cout, min_shift, max_shift);
 }
 
 // Forward output size; false when the dilated kernel does not fit.
 inline bool forward_size(int32_t in, int32_t pad, int32_t k, int32_t dil, int32_t stride, int32_t* out) {
   const int64_t eff = static_cast<int64_t>(dil) * (k - 1) + 1;
   const int64_t span = static_cast<int64_t>(in) + 2 * pad - eff;
-  if (span < 0) return false;
-  *out = static_cast<int32_t>(span / stride + 1);
+  if (span < 0 || span > INT32_MAX) return false;
+  *out = static_cast<int32_t>(span) / stride + 1;  // 32-bit division: no library call
   return true;
 }
 

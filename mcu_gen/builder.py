@@ -58,6 +58,36 @@ def c_array_lines(data: bytes, per_line: int = 16) -> list:
     return [", ".join(f"0x{b:02x}" for b in data[i : i + per_line]) + "," for i in range(0, len(data), per_line)]
 
 
+# The runtime decodes program values [0, MCU_VALUE_CACHE) once, at load, into
+# DecodedValue entries (runtime_core/include/mcu/kernel.h) so that kernel calls
+# read their arguments without walking the program's tables, and likewise the
+# first MCU_INSTRUCTION_CACHE instructions (whose kernels are also prepared at
+# load: kernel.h PrepareFn). A build that caches every value caches every
+# instruction too.
+DEFAULT_VALUE_CACHE = 8  # runtime_core/include/mcu/program.h
+DEFAULT_INSTRUCTION_CACHE = 8
+VALUE_CACHE_ENTRY_BYTES = 20
+INSTRUCTION_CACHE_ENTRY_BYTES = 12
+
+
+def value_cache_size(value_cache, backend: str, num_values: int) -> int:
+    """MCU_VALUE_CACHE for a build. ``None`` (default): every value of the program when its int8
+    kernels run on CMSIS-NN, where argument decoding would otherwise be a visible share of an
+    inference (~1-2k instructions per call), else the runtime's default (8), which keeps RAM small
+    (fp32 and portable kernels spend far longer per call). ``"all"`` or a number set it."""
+    if value_cache is None:
+        return num_values if backend == "cmsis-nn" else DEFAULT_VALUE_CACHE
+    if value_cache == "all":
+        return num_values
+    try:
+        n = int(value_cache)
+    except (TypeError, ValueError):
+        raise BuildError(f"--value-cache {value_cache!r}: give a number of values or 'all'") from None
+    if n < 0:
+        raise BuildError(f"--value-cache {n}: must be 0 or more")
+    return n
+
+
 def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=None, io="float32",
                  calibration=None):
     """(program, pte bytes, spec) from a model file / .pt2, or from a .pte as is.
@@ -100,7 +130,8 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
 
 def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
                    upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None,
-                   npu_build=None) -> Path:
+                   npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
+                   instruction_cache: int = DEFAULT_INSTRUCTION_CACHE) -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest."""
     env = _env()
     if dest.exists():
@@ -179,7 +210,9 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         cross=board.emulator.kind != "native",
         sources=sources,
         include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"] + extra_includes,
-        defines={"MCU_MAX_OPERATORS": max_ops, **extra_defines},
+        defines={"MCU_MAX_OPERATORS": max_ops, "MCU_VALUE_CACHE": max(1, value_cache),
+                 "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
+                 **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}), **extra_defines},
         opt_level=opt_level,
     )
     if framework == "baremetal":  # a framework project builds with PlatformIO only
@@ -227,7 +260,7 @@ def precheck_fits(board: Board, program: Program, data: bytes) -> None:
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
           compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
-          npu: str | None = None, ethos_u_driver=None) -> BuildResult:
+          npu: str | None = None, ethos_u_driver=None, value_cache=None) -> BuildResult:
     b = get_board(board)
     from . import platformio_project
 
@@ -254,8 +287,13 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "model.pte").write_bytes(data)
+    stored = pte.read(data)
+    num_values, num_instructions = len(stored.values), len(stored.instructions)
+    cache = value_cache_size(value_cache, backend_choice.backend, num_values)
+    icache = num_instructions if cache >= num_values else DEFAULT_INSTRUCTION_CACHE
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
-                             framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build)
+                             framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
+                             value_cache=cache, instruction_cache=icache)
     elf = None
     stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
     if stop is not None:
@@ -309,6 +347,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         report["fp32_fallback"] = program.meta.get("fp32_fallback", [])
     report["peak_ops"] = _write_plan_pictures(out, program)
     report["backend"] = backend_choice.report()
+    report["value_cache"] = {"values": num_values, "cached_values": min(cache, num_values),
+                             "instructions": num_instructions,
+                             "cached_instructions": min(icache, num_instructions),
+                             "bytes": VALUE_CACHE_ENTRY_BYTES * max(1, cache)
+                             + INSTRUCTION_CACHE_ENTRY_BYTES * max(1, icache)}
     if npu_build is not None:
         report["ethos_u"] = npu_build.report
         for row in report["operators"]:

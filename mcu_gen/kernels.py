@@ -35,6 +35,8 @@ class Kernel:
     inplace: tuple = ()
     inplace_rule: str = ""
     variant_of: str = ""
+    # prepare=FN  called at load per instruction, returns the function to run (kernel.h PrepareFn)
+    prepare: str = ""
 
     @property
     def name(self) -> str:
@@ -67,6 +69,7 @@ def parse_registry_line(line: str, path: Path, backend: str) -> Kernel | None:
         inplace=tuple(int(i) for i in fields["inplace"].split(",")) if fields.get("inplace") else (),
         inplace_rule=fields.get("inplace_rule", ""),
         variant_of=fields.get("variant_of", ""),
+        prepare=fields.get("prepare", ""),
     )
 
 
@@ -126,16 +129,25 @@ def kernel_table_source(kernels) -> str:
         if k.fn not in fns:
             fns.append(k.fn)
             lines.append(f"Error {k.fn}(const KernelContext& ctx);")
+        if k.prepare and k.prepare not in fns:
+            fns.append(k.prepare)
+            lines.append(f"KernelFn {k.prepare}(const KernelContext& ctx);")
     lines += ["}  // namespace kernels", "", "namespace {", "const KernelEntry kEntries[] = {"]
     for k in kernels:
         lines.append(f'    {{"{k.name}", "{k.overload}", "{k.signature}", &kernels::{k.fn}}},')
     if not kernels:
         lines.append('    {"", "", "", nullptr},')
+    lines.append("};")
+    table = f"{{kEntries, {len(kernels)}}}"
+    if any(k.prepare for k in kernels):  # only then: programs without prepare functions pay nothing
+        lines.append("const PrepareFn kPrepare[] = {")
+        lines += [f"    &kernels::{k.prepare}," if k.prepare else "    nullptr," for k in kernels]
+        lines.append("};")
+        table = f"{{kEntries, {len(kernels)}, kPrepare}}"
     lines += [
-        "};",
         "}  // namespace",
         "",
-        f"extern const KernelTable kKernelTable = {{kEntries, {len(kernels)}}};",
+        f"extern const KernelTable kKernelTable = {table};",
         "",
         "}  // namespace mcu",
         "",

@@ -100,6 +100,14 @@ int32_t Executor::value_type(int32_t v) const {
 // Plain loads instead of the fb:: helpers: at -Os those stay calls, and this
 // runs for every scalar or list argument of every kernel call.
 const uint8_t* Executor::value_field(int32_t v, int32_t* tag) const {
+  if (static_cast<uint32_t>(v) < static_cast<uint32_t>(cached_)) {
+    *tag = cache_[v].tag;
+    return cache_[v].field();
+  }
+  return program_field(v, tag);
+}
+
+const uint8_t* Executor::program_field(int32_t v, int32_t* tag) const {
   const uint8_t* ev = values_ + 4 * v;
   ev += fb::u32(ev);
   const uint8_t* vt = ev - fb::i32(ev);
@@ -641,16 +649,22 @@ uint32_t accepted_tags(char sig) {
       return e;
     }
   }
-  // Everything is verified: decode the first values' tensors once.
-  const int32_t n = num_values_ < MCU_TENSOR_CACHE ? num_values_ : MCU_TENSOR_CACHE;
+  // Everything is verified: decode the first values once.
+  const int32_t n = num_values_ < MCU_VALUE_CACHE ? num_values_ : MCU_VALUE_CACHE;
   for (int32_t v = 0; v < n; ++v) {
-    const TensorRef t = value_type(v) == kTensor ? decode_tensor(v) : TensorRef{};
-    cache_[v] = DecodedTensor{t.data, t.sizes, t.dim_order, t.dim, t.numel, t.dtype};
+    int32_t tag;
+    const uint8_t* field = program_field(v, &tag);
+    const TensorRef t = tag == kTensor ? decode_tensor(v) : TensorRef{};
+    cache_[v] = DecodedValue{tag == kTensor ? t.data : const_cast<uint8_t*>(field), t.sizes, t.dim_order, t.numel,
+                             static_cast<uint8_t>(t.dim), t.dtype, static_cast<uint8_t>(tag)};
   }
   cached_ = n;
   const int32_t m = num_instructions_ < MCU_INSTRUCTION_CACHE ? num_instructions_ : MCU_INSTRUCTION_CACHE;
   for (int32_t i = 0; i < m; ++i) calls_[i] = decode_call(i);
   cached_calls_ = m;
+#if MCU_KERNEL_PREPARE
+  if (kernels.prepare != nullptr) prepare_calls(kernels);
+#endif
   loaded_ = true;
   return Error::Ok;
 }
@@ -661,34 +675,46 @@ Executor::Call Executor::decode_call(int32_t i) const {
   Call call;
   call.args = fb::vec_data(args);
   call.num_args = static_cast<uint16_t>(fb::vec_len(args));
-  call.op = static_cast<uint16_t>(fb::scalar<int32_t>(kc, 0, 0));
+  int32_t op = fb::scalar<int32_t>(kc, 0, 0);
 #if MCU_MAX_DELEGATES > 0
   if (fb::scalar<uint8_t>(fb::vec_table(instructions_, static_cast<uint32_t>(i)), 0, 0) == kDelegateCall) {
-    call.op = static_cast<uint16_t>(call.op + num_operators_);
+    op += num_operators_;
   }
 #endif
+  call.op = static_cast<uint16_t>(op);
+  call.fn = fns_[op];
   return call;
 }
+
+#if MCU_KERNEL_PREPARE
+// Kernels with a prepare function choose, once, the function each cached
+// instruction runs (kernel.h PrepareFn). Delegate calls have none.
+[[gnu::cold]] void Executor::prepare_calls(const KernelTable& kernels) {
+  KernelContext ctx = context();
+  for (int32_t i = 0; i < cached_calls_; ++i) {
+    Call& call = calls_[i];
+    if (call.op >= num_operators_) continue;
+    const PrepareFn prepare = kernels.prepare[op_entry_[call.op]];
+    if (prepare == nullptr) continue;
+    ctx.args_ = call.args;
+    ctx.num_args_ = call.num_args;
+    const KernelFn chosen = prepare(ctx);
+    if (chosen != nullptr) call.fn = chosen;
+  }
+}
+#endif  // MCU_KERNEL_PREPARE
 
 Error Executor::execute() {
   if (!loaded_) return Error::NotLoaded;
   KernelContext ctx = context();
-  const int32_t n = num_instructions_;
-  const int32_t cached = n < cached_calls_ ? n : cached_calls_;
-  int32_t i = 0;
   Error e = Error::Ok;
-  // The first instructions from the cache (in place, no copy), the rest decoded.
-  for (; i < cached && e == Error::Ok; ++i) {
-    const Call& call = calls_[i];
+  int32_t i = 0;
+  // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
+  for (; i < num_instructions_ && e == Error::Ok; ++i) {
+    const Call call = call_at(i);
     ctx.args_ = call.args;
     ctx.num_args_ = call.num_args;
-    e = fns_[call.op](ctx);
-  }
-  for (; i < n && e == Error::Ok; ++i) {
-    const Call call = decode_call(i);
-    ctx.args_ = call.args;
-    ctx.num_args_ = call.num_args;
-    e = fns_[call.op](ctx);
+    e = call.fn(ctx);
   }
   if (e != Error::Ok) detail_ = i - 1;
   return e;
@@ -701,19 +727,10 @@ Error Executor::execute_one(int32_t i) {
     return Error::BadIndex;
   }
   KernelContext ctx = context();
-#if MCU_MAX_DELEGATES > 0
-  const Call call = decode_call(i);
+  const Call call = call_at(i);
   ctx.args_ = call.args;
   ctx.num_args_ = call.num_args;
-  const Error e = fns_[call.op](ctx);
-#else
-  const uint8_t* ins = fb::vec_table(instructions_, static_cast<uint32_t>(i));
-  const uint8_t* kc = fb::ref(ins, 1);
-  const uint8_t* args = fb::ref(kc, 1);
-  ctx.args_ = fb::vec_data(args);
-  ctx.num_args_ = static_cast<int32_t>(fb::vec_len(args));
-  const Error e = fns_[fb::scalar<int32_t>(kc, 0, 0)](ctx);
-#endif
+  const Error e = call.fn(ctx);
   if (e != Error::Ok) detail_ = i;
   return e;
 }
@@ -743,7 +760,8 @@ double int32_to_double(int32_t x) {
 TensorRef KernelContext::decode_tensor(int32_t value_index) const { return exec_->tensor_at(value_index); }
 
 bool KernelContext::is_none(int32_t i) const {
-  int32_t tag = exec_->value_type(arg_value(*this, i));
+  int32_t tag;
+  exec_->value_field(arg_value(*this, i), &tag);
   return tag == kNull || tag == kNone;
 }
 
@@ -752,6 +770,20 @@ namespace {
 int64_t int_at(const uint8_t* f) { return f ? fb::i64(f) : 0; }
 const uint8_t* vector_at(const uint8_t* f) { return f ? fb::deref(f) : nullptr; }
 }  // namespace
+
+bool KernelContext::all_decoded() const {
+  for (int32_t i = 0; i < num_args_; ++i) {
+    const int32_t v = arg_value(*this, i);
+    if (v < 0 || v >= num_decoded_) return false;
+    if (decoded_[v].tag != kIntList) continue;
+    const uint8_t* items = vector_at(decoded_[v].field());
+    for (uint32_t k = 0; k < fb::vec_len(items); ++k) {
+      const int64_t item = fb::i64(items + 4 + 8 * k);
+      if (item < 0 || item >= num_decoded_) return false;
+    }
+  }
+  return true;
+}
 
 int64_t KernelContext::int_arg(int32_t i) const {
   int32_t tag;

@@ -18,15 +18,21 @@ namespace mcu {
 
 class Executor;
 
-// A tensor the executor decoded once, at load: TensorRef's fields without its
-// default values, so that a static Executor is all zeros (.bss).
-struct DecodedTensor {
-  void* data;
+// A value the executor decoded once, at load, so that kernel calls do not walk
+// the program's tables: a tensor's fields (TensorRef without its defaults, so
+// that a static Executor is all zeros, .bss), or for any other value its
+// KernelTypes tag and where its first field lies in the program (the Int,
+// Double or Bool itself, or the offset of a list or string; null when absent).
+struct DecodedValue {
+  void* data;  // tensor data, or the other value's field in the program
   const int32_t* sizes;
   const uint8_t* dim_order;
-  int32_t dim;
   int32_t numel;
+  uint8_t dim;
   DType dtype;
+  uint8_t tag;  // KernelTypes: 5 tensor (kTensor), 1 none, 2 int, 7 int list, ... (docs/schema/program.fbs)
+
+  static constexpr uint8_t kTensor = 5;
 
   TensorRef ref() const {
     TensorRef t;
@@ -38,6 +44,7 @@ struct DecodedTensor {
     t.dtype = dtype;
     return t;
   }
+  const uint8_t* field() const { return static_cast<const uint8_t*>(data); }
 };
 
 class KernelContext {
@@ -61,13 +68,34 @@ class KernelContext {
   int32_t list_size(int32_t i) const;  // 'X': number of tensors in a tensor list
   TensorRef list_tensor(int32_t i, int32_t k) const;  // 'X': k-th tensor
 
+  // For kernels prepared at load (PrepareFn): a prepare function that checked
+  // all_decoded() may pick a variant that reads its arguments with these,
+  // straight from the executor's decoded values, without bounds checks.
+  bool all_decoded() const;  // every argument (and every item of its int lists) is decoded
+  const DecodedValue& decoded(int32_t i) const { return decoded_[value_index(i)]; }
+  // 'I': the Int argument i (absent: 0).
+  int64_t decoded_int(int32_t i) const { return field_int(decoded(i).field()); }
+  // 'L': item k of the int list argument i, or the only item, or `fallback`
+  // when empty (IntList::get_or).
+  int64_t decoded_list_item(int32_t i, int32_t k, int64_t fallback) const {
+    const uint8_t* f = decoded(i).field();
+    if (f == nullptr) return fallback;
+    const uint8_t* v = f + read_u32(f);  // the list's vector of int64 value indices
+    const uint32_t n = read_u32(v);
+    if (n == 0) return fallback;
+    const int64_t item = read_i64(v + 4 + 8 * (n == 1 ? 0 : k));
+    return field_int(decoded_[item].field());
+  }
+  const void* decoded_data(int32_t i) const { return decoded(i).data; }
+  int32_t decoded_size(int32_t i, int32_t d) const { return decoded(i).sizes[d]; }
+
   // Set by the executor only: the instruction's arguments as value indices,
-  // and the tensors it decoded at load (values [0, num_decoded_); none is
+  // and the values it decoded at load (values [0, num_decoded_); none is
   // always correct, only slower).
   const Executor* exec_ = nullptr;
   const uint8_t* args_ = nullptr;  // flatbuffer vector data of int32 value indices
   int32_t num_args_ = 0;
-  const DecodedTensor* decoded_ = nullptr;
+  const DecodedValue* decoded_ = nullptr;
   int32_t num_decoded_ = 0;
 
  private:
@@ -76,6 +104,17 @@ class KernelContext {
     memcpy(&v, args_ + 4 * i, sizeof v);
     return v;
   }
+  static uint32_t read_u32(const uint8_t* p) {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static int64_t read_i64(const uint8_t* p) {
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static int64_t field_int(const uint8_t* f) { return f != nullptr ? read_i64(f) : 0; }
   TensorRef decode_tensor(int32_t value_index) const;  // from the program (executor.cpp)
 };
 
@@ -96,9 +135,19 @@ struct KernelEntry {
   KernelFn fn;
 };
 
+// Optional, per kernel: called once per instruction at load, after the
+// signature check, with the instruction's arguments. It checks everything a
+// faster variant of the kernel relies on (shapes, sizes, parameter ranges: all
+// fixed by the program) and returns that variant, or the kernel's own checked
+// function (KernelEntry::fn) when in doubt. Only instructions the executor
+// caches (MCU_INSTRUCTION_CACHE) are prepared, and only in builds with
+// MCU_KERNEL_PREPARE=1; the others run KernelEntry::fn.
+using PrepareFn = KernelFn (*)(const KernelContext& ctx);
+
 struct KernelTable {
   const KernelEntry* entries;
   size_t count;
+  const PrepareFn* prepare = nullptr;  // one per entry (nullptr: none), or none at all
 };
 
 }  // namespace mcu

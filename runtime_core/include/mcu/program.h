@@ -12,15 +12,24 @@
 #ifndef MCU_MAX_OPERATORS
 #define MCU_MAX_OPERATORS 32
 #endif
-// Values [0, MCU_TENSOR_CACHE) that are tensors are decoded once, at load, into
-// the executor (24 bytes each); the rest are decoded from the program on each
-// use. Small programs run entirely from the cache.
-#ifndef MCU_TENSOR_CACHE
-#define MCU_TENSOR_CACHE 8
+// Values [0, MCU_VALUE_CACHE) are decoded once, at load, into the executor
+// (20 bytes each: DecodedValue); the rest are decoded from the program on each
+// use. mcu-gen sets it per program (mcu_gen/builder.py value_cache): every
+// value for CMSIS-NN builds, where decoding would otherwise be a visible share
+// of an inference, else the default, which keeps the executor small.
+#ifndef MCU_VALUE_CACHE
+#define MCU_VALUE_CACHE 8
 #endif
-// Likewise the first instructions' operator and argument list (8 bytes each).
+// Likewise the first instructions' kernel and argument list (12 bytes each);
+// these are also the instructions whose kernels are prepared at load
+// (KernelTable::prepare). mcu-gen sets it with MCU_VALUE_CACHE.
 #ifndef MCU_INSTRUCTION_CACHE
 #define MCU_INSTRUCTION_CACHE 8
+#endif
+// 1: KernelTable::prepare is used (mcu-gen sets it when a selected kernel has
+// a prepare function; without it, firmware carries no prepare code).
+#ifndef MCU_KERNEL_PREPARE
+#define MCU_KERNEL_PREPARE 0
 #endif
 
 namespace mcu {
@@ -78,12 +87,17 @@ class Executor {
   Error verify_delegate_call(const uint8_t* call);
 #endif
   TensorRef decode_tensor(int32_t value_index) const;
+  const uint8_t* program_field(int32_t value_index, int32_t* tag) const;  // value_field without the cache
   struct Call {
     const uint8_t* args;  // int32 value indices (flatbuffer vector data)
+    KernelFn fn;          // the operator's kernel, or the variant its prepare chose
     uint16_t num_args;
-    uint16_t op;          // operator index (< MCU_MAX_OPERATORS)
+    uint16_t op;          // operator index (delegates: num_operators_ + delegate index)
   };
   Call decode_call(int32_t instruction) const;
+#if MCU_KERNEL_PREPARE
+  void prepare_calls(const KernelTable& kernels);
+#endif
   KernelContext context() const {
     KernelContext ctx;
     ctx.exec_ = this;
@@ -126,8 +140,8 @@ class Executor {
   int32_t num_delegates_ = 0;
 #endif
   uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator
-  int32_t cached_ = 0;                         // values [0, cached_) are in cache_
-  DecodedTensor cache_[MCU_TENSOR_CACHE] = {}; // decoded tensors (other values: unused)
+  int32_t cached_ = 0;                        // values [0, cached_) are in cache_
+  DecodedValue cache_[MCU_VALUE_CACHE] = {};  // decoded values
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
 };
