@@ -94,6 +94,40 @@ inline int32_t stacked_conv_bytes(const CmsisConv& v) {
   return stacked_rotations(v) * v.output.c * v.filter.w * v.filter.h * v.input.c + cols * v.filter.h * v.input.c;
 }
 
+// One ring row: columns [0, cols) of a padded input row, column x at dst +
+// x * pixel. `row` is the input row (null: a padding row); padded column x is
+// its column x - x_lo, and columns outside [x_lo, x_hi) hold `pad`.
+[[gnu::noinline]] inline void fill_ring_row(int8_t* dst, const int8_t* row, int32_t cin, int32_t pixel, int32_t cols, int32_t x_lo,
+                          int32_t x_hi, int8_t pad) {
+  if (row == nullptr) x_lo = x_hi = cols;
+  int32_t x = 0;
+  for (; x < x_lo; ++x, dst += pixel) {
+    for (int32_t c = 0; c < cin; ++c) dst[c] = pad;
+  }
+  const int8_t* src = row;
+  if (cin == 1) {
+    for (; x + 4 <= x_hi; x += 4, src += 4) {  // four bytes per load
+      uint32_t four;
+      memcpy(&four, src, sizeof four);
+      dst[0] = static_cast<int8_t>(four);
+      dst[pixel] = static_cast<int8_t>(four >> 8);
+      dst[2 * pixel] = static_cast<int8_t>(four >> 16);
+      dst[3 * pixel] = static_cast<int8_t>(four >> 24);
+      dst += 4 * pixel;
+    }
+    for (; x < x_hi; ++x, dst += pixel) *dst = *src++;
+  } else if (cin == 3) {  // RGB: one fixed-size copy per pixel
+    for (; x < x_hi; ++x, dst += pixel, src += 3) memcpy(dst, src, 3);
+  } else {
+    for (; x < x_hi; ++x, dst += pixel, src += cin) {
+      for (int32_t c = 0; c < cin; ++c) dst[c] = src[c];
+    }
+  }
+  for (; x < cols; ++x, dst += pixel) {
+    for (int32_t c = 0; c < cin; ++c) dst[c] = pad;
+  }
+}
+
 inline Error stacked_conv2d(const QConvArgs& a, const CmsisConv& v, const TensorRef& scratch) {
   const int32_t kh = v.filter.h, kw = v.filter.w, cin = v.input.c, cout = v.output.c;
   const int32_t in_h = v.input.h, in_w = v.input.w, sh = v.stride.h, sw = v.stride.w;
@@ -131,46 +165,19 @@ inline Error stacked_conv2d(const QConvArgs& a, const CmsisConv& v, const Tensor
   for (int32_t n = 0; n < v.input.n; ++n) {
     const int8_t* image = a.input.i8() + static_cast<int32_t>(n * in_h * in_w * cin);
     int8_t* out = a.out.i8() + static_cast<int32_t>(n * v.output.h * v.output.w * cout);
-    int32_t held[kStackedMaxKh];  // the padded row index each slot holds
-    for (int32_t s = 0; s < kh; ++s) held[s] = -1;
+    auto fill = [=](int32_t pr, int32_t s) {  // padded row pr (input row pr - ph) into ring slot s
+      const int32_t r = pr - ph;
+      fill_ring_row(ring + s * cin, r >= 0 && r < in_h ? image + r * in_w * cin : nullptr, cin, pixel, cols, x_lo,
+                    x_hi, pad);
+    };
+    int32_t loaded = 0;  // kh rotations: padded rows [0, loaded) are (or were) in the ring, row pr in slot pr % kh
     for (int32_t oy = 0; oy < v.output.h; ++oy) {
-      for (int32_t i = 0; i < kh; ++i) {
-        const int32_t pr = oy * sh + i;  // padded row index (input row pr - ph)
-        const int32_t s = rotations == kh ? pr % kh : i;
-        if (held[s] == pr) continue;
-        held[s] = pr;
-        int8_t* dst = ring + s * cin;
-        const int32_t r = pr - ph;
-        if (r < 0 || r >= in_h) {
-          for (int32_t x = 0; x < cols; ++x, dst += pixel) {
-            for (int32_t c = 0; c < cin; ++c) dst[c] = pad;
-          }
-          continue;
-        }
-        int32_t x = 0;
-        for (; x < x_lo; ++x, dst += pixel) {
-          for (int32_t c = 0; c < cin; ++c) dst[c] = pad;
-        }
-        const int8_t* src = image + (r * in_w + (x - pw)) * cin;
-        if (cin == 1) {
-          for (; x + 4 <= x_hi; x += 4, src += 4) {  // four bytes per load
-            uint32_t four;
-            memcpy(&four, src, sizeof four);
-            dst[0] = static_cast<int8_t>(four);
-            dst[pixel] = static_cast<int8_t>(four >> 8);
-            dst[2 * pixel] = static_cast<int8_t>(four >> 16);
-            dst[3 * pixel] = static_cast<int8_t>(four >> 24);
-            dst += 4 * pixel;
-          }
-          for (; x < x_hi; ++x, dst += pixel) *dst = *src++;
-        } else {
-          for (; x < x_hi; ++x, dst += pixel, src += cin) {
-            for (int32_t c = 0; c < cin; ++c) dst[c] = src[c];
-          }
-        }
-        for (; x < cols; ++x, dst += pixel) {
-          for (int32_t c = 0; c < cin; ++c) dst[c] = pad;
-        }
+      const int32_t top = oy * sh;
+      if (rotations == kh) {
+        for (int32_t pr = top > loaded ? top : loaded; pr < top + kh; ++pr) fill(pr, pr % kh);
+        loaded = top + kh;
+      } else {
+        for (int32_t i = 0; i < kh; ++i) fill(top + i, i);
       }
       const int8_t* rhs = weights + (rotations == kh ? (oy * sh) % kh : 0) * cout * window;
       const arm_cmsis_nn_status st = arm_nn_mat_mult_nt_t_s8(

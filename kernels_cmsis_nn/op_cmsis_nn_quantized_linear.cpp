@@ -90,7 +90,7 @@ bool linear_cmsis_case(const KernelContext& ctx, Linear* l) {
   return true;
 }
 
-Error run_linear(Linear& l) {
+[[gnu::always_inline]] inline Error run_linear(Linear& l) {
   const cmsis_nn_dims in_dims = {l.rows, 1, 1, l.k};
   const cmsis_nn_dims filter_dims = {l.k, 1, 1, l.n_out};
   const cmsis_nn_dims bias_dims = {1, 1, 1, l.n_out};
@@ -148,7 +148,7 @@ Error run_prepared_linear(const KernelContext& ctx) {
   l.p = {static_cast<int32_t>(ctx.decoded_int(4)), static_cast<int32_t>(ctx.decoded_int(5)),
          static_cast<int32_t>(ctx.decoded_int(6)),
          {static_cast<int32_t>(ctx.decoded_int(10)), static_cast<int32_t>(ctx.decoded_int(9))}};
-  l.q = {static_cast<int32_t>(ctx.decoded_list_item(7, 0, 0)), static_cast<int32_t>(ctx.decoded_list_item(8, 0, 0))};
+  l.q = {static_cast<int32_t>(ctx.decoded_list_first(7)), static_cast<int32_t>(ctx.decoded_list_first(8))};
   return run_linear(l);
 }
 

@@ -708,13 +708,19 @@ Error Executor::execute() {
   if (!loaded_) return Error::NotLoaded;
   KernelContext ctx = context();
   Error e = Error::Ok;
+  const int32_t n = num_instructions_, cached = cached_calls_;
   int32_t i = 0;
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
-  for (; i < num_instructions_ && e == Error::Ok; ++i) {
-    const Call call = call_at(i);
-    ctx.args_ = call.args;
-    ctx.num_args_ = call.num_args;
-    e = call.fn(ctx);
+  for (; i < n && e == Error::Ok; ++i) {
+    Call decoded;
+    const Call* call = &calls_[i];
+    if (i >= cached) {
+      decoded = decode_call(i);
+      call = &decoded;
+    }
+    ctx.args_ = call->args;
+    ctx.num_args_ = call->num_args;
+    e = call->fn(ctx);
   }
   if (e != Error::Ok) detail_ = i - 1;
   return e;

@@ -86,6 +86,12 @@ class KernelContext {
     const int64_t item = read_i64(v + 4 + 8 * (n == 1 ? 0 : k));
     return field_int(decoded_[item].field());
   }
+  // 'L' whose prepare checked it is not empty: its first item.
+  int64_t decoded_list_first(int32_t i) const {
+    const uint8_t* f = decoded(i).field();
+    const uint8_t* v = f + read_u32(f);
+    return field_int(decoded_[read_i64(v + 4)].field());
+  }
   const void* decoded_data(int32_t i) const { return decoded(i).data; }
   int32_t decoded_size(int32_t i, int32_t d) const { return decoded(i).sizes[d]; }
 
