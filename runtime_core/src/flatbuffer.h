@@ -8,40 +8,18 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "mcu/types.h"
+
 namespace mcu {
 namespace fb {
 
 inline uint8_t u8(const uint8_t* p) { return *p; }
-inline uint16_t u16(const uint8_t* p) {
-  uint16_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-inline uint32_t u32(const uint8_t* p) {
-  uint32_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-inline int32_t i32(const uint8_t* p) {
-  int32_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-inline int64_t i64(const uint8_t* p) {
-  int64_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-inline uint64_t u64(const uint8_t* p) {
-  uint64_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-inline double f64(const uint8_t* p) {
-  double v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
+inline uint16_t u16(const uint8_t* p) { return read_le<uint16_t>(p); }
+inline uint32_t u32(const uint8_t* p) { return read_le<uint32_t>(p); }
+inline int32_t i32(const uint8_t* p) { return read_le<int32_t>(p); }
+inline int64_t i64(const uint8_t* p) { return read_le<int64_t>(p); }
+inline uint64_t u64(const uint8_t* p) { return read_le<uint64_t>(p); }
+inline double f64(const uint8_t* p) { return read_le<double>(p); }
 
 // Offset of field `slot` inside the table at `t`, or 0 when absent.
 inline uint16_t field(const uint8_t* t, int slot) {

@@ -80,17 +80,17 @@ class KernelContext {
   int64_t decoded_list_item(int32_t i, int32_t k, int64_t fallback) const {
     const uint8_t* f = decoded(i).field();
     if (f == nullptr) return fallback;
-    const uint8_t* v = f + read_u32(f);  // the list's vector of int64 value indices
-    const uint32_t n = read_u32(v);
+    const uint8_t* v = f + read_le<uint32_t>(f);  // the list's vector of int64 value indices
+    const uint32_t n = read_le<uint32_t>(v);
     if (n == 0) return fallback;
-    const int64_t item = read_i64(v + 4 + 8 * (n == 1 ? 0 : k));
+    const int64_t item = read_le<int64_t>(v + 4 + 8 * (n == 1 ? 0 : k));
     return field_int(decoded_[item].field());
   }
   // 'L' whose prepare checked it is not empty: its first item.
   int64_t decoded_list_first(int32_t i) const {
     const uint8_t* f = decoded(i).field();
-    const uint8_t* v = f + read_u32(f);
-    return field_int(decoded_[read_i64(v + 4)].field());
+    const uint8_t* v = f + read_le<uint32_t>(f);
+    return field_int(decoded_[read_le<int64_t>(v + 4)].field());
   }
   const void* decoded_data(int32_t i) const { return decoded(i).data; }
   int32_t decoded_size(int32_t i, int32_t d) const { return decoded(i).sizes[d]; }
@@ -105,22 +105,8 @@ class KernelContext {
   int32_t num_decoded_ = 0;
 
  private:
-  int32_t value_index(int32_t i) const {
-    int32_t v;
-    memcpy(&v, args_ + 4 * i, sizeof v);
-    return v;
-  }
-  static uint32_t read_u32(const uint8_t* p) {
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  static int64_t read_i64(const uint8_t* p) {
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  static int64_t field_int(const uint8_t* f) { return f != nullptr ? read_i64(f) : 0; }
+  int32_t value_index(int32_t i) const { return read_le<int32_t>(args_ + 4 * i); }
+  static int64_t field_int(const uint8_t* f) { return f != nullptr ? read_le<int64_t>(f) : 0; }
   TensorRef decode_tensor(int32_t value_index) const;  // from the program (executor.cpp)
 };
 

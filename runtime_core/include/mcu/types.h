@@ -3,8 +3,17 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 namespace mcu {
+
+// A T stored at p in the program (little endian, maybe unaligned).
+template <typename T>
+inline T read_le(const uint8_t* p) {
+  T v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
 
 // ExecuTorch ScalarType numbering (scalar_type.fbs).
 enum class DType : int8_t {
