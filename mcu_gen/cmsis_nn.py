@@ -375,6 +375,12 @@ def avgpool_buffer_bytes(variant, channels: int) -> int:
     return channels * 4 if variant == "dsp" else 0
 
 
+def batch_matmul_buffer_bytes(variant, n_cols: int) -> int:
+    """arm_batch_matmul_s8's ctx->buf, arm_fully_connected_s8_get_buffer_size(output dims): on MVE
+    a kernel sum (int32) per rhs row, i.e. per output column; none on DSP/scalar."""
+    return n_cols * 4 if variant == "mve" else 0
+
+
 def _pair(v, default):
     v = list(v) if v is not None else []
     if not v:
@@ -415,11 +421,15 @@ def scratch_bytes(op: str, program, ins, variant: str) -> int | None:
     if name in ("quantized_avg_pool2d", "quantized_avg_pool2d_nhwc"):
         x = program.tensor(a[0])
         return avgpool_buffer_bytes(variant, _nhwc(x, name.endswith("_nhwc"))[3])
+    if name == "quantized_batch_matmul":
+        rhs = program.tensor(a[2])  # [B, N, K], transposed
+        return batch_matmul_buffer_bytes(variant, rhs.shape[1] if len(rhs.shape) == 3 else 0)
     return None
 
 
 SCRATCH_ARG = {"quantized_conv2d": 12, "quantized_conv2d_nhwc": 12, "quantized_depthwise_conv2d": 13,
-               "quantized_depthwise_conv2d_nhwc": 13, "quantized_avg_pool2d": 8, "quantized_avg_pool2d_nhwc": 8}
+               "quantized_depthwise_conv2d_nhwc": 13, "quantized_avg_pool2d": 8, "quantized_avg_pool2d_nhwc": 8,
+               "quantized_batch_matmul": 7}
 
 
 def size_scratch(program, variant: str, kernels=None) -> int:

@@ -158,7 +158,8 @@ def buffer_size_lib(tmp_path_factory):
     src = root / "Source"
     files = [src / "ConvolutionFunctions" / "arm_convolve_get_buffer_sizes_s8.c",
              src / "ConvolutionFunctions" / "arm_depthwise_conv_get_buffer_sizes_s8.c",
-             src / "PoolingFunctions" / "arm_avgpool_get_buffer_sizes_s8.c"]
+             src / "PoolingFunctions" / "arm_avgpool_get_buffer_sizes_s8.c",
+             src / "FullyConnectedFunctions" / "arm_fully_connected_get_buffer_sizes_s8.c"]
     lib = tmp_path_factory.mktemp("cmsis") / "libsizes.so"
     subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-I", str(root / "Include"), *map(str, files), "-o", str(lib)],
                    check=True)
@@ -225,6 +226,24 @@ def test_avgpool_scratch_matches_cmsis_nn(buffer_size_lib, variant):
         assert cmsis_nn.avgpool_buffer_bytes(variant, c) == fn(ow, c)
 
 
+@pytest.mark.parametrize("variant", ["dsp", "mve"])
+def test_batch_matmul_scratch_matches_cmsis_nn(buffer_size_lib, variant):
+    # arm_batch_matmul_s8's buffer: arm_fully_connected_s8_get_buffer_size(output dims), as CMSIS-NN's
+    # tests and the adapter ask it.
+    fn = getattr(buffer_size_lib, f"arm_fully_connected_s8_get_buffer_size_{variant}")
+    for b, m, n in ((1, 1, 1), (2, 5, 19), (3, 4, 64)):
+        assert cmsis_nn.batch_matmul_buffer_bytes(variant, n) == fn(ctypes.byref(Dims(1, b, m, n)))
+
+
+def test_size_scratch_sizes_batch_matmul():
+    b = Batch()
+    add_bmm(b, np.random.default_rng(0), 2, 5, 37, 19, (5, -3, -4))
+    ins = b.p.instructions[0]
+    assert cmsis_nn.size_scratch(b.p, "mve") == 19 * 4
+    assert b.p.tensor(ins.args[7]).shape == (19 * 4,)
+    assert cmsis_nn.size_scratch(b.p, "dsp") == 0
+
+
 # -- adapters bit-exact with the portable kernels, on QEMU ---------------------------------------
 
 class Batch:
@@ -232,6 +251,9 @@ class Batch:
 
     def __init__(self):
         self.p = Program()
+        # Per instruction: the path its adapter must take ("cmsis-nn": its output comes from a
+        # CMSIS-NN call; "portable": from the portable kernel it falls back to), or None.
+        self.paths = []
 
     def const(self, arr, dim_order=None) -> int:
         arr = np.asarray(arr)
@@ -255,8 +277,9 @@ class Batch:
     def none(self) -> int:
         return self.p.add_scalar("none")
 
-    def op(self, name, args, out) -> None:
+    def op(self, name, args, out, path=None) -> None:
         self.p.instructions.append(Instruction(name, [*args, out, out]))
+        self.paths.append(path)
 
 
 def i8(rng, *shape, lo=-128, hi=127):
@@ -319,7 +342,97 @@ def add_linear(b, rng, rows, k, n, kernel_sum=False, filter_offset=0, bias=True)
           b.int(int(rng.integers(-128, 128))), b.ints([m[0]]), b.ints([s[0]]), b.int(127), b.int(-128)], o)
 
 
-def adapter_cases(seed=0) -> Program:
+NHWC_POS = (0, 3, 1, 2)  # logical NCHW dim -> position in (N, H, W, C)
+
+
+def add_pad(b, rng, shape, pre, post, value, order=None, out_order=None, path=None):
+    """cortex_m::pad.out; pads read as the kernel reads them (right-aligned, NHWC when channels-last)."""
+    nd = len(shape)
+    cl = nd == 4 and (shape[1] == 1 or (shape[2] == 1 and shape[3] == 1) or (order is not None and order[:2] == (0, 2)))
+    pos = [NHWC_POS[d] if cl else 4 - nd + d for d in range(nd)]
+    out_shape = tuple(s + pre[q] + post[q] for s, q in zip(shape, pos))
+    o = b.out(out_shape, out_order if out_order is not None else order)
+    b.op("cortex_m::pad.out", [b.const(i8(rng, *shape), order), b.ints(pre), b.ints(post), b.int(value)], o, path)
+
+
+def add_transpose(b, rng, shape, perm, order=None, out_order=None, path=None):
+    o = b.out(tuple(shape[p % len(shape)] for p in perm), out_order)
+    b.op("cortex_m::transpose.out", [b.const(i8(rng, *shape), order), b.ints(perm)], o, path)
+
+
+def add_minmax(b, rng, op, a_shape, b_shape, a_order=None, b_order=None, out_order=None, path=None):
+    o = b.out(np.broadcast_shapes(a_shape, b_shape), out_order)
+    b.op(f"cortex_m::{op}.out", [b.const(i8(rng, *a_shape), a_order), b.const(i8(rng, *b_shape), b_order)], o, path)
+
+
+def add_bmm(b, rng, batch, m, k, n, zps, acc_scale=None, requant_ms=None, path=None):
+    """cortex_m::quantized_batch_matmul.out: lhs [B, M, K], rhs transposed [B, N, K]; zps are
+    (lhs, rhs, output): the first two are offsets added to the values."""
+    if requant_ms is None:
+        ms, ss = requant(rng, 1, acc_scale or 1.0 / (110 * k**0.5))
+        requant_ms = (int(ms[0]), int(ss[0]))
+    mult, shift = requant_ms
+    o = b.out((batch, m, n))
+    b.op("cortex_m::quantized_batch_matmul.out",
+         [b.const(i8(rng, batch, m, k)), b.int(zps[0]), b.const(i8(rng, batch, n, k)), b.int(zps[1]), b.int(zps[2]),
+          b.int(mult), b.int(shift), b.scratch()], o, path)
+
+
+def random_broadcast_pair(rng):
+    """Two shapes that broadcast (numpy rules), up to 5-D, sizes 1..17."""
+    nd = int(rng.integers(1, 6))
+    full = [int(rng.choice([1, 2, 3, 5, 17])) for _ in range(nd)]
+    shapes = []
+    for _ in range(2):
+        s = [d if rng.random() < 0.5 else 1 for d in full]
+        shapes.append(tuple(s[int(rng.integers(0, nd)):] if rng.random() < 0.3 else s))
+    return shapes
+
+
+def layout_cases(b, rng) -> None:
+    """pad, transpose, minimum, maximum and batch matmul: each adapter's CMSIS-NN path (shapes
+    that reach the vectorized loops and their tails) and its portable fallbacks."""
+    C, P = "cmsis-nn", "portable"
+    # pad: arm_pad_s8 on the output's memory dims
+    add_pad(b, rng, (1, 5, 7, 9), [0, 1, 2, 3], [0, 2, 1, 1], -7, order=CL, path=C)  # NHWC pads, per-pixel copies
+    add_pad(b, rng, (3, 17, 33), [0, 1, 0, 2], [0, 1, 2, 13], 100, path=C)  # 3-D: pads right-aligned
+    add_pad(b, rng, (5, 40), [0, 0, 2, 0], [0, 0, 3, 0], -128, path=C)  # rows only: whole-row copies
+    add_pad(b, rng, (2, 3, 1, 1), [1, 0, 0, 0], [0, 0, 0, 2], 5, path=C)  # H = W = 1 counts as NHWC
+    add_pad(b, rng, (19,), [0, 0, 0, 21], [0, 0, 0, 0], 1, path=C)
+    add_pad(b, rng, (1, 4, 5, 6), [0, 1, 1, 0], [0, 0, 1, 2], 3, order=CL, out_order=(0, 1, 2, 3), path=P)  # 2 layouts
+    # transpose: reduced to a copy, a 2-D transpose or a 3-/4-D permutation of memory
+    add_transpose(b, rng, (1, 8, 5, 7), [0, 2, 3, 1], path=C)  # NCHW -> NHWC: 2-D [8, 35]
+    add_transpose(b, rng, (1, 6, 9, 3), [0, 3, 1, 2], path=C)  # NHWC -> NCHW: 2-D [54, 3]
+    add_transpose(b, rng, (2, 3, 4, 5), [3, 1, 0, 2], path=C)  # 4-D
+    add_transpose(b, rng, (6, 17, 3), [1, 0, 2], path=C)  # 3-D
+    add_transpose(b, rng, (4, 6, 5), [0, 1, 2], out_order=(0, 2, 1), path=C)  # identity perm, new dim order
+    add_transpose(b, rng, (3, 1, 1, 4), [0, 2, 3, 1], order=CL, out_order=CL, path=C)  # same memory: a copy
+    add_transpose(b, rng, (13, 11), [-1, 0], path=C)
+    add_transpose(b, rng, (2, 9400), [1, 0], path=C)  # past arm_transpose_s8's 2-D gather offsets: as 3-D
+    add_transpose(b, rng, (2, 3, 2, 3, 2), [4, 2, 0, 3, 1], path=P)  # 5 dims after merging
+    # minimum / maximum: canonical shapes of up to 4 dims
+    for op in ("minimum", "maximum"):
+        add_minmax(b, rng, op, (3, 37), (3, 37), path=C)  # flat (prepared at load)
+        add_minmax(b, rng, op, (2, 3, 19), (1,), path=C)  # one-element operand (prepared at load)
+        add_minmax(b, rng, op, (1, 8, 5, 5), (1, 8, 1, 1), a_order=CL, out_order=CL, path=C)  # per channel, NHWC
+        add_minmax(b, rng, op, (3, 1, 5, 17), (1, 4, 5, 1), path=C)  # 4 canonical dims
+        add_minmax(b, rng, op, (4, 6, 33), (33,), path=C)  # lower rank
+        add_minmax(b, rng, op, (2, 1, 3, 1, 5), (1, 4, 1, 2, 1), path=P)  # 5 canonical dims
+        add_minmax(b, rng, op, (1, 4, 3, 3), (1, 4, 3, 3), a_order=CL, out_order=CL, path=P)  # memory orders differ
+    for _ in range(8):  # random broadcasts (numpy rules), bit-exact either way
+        a_shape, b_shape = random_broadcast_pair(rng)
+        for op in ("minimum", "maximum"):
+            add_minmax(b, rng, op, a_shape, b_shape)
+    # batch matmul: arm_batch_matmul_s8 (rhs transposed; MVE: kernel sums in the scratch)
+    add_bmm(b, rng, 2, 5, 37, 19, (5, -3, -4), path=C)  # rhs offset: DSP 2-row, MVE 4-row blocks + tails
+    add_bmm(b, rng, 1, 3, 64, 8, (128, 0, 7), path=C)  # rhs offset 0
+    add_bmm(b, rng, 3, 4, 17, 6, (-256, 256, 100), acc_scale=1 / 30000, path=C)  # offsets at the limits
+    add_bmm(b, rng, 1, 2, 8, 5, (0, 0, 1), requant_ms=(1 << 20, 2), path=C)  # left shift that cannot overflow
+    add_bmm(b, rng, 1, 2, 300, 5, (0, 0, 0), requant_ms=(1 << 11, 9), path=P)  # left shift that could overflow
+    add_bmm(b, rng, 1, 2, 16, 3, (1, 2, 3), requant_ms=(1 << 30, -40), path=P)  # shift outside -31..30
+
+
+def adapter_cases(seed=0, paths=None) -> Program:
     rng = np.random.default_rng(seed)
     b = Batch()
     add_conv(b, rng, (1, 1, 28, 28), (8, 5, 5, 1), padding=(2, 2))  # MNIST conv1 (1 input channel)
@@ -375,17 +488,25 @@ def adapter_cases(seed=0) -> Program:
         b.op("cortex_m::quantized_max_pool2d.out",
              [b.const(x, CL), b.ints(k), b.ints(s), b.ints(p), b.ints([1, 1]), b.p.add_scalar("bool", False), b.int(3),
               b.int(3), b.int(-20), b.int(127)], o)
+    layout_cases(b, rng)
+    if paths is not None:
+        paths.extend(b.paths)
     return b.p
 
 
 def device_outputs(board: str, program: Program, tmp_path: Path, backend: str = "cmsis-nn"):
-    from mcu_gen import planner, pte
+    from unittest import mock
+
+    from mcu_gen import planner, platformio_project, pte
     from mcu_gen.qemu import QemuSession
 
     planner.plan(program)
     (tmp_path / "cases.pte").write_bytes(pte.write(program))
-    r = builder.build(pte_path=tmp_path / "cases.pte", board=board, out=tmp_path / f"{board}-{backend}",
-                      backend=backend, cmsis_nn_path=CMSIS if backend == "cmsis-nn" else None)
+    # No PlatformIO test vectors (as bench_cmsis_nn.py): they come from mcu-gen's int8 reference,
+    # which has no minimum/maximum/batch matmul; the outputs are compared with the portable kernels.
+    with mock.patch.object(platformio_project, "_render_test", lambda *a, **k: None):
+        r = builder.build(pte_path=tmp_path / "cases.pte", board=board, out=tmp_path / f"{board}-{backend}",
+                          backend=backend, cmsis_nn_path=CMSIS if backend == "cmsis-nn" else None)
     with QemuSession(r.board, r.elf) as link:
         link.hello()
         status, ticks = link.run()
@@ -394,11 +515,41 @@ def device_outputs(board: str, program: Program, tmp_path: Path, backend: str = 
     return outs, r
 
 
+def stubbed_outputs(r, tmp_path: Path) -> list:
+    """The outputs of build r's firmware rebuilt with every CMSIS-NN function its adapters call
+    replaced by a stub that returns 0 (success, buffer size 0) and writes nothing (as
+    bench/bench_cmsis_nn.py outside_cmsis_nn): an output a CMSIS-NN call should have written stays
+    as the arena left it, one the portable kernel writes is unchanged."""
+    import re
+
+    from mcu_gen import toolchain
+    from mcu_gen.qemu import QemuSession
+
+    proj = tmp_path / (r.out.name + "-stubbed")
+    shutil.copytree(r.out / "firmware", proj, ignore=shutil.ignore_patterns("build"))
+    called = set()
+    for f in list((proj / "kernels").glob("*.cpp")) + list((proj / "kernels").glob("*.h")):
+        called |= set(cmsis_nn._CALL.findall(cmsis_nn._strip_comments(f.read_text())))
+    stubs = sorted(called & set(cmsis_nn.source_index(proj / "cmsis_nn")))
+    (proj / "cmsis_nn_stubs.c").write_text("".join(f"int {name}(void) {{ return 0; }}\n" for name in stubs))
+    cm = re.sub(r"^\s*cmsis_nn/Source/\S+\n", "", (proj / "CMakeLists.txt").read_text(), flags=re.M)
+    assert "add_executable(firmware.elf\n" in cm, "CMakeLists.txt layout changed"
+    (proj / "CMakeLists.txt").write_text(cm.replace("add_executable(firmware.elf\n",
+                                                    "add_executable(firmware.elf\n  cmsis_nn_stubs.c\n", 1))
+    elf = toolchain.cmake_build(proj, proj / "build")
+    with QemuSession(r.board, elf) as link:
+        link.hello()
+        status, _ = link.run()
+        assert status == 0
+        return [link.read_output(i) for i in range(len(r.program.outputs))]
+
+
 @needs_cmsis
 @needs_qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an386"])
 def test_adapters_bit_exact_with_portable(board, tmp_path):
-    program = adapter_cases()
+    paths = []
+    program = adapter_cases(paths=paths)
     want = [np.ascontiguousarray(o).tobytes() for o in run_on_host(program, [])]  # portable, host, ASan
     got, r = device_outputs(board, adapter_cases(), tmp_path)
     assert r.report["backend"]["chosen"] == "cmsis-nn"
@@ -407,4 +558,14 @@ def test_adapters_bit_exact_with_portable(board, tmp_path):
     ops = [ins.op for ins in program.instructions]
     for i, (g, w) in enumerate(zip(got, want)):
         assert g == w, f"case {i} ({ops[i]}) differs on {board}: {sum(a != b for a, b in zip(g, w))} bytes"
+    # Which path each labelled case took: with CMSIS-NN stubbed out, a case that runs on CMSIS-NN
+    # loses its output and one that falls back to the portable kernel keeps it.
+    stubbed = stubbed_outputs(r, tmp_path)
+    labelled = [i for i, p in enumerate(paths) if p is not None]
+    assert {paths[i] for i in labelled} == {"cmsis-nn", "portable"}
+    for i in labelled:
+        if paths[i] == "cmsis-nn":
+            assert stubbed[i] != want[i], f"case {i} ({ops[i]}) on {board} does not run on CMSIS-NN"
+        else:
+            assert stubbed[i] == want[i], f"case {i} ({ops[i]}) on {board} does not run on the portable kernel"
 

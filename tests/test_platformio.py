@@ -107,3 +107,26 @@ def test_framework_build_without_network_says_why(tmp_path, monkeypatch):
     monkeypatch.setattr(pio, "run_pio", fake_run_pio)
     with pytest.raises(BuildError, match="needs network access"):
         build(MNIST, board="rp2350", framework="arduino", out=tmp_path / "a")
+
+
+def test_program_the_reference_cannot_run_still_builds(tmp_path):
+    """cortex_m::minimum has a portable kernel but no host-reference implementation: the project is
+    still written (and compiles), without PlatformIO test vectors, and says why."""
+    from mcu_gen import planner, pte
+    from mcu_gen.ir import Instruction, Program
+
+    p = Program()
+    x = p.add_tensor((1, 8), "int8")
+    out = p.add_tensor((1, 8), "int8")
+    p.inputs.append(x)
+    p.outputs.append(out)
+    p.instructions.append(Instruction("cortex_m::minimum.out", [x, x, out, out]))
+    planner.plan(p)
+    path = tmp_path / "min.pte"
+    path.write_bytes(pte.write(p))
+    r = build(pte_path=path, board="mps2-an505", out=tmp_path / "out", backend="portable")
+    project = r.out / "firmware"
+    assert r.elf is not None and r.elf.exists()
+    assert not (project / "test").exists()
+    note = (project / "PIO_TEST_SKIPPED.txt").read_text()
+    assert "cortex_m::minimum" in note and "reference" in note
