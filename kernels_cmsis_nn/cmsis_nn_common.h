@@ -22,6 +22,14 @@ namespace kernels {
 
 // CMSIS-NN's arm_nn_requantize shifts right by at most 31 and left by at
 // most 30 within 32 bits (docs/int8.md).
+// The portable linear and batch-matmul kernels' limits (they report the
+// errors): inner dimension and zero-point offsets that keep int32 sums exact.
+constexpr int32_t kMaxMatmulK = 14563;
+constexpr int64_t kMaxMatmulOffset = 256;
+
+inline bool in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
+inline bool matmul_offset_ok(int64_t v) { return in_range(v, -kMaxMatmulOffset, kMaxMatmulOffset); }
+
 constexpr int32_t kCmsisMinShift = -31;
 constexpr int32_t kCmsisMaxShift = 30;
 inline bool cmsis_shift_ok(int64_t shift) { return shift >= kCmsisMinShift && shift <= kCmsisMaxShift; }

@@ -27,11 +27,6 @@ Error cortex_m_quantized_batch_matmul_out(const KernelContext& ctx);  // the por
 
 namespace {
 
-// The portable kernel's limits (it reports the errors).
-constexpr int32_t kMaxK = 14563;
-constexpr int64_t kMaxOffset = 256;
-
-bool in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
 int64_t magnitude(int64_t v) { return v < 0 ? -v : v; }
 
 struct BatchMatmul {
@@ -51,9 +46,9 @@ bool bmm_cmsis_case(const KernelContext& ctx, BatchMatmul* x) {
   if (!identity_order(lhs) || !identity_order(rhs) || !identity_order(out)) return false;
   const int32_t b = lhs.size(0), m = lhs.size(1), k = lhs.size(2), n = rhs.size(1);
   if (rhs.size(0) != b || rhs.size(2) != k || out.size(0) != b || out.size(1) != m || out.size(2) != n) return false;
-  if (b < 1 || m < 1 || n < 1 || k < 1 || k > kMaxK) return false;
-  if (!in_range(l_off, -kMaxOffset, kMaxOffset) || !in_range(r_off, -kMaxOffset, kMaxOffset) ||
-      !in_range(o_zp, -kMaxOffset, kMaxOffset) || !valid_multiplier(mult) || !cmsis_shift_ok(shift)) {
+  if (b < 1 || m < 1 || n < 1 || k < 1 || k > kMaxMatmulK) return false;
+  if (!matmul_offset_ok(l_off) || !matmul_offset_ok(r_off) ||
+      !matmul_offset_ok(o_zp) || !valid_multiplier(mult) || !cmsis_shift_ok(shift)) {
     return false;
   }
   if (shift > 0) {  // CMSIS-NN shifts acc left in 32 bits: only where no |acc| can overflow

@@ -29,12 +29,6 @@ Error cortex_m_quantized_linear_out(const KernelContext& ctx);  // the portable 
 
 namespace {
 
-// The portable kernel's limits (it reports the errors).
-constexpr int32_t kMaxK = 14563;
-constexpr int64_t kMaxOffset = 256;
-
-bool in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
-
 // A linear instruction CMSIS-NN computes: the checked parameters of one call.
 struct Linear {
   const int8_t* in;
@@ -59,11 +53,11 @@ bool linear_cmsis_case(const KernelContext& ctx, Linear* l) {
   const bool simple = is_int8(in) && is_int8(w) && is_int8(out) && w.dim == 2 && in.dim >= 1 && out.dim == in.dim &&
                       identity_order(in) && identity_order(w) && identity_order(out) && mults.size() == 1 &&
                       shifts.size() == 1 && valid_multiplier(mults[0]) && cmsis_shift_ok(shifts[0]) &&
-                      in_range(input_offset, -kMaxOffset, kMaxOffset) && in_range(filter_offset, -kMaxOffset, kMaxOffset) &&
-                      in_range(output_offset, -kMaxOffset, kMaxOffset) && valid_int8_range(act_min, act_max);
+                      matmul_offset_ok(input_offset) && matmul_offset_ok(filter_offset) &&
+                      matmul_offset_ok(output_offset) && valid_int8_range(act_min, act_max);
   if (!simple) return false;
   const int32_t n_out = w.size(0), k = w.size(1);
-  if (k < 1 || n_out < 1 || k > kMaxK || in.size(in.dim - 1) != k || out.size(out.dim - 1) != n_out) return false;
+  if (k < 1 || n_out < 1 || k > kMaxMatmulK || in.size(in.dim - 1) != k || out.size(out.dim - 1) != n_out) return false;
   for (int32_t d = 0; d + 1 < in.dim; ++d) {
     if (in.size(d) != out.size(d)) return false;
   }
