@@ -5,8 +5,13 @@ Micro with CMSIS-NN (docs/DESIGN reference numbers, measured on the same QEMU bo
     MCU_GEN_CMSIS_NN=/path/to/CMSIS-NN python bench/bench_cmsis_nn.py [--boards ...] [--examples ...]
 
 Besides the five examples it always runs `adapter-cases` (tests/test_cmsis_nn.py: every
-adapter on MNIST/KWS-like shapes), which needs no quantizer. Instructions are exact under
-QEMU -icount (docs/boards.md); they are not cycles.
+adapter on MNIST/KWS-like shapes, fallback cases included), which needs no quantizer.
+Instructions are exact under QEMU -icount (docs/boards.md); they are not cycles.
+
+"outside CMSIS-NN": the same firmware with every CMSIS-NN function stubbed out, i.e. the
+executor, the adapters and the adapters' own kernel loops (the stacked-rows convolution of
+few-channel inputs, cmsis_nn_conv.h). "runtime + adapters": the same, also built with
+MCU_CMSIS_STACKED_CONV=0, i.e. without those loops.
 """
 from __future__ import annotations
 
