@@ -103,7 +103,7 @@ def debug_link(result, link, inputs=None, progress=None) -> DebugResult:
     one = device_inputs(result, host_inputs(result, inputs, n=1)[0])
     trace = reference_trace(result, one)
     link.write_inputs(one)
-    device_index = pte.value_remap(program)  # the .pte numbers values differently from the IR
+    device_index = pte.device_indices(program, result.pte_bytes)  # the .pte may number values differently
     steps = []
     n = len(program.instructions)
     for k, ins in enumerate(program.instructions):

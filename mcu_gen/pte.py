@@ -8,6 +8,7 @@ aligned, so the device reads weights in place from flash.
 """
 from __future__ import annotations
 
+import hashlib
 import struct
 
 import flatbuffers
@@ -353,6 +354,15 @@ def value_remap(program: Program) -> dict:
     return w.compact()[1]
 
 
+def device_indices(program: Program, data: bytes) -> dict:
+    """IR value index -> value index in `data`, the program a device runs: the identity when
+    `program` was read from exactly these bytes (pte.read, not re-written since), else the
+    writer's numbering (value_remap)."""
+    if program.meta.get("read_from") == hashlib.sha256(bytes(data)).hexdigest():
+        return {i: i for i in range(len(program.values))}
+    return value_remap(program)
+
+
 def write(program: Program) -> bytes:
     """Serialize a planned Program to .pte bytes."""
     return _Writer(program).write()
@@ -558,9 +568,60 @@ def read(data: bytes) -> Program:
     except Exception as e:  # malformed flatbuffer: offsets out of range and such
         raise PteError(f"malformed program: {type(e).__name__}: {e}") from None
     prog.meta["pte_bytes"] = len(data)
+    prog.meta["read_from"] = hashlib.sha256(bytes(data)).hexdigest()  # see device_indices
     prog.meta["flatbuffer_bytes"] = info.program_size
     prog.meta["segment_bytes"] = info.segment_size
+    views = planned_views(prog)
+    if views:
+        prog.meta["aliases"] = views
     return prog
+
+
+_SIGNATURES: dict = {}
+
+
+def _kernel_signatures() -> dict:
+    """op -> signature of the portable kernels (the CMSIS-NN adapters' are the same), read once."""
+    if not _SIGNATURES:
+        from .kernels import find_kernels
+
+        _SIGNATURES.update({op: k.signature for op, k in find_kernels().items()})
+    return _SIGNATURES
+
+
+def planned_views(program: Program) -> dict:
+    """ExecuTorch drops a view (e.g. the reshape before a classifier) by planning it at its
+    source's arena offset: nothing writes it, the memory plan makes it hold the right bytes.
+    Returns {view value: the value it shares memory with} for every planned tensor that an
+    instruction reads before any instruction writes it, paired with the latest earlier output
+    (or input) at the same offset, so that re-planning (mcu_gen.cmsis_nn.apply_backend) keeps
+    them together. Outputs are the kernel signatures' 'O' arguments (else the last argument)."""
+    sigs = _kernel_signatures()
+
+    def planned(i):
+        v = program.values[i]
+        return isinstance(v, TensorValue) and not v.is_constant and v.offset is not None
+
+    written, views = set(), {}
+    at = {}  # arena offset -> the value last written there
+    for i in program.inputs:
+        if planned(i):
+            written.add(i)
+            at[program.values[i].offset] = i
+    for ins in program.instructions:
+        sig = sigs.get(ins.op, "")
+        outs = ([a for a, c in zip(ins.args, sig) if c == "O"] if len(sig) == len(ins.args) else ins.args[-1:])
+        for a in ins.args:
+            if a in outs or a in written or a in views or not planned(a):
+                continue
+            src = at.get(program.values[a].offset)
+            if src is not None and program.values[src].nbytes >= program.values[a].nbytes:
+                views[a] = src
+        for o in outs:
+            if planned(o):
+                written.add(o)
+                at[program.values[o].offset] = o
+    return views
 
 
 def _np_dtype(dtype: str):

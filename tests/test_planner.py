@@ -306,3 +306,28 @@ def test_unsafe_geometries_stay_out_of_place():
     p, _ = _conv_program((1, 4, 6, 6), (1, 3, 3, 4), (1, 1), (1, 1), (1, 1), True)(np.random.default_rng(0))
     p.values[p.instructions[0].args[6]].value = 2  # depth multiplier 2: not this kernel's case
     assert inplace.depthwise_channel(p, p.instructions[0], 0, p.values[p.outputs[0]]) is None
+
+
+def test_views_planned_at_their_source_offset_survive_replanning():
+    """ExecuTorch drops a reshape by planning the view at its source's offset (nothing writes it).
+    pte.read records it as an alias, so re-planning (CMSIS-NN builds re-plan ExecuTorch programs)
+    keeps the view inside its source instead of giving it memory nothing writes."""
+    from mcu_gen import pte
+    from mcu_gen.ir import Instruction, Program, TensorValue
+
+    p = Program()
+    x = p.add(TensorValue((2, 8), offset=0))
+    a = p.add(TensorValue((2, 8), offset=64))      # relu(x)
+    view = p.add(TensorValue((16,), offset=64))    # a reshaped: never written, same offset
+    out = p.add(TensorValue((16,), offset=0))      # relu(view), over x (dead by then)
+    p.inputs.append(x)
+    p.outputs.append(out)
+    p.instructions += [Instruction("aten::relu.out", [x, a, a]), Instruction("aten::relu.out", [view, out, out])]
+    p.arena_size = 128
+    read = pte.read(pte.write(p))
+    assert read.meta["aliases"] == {2: 1}
+    planner.plan(read)
+    assert read.tensor(2).offset == read.tensor(1).offset
+    xv = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    got = run_on_host(read, [xv])[0]
+    np.testing.assert_array_equal(got, np.maximum(xv, 0).reshape(16))
