@@ -595,7 +595,11 @@ def planned_views(program: Program) -> dict:
     Returns {view value: the value it shares memory with} for every planned tensor that an
     instruction reads before any instruction writes it, paired with the latest earlier output
     (or input) at the same offset, so that re-planning (mcu_gen.cmsis_nn.apply_backend) keeps
-    them together. Outputs are the kernel signatures' 'O' arguments (else the last argument)."""
+    them together. Outputs are the kernel signatures' 'O' arguments (else the last argument).
+    A view has its source's dtype and byte size (a reshape); kernels' scratch arguments, which
+    are also read before anything writes them, are never views."""
+    from .cmsis_nn import SCRATCH_ARG
+
     sigs = _kernel_signatures()
 
     def planned(i):
@@ -611,11 +615,13 @@ def planned_views(program: Program) -> dict:
     for ins in program.instructions:
         sig = sigs.get(ins.op, "")
         outs = ([a for a, c in zip(ins.args, sig) if c == "O"] if len(sig) == len(ins.args) else ins.args[-1:])
-        for a in ins.args:
-            if a in outs or a in written or a in views or not planned(a):
+        scratch = SCRATCH_ARG.get(ins.op.split("::")[-1].rsplit(".", 1)[0]) if ins.op.startswith("cortex_m::") else None
+        for k, a in enumerate(ins.args):
+            if k == scratch or a in outs or a in written or a in views or not planned(a):
                 continue
             src = at.get(program.values[a].offset)
-            if src is not None and program.values[src].nbytes >= program.values[a].nbytes:
+            if src is not None and (program.values[src].dtype, program.values[src].nbytes) == (
+                    program.values[a].dtype, program.values[a].nbytes):
                 views[a] = src
         for o in outs:
             if planned(o):

@@ -331,3 +331,34 @@ def test_views_planned_at_their_source_offset_survive_replanning():
     xv = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
     got = run_on_host(read, [xv])[0]
     np.testing.assert_array_equal(got, np.maximum(xv, 0).reshape(16))
+
+
+def test_kernel_scratch_is_not_taken_for_a_view():
+    """A kernel's scratch tensor is also read before anything writes it, often planned over a dead
+    tensor: pte.planned_views must not tie it to that tensor (re-planning would then let the
+    kernel's working memory overwrite it). Nor is a tensor of another size or dtype a view."""
+    from mcu_gen import pte
+    from mcu_gen.ir import Instruction, Program, TensorValue
+
+    p = Program()
+    x = p.add(TensorValue((1, 4, 4, 4), "int8", offset=0))
+    a = p.add(TensorValue((1, 4, 4, 4), "int8", offset=64))
+    scratch = p.add(TensorValue((64,), "uint8", offset=64))  # over `a`, same bytes, another dtype
+    other = p.add(TensorValue((32,), "int8", offset=64))     # over `a`, fewer bytes
+    out = p.add(TensorValue((1, 4, 2, 2), "int8", offset=128))
+    i = lambda v: p.add_scalar("int", v)  # noqa: E731
+    il = lambda v: p.add_scalar("int_list", v)  # noqa: E731
+    p.inputs.append(x)
+    p.outputs.append(out)
+    p.instructions += [
+        Instruction("cortex_m::quantize_per_tensor.out", [x, p.add_scalar("float", 0.1), i(0), i(-128), i(127), i(0), a, a]),
+        Instruction("cortex_m::quantized_avg_pool2d.out",
+                    [a, il([2, 2]), il([2, 2]), il([0, 0]), p.add_scalar("bool", False), i(0), i(1 << 30), i(0),
+                     scratch, out, out]),
+        Instruction("cortex_m::maximum.out", [other, other, out, out]),
+    ]
+    assert pte.planned_views(p) == {}
+    p.values[scratch] = TensorValue((1, 4, 4, 4), "int8", offset=64)  # the same tensor, as a view would be
+    p.instructions[1].args[8] = p.add(TensorValue((0,), "uint8", offset=192))
+    p.instructions[2].args[:2] = [scratch, scratch]
+    assert pte.planned_views(p) == {scratch: a}
