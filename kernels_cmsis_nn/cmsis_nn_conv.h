@@ -35,13 +35,9 @@ inline bool cmsis_conv_view(const QConvArgs& a, bool depthwise, CmsisConv* v) {
     if (a.weight.size(3) != g.in.c) return false;  // groups > 1: portable
     if (static_cast<int64_t>(g.kh) * g.kw * g.in.c > kMaxTaps) return false;
   }
-  int32_t out_h = 0, out_w = 0;
-  if (!forward_size(g.in.h, g.pad_h, g.kh, g.dil_h, g.stride_h, &out_h) ||
-      !forward_size(g.in.w, g.pad_w, g.kw, g.dil_w, g.stride_w, &out_w)) {
-    return false;
-  }
   // CMSIS-NN's shift range (one scan; other shifts: the portable kernel).
-  if (!qconv_finish(a, &g, out_h, out_w, cout, kCmsisMinShift, kCmsisMaxShift)) return false;
+  int32_t out_h = 0, out_w = 0;
+  if (!qconv_forward_finish(a, &g, cout, &out_h, &out_w, kCmsisMinShift, kCmsisMaxShift)) return false;
   v->input = {g.in.n, g.in.h, g.in.w, g.in.c};
   v->filter = depthwise ? cmsis_nn_dims{1, g.kh, g.kw, cout} : cmsis_nn_dims{cout, g.kh, g.kw, g.in.c};
   v->bias = {1, 1, 1, cout};
@@ -265,14 +261,14 @@ void read_prepared_conv(const KernelContext& ctx, QConvArgs* a, CmsisConv* v) {
   a->output_offset = ctx.decoded_int(q + 1);
   a->act_min = ctx.decoded_int(q + 4);
   a->act_max = ctx.decoded_int(q + 5);
-  const int32_t* s = in.sizes;  // kNhwc: logical NHWC; else logical NCHW, channels-last in memory
-  const int32_t* o = out.sizes;
+  const Nhwc vi = nhwc_of(in.sizes, kNhwc);
+  const Nhwc vo = nhwc_of(out.sizes, kNhwc);
   const int32_t cout = kDepthwise ? w.sizes[3] : w.sizes[0];
-  v->input = {s[0], kNhwc ? s[1] : s[2], kNhwc ? s[2] : s[3], kNhwc ? s[3] : s[1]};
+  v->input = {vi.n, vi.h, vi.w, vi.c};
   v->filter = kDepthwise ? cmsis_nn_dims{1, w.sizes[1], w.sizes[2], cout}
                          : cmsis_nn_dims{cout, w.sizes[1], w.sizes[2], w.sizes[3]};
   v->bias = {1, 1, 1, cout};
-  v->output = {o[0], kNhwc ? o[1] : o[2], kNhwc ? o[2] : o[3], cout};
+  v->output = {vo.n, vo.h, vo.w, cout};
   v->quant = {static_cast<int32_t*>(ctx.decoded(q + 2).data), static_cast<int32_t*>(ctx.decoded(q + 3).data)};
   v->stride = {static_cast<int32_t>(ctx.decoded_list_item(3, 1, 1)), static_cast<int32_t>(ctx.decoded_list_item(3, 0, 1))};
   v->padding = {static_cast<int32_t>(ctx.decoded_list_item(4, 1, 0)),

@@ -23,16 +23,11 @@ constexpr int32_t kAvgScratch = 8, kAvgOut = 9, kMaxOut = 10;
 
 // The cases CMSIS-NN computes exactly (else the portable kernel's).
 inline bool avg_pool_cmsis_case(const KernelContext& ctx, bool nhwc, Nhwc* vi, Nhwc* vo, PoolParams* p) {
-  const int64_t zp = ctx.int_arg(5);
-  return !ctx.bool_arg(4) && zp >= -128 && zp <= 127 && valid_multiplier(ctx.int_arg(6)) && ctx.int_arg(7) >= -200 &&
-         ctx.int_arg(7) <= 200 && cmsis_pool_view(ctx, nhwc, kAvgOut, vi, vo, p);
+  return !ctx.bool_arg(4) && qavg_pool_params_ok(ctx) && cmsis_pool_view(ctx, nhwc, kAvgOut, vi, vo, p);
 }
 
 inline bool max_pool_cmsis_case(const KernelContext& ctx, bool nhwc, Nhwc* vi, Nhwc* vo, PoolParams* p) {
-  const IntList dilation = ctx.int_list(4);
-  return dilation.size() <= 2 && dilation.get_or(0, 1) == 1 && dilation.get_or(1, 1) == 1 && !ctx.bool_arg(5) &&
-         ctx.int_arg(6) == ctx.int_arg(7) && valid_int8_range(ctx.int_arg(8), ctx.int_arg(9)) &&
-         cmsis_pool_view(ctx, nhwc, kMaxOut, vi, vo, p);
+  return qmax_pool_params_ok(ctx) && cmsis_pool_view(ctx, nhwc, kMaxOut, vi, vo, p);
 }
 
 // One arm_avgpool_s8 / arm_max_pool_s8 call per image.
@@ -82,10 +77,8 @@ template <bool kAvg, bool kNhwc>
 Error run_prepared_pool(const KernelContext& ctx) {
   const DecodedValue& in = ctx.decoded(0);
   const DecodedValue& out = ctx.decoded(kAvg ? kAvgOut : kMaxOut);
-  const int32_t* s = in.sizes;  // kNhwc: logical NHWC; else logical NCHW, channels-last in memory
-  const int32_t* o = out.sizes;
-  const Nhwc vi = {s[0], kNhwc ? s[1] : s[2], kNhwc ? s[2] : s[3], kNhwc ? s[3] : s[1]};
-  const Nhwc vo = {o[0], kNhwc ? o[1] : o[2], kNhwc ? o[2] : o[3], kNhwc ? o[3] : o[1]};
+  const Nhwc vi = nhwc_of(in.sizes, kNhwc);
+  const Nhwc vo = nhwc_of(out.sizes, kNhwc);
   const int32_t kh = static_cast<int32_t>(ctx.decoded_list_item(1, 0, 1));
   const int32_t kw = static_cast<int32_t>(ctx.decoded_list_item(1, 1, 1));
   cmsis_nn_pool_params pp;

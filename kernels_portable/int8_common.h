@@ -128,15 +128,16 @@ inline bool nhwc_memory(const TensorRef& t) {
 // Reads a 4-D activation whose memory is NHWC. Legacy operators (nhwc_logical
 // false): logical NCHW with dim_order (0,2,3,1), or another order that is the
 // same memory (nhwc_memory). *_nhwc operators: logical NHWC, contiguous.
+// The NHWC view of 4-D sizes: logical NHWC (the _nhwc operators), else
+// logical NCHW stored channels-last. Unchecked: read_nhwc checks.
+inline Nhwc nhwc_of(const int32_t* s, bool nhwc_logical) {
+  return nhwc_logical ? Nhwc{s[0], s[1], s[2], s[3]} : Nhwc{s[0], s[2], s[3], s[1]};
+}
+
 inline bool read_nhwc(const TensorRef& t, bool nhwc_logical, Nhwc* v) {
   if (t.dim != 4) return false;
-  if (nhwc_logical) {
-    if (!identity_order(t)) return false;
-    *v = {t.size(0), t.size(1), t.size(2), t.size(3)};
-  } else {
-    if (!t.is_channels_last() && !nhwc_memory(t)) return false;
-    *v = {t.size(0), t.size(2), t.size(3), t.size(1)};
-  }
+  if (nhwc_logical ? !identity_order(t) : !t.is_channels_last() && !nhwc_memory(t)) return false;
+  *v = nhwc_of(t.sizes, nhwc_logical);
   return v->n >= 0 && v->h >= 0 && v->w >= 0 && v->c >= 0;
 }
 

@@ -117,6 +117,16 @@ inline bool forward_size(int32_t in, int32_t pad, int32_t k, int32_t dil, int32_
   return true;
 }
 
+// The forward output size of both spatial dims (into *out_h, *out_w), then
+// qconv_finish's checks for `cout` output channels.
+inline bool qconv_forward_finish(const QConvArgs& a, QConvGeometry* g, int32_t cout, int32_t* out_h, int32_t* out_w,
+                                 int32_t min_shift = static_cast<int32_t>(kMinShift),
+                                 int32_t max_shift = static_cast<int32_t>(kMaxShift)) {
+  return forward_size(g->in.h, g->pad_h, g->kh, g->dil_h, g->stride_h, out_h) &&
+         forward_size(g->in.w, g->pad_w, g->kw, g->dil_w, g->stride_w, out_w) &&
+         qconv_finish(a, g, *out_h, *out_w, cout, min_shift, max_shift);
+}
+
 // Kernel taps [begin, end) whose input row/column start + k * dil is inside [0, size).
 inline void tap_range(int32_t start, int32_t dil, int32_t k, int32_t size, int32_t* begin, int32_t* end) {
   int32_t b = start < 0 ? ceil_div_i32(-start, dil) : 0;
@@ -144,11 +154,7 @@ inline Error qconv2d(const QConvArgs& a) {
   if (cout % g.groups != 0) return Error::KernelFailed;
   if (static_cast<int64_t>(g.kh) * g.kw * cin_g > kMaxTaps) return Error::KernelFailed;
   int32_t out_h = 0, out_w = 0;
-  if (!forward_size(g.in.h, g.pad_h, g.kh, g.dil_h, g.stride_h, &out_h) ||
-      !forward_size(g.in.w, g.pad_w, g.kw, g.dil_w, g.stride_w, &out_w)) {
-    return Error::KernelFailed;
-  }
-  if (!qconv_finish(a, &g, out_h, out_w, cout)) return Error::KernelFailed;
+  if (!qconv_forward_finish(a, &g, cout, &out_h, &out_w)) return Error::KernelFailed;
 
   const int8_t* in = a.input.i8();
   const int8_t* weight = a.weight.i8();
@@ -206,11 +212,7 @@ inline Error qdepthwise_conv2d(const QConvArgs& a) {
   if (static_cast<int64_t>(g.in.c) * dm != cout) return Error::KernelFailed;
   if (static_cast<int64_t>(g.kh) * g.kw > kMaxTaps) return Error::KernelFailed;
   int32_t out_h = 0, out_w = 0;
-  if (!forward_size(g.in.h, g.pad_h, g.kh, g.dil_h, g.stride_h, &out_h) ||
-      !forward_size(g.in.w, g.pad_w, g.kw, g.dil_w, g.stride_w, &out_w)) {
-    return Error::KernelFailed;
-  }
-  if (!qconv_finish(a, &g, out_h, out_w, cout)) return Error::KernelFailed;
+  if (!qconv_forward_finish(a, &g, cout, &out_h, &out_w)) return Error::KernelFailed;
 
   const int8_t* in = a.input.i8();
   const int8_t* weight = a.weight.i8();

@@ -77,16 +77,19 @@ inline int32_t avg_round(int32_t sum, int32_t count) {
 
 // quantized_avg_pool2d(_nhwc): input T, kernel L, stride L, padding L,
 // ceil_mode B, zero_point I, multiplier I, shift I, scratch T, out O.
+// quantized_avg_pool2d's zero_point, multiplier and shift (arguments 5-7) in the ranges it takes.
+inline bool qavg_pool_params_ok(const KernelContext& ctx) {
+  const int64_t zero_point = ctx.int_arg(5), multiplier = ctx.int_arg(6), shift = ctx.int_arg(7);
+  return zero_point >= -128 && zero_point <= 127 && valid_multiplier(multiplier) && shift >= -200 && shift <= 200;
+}
+
 inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
   const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(9);
   PoolParams p;
   if (!read_pool_params(ctx.int_list(1), ctx.int_list(2), ctx.int_list(3), &p)) return Error::KernelFailed;
   const bool ceil_mode = ctx.bool_arg(4);
-  const int64_t zero_point = ctx.int_arg(5), multiplier = ctx.int_arg(6), shift = ctx.int_arg(7);
-  if (zero_point < -128 || zero_point > 127 || !valid_multiplier(multiplier) || shift < -200 || shift > 200) {
-    return Error::KernelFailed;
-  }
+  if (!qavg_pool_params_ok(ctx)) return Error::KernelFailed;
   Nhwc vi, vo;
   if (!pool_shapes(in, out, nhwc, p, ceil_mode, &vi, &vo)) return Error::KernelFailed;
   const int8_t* x = in.i8();
@@ -117,17 +120,21 @@ inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
 // quantized_max_pool2d(_nhwc): input T, kernel L, stride L, padding L,
 // dilation L, ceil_mode B, input_zero_point I, output_zero_point I,
 // activation_min I, activation_max I, out O.
+// quantized_max_pool2d's arguments 4-9 as this kernel (and CMSIS-NN) take them:
+// dilation 1, no ceil_mode, equal zero points, an int8 activation range.
+inline bool qmax_pool_params_ok(const KernelContext& ctx) {
+  const IntList dilation = ctx.int_list(4);
+  return dilation.size() <= 2 && dilation.get_or(0, 1) == 1 && dilation.get_or(1, 1) == 1 && !ctx.bool_arg(5) &&
+         ctx.int_arg(6) == ctx.int_arg(7) && valid_int8_range(ctx.int_arg(8), ctx.int_arg(9));
+}
+
 inline Error qmax_pool2d(const KernelContext& ctx, bool nhwc) {
   const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(10);
   PoolParams p;
   if (!read_pool_params(ctx.int_list(1), ctx.int_list(2), ctx.int_list(3), &p)) return Error::KernelFailed;
-  const IntList dilation = ctx.int_list(4);
-  if (dilation.size() > 2 || dilation.get_or(0, 1) != 1 || dilation.get_or(1, 1) != 1) return Error::KernelFailed;
-  if (ctx.bool_arg(5)) return Error::KernelFailed;  // ceil_mode
-  if (ctx.int_arg(6) != ctx.int_arg(7)) return Error::KernelFailed;
+  if (!qmax_pool_params_ok(ctx)) return Error::KernelFailed;
   const int64_t lo = ctx.int_arg(8), hi = ctx.int_arg(9);
-  if (!valid_int8_range(lo, hi)) return Error::KernelFailed;
   Nhwc vi, vo;
   if (!pool_shapes(in, out, nhwc, p, false, &vi, &vo)) return Error::KernelFailed;
   const int8_t* x = in.i8();

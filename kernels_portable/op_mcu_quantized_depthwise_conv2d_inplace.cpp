@@ -23,11 +23,7 @@ Error mcu_quantized_depthwise_conv2d_inplace_out(const KernelContext& ctx) {
   const int32_t channels = g.in.c;
   if (a.weight.size(3) != channels) return Error::KernelFailed;
   int32_t out_h = 0, out_w = 0;
-  if (!forward_size(g.in.h, g.pad_h, g.kh, g.dil_h, g.stride_h, &out_h) ||
-      !forward_size(g.in.w, g.pad_w, g.kw, g.dil_w, g.stride_w, &out_w)) {
-    return Error::KernelFailed;
-  }
-  if (!qconv_finish(a, &g, out_h, out_w, channels)) return Error::KernelFailed;
+  if (!qconv_forward_finish(a, &g, channels, &out_h, &out_w)) return Error::KernelFailed;
   const int64_t plane = static_cast<int64_t>(g.in.h) * g.in.w;
   if (static_cast<int64_t>(out_h) * out_w > plane) return Error::KernelFailed;
   const TensorRef scratch = ctx.tensor(13);

@@ -106,6 +106,17 @@ def _attr(gm, node):
     return obj.detach() if isinstance(obj, torch.Tensor) else obj
 
 
+def _pool_geometry(kernel, stride, padding) -> tuple:
+    """ATen's pool kernel_size, stride (empty: the kernel size) and padding as [h, w] lists."""
+    kernel = list(kernel)
+    kernel = kernel * 2 if len(kernel) == 1 else kernel
+    stride = list(stride) if stride else kernel
+    stride = stride * 2 if len(stride) == 1 else stride
+    padding = list(padding) if padding is not None else [0, 0]
+    padding = padding * 2 if len(padding) == 1 else padding
+    return kernel, stride, padding
+
+
 def _shape(node) -> tuple:
     return tuple(int(s) for s in node.meta["val"].shape)
 
@@ -510,12 +521,7 @@ class QuantLowering:
 
     def _max_pool(self, node, qnode, act):
         x, kernel, stride, padding, dilation, ceil_mode = self._pool_args(node, 6)
-        kernel = list(kernel)
-        kernel = kernel * 2 if len(kernel) == 1 else kernel
-        stride = list(stride) if stride else kernel
-        stride = stride * 2 if len(stride) == 1 else stride
-        padding = list(padding) if padding is not None else [0, 0]
-        padding = padding * 2 if len(padding) == 1 else padding
+        kernel, stride, padding = _pool_geometry(kernel, stride, padding)
         dilation = list(dilation) if dilation else [1, 1]
         dilation = dilation * 2 if len(dilation) == 1 else dilation
         if ceil_mode or dilation != [1, 1]:
@@ -540,12 +546,7 @@ class QuantLowering:
 
     def _avg_pool(self, node, qnode, act):
         x, kernel, stride, padding, ceil_mode, count_include_pad, divisor = self._pool_args(node, 7)
-        kernel = list(kernel)
-        kernel = kernel * 2 if len(kernel) == 1 else kernel
-        stride = list(stride) if stride else kernel
-        stride = stride * 2 if len(stride) == 1 else stride
-        padding = list(padding) if padding is not None else [0, 0]
-        padding = padding * 2 if len(padding) == 1 else padding
+        kernel, stride, padding = _pool_geometry(kernel, stride, padding)
         if ceil_mode or divisor is not None or act is not None:
             return "avg pool with ceil_mode, divisor_override or a fused activation"
         if any(padding) and count_include_pad is not False:

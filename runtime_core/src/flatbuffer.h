@@ -40,42 +40,11 @@ inline const uint8_t* vec_data(const uint8_t* v) { return v ? v + 4 : nullptr; }
 // The i-th table of a vector of tables.
 inline const uint8_t* vec_table(const uint8_t* data, uint32_t i) { return deref(data + 4 * i); }
 
+// Scalar field `slot` of the table at `t`, or `fallback` (the schema default) when absent.
 template <typename T>
-inline T scalar(const uint8_t* t, int slot, T fallback);
-template <>
-inline uint8_t scalar<uint8_t>(const uint8_t* t, int slot, uint8_t d) {
-  uint16_t f = field(t, slot);
-  return f ? u8(t + f) : d;
-}
-template <>
-inline int8_t scalar<int8_t>(const uint8_t* t, int slot, int8_t d) {
-  uint16_t f = field(t, slot);
-  return f ? static_cast<int8_t>(u8(t + f)) : d;
-}
-template <>
-inline int32_t scalar<int32_t>(const uint8_t* t, int slot, int32_t d) {
-  uint16_t f = field(t, slot);
-  return f ? i32(t + f) : d;
-}
-template <>
-inline uint32_t scalar<uint32_t>(const uint8_t* t, int slot, uint32_t d) {
-  uint16_t f = field(t, slot);
-  return f ? u32(t + f) : d;
-}
-template <>
-inline int64_t scalar<int64_t>(const uint8_t* t, int slot, int64_t d) {
-  uint16_t f = field(t, slot);
-  return f ? i64(t + f) : d;
-}
-template <>
-inline uint64_t scalar<uint64_t>(const uint8_t* t, int slot, uint64_t d) {
-  uint16_t f = field(t, slot);
-  return f ? u64(t + f) : d;
-}
-template <>
-inline double scalar<double>(const uint8_t* t, int slot, double d) {
-  uint16_t f = field(t, slot);
-  return f ? f64(t + f) : d;
+inline T scalar(const uint8_t* t, int slot, T fallback) {
+  const uint16_t f = field(t, slot);
+  return f ? read_le<T>(t + f) : fallback;
 }
 
 // Bounds-checked view of the whole buffer, for verification.
