@@ -25,8 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcu_gen import builder, cmsis_nn  # noqa: E402
-from mcu_gen.qemu import QemuSession  # noqa: E402
+from mcu_gen.firmware import builder
+from mcu_gen.backends import cmsis_nn  # noqa: E402
+from mcu_gen.device.qemu import QemuSession  # noqa: E402
 
 EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
 BOARDS = ["mps2-an505", "mps3-an547", "mps2-an386"]
@@ -50,7 +51,8 @@ def adapter_program():
 
 def build(example: str, board: str, backend: str, out: Path):
     if example == "adapter-cases":
-        from mcu_gen import planner, pte
+        from mcu_gen.plan import planner
+        from mcu_gen.program import pte
 
         p = adapter_program()
         planner.plan(p)
@@ -93,7 +95,7 @@ def outside_cmsis_nn(r, tmp: Path, stacked: bool = True) -> tuple[int, list]:
     import re
     import shutil
 
-    from mcu_gen import toolchain
+    from mcu_gen.firmware import toolchain
 
     src = r.out / "firmware"
     proj = tmp / (r.out.name + ("-stubbed" if stacked else "-stubbed-runtime"))
@@ -123,7 +125,7 @@ def outside_cmsis_nn(r, tmp: Path, stacked: bool = True) -> tuple[int, list]:
 
 def by_operator(ops) -> dict:
     """op name -> instructions; the portable in-place variants count as their operator."""
-    from mcu_gen import kernels
+    from mcu_gen.backends import kernels
 
     variant_of = {k.op: k.variant_of for k in kernels.find_kernels().values() if k.variant_of}
     out = defaultdict(int)
@@ -145,7 +147,7 @@ def main() -> int:
     import os
 
     os.environ[cmsis_nn.ENV_VAR] = str(root)
-    from mcu_gen import platformio_project
+    from mcu_gen.firmware import platformio_project
 
     platformio_project._render_test = lambda *a, **k: None  # no PlatformIO test vectors needed here
     print(f"CMSIS-NN: {how}\n")

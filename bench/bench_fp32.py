@@ -53,7 +53,7 @@ def et_mnist_row(out):
         from executorch.exir import to_edge_transform_and_lower
     except ImportError:
         return None
-    from mcu_gen.model_file import load_model_file
+    from mcu_gen.capture.model_file import load_model_file
 
     spec = load_model_file(ROOT / "examples" / "mnist" / "model.py")
     ep = torch.export.export(spec.module.eval(), spec.example_inputs)

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcu_gen.runner import run  # noqa: E402
+from mcu_gen.device.runner import run  # noqa: E402
 
 EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
 ET_ARENA = {"mnist": 6_768, "kws_dscnn": 16_000, "ic_resnet8": 49_728, "vww_mobilenet": 138_240,

@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcu_gen import plan_report  # noqa: E402
-from mcu_gen.builder import load_program  # noqa: E402
+from mcu_gen.plan import picture as plan_report  # noqa: E402
+from mcu_gen.firmware.builder import load_program  # noqa: E402
 
 EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
 ET_FP32 = {"mnist": 43_264, "kws_dscnn": 64_000, "ic_resnet8": 196_608, "vww_mobilenet": 294_912,

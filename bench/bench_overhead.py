@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcu_gen  # noqa: E402
-from mcu_gen.size_report import markdown_table, pte_split, size_breakdown  # noqa: E402
+from mcu_gen.firmware.size_report import markdown_table, pte_split, size_breakdown  # noqa: E402
 
 KIB = 1024
 # ExecuTorch 1.5.1 figures (../shared/DESIGN.md and the issue).
@@ -54,7 +54,7 @@ def et_mnist_pte(out: Path) -> Path | None:
         from executorch.exir import to_edge_transform_and_lower
     except ImportError:
         return None
-    from mcu_gen.model_file import load_model_file
+    from mcu_gen.capture.model_file import load_model_file
 
     spec = load_model_file(ROOT / "examples" / "mnist" / "model.py")
     ep = torch.export.export(spec.module.eval(), spec.example_inputs)

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcu_gen import fuzz  # noqa: E402
+from mcu_gen.dev import fuzz  # noqa: E402
 
 
 def main() -> int:

@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
-from .paths import BOARDS
+from mcu_gen.paths import BOARDS
+from mcu_gen.errors import McuGenError
 
 
-class BoardError(ValueError):
+class BoardError(McuGenError, ValueError):
     """An unknown board or a malformed board.toml."""
 
 

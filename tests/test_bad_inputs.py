@@ -14,12 +14,15 @@ import subprocess
 import numpy as np
 import pytest
 
-from mcu_gen import builder, host, kernels as kernel_registry, planner, pte
+from mcu_gen.firmware import builder, host
+from mcu_gen.backends import kernels as kernel_registry
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
 from mcu_gen.boards import get_board, load_board
-from mcu_gen.ir import Instruction, Program
-from mcu_gen.link import DeviceError
-from mcu_gen.protocol import Error, Msg
-from mcu_gen.toolchain import ToolchainError, arm_toolchain
+from mcu_gen.program.ir import Instruction, Program
+from mcu_gen.device.link import DeviceError
+from mcu_gen.device.protocol import Error, Msg
+from mcu_gen.firmware.toolchain import ToolchainError, arm_toolchain
 
 WEIGHTS = 1000  # floats in the first constant: makes the offsets vector easy to find
 
@@ -128,7 +131,7 @@ def _device_error(fn):
 
 @pytest.mark.qemu
 def test_wrong_input_index_and_size_over_serial(mul_add):
-    from mcu_gen.qemu import QemuSession
+    from mcu_gen.device.qemu import QemuSession
 
     x = np.random.RandomState(0).randn(1, 16).astype(np.float32)
     y = np.random.RandomState(1).randn(1, 16).astype(np.float32)
@@ -185,7 +188,7 @@ def test_program_too_big_for_the_board(tmp_path):
 @pytest.mark.qemu
 def test_linked_image_too_big_for_the_board(tmp_path, qemu_tools):
     """The program alone fits, the linked image (arena + stack + state) does not."""
-    from mcu_gen.report import memory_usage
+    from mcu_gen.firmware.report import memory_usage
 
     board = _tiny_board(tmp_path, ram=32 * 1024, flash=64 * 1024)
     available = kernel_registry.find_kernels()

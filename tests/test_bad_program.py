@@ -8,10 +8,10 @@ import pytest
 import torch
 
 import mcu_gen
-from mcu_gen import pte
-from mcu_gen.link import LinkError
-from mcu_gen.protocol import Error
-from mcu_gen.qemu import QemuSession
+from mcu_gen.program import pte
+from mcu_gen.device.link import LinkError
+from mcu_gen.device.protocol import Error
+from mcu_gen.device.qemu import QemuSession
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +75,8 @@ def test_corrupt_programs_are_rejected_without_crashing(mnist_build):
 
 
 def _relu_program():
-    from mcu_gen import planner
-    from mcu_gen.ir import Instruction, Program
+    from mcu_gen.plan import planner
+    from mcu_gen.program.ir import Instruction, Program
 
     p = Program()
     x = p.add_tensor((1, 4))

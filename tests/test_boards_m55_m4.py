@@ -26,8 +26,8 @@ def test_board_files():
 
 @pytest.mark.parametrize("board", BOARDS)
 def test_mnist_fp32_verified_and_ticks_are_instructions(board, tmp_path):
-    from mcu_gen.qemu import QemuSession
-    from mcu_gen.runner import run
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.device.runner import run
 
     r = run("examples/mnist/model.py", board=board, out=tmp_path / board, n_random=2)
     assert r.verified, r

@@ -16,10 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcu_gen import builder, cmsis_nn
+from mcu_gen.firmware import builder
+from mcu_gen.backends import cmsis_nn
 from mcu_gen.boards import get_board
-from mcu_gen.host import run_on_host
-from mcu_gen.ir import Instruction, Program
+from mcu_gen.firmware.host import run_on_host
+from mcu_gen.program.ir import Instruction, Program
 
 CL = (0, 2, 3, 1)
 CMSIS = os.environ.get(cmsis_nn.ENV_VAR)
@@ -56,7 +57,7 @@ def test_bad_path_is_an_error(tmp_path):
 
 def test_adapters_mirror_portable_signatures():
     """Same op names and signature strings as the portable kernels: a program runs on either."""
-    from mcu_gen import kernels
+    from mcu_gen.backends import kernels
 
     portable = kernels.find_kernels()
     adapters = cmsis_nn.find_kernels()
@@ -84,7 +85,8 @@ def _int8_program():
 
 
 def test_auto_without_cmsis_nn_warns_and_reports(tmp_path, monkeypatch):
-    from mcu_gen import planner, pte
+    from mcu_gen.plan import planner
+    from mcu_gen.program import pte
 
     monkeypatch.delenv(cmsis_nn.ENV_VAR, raising=False)
     monkeypatch.setattr(cmsis_nn, "from_pack_manager", lambda: (None, "cmsis-pack-manager is not installed"))
@@ -106,7 +108,8 @@ def test_auto_without_cmsis_nn_warns_and_reports(tmp_path, monkeypatch):
 
 @needs_cmsis
 def test_cmsis_nn_build_copies_only_needed_sources(tmp_path):
-    from mcu_gen import planner, pte
+    from mcu_gen.plan import planner
+    from mcu_gen.program import pte
 
     p = _int8_program()
     planner.plan(p)
@@ -497,8 +500,10 @@ def adapter_cases(seed=0, paths=None) -> Program:
 def device_outputs(board: str, program: Program, tmp_path: Path, backend: str = "cmsis-nn"):
     from unittest import mock
 
-    from mcu_gen import planner, platformio_project, pte
-    from mcu_gen.qemu import QemuSession
+    from mcu_gen.plan import planner
+    from mcu_gen.firmware import platformio_project
+    from mcu_gen.program import pte
+    from mcu_gen.device.qemu import QemuSession
 
     planner.plan(program)
     (tmp_path / "cases.pte").write_bytes(pte.write(program))
@@ -522,8 +527,8 @@ def stubbed_outputs(r, tmp_path: Path) -> list:
     as the arena left it, one the portable kernel writes is unchanged."""
     import re
 
-    from mcu_gen import toolchain
-    from mcu_gen.qemu import QemuSession
+    from mcu_gen.firmware import toolchain
+    from mcu_gen.device.qemu import QemuSession
 
     proj = tmp_path / (r.out.name + "-stubbed")
     shutil.copytree(r.out / "firmware", proj, ignore=shutil.ignore_patterns("build"))

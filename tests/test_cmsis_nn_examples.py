@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcu_gen import builder
+from mcu_gen.firmware import builder
 from test_cmsis_nn import CMSIS, i8, needs_cmsis, needs_qemu
 
 
@@ -17,8 +17,8 @@ from test_cmsis_nn import CMSIS, i8, needs_cmsis, needs_qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an386"])
 @pytest.mark.parametrize("example", ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"])
 def test_example_int8_bit_exact_with_host_reference(example, board, tmp_path):
-    from mcu_gen.qemu import QemuSession
-    from mcu_gen.quantize.reference import run_int8_reference
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.reference.integer import run_int8_reference
 
     r = builder.build(f"examples/{example}/model.py", board=board, out=tmp_path / board, quantize="int8", io="int8",
                       backend="cmsis-nn", cmsis_nn_path=CMSIS)

@@ -8,9 +8,9 @@ import textwrap
 import pytest
 
 import mcu_gen
-from mcu_gen.builder import compile_project
+from mcu_gen.firmware.builder import compile_project
 from mcu_gen.cli import main as cli_main
-from mcu_gen.debug import debug
+from mcu_gen.dev.debug import debug
 
 MODEL = textwrap.dedent('''\
     import torch

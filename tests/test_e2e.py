@@ -66,7 +66,7 @@ def test_inspect_shows_operators_plan_and_sizes(tmp_path, capsys, qemu_tools):
 
 
 def test_mismatch_is_reported_not_verified():
-    from mcu_gen.runner import verify_outputs
+    from mcu_gen.device.runner import verify_outputs
 
     err, tol, ok = verify_outputs([np.array([1.0, 2.0005])], [np.array([1.0, 2.0])])
     assert not ok and err == pytest.approx(5e-4, rel=1e-3) and tol == pytest.approx(2e-4)

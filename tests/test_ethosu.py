@@ -15,20 +15,21 @@ import pytest
 pytest.importorskip("tosa_serializer", reason="tosa-tools is not installed (pip install 'mcu-gen[ethos-u]')")
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install 'mcu-gen[ethos-u]')")
 
-from mcu_gen import planner, pte  # noqa: E402
-from mcu_gen.ethosu import parity  # noqa: E402
-from mcu_gen.ethosu.delegate import BACKEND_ID, delegate_program  # noqa: E402
-from mcu_gen.ethosu.partition import partition  # noqa: E402
-from mcu_gen.ethosu.targets import NpuError, get_npu  # noqa: E402
-from mcu_gen.ethosu.tosa_lowering import lower_subgraph  # noqa: E402
-from mcu_gen.ethosu.vela import parse_stream  # noqa: E402
+from mcu_gen.plan import planner
+from mcu_gen.program import pte  # noqa: E402
+from mcu_gen.reference import ethosu_parity as parity  # noqa: E402
+from mcu_gen.backends.ethosu.delegate import BACKEND_ID, delegate_program  # noqa: E402
+from mcu_gen.backends.ethosu.partition import partition  # noqa: E402
+from mcu_gen.backends.ethosu.targets import NpuError, get_npu  # noqa: E402
+from mcu_gen.backends.ethosu.tosa_lowering import lower_subgraph  # noqa: E402
+from mcu_gen.backends.ethosu.vela import parse_stream  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @lru_cache(maxsize=None)
 def int8_program(name: str, io: str = "int8"):
-    from mcu_gen.model_file import load_model_file
+    from mcu_gen.capture.model_file import load_model_file
     from mcu_gen.quantize import export_quantized
 
     program, _ = export_quantized(load_model_file(ROOT / "examples" / name / "model.py"), io=io)

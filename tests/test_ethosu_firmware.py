@@ -21,11 +21,14 @@ import pytest
 pytest.importorskip("tosa_serializer", reason="tosa-tools is not installed (pip install 'mcu-gen[ethos-u]')")
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install 'mcu-gen[ethos-u]')")
 
-from mcu_gen import kernels, planner, pte  # noqa: E402
-from mcu_gen.builder import BuildError, build  # noqa: E402
-from mcu_gen.ethosu import firmware  # noqa: E402
-from mcu_gen.ethosu.delegate import delegate_program  # noqa: E402
-from mcu_gen.ethosu.targets import get_npu  # noqa: E402
+from mcu_gen.backends import kernels
+from mcu_gen.plan import planner
+from mcu_gen.program import pte  # noqa: E402
+from mcu_gen.errors import BuildError
+from mcu_gen.firmware.builder import build  # noqa: E402
+from mcu_gen.firmware import ethosu_driver as firmware  # noqa: E402
+from mcu_gen.backends.ethosu.delegate import delegate_program  # noqa: E402
+from mcu_gen.backends.ethosu.targets import get_npu  # noqa: E402
 from mcu_gen.paths import RUNTIME_CORE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +44,7 @@ needs_cross = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or sh
 
 @lru_cache(maxsize=None)
 def mnist_delegated_pte() -> bytes:
-    from mcu_gen.model_file import load_model_file
+    from mcu_gen.capture.model_file import load_model_file
     from mcu_gen.quantize import export_quantized
 
     p, _ = export_quantized(load_model_file(MNIST), io="int8")

@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from mcu_gen.export import ExportError, UnsupportedOperatorError, export_model
-from mcu_gen.ir import ScalarValue
-from mcu_gen.model_file import ModelFileError, ModelSpec, load_model_file
+from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, export_model
+from mcu_gen.program.ir import ScalarValue
+from mcu_gen.capture.model_file import ModelFileError, ModelSpec, load_model_file
 from mcu_gen.paths import EXAMPLES
 from mcu_gen.reference import run_reference
 

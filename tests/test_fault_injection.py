@@ -1,4 +1,4 @@
-"""The link under faults: a proxy (mcu_gen/fault_proxy.py) between the host Link and QEMU's pty
+"""The link under faults: a proxy (mcu_gen/dev/fault_proxy.py) between the host Link and QEMU's pty
 drops, duplicates and corrupts bytes and stalls the stream. Every case ends either in the right
 answer (resync, resend, rerun) or in a clear LinkError, within a bounded time. A protocol version
 mismatch (either side) is reported as such."""
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 import mcu_gen
-import mcu_gen.link as link_module
-from mcu_gen.builder import compile_project
-from mcu_gen.fault_proxy import FaultProxy, Faults
-from mcu_gen.link import Link, LinkError, LinkTimeout
-from mcu_gen.qemu import QemuSession
+import mcu_gen.device.link as link_module
+from mcu_gen.firmware.builder import compile_project
+from mcu_gen.dev.fault_proxy import FaultProxy, Faults
+from mcu_gen.device.link import Link, LinkError, LinkTimeout
+from mcu_gen.device.qemu import QemuSession
 
 TIMEOUT, RETRIES, RUN_TIMEOUT = 0.6, 3, 2.0
 BOUND_S = (1 + RETRIES) * RUN_TIMEOUT * (1 + RETRIES) + 5  # worst case of one infer() with every retry

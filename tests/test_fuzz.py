@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from mcu_gen import fuzz
+from mcu_gen.dev import fuzz
 
 FUZZ_SECONDS = 40
 

@@ -5,13 +5,13 @@ import copy
 import numpy as np
 import pytest
 
-from mcu_gen.builder import build, quant_io
-from mcu_gen.qemu import QemuSession
-from mcu_gen.runner import check_device_quant_params
+from mcu_gen.firmware.builder import build, quant_io
+from mcu_gen.device.qemu import QemuSession
+from mcu_gen.device.runner import check_device_quant_params
 
 
 def test_quant_io_table_is_exact_float32():
-    from mcu_gen.ir import Program
+    from mcu_gen.program.ir import Program
 
     p = Program()
     a = p.add_tensor((1, 4), "int8")

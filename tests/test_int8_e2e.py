@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from mcu_gen.runner import run
+from mcu_gen.device.runner import run
 
 EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "ad_autoencoder", "vww_mobilenet"]
 # ExecuTorch 1.5.1's int8 Cortex-M arenas (DESIGN.md, M4/M33 figures) for the same models.

@@ -4,9 +4,10 @@ import pytest
 import torch
 
 import mcu_gen
-from mcu_gen import planner, pte
-from mcu_gen.export import export_model
-from mcu_gen.model_file import load_model_file
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
+from mcu_gen.capture.export import export_model
+from mcu_gen.capture.model_file import load_model_file
 
 executorch = pytest.importorskip("executorch", reason="executorch wheel not installed (scripts/setup.sh installs it)")
 

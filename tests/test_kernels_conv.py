@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcu_gen.host import HostRunError, run_on_host
-from mcu_gen.ir import Instruction, Program
+from mcu_gen.firmware.host import HostRunError, run_on_host
+from mcu_gen.program.ir import Instruction, Program
 
 RTOL = 1e-4
 ATOL = 1e-5

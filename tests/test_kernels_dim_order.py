@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from mcu_gen.host import HostRunError, run_on_host
-from mcu_gen.ir import Instruction, Program
+from mcu_gen.firmware.host import HostRunError, run_on_host
+from mcu_gen.program.ir import Instruction, Program
 
 OP = "dim_order_ops::_clone_dim_order.out"
 NCHW, NHWC = (0, 1, 2, 3), (0, 2, 3, 1)

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import mutually_broadcastable_shapes
 
-from mcu_gen.host import HostRunError, run_on_host
-from mcu_gen.ir import Instruction, Program
+from mcu_gen.firmware.host import HostRunError, run_on_host
+from mcu_gen.program.ir import Instruction, Program
 
 RNG = np.random.default_rng(1234)
 

@@ -26,8 +26,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcu_gen.host import HostRunError, run_on_host
-from mcu_gen.ir import Instruction, Program
+from mcu_gen.firmware.host import HostRunError, run_on_host
+from mcu_gen.program.ir import Instruction, Program
 
 CL = (0, 2, 3, 1)  # channels-last dim_order
 

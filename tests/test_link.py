@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import shutil
 import struct
 import subprocess
@@ -13,12 +14,12 @@ import jinja2
 import numpy as np
 import pytest
 
-from mcu_gen import platformio_project
+from mcu_gen.firmware import platformio_project
 from mcu_gen.boards import c_array_lines, get_board
-from mcu_gen.link import Link, LinkError, PipePort
+from mcu_gen.device.link import Link, LinkError, PipePort
 from mcu_gen.paths import RUNTIME_CORE, TEMPLATES
-from mcu_gen.protocol import MAX_PAYLOAD, Error, Msg, encode_frame
-from mcu_gen.toolchain import ToolchainError, cmake_build, find_tool
+from mcu_gen.device.protocol import MAX_PAYLOAD, Error, Msg, encode_frame
+from mcu_gen.firmware.toolchain import ToolchainError, cmake_build, find_tool
 
 FAKE_PROGRAM = b"\x00" * 4 + b"NOPE" + bytes(range(200))  # not an ET12 program
 PROGRAM_ID = 0x1122334455667788
@@ -226,7 +227,7 @@ def _remember_host_fw(host_fw):
 
 @pytest.mark.qemu
 def test_qemu_hello_echo_spin_exit(an505_fw):
-    from mcu_gen.qemu import QemuSession
+    from mcu_gen.device.qemu import QemuSession
 
     board = get_board("mps2-an505")
     session = QemuSession(board, an505_fw, timeout=2.0)
@@ -249,7 +250,7 @@ def test_qemu_hello_echo_spin_exit(an505_fw):
 
 @pytest.mark.qemu
 def test_qemu_killed_mid_session_raises_link_error(an505_fw):
-    from mcu_gen.qemu import QemuSession
+    from mcu_gen.device.qemu import QemuSession
 
     session = QemuSession(get_board("mps2-an505"), an505_fw, timeout=1.0)
     with session as link:
@@ -264,7 +265,7 @@ def test_qemu_killed_mid_session_raises_link_error(an505_fw):
 
 
 def test_missing_qemu_gives_install_hint(an505_fw, monkeypatch):
-    from mcu_gen.qemu import QemuSession
+    from mcu_gen.device.qemu import QemuSession
 
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ToolchainError, match=r"qemu-system-arm not found on PATH; install it with: "
@@ -277,7 +278,7 @@ def test_platformio_project_is_valid(an505_project):
 
     board_json = json.loads((an505_project / "pio_platform" / "boards" / "mps2_an505.json").read_text())
     assert board_json["build"]["cpu_flags"] == "-mcpu=cortex-m33 -mthumb -mfpu=fpv5-sp-d16 -mfloat-abi=hard"
-    pio = shutil.which("pio")
+    pio = shutil.which("pio") or shutil.which("pio", path=os.path.dirname(sys.executable))
     if pio is None:
         pytest.skip("PlatformIO (pip install platformio) not installed")
     env = dict(os.environ, PLATFORMIO_DISABLE_UPGRADE_CHECK="true", PLATFORMIO_SETTING_ENABLE_TELEMETRY="No")

@@ -5,9 +5,10 @@ import re
 
 import pytest
 
-from mcu_gen import plan_report, planner, pte
+from mcu_gen.plan import picture as plan_report, planner
+from mcu_gen.program import pte
 from mcu_gen.cli import main
-from mcu_gen.ir import Instruction, Program
+from mcu_gen.program.ir import Instruction, Program
 
 
 def _program():
@@ -21,7 +22,7 @@ def _program():
     p.instructions += [Instruction("t::op.out", [x, x, a, a], "model.py:3: fc1"),
                        Instruction("t::op.out", [a, a, b, b], "model.py:4: fc2"),
                        Instruction("t::op.out", [b, b, c, c], "model.py:5: fc3")]
-    from mcu_gen.kernels import Kernel
+    from mcu_gen.backends.kernels import Kernel
 
     planner.plan(p, available={"t::op.out": Kernel("t::op.out", "f", "TTOO", None)})
     return p

@@ -20,10 +20,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcu_gen import planner
-from mcu_gen.host import run_on_host
-from mcu_gen.ir import Instruction, Program
-from mcu_gen.kernels import Kernel
+from mcu_gen.plan import planner
+from mcu_gen.firmware.host import run_on_host
+from mcu_gen.program.ir import Instruction, Program
+from mcu_gen.backends.kernels import Kernel
 
 CL = (0, 2, 3, 1)
 FAKE = {
@@ -301,7 +301,7 @@ def test_unsafe_geometries_stay_out_of_place():
     p, _ = _conv_program((1, 4, 5, 5), (8, 1, 1, 4), (1, 1), (0, 0), (1, 1), False)(np.random.default_rng(0))
     planner.plan(p)
     assert p.meta["inplace"] == [] and p.instructions[0].op == "cortex_m::quantized_conv2d.out"
-    from mcu_gen import inplace
+    from mcu_gen.plan import inplace
 
     p, _ = _conv_program((1, 4, 6, 6), (1, 3, 3, 4), (1, 1), (1, 1), (1, 1), True)(np.random.default_rng(0))
     p.values[p.instructions[0].args[6]].value = 2  # depth multiplier 2: not this kernel's case
@@ -310,10 +310,11 @@ def test_unsafe_geometries_stay_out_of_place():
 
 def test_views_planned_at_their_source_offset_survive_replanning():
     """ExecuTorch drops a reshape by planning the view at its source's offset (nothing writes it).
-    pte.read records it as an alias, so re-planning (CMSIS-NN builds re-plan ExecuTorch programs)
+    plan.views.read_program records it as an alias, so re-planning (CMSIS-NN builds re-plan ExecuTorch programs)
     keeps the view inside its source instead of giving it memory nothing writes."""
-    from mcu_gen import pte
-    from mcu_gen.ir import Instruction, Program, TensorValue
+    from mcu_gen.plan.views import planned_views
+    from mcu_gen.program import pte
+    from mcu_gen.program.ir import Instruction, Program, TensorValue
 
     p = Program()
     x = p.add(TensorValue((2, 8), offset=0))
@@ -324,7 +325,9 @@ def test_views_planned_at_their_source_offset_survive_replanning():
     p.outputs.append(out)
     p.instructions += [Instruction("aten::relu.out", [x, a, a]), Instruction("aten::relu.out", [view, out, out])]
     p.arena_size = 128
-    read = pte.read(pte.write(p))
+    from mcu_gen.plan.views import read_program
+
+    read = read_program(pte.write(p))
     assert read.meta["aliases"] == {2: 1}
     planner.plan(read)
     assert read.tensor(2).offset == read.tensor(1).offset
@@ -335,10 +338,11 @@ def test_views_planned_at_their_source_offset_survive_replanning():
 
 def test_kernel_scratch_is_not_taken_for_a_view():
     """A kernel's scratch tensor is also read before anything writes it, often planned over a dead
-    tensor: pte.planned_views must not tie it to that tensor (re-planning would then let the
+    tensor: plan.views.planned_views must not tie it to that tensor (re-planning would then let the
     kernel's working memory overwrite it). Nor is a tensor of another size or dtype a view."""
-    from mcu_gen import pte
-    from mcu_gen.ir import Instruction, Program, TensorValue
+    from mcu_gen.plan.views import planned_views
+    from mcu_gen.program import pte
+    from mcu_gen.program.ir import Instruction, Program, TensorValue
 
     p = Program()
     x = p.add(TensorValue((1, 4, 4, 4), "int8", offset=0))
@@ -357,8 +361,8 @@ def test_kernel_scratch_is_not_taken_for_a_view():
                      scratch, out, out]),
         Instruction("cortex_m::maximum.out", [other, other, out, out]),
     ]
-    assert pte.planned_views(p) == {}
+    assert planned_views(p) == {}
     p.values[scratch] = TensorValue((1, 4, 4, 4), "int8", offset=64)  # the same tensor, as a view would be
     p.instructions[1].args[8] = p.add(TensorValue((0,), "uint8", offset=192))
     p.instructions[2].args[:2] = [scratch, scratch]
-    assert pte.planned_views(p) == {scratch: a}
+    assert planned_views(p) == {scratch: a}

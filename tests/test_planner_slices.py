@@ -1,4 +1,4 @@
-"""Copies the memory planner removes (mcu_gen/slices.py): concatenation into slices of
+"""Copies the memory planner removes (mcu_gen/plan/slices.py): concatenation into slices of
 its output, and no-op pads/permutes as views.
 
 - torch.cat of two convolutions along channels: the cat instruction is gone, each
@@ -19,10 +19,10 @@ import pytest
 import torch
 
 import mcu_gen
-from mcu_gen import planner, slices
-from mcu_gen.export import export_model
-from mcu_gen.host import run_on_host
-from mcu_gen.model_file import load_model_file
+from mcu_gen.plan import planner, slices
+from mcu_gen.capture.export import export_model
+from mcu_gen.firmware.host import run_on_host
+from mcu_gen.capture.model_file import load_model_file
 
 CAT_MODEL = """
 import torch

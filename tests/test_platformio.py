@@ -5,11 +5,11 @@ import shutil
 
 import pytest
 
-from mcu_gen import platformio_setup as pio
-from mcu_gen import uf2
-from mcu_gen.builder import build
+from mcu_gen.firmware import platformio_setup as pio
+from mcu_gen.firmware import uf2
+from mcu_gen.firmware.builder import build
 from mcu_gen.paths import EXAMPLES
-from mcu_gen.platformio_project import FrameworkError
+from mcu_gen.firmware.platformio_project import FrameworkError
 from test_rp2350 import check_rp2350_image, nm
 
 MNIST = EXAMPLES / "mnist" / "model.py"
@@ -99,7 +99,7 @@ def test_unknown_framework_is_refused(tmp_path):
 
 def test_framework_build_without_network_says_why(tmp_path, monkeypatch):
     """Offline, PlatformIO cannot fetch the upstream platform: the error says the build needs network."""
-    from mcu_gen.builder import BuildError
+    from mcu_gen.errors import BuildError
 
     def fake_run_pio(args, project, core=None, timeout=600):
         raise pio.PioError("`pio run` failed (exit 1):\nCould not resolve host: github.com")
@@ -112,8 +112,9 @@ def test_framework_build_without_network_says_why(tmp_path, monkeypatch):
 def test_program_the_reference_cannot_run_still_builds(tmp_path):
     """cortex_m::minimum has a portable kernel but no host-reference implementation: the project is
     still written (and compiles), without PlatformIO test vectors, and says why."""
-    from mcu_gen import planner, pte
-    from mcu_gen.ir import Instruction, Program
+    from mcu_gen.plan import planner
+    from mcu_gen.program import pte
+    from mcu_gen.program.ir import Instruction, Program
 
     p = Program()
     x = p.add_tensor((1, 8), "int8")

@@ -1,4 +1,4 @@
-"""The pytest plugin (mcu_gen/pytest_plugin.py) as a user runs it: a test file using the `mcu`
+"""The pytest plugin (mcu_gen/dev/pytest_plugin.py) as a user runs it: a test file using the `mcu`
 fixture, run by pytester against the emulated mps2-an505 (`--mcu-board mps2-an505`)."""
 import os
 
@@ -7,7 +7,7 @@ import pytest
 pytest_plugins = ["pytester"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLUGIN = "mcu_gen.pytest_plugin"  # also the name of the pytest11 entry point: `-p` is then a no-op
+PLUGIN = "mcu_gen.dev.pytest_plugin"  # the pytest11 entry point "mcu_gen.pytest_plugin" loads it; `-p` is then a no-op
 
 
 def run_user_tests(pytester, source, *args):

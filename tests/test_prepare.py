@@ -14,8 +14,11 @@ import shutil
 import numpy as np
 import pytest
 
-from mcu_gen import host, kernels, planner, pte
-from mcu_gen.ir import Instruction, Program
+from mcu_gen.firmware import host
+from mcu_gen.backends import kernels
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
+from mcu_gen.program.ir import Instruction, Program
 
 KERNEL = r"""// mcu-gen-kernel: op=aten::mul.out fn=test_mul_out prepare=test_mul_prepare sig=TTOO dtypes=float32
 // Test kernel: out = a * b (checked), or a * b + 1000 (the variant prepare picks for inputs of <= 4 elements).

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from mcu_gen.cli import main as cli_main
-from mcu_gen.pte import read as read_pte
+from mcu_gen.program.pte import read as read_pte
 
 
 @pytest.mark.qemu
@@ -32,7 +32,7 @@ def test_profile_kws_dscnn_lists_every_operator_and_adds_up(tmp_path, capsys, qe
 
 
 def test_table_format():
-    from mcu_gen.profile import OpProfile, ProfileResult, format_table
+    from mcu_gen.dev.profile import OpProfile, ProfileResult, format_table
 
     r = ProfileResult("mps2-an505", "instructions", "m", [
         OpProfile(0, "mcu::conv2d.out", "portable", [1, 8, 4, 4], "float32", 750, 0.75),

@@ -4,9 +4,7 @@ import zlib
 
 import pytest
 
-from mcu_gen.protocol import (
-    MAX_PAYLOAD, Error, Frame, FrameDecoder, HelloInfo, Msg, TensorInfo, crc32, encode_frame, error_name,
-)
+from mcu_gen.device.protocol import MAX_PAYLOAD, Error, Frame, FrameDecoder, HelloInfo, Msg, TensorInfo, crc32, encode_frame, error_name
 
 
 def test_crc32_is_zlib_crc32():

@@ -5,11 +5,12 @@ import pytest
 import torch
 from torch import nn
 
-from mcu_gen.builder import BuildError, load_program
-from mcu_gen.model_file import ModelSpec, load_model_file
+from mcu_gen.errors import BuildError
+from mcu_gen.firmware.builder import load_program
+from mcu_gen.capture.model_file import ModelSpec, load_model_file
 from mcu_gen.quantize import QuantizeError, export_quantized, quantized_module
 from mcu_gen.quantize.quantizer import McuQuantizer, capture_for_quantization
-from mcu_gen.quantize.reference import dequantize_f32, quantize_f32, run_int8_reference
+from mcu_gen.reference.integer import dequantize_f32, quantize_f32, run_int8_reference
 
 
 def _spec(net, shape, n_cal=8, seed=0):

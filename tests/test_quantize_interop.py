@@ -90,12 +90,13 @@ def executorch_trace(lowered, inputs) -> tuple[list, list]:
 @pytest.mark.parametrize("name", ["mnist", "kws_dscnn"])
 def test_executorch_int8_pte_runs_bit_exact(qemu_tools, tmp_path, name):
     _et_cortex_m()
-    from mcu_gen import kernels, pte
-    from mcu_gen.builder import build
-    from mcu_gen.model_file import load_model_file
-    from mcu_gen.qemu import QemuSession
+    from mcu_gen.backends import kernels
+    from mcu_gen.program import pte
+    from mcu_gen.firmware.builder import build
+    from mcu_gen.capture.model_file import load_model_file
+    from mcu_gen.device.qemu import QemuSession
     from mcu_gen.reference import run_reference
-    from mcu_gen.session import value_from_bytes
+    from mcu_gen.device.session import value_from_bytes
 
     spec = load_model_file(f"examples/{name}/model.py")
     data, lowered = export_with_executorch(spec)

@@ -1,4 +1,4 @@
-"""The host int8 reference (mcu_gen/quantize/reference.py) against ExecuTorch's own Python
+"""The host int8 reference (mcu_gen/reference/integer.py) against ExecuTorch's own Python
 reference implementations of the cortex_m:: operators (backends/cortex_m/ops/operators.py),
 op by op, on random data: the outputs must be identical.
 
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-from mcu_gen.quantize import reference as R
+from mcu_gen.reference import integer as R
 from mcu_gen.quantize.lowering import add_params, quantize_multiplier, softmax_params
 
 
@@ -197,7 +197,7 @@ def test_quantize_dequantize_match_pt2e():
 def test_nhwc_forms_compute_what_the_plain_ones_do(op, weight_shape, extra):
     """The *_nhwc operators take logically NHWC activations; the reference must give the same
     numbers as the plain operator on the same memory."""
-    from mcu_gen.ir import Instruction, Program
+    from mcu_gen.program.ir import Instruction, Program
 
     rng = np.random.RandomState(5)
     x_nchw = _i8(1, 4, 7, 6)

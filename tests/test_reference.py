@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch import nn
 
-from mcu_gen.export import export_model
-from mcu_gen.ir import Instruction, Program
-from mcu_gen.model_file import ModelSpec
+from mcu_gen.capture.export import export_model
+from mcu_gen.program.ir import Instruction, Program
+from mcu_gen.capture.model_file import ModelSpec
 from mcu_gen.reference import ReferenceError, run_reference
 
 
@@ -37,7 +37,7 @@ def test_hand_built_program():
 
 
 def test_planned_arena_gives_the_same_result():
-    from mcu_gen import planner
+    from mcu_gen.plan import planner
 
     class Net(nn.Module):
         def __init__(self):
@@ -108,7 +108,7 @@ def et_program(small):
 
 @pytest.mark.interop
 def test_reference_runs_executorch_exported_pte(small, et_program):
-    from mcu_gen import pte
+    from mcu_gen.program import pte
 
     m, inputs = small
     program = pte.read(et_program)
@@ -149,7 +149,8 @@ def test_unfused_program_runs_in_executorch_runtime(small):
     pytest.importorskip("executorch")
     from executorch.runtime import Runtime
 
-    from mcu_gen import planner, pte
+    from mcu_gen.plan import planner
+    from mcu_gen.program import pte
 
     m, inputs = small
     program = export_model(ModelSpec(m, inputs), fuse=False)

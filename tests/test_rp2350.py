@@ -5,9 +5,10 @@ import subprocess
 
 import pytest
 
-from mcu_gen import uf2
+from mcu_gen.firmware import uf2
 from mcu_gen.boards import get_board
-from mcu_gen.builder import BuildError, build
+from mcu_gen.errors import BuildError
+from mcu_gen.firmware.builder import build
 from mcu_gen.paths import EXAMPLES
 
 FLASH, FLASH_SIZE = 0x10000000, 4 << 20

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 import mcu_gen
-from mcu_gen import kernels as kernel_registry
+from mcu_gen.backends import kernels as kernel_registry
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ import pytest
 
 from mcu_gen import cli
 from mcu_gen.boards import get_board
-from mcu_gen.builder import build
-from mcu_gen.flash import FlashError, find_boot_drives, flash
-from mcu_gen.link import LinkError
+from mcu_gen.firmware.builder import build
+from mcu_gen.device.flash import FlashError, find_boot_drives, flash
+from mcu_gen.device.link import LinkError
 from mcu_gen.paths import EXAMPLES
-from mcu_gen.qemu import QemuSession
-from mcu_gen.verify import monitor, verify_port
+from mcu_gen.device.qemu import QemuSession
+from mcu_gen.device.verify import monitor, verify_port
 
 MNIST = EXAMPLES / "mnist" / "model.py"
 

@@ -1,5 +1,6 @@
-"""int8 quantization: mcu-gen's PT2E Quantizer, the lowering to cortex_m:: operators and the
-host integer reference (bit-exact with the device). See docs/quantization.md.
+"""Stage 3, quantize: mcu-gen's PT2E Quantizer (PTQ, QAT) and the lowering of the converted graph
+to cortex_m:: int8 operators. Takes a model spec; gives an int8 IR Program (the host integer
+reference that it must match is mcu_gen.reference.integer). See docs/quantization.md.
 
     program, gm = export_quantized(spec, io="float32", calibration=None, has_kernel=None)
 """
@@ -10,6 +11,8 @@ from typing import Callable, Optional
 
 import torch
 
+from mcu_gen.errors import McuGenError
+
 _QUANTIZER_NAMES = ("McuQuantizer", "capture_for_quantization", "is_quantized_graph", "quantize_ptq")
 
 
@@ -17,13 +20,13 @@ def __getattr__(name):
     """The quantizer (and with it torchao) is imported only when used: running and verifying
     fp32 or already-built int8 programs, and the integer reference, need none of it."""
     if name in _QUANTIZER_NAMES:
-        from . import quantizer
+        from mcu_gen.quantize import quantizer
 
         return getattr(quantizer, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class QuantizeError(ValueError):
+class QuantizeError(McuGenError, ValueError):
     """Quantization cannot go on (no calibration data, a bad calibration file, ...)."""
 
 
@@ -55,7 +58,7 @@ def load_calibration(path, n_inputs: int) -> list:
 def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool]:
     """(converted GraphModule, was it quantized already). A model that is already a converted
     PT2E graph (QAT with McuQuantizer, then convert_pt2e) is taken as is."""
-    from .quantizer import is_quantized_graph, quantize_ptq
+    from mcu_gen.quantize.quantizer import is_quantized_graph, quantize_ptq
 
     module = spec.module
     if module is None and spec.exported_program is not None:
@@ -85,7 +88,7 @@ def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool
 def export_quantized(spec, io: str = "float32", calibration=None,
                      has_kernel: Optional[Callable[[str], bool]] = None):
     """(unplanned int8 Program, converted GraphModule)."""
-    from .lowering import lower_quantized
+    from mcu_gen.quantize.lowering import lower_quantized
 
     gm, pre = quantized_module(spec, calibration)
     program = lower_quantized(gm, io=io, user_file=spec.path, has_kernel=has_kernel)

@@ -30,8 +30,8 @@ import torch
 import torch.fx
 import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed operators)
 
-from ..export import UnsupportedOperatorError, _Lowering, op_name, source_line
-from ..ir import DTYPE_CODES, Instruction, Program, TensorValue
+from mcu_gen.capture.export import UnsupportedOperatorError, _Lowering, op_name, source_line
+from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed

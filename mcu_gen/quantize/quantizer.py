@@ -272,7 +272,7 @@ def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: li
                          "file or pass --calibration FILE (a torch.save'd list of input tuples)")
     gm = capture_for_quantization(module, example_inputs)
     prepared = prepare_pt2e(gm, McuQuantizer())
-    from ..progress import Progress
+    from mcu_gen.progress import Progress
 
     bar = Progress("calibration", total=len(calibration))
     with torch.no_grad():

@@ -1,0 +1,423 @@
+"""Capture a model with torch.export and lower it to an IR Program.
+
+    export_model(spec, fuse=True, has_kernel=None) -> mcu_gen.ir.Program
+
+1. torch.export.export(module.eval(), example_inputs).run_decompositions() (core ATen)
+2. graph passes (mcu_gen/capture/passes.py): drop no-ops, fold constants and BatchNorm,
+   and with ``fuse=True`` rewrite to mcu:: ops with fused activations
+3. lowering: every op becomes an Instruction calling the op's out-variant with
+   ExecuTorch's argument convention (schema order, defaults filled in, then the
+   out tensors, then the returned values); view ops become aliases
+   (``program.meta["aliases"] = {view value: input value}``) and cost nothing.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+import torch.fx
+from torch.export.graph_signature import InputKind, OutputKind
+
+from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
+from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
+from mcu_gen.capture.model_file import ModelSpec
+from mcu_gen.capture.passes import FREE_VIEWS, ConstGraph, run_passes
+from mcu_gen.errors import McuGenError
+
+aten = torch.ops.aten
+
+
+class ExportError(McuGenError):
+    """The model cannot be captured (torch.export failed, dynamic shapes, unsupported inputs)."""
+
+
+class UnsupportedOperatorError(ExportError):
+    """An operator that mcu-gen (or the target's kernel set) cannot run."""
+
+
+# c10::MemoryFormat / c10::Layout numbering, as ExecuTorch stores them (Int values).
+_MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels_last: 2,
+                   torch.channels_last_3d: 3}
+_LAYOUTS = {torch.strided: 0}
+
+
+def torch_dtype_name(dtype: torch.dtype) -> str:
+    name = str(dtype).replace("torch.", "")
+    if name not in DTYPE_CODES:
+        raise ExportError(f"dtype {dtype} is not supported")
+    return name
+
+
+def op_name(op) -> str:
+    """'aten::relu.out' for an OpOverload."""
+    s = op._schema
+    return f"{s.name}.{s.overload_name or 'default'}"
+
+
+# -- out-variant lookup --------------------------------------------------------------------------
+def _is_out_arg(a) -> bool:
+    return a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, bool)) and not isinstance(v, torch.fx.Node)
+
+
+def find_out_variant(op, bound: Optional[dict] = None):
+    """The out-variant OpOverload of functional ``op`` (same name, same non-out arguments,
+    plus kwarg-only out arguments). A Python number passed where the schema says Tensor
+    selects the Scalar variant (mul.Tensor(x, 2) -> mul.Scalar_out)."""
+    bound = bound or {}
+    wanted = []
+    for a in op._schema.arguments:
+        t = str(a.type)
+        if t == "Tensor" and _is_number(bound.get(a.name)):
+            t = "number"  # how the schema parser spells Scalar
+        wanted.append((a.name, t))
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        ov = getattr(packet, name)
+        args = ov._schema.arguments
+        outs = [a for a in args if _is_out_arg(a)]
+        if not outs:
+            continue
+        rest = [(a.name, str(a.type)) for a in args if not _is_out_arg(a)]
+        if rest == wanted:
+            return ov
+    return None
+
+
+def find_functional(out_op):
+    """The functional OpOverload of an out-variant (inverse of find_out_variant)."""
+    wanted = [(a.name, str(a.type)) for a in out_op._schema.arguments if not _is_out_arg(a)]
+    packet = out_op.overloadpacket
+    for name in packet.overloads():
+        ov = getattr(packet, name)
+        args = ov._schema.arguments
+        if any(_is_out_arg(a) for a in args) or ov._schema.is_mutable:
+            continue
+        if [(a.name, str(a.type)) for a in args] == wanted:
+            return ov
+    return None
+
+
+def bind_args(schema, args, kwargs) -> dict:
+    """Map argument name -> value for a call, with schema defaults filled in."""
+    bound = {}
+    for i, a in enumerate(schema.arguments):
+        if not a.kwarg_only and i < len(args):
+            bound[a.name] = args[i]
+        elif a.name in kwargs:
+            bound[a.name] = kwargs[a.name]
+        elif a.has_default_value():
+            bound[a.name] = a.default_value
+        elif _is_out_arg(a):
+            continue
+        else:
+            raise ExportError(f"{schema.name}: missing argument {a.name}")
+    return bound
+
+
+# -- source lines --------------------------------------------------------------------------------
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n([^\n]*)')
+_TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+
+
+def source_line(node: torch.fx.Node, user_file: Optional[str]) -> str:
+    """'path:line: code' of the last frame of the node's stack trace in the user's file."""
+    trace = node.meta.get("stack_trace") or ""
+    frames = [(f, int(n), code.strip()) for f, n, code in _FRAME.findall(trace)]
+    if not frames:
+        return ""
+    user = str(Path(user_file).resolve()) if user_file else None
+    mine = [fr for fr in frames if user and _same_file(fr[0], user)]
+    if mine:
+        f, n, code = mine[-1]
+        return f"{f}:{n}: {code}"
+    # No frame in the user's file (e.g. an nn.Sequential): the innermost frame outside
+    # torch, else the innermost frame, plus the submodule that made the op.
+    f, n, code = ([fr for fr in frames if not fr[0].startswith(_TORCH_DIR)] or frames)[-1]
+    stack = node.meta.get("nn_module_stack") or {}
+    module = ""
+    if stack:
+        path, cls = list(stack.values())[-1]
+        cls = cls if isinstance(cls, str) else getattr(cls, "__name__", str(cls))
+        module = f" [module {path or '<root>'}: {cls.rsplit('.', 1)[-1]}]"
+    return f"{f}:{n}: {code}{module}"
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return str(Path(a).resolve()) == b
+    except OSError:
+        return a == b
+
+
+def _user_file(spec: ModelSpec) -> Optional[str]:
+    if spec.path:
+        return spec.path
+    if spec.module is not None:
+        import inspect
+
+        try:
+            return inspect.getsourcefile(type(spec.module))
+        except TypeError:
+            return None
+    return None
+
+
+# -- capture ------------------------------------------------------------------------------------
+def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
+    where = f"{spec.name} ({spec.path})" if spec.path else spec.name
+    ep = spec.exported_program
+    if ep is None:
+        if spec.module is None:
+            raise ExportError(f"{where}: the model spec has neither a module nor an exported program")
+        try:
+            ep = torch.export.export(spec.module.eval(), tuple(spec.example_inputs))
+        except Exception as e:  # torch.export raises many exception types
+            raise ExportError(
+                f"{where}: torch.export could not capture the model (mcu-gen needs static shapes and no "
+                f"data-dependent control flow):\n{type(e).__name__}: {e}"
+            ) from e
+    try:
+        return ep.run_decompositions()
+    except Exception as e:
+        raise ExportError(f"{where}: decomposition to core ATen failed: {type(e).__name__}: {e}") from e
+
+
+def to_const_graph(ep: torch.export.ExportedProgram) -> tuple:
+    """Turn parameters, buffers and lifted constants into get_attr nodes.
+    Returns (ConstGraph, user input placeholders, user output nodes)."""
+    gm = ep.graph_module
+    graph = gm.graph
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    first_op = next(n for n in graph.nodes if n.op != "placeholder")
+    cg = ConstGraph(gm)
+    user_inputs = []
+    for spec in ep.graph_signature.input_specs:
+        node = placeholders[spec.arg.name]
+        if spec.kind == InputKind.USER_INPUT:
+            if not isinstance(node.meta.get("val"), torch.Tensor):
+                raise ExportError(f"input {node.name}: only tensor inputs are supported")
+            user_inputs.append(node)
+            continue
+        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            tensor = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            tensor = ep.constants[spec.target]
+        else:
+            raise ExportError(f"input {node.name}: {spec.kind.name} inputs are not supported")
+        new = cg.add_const(tensor, first_op, "p")
+        node.replace_all_uses_with(new)
+        graph.erase_node(node)
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    outs = list(out_node.args[0])
+    user_outputs = []
+    for spec, node in zip(ep.graph_signature.output_specs, outs):
+        if spec.kind != OutputKind.USER_OUTPUT:
+            raise ExportError(f"the model mutates {spec.target} ({spec.kind.name}); only pure models are supported")
+        user_outputs.append(node)
+    cg.cleanup()
+    return cg, user_inputs, user_outputs
+
+
+# -- lowering -----------------------------------------------------------------------------------
+class _Lowering:
+    def __init__(self, cg: ConstGraph, user_file, has_kernel):
+        self.cg = cg
+        self.user_file = user_file
+        self.has_kernel = has_kernel
+        self.program = Program()
+        self.env = {}  # fx node -> value index (or list of indices for multi-output nodes)
+        self.aliases = {}
+
+    # values
+    def _check_static(self, node, val):
+        if any(not isinstance(s, int) for s in val.shape) and node.op == "placeholder":
+            raise ExportError(
+                f"input {node.name} has a dynamic shape {list(val.shape)}; mcu-gen needs static shapes "
+                f"(export without dynamic_shapes)"
+            )
+        if any(not isinstance(s, int) for s in val.shape):
+            raise UnsupportedOperatorError(
+                f"{self._op_text(node)} produces a tensor whose shape depends on the input data "
+                f"({list(val.shape)}); mcu-gen needs static shapes{self._where(node)}"
+            )
+
+    def tensor_value(self, node, val) -> int:
+        self._check_static(node, val)
+        return self.program.add(TensorValue(tuple(val.shape), torch_dtype_name(val.dtype), name=node.name))
+
+    def constant_value(self, tensor: torch.Tensor, name: str) -> int:
+        t = tensor.detach().contiguous()
+        data = np.ascontiguousarray(t.numpy())
+        return self.program.add(TensorValue(tuple(t.shape), torch_dtype_name(t.dtype), data=data, name=name))
+
+    def _where(self, node) -> str:
+        src = source_line(node, self.user_file)
+        return f"\n  at {src}" if src else ""
+
+    def _op_text(self, node) -> str:
+        t = node.target
+        return op_name(t) if hasattr(t, "_schema") else str(t)
+
+    def arg_value(self, value, type_str: str) -> int:
+        p = self.program
+        if isinstance(value, torch.fx.Node):
+            return self.env[value]
+        if value is None:
+            return p.add_scalar("none")
+        if isinstance(value, bool):
+            return p.add_scalar("bool", value)
+        if isinstance(value, int):
+            if type_str in ("float", "Optional[float]"):
+                return p.add_scalar("float", float(value))
+            return p.add_scalar("int", value)
+        if isinstance(value, float):
+            return p.add_scalar("float", value)
+        if isinstance(value, torch.dtype):
+            return p.add_scalar("int", DTYPE_CODES[torch_dtype_name(value)])
+        if isinstance(value, torch.memory_format):
+            return p.add_scalar("int", _MEMORY_FORMATS[value])
+        if isinstance(value, torch.layout):
+            return p.add_scalar("int", _LAYOUTS[value])
+        if isinstance(value, torch.device):
+            return p.add_scalar("int", 0)
+        if isinstance(value, str):
+            return p.add_scalar("string", value)
+        if isinstance(value, (list, tuple)):
+            # str(schema type): List[Tensor], List[Optional[Tensor]], List[int], List[float], List[bool]
+            if "Optional[Tensor]" in type_str:
+                return p.add_scalar("optional_tensor_list", [-1 if v is None else self.env[v] for v in value])
+            if "Tensor" in type_str:
+                return p.add_scalar("tensor_list", [self.env[v] for v in value])
+            if "bool" in type_str:
+                return p.add_scalar("bool_list", [bool(v) for v in value])
+            if "float" in type_str:
+                return p.add_scalar("float_list", [float(v) for v in value])
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+                return p.add_scalar("int_list", [int(v) for v in value])
+        raise ExportError(f"cannot represent argument {value!r} of type {type_str}")
+
+    # nodes
+    def lower(self, user_inputs, user_outputs) -> Program:
+        for node in self.cg.graph.nodes:
+            if node.op == "placeholder":
+                self.env[node] = self.tensor_value(node, node.meta["val"])
+                self.program.inputs.append(self.env[node])
+            elif node.op == "get_attr":
+                self.env[node] = self.constant_value(self.cg.const(node), node.name)
+            elif node.op == "call_function":
+                self.lower_call(node)
+        for node in user_outputs:
+            self.program.outputs.append(self.output_value(node))
+        self.program.meta["aliases"] = dict(self.aliases)
+        return self.program
+
+    def _root(self, v: int) -> int:
+        while v in self.aliases:
+            v = self.aliases[v]
+        return v
+
+    def output_value(self, node) -> int:
+        if not isinstance(node, torch.fx.Node):
+            raise ExportError(f"model output {node!r} is not a tensor")
+        v = self.env[node]
+        root = self._root(v)
+        if self.program.values[root].is_constant or root in self.program.inputs:
+            # the output must be a buffer of its own: copy it
+            out = self.program.add(TensorValue(self.program.tensor(v).shape, self.program.tensor(v).dtype,
+                                               name=f"{node.name}_out"))
+            fmt = self.program.add_scalar("none")
+            self.program.instructions.append(
+                Instruction("aten::clone.out", [v, fmt, out, out], source_line(node, self.user_file))
+            )
+            return out
+        return v
+
+    def lower_call(self, node):
+        op = node.target
+        if op is operator.getitem:
+            src, i = node.args
+            self.env[node] = self.env[src][i]
+            return
+        if not isinstance(op, torch._ops.OpOverload):
+            raise UnsupportedOperatorError(f"{op} is not an ATen operator{self._where(node)}")
+        if op in FREE_VIEWS:
+            src = node.args[0]
+            val = node.meta["val"]
+            if self.cg.is_const(src):  # normally folded already
+                self.env[node] = self.constant_value(node.target(self.cg.const(src), *node.args[1:]), node.name)
+            else:
+                self.env[node] = self.tensor_value(node, val)
+                self.aliases[self.env[node]] = self.env[src]
+            return
+        if op.is_view:
+            copy_packet = getattr(aten, f"{op._schema.name.split('::')[1]}_copy", None)
+            overload = op._overloadname
+            if copy_packet is None or overload not in copy_packet.overloads():
+                raise UnsupportedOperatorError(f"{op_name(op)}: view op without a copy variant{self._where(node)}")
+            op = getattr(copy_packet, overload)
+        bound = bind_args(op._schema, node.args, node.kwargs)
+        out_op = find_out_variant(op, bound)
+        if out_op is None:
+            raise UnsupportedOperatorError(
+                f"{op_name(node.target)} is not supported: no out-variant kernel{self._where(node)}"
+            )
+        name = op_name(out_op)
+        if self.has_kernel is not None and not self.has_kernel(name):
+            raise UnsupportedOperatorError(
+                f"{op_name(node.target)} is not supported on this target: no kernel for {name}{self._where(node)}"
+            )
+        val = node.meta.get("val")
+        results = list(val) if isinstance(val, (tuple, list)) else [val]
+        for r in results:
+            if isinstance(r, torch.Tensor):
+                self._check_static(node, r)
+
+        args = []
+        for a in out_op._schema.arguments:
+            if not _is_out_arg(a):
+                args.append(self.arg_value(bound[a.name], str(a.type)))
+        outs = []
+        out_args = [a for a in out_op._schema.arguments if _is_out_arg(a)]
+        result_iter = iter(results)
+        for a in out_args:
+            if str(a.type).startswith("List["):  # Tensor(a!)[] out
+                items = [self.tensor_value(node, r) for r in result_iter]
+                outs.extend(items)
+                args.append(self.program.add_scalar("tensor_list", items))
+            else:
+                r = next(result_iter)
+                idx = self.tensor_value(node, r)
+                outs.append(idx)
+                args.append(idx)
+        returns = out_op._schema.returns
+        if len(returns) == 1 and not str(returns[0].type).startswith("List["):
+            args.append(outs[0])
+        elif len(returns) > 1:
+            args.append(self.program.add_scalar("tensor_list", list(outs)))
+        self.program.instructions.append(Instruction(name, args, source_line(node, self.user_file)))
+        self.env[node] = outs[0] if not isinstance(val, (tuple, list)) else outs
+
+
+def export_model(spec: ModelSpec, fuse: bool = True,
+                 has_kernel: Optional[Callable[[str], bool]] = None) -> Program:
+    """Capture ``spec`` and lower it to an IR Program.
+
+    ``has_kernel(op)`` gets an out-variant name such as ``"aten::relu.out"`` or
+    ``"mcu::conv2d.out"`` and says whether the target has a kernel for it."""
+    ep = capture(spec)
+    cg, user_inputs, user_outputs = to_const_graph(ep)
+    run_passes(cg, fuse=fuse)
+    out_node = next(n for n in cg.graph.nodes if n.op == "output")
+    user_outputs = list(out_node.args[0])  # passes may have replaced output nodes
+    program = _Lowering(cg, _user_file(spec), has_kernel).lower(user_inputs, user_outputs)
+    program.meta["model"] = spec.name
+    program.meta["fused"] = fuse
+    return program

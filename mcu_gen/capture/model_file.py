@@ -1,0 +1,114 @@
+"""Load a user's model file.
+
+A model file is either
+
+- a Python file defining ``model()`` (returns an ``nn.Module``) and
+  ``example_inputs()`` (a tuple of tensors), and optionally
+  ``calibration_inputs()`` and ``test_inputs()`` (iterables of input tuples), or
+- a ``.pt2`` file written by ``torch.export.save``.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import torch
+from mcu_gen.errors import McuGenError
+
+
+class ModelFileError(McuGenError):
+    """The model file is missing or does not define what mcu-gen needs."""
+
+
+@dataclass
+class ModelSpec:
+    module: Optional[torch.nn.Module]
+    example_inputs: tuple
+    test_inputs: Optional[list] = None  # list of input tuples
+    calibration_inputs: Optional[list] = None  # list of input tuples
+    name: str = "model"
+    exported_program: Optional[torch.export.ExportedProgram] = None
+    path: Optional[str] = None  # the model file, used to find the user's source lines
+
+
+def load_model_file(path) -> ModelSpec:
+    path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"model file not found: {path}")
+    if path.suffix == ".pt2":
+        return _load_pt2(path)
+    if path.suffix != ".py":
+        raise ModelFileError(f"{path}: expected a Python model file (.py) or a torch.export file (.pt2)")
+    return _load_python(path)
+
+
+def _model_name(path: Path) -> str:
+    return path.parent.name if path.stem == "model" and path.parent.name else path.stem
+
+
+def _load_pt2(path: Path) -> ModelSpec:
+    try:
+        ep = torch.export.load(str(path))
+    except Exception as e:  # torch raises many kinds here
+        raise ModelFileError(f"{path}: cannot load the exported program: {e}") from e
+    example = getattr(ep, "example_inputs", None)
+    if not example:
+        raise ModelFileError(f"{path}: the exported program carries no example inputs")
+    args, kwargs = example
+    if kwargs:
+        raise ModelFileError(f"{path}: keyword inputs are not supported")
+    return ModelSpec(None, tuple(args), name=_model_name(path), exported_program=ep, path=str(path.resolve()))
+
+
+def _load_python(path: Path) -> ModelSpec:
+    mod_name = f"mcu_gen_user_model_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module  # dataclasses/pickling inside the user file need this
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        sys.modules.pop(mod_name, None)
+        raise ModelFileError(f"{path}: error while importing: {type(e).__name__}: {e}") from e
+
+    for required in ("model", "example_inputs"):
+        if not callable(getattr(module, required, None)):
+            raise ModelFileError(f"{path}: must define a function `{required}()`")
+
+    net = module.model()
+    if not isinstance(net, torch.nn.Module):
+        raise ModelFileError(f"{path}: model() must return a torch.nn.Module, got {type(net).__name__}")
+    example = _input_tuple(module.example_inputs(), path, "example_inputs()")
+    return ModelSpec(
+        module=net,
+        example_inputs=example,
+        test_inputs=_input_list(module, "test_inputs", path),
+        calibration_inputs=_input_list(module, "calibration_inputs", path),
+        name=_model_name(path),
+        path=str(path.resolve()),
+    )
+
+
+def _input_tuple(value, path, what) -> tuple:
+    if isinstance(value, torch.Tensor):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in value):
+        raise ModelFileError(f"{path}: {what} must return a tuple of tensors, got {type(value).__name__}")
+    return tuple(value)
+
+
+def _input_list(module, fn_name, path) -> Optional[list]:
+    fn = getattr(module, fn_name, None)
+    if fn is None:
+        return None
+    if not callable(fn):
+        raise ModelFileError(f"{path}: `{fn_name}` must be a function")
+    items = fn()
+    try:
+        items = list(items)
+    except TypeError:
+        raise ModelFileError(f"{path}: {fn_name}() must return an iterable of input tuples") from None
+    return [_input_tuple(item, path, f"each item of {fn_name}()") for item in items]

@@ -1,0 +1,290 @@
+"""The `mcu-gen` command line. Every command has a Python API twin (mcu_gen.build, mcu_gen.run, ...)."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from mcu_gen.errors import McuGenError
+from mcu_gen.progress import quiet
+
+
+def _err(msg: str) -> int:
+    print(f"mcu-gen: error: {msg}", file=sys.stderr)
+    return 1
+
+
+def cmd_boards(args) -> int:
+    from mcu_gen.boards import get_board, list_boards
+
+    rows = []
+    for name in list_boards():
+        b = get_board(name)
+        emu = f"qemu {b.emulator.machine}" if b.is_qemu else b.emulator.kind
+        feats = "+".join(f for f, on in (("fpu", b.fpu), ("dsp", b.dsp), ("mve", b.mve), ("npu", b.npu)) if on)
+        rows.append((b.name, f"{b.core} {feats}".strip(), f"{b.flash.size // 1024} KiB", f"{b.ram.size // 1024} KiB",
+                     emu, b.flash_method))
+    if args.json:
+        keys = ("board", "core", "flash", "ram", "emulator", "flash_method")
+        print(json.dumps([dict(zip(keys, r)) for r in rows], indent=2))
+        return 0
+    header = ("board", "core", "flash", "ram", "emulator", "flash method")
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    for r in (header, *rows):
+        print("  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip())
+    return 0
+
+
+def cmd_build(args) -> int:
+    from mcu_gen.firmware.builder import build
+
+    r = build(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
+              quantize=args.quantize, io=args.io, calibration=args.calibration, framework=args.framework,
+              backend=args.backend, cmsis_nn_path=args.cmsis_nn, npu=args.npu, ethos_u_driver=args.ethos_u_driver,
+              value_cache=args.value_cache)
+    rep = r.report
+    if args.json:
+        print(json.dumps(rep, indent=2))
+    else:
+        print(f"built {rep['model']} for {rep['board']} in {r.out}")
+        print(f"  arena {rep['arena_bytes']:,} B (lower bound {rep['arena_lower_bound_bytes']:,} B), "
+              f".pte {rep['pte_bytes']:,} B, flash {rep['flash_bytes']:,} B, RAM {rep['ram_bytes']:,} B")
+        print(f"  {len(rep['operators'])} instructions, kernels: {', '.join(rep['kernels'])}")
+        _print_quant(rep)
+        _print_npu(rep)
+        if (r.out / "firmware.uf2").is_file():
+            print(f"  {r.out / 'firmware.uf2'}: copy it onto the board in BOOTSEL mode, or `mcu-gen flash`")
+    return 0
+
+
+def _print_quant(rep: dict) -> None:
+    if not rep.get("quantize"):
+        return
+    for kind in ("inputs", "outputs"):
+        for k, t in enumerate(rep[kind]):
+            if "scale" in t:
+                print(f"  {kind[:-1]} {k}: int8 {t['shape']}, scale {t['scale']:.6g}, zero point {t['zero_point']}")
+    for f in rep.get("fp32_fallback", []):
+        print(f"  fp32 fallback: {f['op']} ({f['reason']})")
+
+
+def _print_npu(rep: dict) -> None:
+    e = rep.get("ethos_u")
+    if not e:
+        return
+    print(f"  {e['npu']}: {e['npu_operators']} operators on the NPU in {len(e['subgraphs'])} delegate(s), "
+          f"{e['cpu_operators']} on the CPU; Vela: {e['vela_cycles_total']:,} cycles, "
+          f"scratch {e['vela_scratch_bytes']:,} B")
+    for c in e.get("cpu", []):
+        print(f"  CPU: {c['op']} ({c['reason']})")
+
+
+def cmd_run(args) -> int:
+    if args.npu:
+        return _err(f"--npu {args.npu}: no emulator here models an Ethos-U NPU (QEMU has none), so `run` cannot "
+                    f"verify NPU firmware; use `mcu-gen build --board corstone-300 --npu {args.npu}` and run "
+                    "firmware.elf on Arm's FVP_Corstone_SSE-300_Ethos-U55 or hardware (docs/ethos_u.md)")
+    from mcu_gen.progress import for_cli
+    from mcu_gen.device.runner import run
+
+    bar = for_cli(args, "inferences")  # quiet with --json or when stderr is not a terminal
+    r = run(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
+            n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration,
+            progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn, value_cache=args.value_cache)
+    bar.done()
+    if args.json:
+        print(json.dumps(r.to_json(), indent=2))
+    elif r.quantize:
+        status = "BIT-EXACT" if r.bit_exact else "MISMATCH"
+        print(f"{status}: {r.n_inferences} inference(s) on {r.board}, device {r.quantize} outputs vs the host "
+              f"integer reference (I/O {r.io})")
+        top1 = f", top-1 agreement {r.top1_agreement:.0%}" if r.top1_agreement is not None else ""
+        print(f"  quantization error vs fp32: max abs {r.quant_max_abs_error:.3g}{top1}")
+        print(f"  instructions per inference: {r.instructions_per_inference:,}")
+        print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
+              f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
+    else:
+        status = "VERIFIED" if r.verified else "MISMATCH"
+        print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
+              f"(tolerance {r.tolerance:.3g}, against {r.reference})")
+        print(f"  instructions per inference: {r.instructions_per_inference:,}")
+        print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
+              f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
+    return 0 if r.verified else 2
+
+
+def cmd_inspect(args) -> int:
+    from mcu_gen.plan import planner
+    from mcu_gen.program import pte
+    from mcu_gen.program.ir import TensorValue
+
+    data = Path(args.pte).read_bytes()
+    from mcu_gen.plan.views import read_program
+
+    p = read_program(data)
+    if args.plan or args.plan_svg or args.plan_png:
+        return _inspect_plan(args, p)
+    iv = planner.lifetimes(p)
+    lb = planner.lower_bound(iv.values())
+    info = {
+        "pte_bytes": len(data),
+        "flatbuffer_bytes": p.meta["flatbuffer_bytes"],
+        "constant_bytes": p.constant_bytes(),
+        "arena_bytes": p.arena_size,
+        "arena_lower_bound_bytes": lb,
+        "operators": p.operators,
+        "instructions": [{"op": i.op, "args": i.args} for i in p.instructions],
+        "inputs": p.inputs,
+        "outputs": p.outputs,
+        "tensors": [
+            {"value": i, "shape": list(v.shape), "dtype": v.dtype, "bytes": v.nbytes,
+             "place": "constant" if v.is_constant else f"arena+{v.offset}"}
+            for i, v in enumerate(p.values) if isinstance(v, TensorValue)
+        ],
+    }
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"{args.pte}: {len(data):,} bytes (program {info['flatbuffer_bytes']:,}, constants {info['constant_bytes']:,})")
+    print(f"arena {p.arena_size:,} bytes, lower bound {lb:,} bytes")
+    print(f"operators ({len(p.operators)}): " + ", ".join(p.operators))
+    print("instructions:")
+    for k, ins in enumerate(p.instructions):
+        print(f"  {k:3d} {ins.op}({', '.join(map(str, ins.args))})")
+    print("tensors:")
+    for t in info["tensors"]:
+        io = " input" if t["value"] in p.inputs else (" output" if t["value"] in p.outputs else "")
+        print(f"  v{t['value']:<4d} {t['dtype']:8s} {str(tuple(t['shape'])):20s} {t['bytes']:>9,} B  {t['place']}{io}")
+    return 0
+
+
+def _inspect_plan(args, program) -> int:
+    from mcu_gen.plan import picture as plan_report
+
+    if args.plan_svg:
+        plan_report.write_svg(program, args.plan_svg)
+    if args.plan_png:
+        plan_report.write_png(program, args.plan_png)
+    if args.json:
+        print(json.dumps({"summary": plan_report.summary(program), "tensors": plan_report.rows(program)}, indent=2))
+    elif args.plan or not (args.plan_svg or args.plan_png):
+        print(plan_report.text(program), end="")
+    return 0
+
+
+def cmd_kernels(args) -> int:
+    from mcu_gen.backends.kernels import find_kernels
+
+    for op, k in sorted(find_kernels().items()):
+        print(f"{op:45s} {k.backend:9s} {','.join(k.dtypes):10s} {k.file.name}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mcu-gen", description="PyTorch model -> verified microcontroller firmware")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("boards", help="list boards: core, memory, emulator, flash method")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_boards)
+
+    for name, fn, helptext in (("build", cmd_build, "build firmware for a model or a .pte"),
+                               ("run", cmd_run, "build, run on the emulated board and verify against PyTorch")):
+        s = sub.add_parser(name, help=helptext)
+        s.add_argument("--board", default="mps2-an505")
+        src = s.add_mutually_exclusive_group(required=True)
+        src.add_argument("--model", help="model file (.py defining model() and example_inputs(), or a .pt2)")
+        src.add_argument("--pte", help="a program exported elsewhere (ExecuTorch .pte)")
+        s.add_argument("--out", help="output directory (default mcu-gen-out/<model>-<board>)")
+        s.add_argument("--no-fuse", action="store_true",
+                       help="standard ATen operators only (the .pte then also runs in ExecuTorch's runtime)")
+        s.add_argument("--quantize", choices=["int8"], default=None,
+                       help="quantize the model to int8 (TFLite/CMSIS-NN spec) with its calibration data")
+        s.add_argument("--io", choices=["float32", "int8"], default="float32",
+                       help="dtype of the firmware's inputs/outputs with --quantize (int8: the host (de)quantizes)")
+        s.add_argument("--calibration", default=None,
+                       help="torch.save'd list of input tuples (default: the model file's calibration_inputs())")
+        s.add_argument("--backend", choices=["auto", "portable", "cmsis-nn"], default="auto",
+                       help="int8 kernels: cmsis-nn (needs CMSIS-NN), portable, or auto (CMSIS-NN when found)")
+        s.add_argument("--cmsis-nn", dest="cmsis_nn", metavar="PATH", default=None,
+                       help="CMSIS-NN checkout or unpacked ARM.CMSIS-NN pack (else $MCU_GEN_CMSIS_NN, cmsis-pack-manager)")
+        s.add_argument("--value-cache", dest="value_cache", metavar="N|all", default=None,
+                       help="program values the runtime decodes once at load (20 bytes of RAM each; default: all "
+                            "with CMSIS-NN kernels, else 8); the rest are decoded on every use")
+        s.add_argument("--npu", default=None, metavar="CONFIG",
+                       help="run the int8 model's supported operators on an Arm Ethos-U NPU: ethos-u55-{32,64,128,256}, "
+                            "ethos-u65-{256,512}, ethos-u85-{128..2048} (board corstone-300; needs --quantize int8 "
+                            "and the ethos-u extra)")
+        s.add_argument("--ethos-u-driver", dest="ethos_u_driver", metavar="PATH", default=None,
+                       help="Arm's ethos-u-core-driver checkout or unpacked pack (else $MCU_GEN_ETHOS_U_DRIVER, "
+                            "cmsis-pack-manager)")
+        s.add_argument("--json", action="store_true")
+        if name == "build":
+            s.add_argument("--framework", default=None,
+                           help="baremetal (default) or a PlatformIO framework the board offers, e.g. arduino "
+                                "(rp2350: USB serial via Arduino-Pico; needs network to build)")
+        if name == "run":
+            s.add_argument("-n", type=int, default=None, help="random inputs when the model has no test_inputs()")
+            s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
+        s.set_defaults(fn=fn)
+
+    s = sub.add_parser("inspect", help="operators, tensors, plan and sizes of a .pte")
+    s.add_argument("pte")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--plan", action="store_true", help="the memory plan: tensors by offset, lower bound, peak ops")
+    s.add_argument("--plan-svg", metavar="PATH", help="draw the plan (x = step, y = offset) as SVG")
+    s.add_argument("--plan-png", metavar="PATH", help="draw the plan as PNG (matplotlib)")
+    s.set_defaults(fn=cmd_inspect)
+
+    s = sub.add_parser("kernels", help="list the operators mcu-gen has kernels for")
+    s.set_defaults(fn=cmd_kernels)
+
+    from mcu_gen.cli.board_commands import add_board_commands
+
+    add_board_commands(sub)  # flash, verify, monitor, pio-setup, pio-run
+    from mcu_gen.cli.hil_commands import add_hil_commands
+
+    add_hil_commands(sub)  # profile, debug
+    return p
+
+
+@contextlib.contextmanager
+def _one_line_warnings():
+    """mcu-gen's own warnings (classes defined in mcu_gen) as one line on stderr,
+    `mcu-gen: warning: <message>`, without Python's file:line and source line.
+    Deprecation notices from libraries (torch's own FutureWarnings during export,
+    say) concern their developers, not a user of the command: they are not shown;
+    other warnings are shown as usual. stdout stays clean for --json."""
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category.__module__.split(".")[0] == "mcu_gen":
+            print(f"mcu-gen: warning: {message}", file=sys.stderr)
+        elif not issubclass(category, (DeprecationWarning, FutureWarning)):
+            previous(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with _one_line_warnings(), quiet(getattr(args, "json", False)):
+            return args.fn(args)  # --json: stdout is one JSON object and stderr carries no bars
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # every failure ends in one clear line, not a traceback
+        if isinstance(e, (McuGenError, FileNotFoundError, RuntimeError, ValueError)):
+            return _err(str(e))
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

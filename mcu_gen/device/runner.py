@@ -1,0 +1,250 @@
+"""`mcu-gen run`: build, boot the emulated board, infer over serial, compare with PyTorch."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from mcu_gen.firmware.builder import BuildResult, build
+from mcu_gen.program.ir import Program
+from mcu_gen.device.session import DEFAULT_RANDOM_INPUTS, count_from_ticks, default_inputs  # noqa: F401 (API)
+from mcu_gen.reference.inputs import dequantize_outputs, quantize_inputs, random_inputs, to_numpy  # noqa: F401 (API)
+
+@dataclass
+class RunResult:
+    board: str
+    verified: bool
+    max_abs_error: float
+    tolerance: float
+    arena_bytes: int
+    arena_lower_bound_bytes: int
+    pte_bytes: int
+    flash_bytes: int
+    ram_bytes: int
+    instructions_per_inference: int | None
+    n_inferences: int
+    reference: str  # what the device was compared with
+    out: str
+    outputs: list = field(default_factory=list, repr=False)
+    instructions: list = field(default_factory=list)
+    # int8 runs (quantize="int8"): device outputs identical to the host integer reference,
+    # and the quantization error against the fp32 model.
+    quantize: str | None = None
+    io: str = "float32"
+    bit_exact: bool | None = None
+    quant_max_abs_error: float | None = None
+    top1_agreement: float | None = None
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.pop("outputs")
+        return d
+
+
+def expected_outputs(result: BuildResult, inputs: tuple) -> tuple[list, str]:
+    """The outputs the device must reproduce, and where they come from."""
+    import torch
+
+    spec = result.spec
+    if spec is not None:
+        with torch.no_grad():
+            module = spec.module if getattr(spec, "module", None) is not None else spec.exported_program.module()
+            out = module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in inputs])
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return [to_numpy(o) for o in outs], "pytorch"
+    from mcu_gen.reference import run_reference
+
+    label = INT8_REFERENCE if is_int8_program(result.program) else "reference interpreter (torch ops)"
+    return [np.asarray(o) for o in run_reference(result.program, list(inputs))], label
+
+
+INT8_REFERENCE = "integer reference (cortex_m ops, bit-exact)"
+
+
+def is_int8_program(program: Program) -> bool:
+    """A program with cortex_m:: (int8) operators, e.g. an int8 .pte exported by ExecuTorch."""
+    from mcu_gen.reference.integer import is_int8_op
+
+    return any(is_int8_op(ins.op) for ins in program.instructions)
+
+
+def identical_outputs(got: list, want: list) -> bool:
+    """Same count, dtypes and values (what the integer reference demands)."""
+    return len(got) == len(want) and all(
+        np.asarray(g).dtype == np.asarray(w).dtype and np.array_equal(np.asarray(g).reshape(np.shape(w)), w)
+        for g, w in zip(got, want))
+
+
+def equal_values(got: list, want: list) -> bool:
+    """Same count and values, compared in the device's dtype."""
+    return len(got) == len(want) and all(
+        np.array_equal(np.asarray(g).reshape(np.shape(w)), np.asarray(w, dtype=np.asarray(g).dtype))
+        for g, w in zip(got, want))
+
+
+def max_abs_difference(got: list, want: list) -> float:
+    return max((float(np.max(np.abs(np.asarray(g, np.float64).reshape(np.shape(w)) - np.asarray(w, np.float64))))
+                for g, w in zip(got, want) if np.size(w)), default=0.0)
+
+
+def verify_outputs(got: list, want: list) -> tuple[float, float, bool]:
+    """(max abs error, tolerance, ok) for fp32: |err| <= 1e-4 * max(1, max |reference|)."""
+    err, scale = 0.0, 1.0
+    for g, w in zip(got, want):
+        g = np.asarray(g, dtype=np.float64).reshape(np.shape(w))
+        w = np.asarray(w, dtype=np.float64)
+        if w.size:
+            err = max(err, float(np.max(np.abs(g - w))))
+            scale = max(scale, float(np.max(np.abs(w))))
+    tol = 1e-4 * scale
+    ok = len(got) == len(want) and err <= tol and all(np.all(np.isfinite(g)) for g in got)
+    return err, tol, ok
+
+
+def check_device_quant_params(hello, program: Program) -> None:
+    """The scale / zero point the device reports for its I/O (HELLO's TENSOR_INFO, flags bit 0) must be the
+    build's: a firmware built from another quantization would be fed wrongly quantized inputs. Tensors the
+    device reports nothing for (fp32 I/O, an uploaded program) are not checked."""
+    for kind, infos, indices in (("input", hello.inputs, program.inputs), ("output", hello.outputs, program.outputs)):
+        for k, (info, i) in enumerate(zip(infos, indices)):
+            if info.scale is None:
+                continue
+            t = program.tensor(i)
+            if t.dtype != "int8" or t.scale is None or np.ndim(t.scale) != 0:
+                raise RuntimeError(f"the device reports quantization parameters (scale {info.scale}, zero point "
+                                   f"{info.zero_point}) for {kind} {k}, which the build did not quantize per tensor")
+            scale = float(np.float32(t.scale))  # the device holds it as a float32
+            if info.scale != scale or info.zero_point != int(t.zero_point):
+                raise RuntimeError(f"{kind} {k}: the device reports scale {info.scale!r} / zero point "
+                                   f"{info.zero_point}, the build quantized it with scale {scale!r} / zero point "
+                                   f"{int(t.zero_point)}: the firmware does not match this build")
+
+
+def is_classifier(program: Program) -> bool:
+    """One (N, K) output, K >= 2, that is not the input's shape (an autoencoder is not a classifier)."""
+    if len(program.outputs) != 1:
+        return False
+    shape = program.tensor(program.outputs[0]).shape
+    return len(shape) == 2 and shape[1] >= 2 and all(program.tensor(i).shape != shape for i in program.inputs)
+
+
+def quant_error(program: Program, device: list, fp32: list) -> tuple[float, int]:
+    """(max abs error of the dequantized device outputs vs fp32, top-1 matches)."""
+    got = dequantize_outputs(program, device)
+    err = max(float(np.max(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64).reshape(np.shape(g)))))
+              for g, w in zip(got, fp32))
+    top1 = 0
+    if is_classifier(program):
+        top1 = int(np.all(np.argmax(got[0], axis=-1) == np.argmax(np.asarray(fp32[0]).reshape(got[0].shape), axis=-1)))
+    return err, top1
+
+
+@dataclass
+class LinkCheck:
+    """What comparing a device's outputs with the host's expectations found (see check_link)."""
+    verified: bool
+    max_abs_error: float
+    tolerance: float
+    reference: str
+    counts: list  # instructions (emulators) or cycles (hardware) per inference
+    outputs: list
+    firmware_version: str = ""
+    bit_exact: bool | None = None  # int8 builds and int8 programs: identical to the integer reference
+    quant_max_abs_error: float | None = None
+    top1_agreement: float | None = None
+    identical: bool = True  # every output equal, bit for bit, to what the device had to match
+    reference_max_abs_error: float = 0.0  # against what the device had to match (fp32: = max_abs_error)
+
+
+def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCheck:
+    """Runs `inputs` on the device behind `link` (QEMU's pty or a real board) and compares.
+    fp32 builds: with PyTorch (model file) or the reference interpreter, within 1e-4 relative.
+    int8 builds (--quantize int8): identical to the host integer reference, plus the quantization
+    error of the dequantized outputs against the fp32 model when the model is known."""
+    import torch
+
+    from mcu_gen.reference.integer import run_int8_reference
+
+    program, spec, b = result.program, result.spec, result.board
+    hello = link.hello()
+    if hello.program_id != result.program_id:
+        raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
+                           f"{result.program_id:016x}: flash or rebuild the firmware first")
+    check_device_quant_params(hello, program)
+    int8_build = bool(result.report.get("quantize"))
+    c = LinkCheck(verified=True, max_abs_error=0.0, tolerance=0.0, reference="", counts=[], outputs=[],
+                  firmware_version=hello.firmware_version)
+    top1 = 0
+    for k, one in enumerate(inputs):
+        if int8_build:
+            device_in = quantize_inputs(program, one)
+            got, ticks = link.infer(list(device_in))
+            want = run_int8_reference(program, list(device_in))
+            exact = identical_outputs(got, want)
+            c.reference_max_abs_error = max(c.reference_max_abs_error, max_abs_difference(got, want))
+            c.identical = c.identical and exact
+            c.verified = c.verified and exact
+            c.bit_exact = c.verified
+            c.reference = "host int8 reference (mcu_gen.quantize.reference), bit for bit"
+            if spec is not None and all(np.asarray(x).dtype.kind == "f" for x in one):
+                with torch.no_grad():
+                    fp = spec.module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in one])
+                fp = [to_numpy(o) for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
+                err, hit = quant_error(program, got, fp)
+                c.max_abs_error, top1 = max(c.max_abs_error, err), top1 + hit
+        else:
+            got, ticks = link.infer(list(one))
+            want, c.reference = expected_outputs(result, one)
+            err, tol, ok = verify_outputs(got, want)
+            if c.reference == INT8_REFERENCE:  # an int8 .pte: identical to the integer reference, or wrong
+                exact = identical_outputs(got, want)
+                c.bit_exact = exact and c.bit_exact is not False
+                ok = ok and exact
+            c.max_abs_error, c.tolerance = max(c.max_abs_error, err), max(c.tolerance, tol)
+            c.reference_max_abs_error = c.max_abs_error
+            c.identical = c.identical and equal_values(got, want)
+            c.verified = c.verified and ok
+        c.counts.append(count_from_ticks(b, ticks))
+        c.outputs.append(got)
+        if progress:
+            progress(k + 1, len(inputs))
+    if int8_build and spec is not None:
+        c.quant_max_abs_error = c.max_abs_error
+        c.top1_agreement = (top1 / len(inputs)) if is_classifier(program) and inputs else None
+    return c
+
+
+def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, inputs=None, n_random: int | None = None,
+        fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
+        calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
+        value_cache=None) -> RunResult:
+    result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
+                   calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache)
+    b = result.board
+    if not b.is_qemu:
+        raise RuntimeError(
+            f"board {b.name} has no emulator: the firmware is built in {result.out}; flash it "
+            f"(`mcu-gen flash --board {b.name} --build {result.out}`), then check it with "
+            f"`mcu-gen verify --port PORT --build {result.out}`"
+        )
+    if inputs is None:
+        inputs = default_inputs(result, n_random, max_inputs)
+    elif max_inputs is not None:
+        inputs = inputs[:max_inputs]
+    from mcu_gen.device.qemu import QemuSession
+
+    with QemuSession(b, result.elf, run_timeout=timeout) as link:
+        c = check_link(link, result, inputs, progress)
+        link.exit(0)
+    r = result.report
+    return RunResult(
+        board=b.name, verified=c.verified, max_abs_error=c.max_abs_error, tolerance=c.tolerance,
+        arena_bytes=r["arena_bytes"], arena_lower_bound_bytes=r["arena_lower_bound_bytes"], pte_bytes=r["pte_bytes"],
+        flash_bytes=r["flash_bytes"], ram_bytes=r["ram_bytes"],
+        instructions_per_inference=max(c.counts) if c.counts else None, n_inferences=len(inputs),
+        reference=c.reference, out=str(result.out), outputs=c.outputs, instructions=c.counts,
+        quantize=quantize, io=io if quantize else "float32", bit_exact=c.bit_exact,
+        quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement,
+    )
+
+

@@ -1,0 +1,429 @@
+"""`mcu-gen build`: model (or .pte) -> planned program -> firmware project -> ELF + reports."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from mcu_gen import __version__
+from mcu_gen.backends import kernels as kernel_registry
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
+from mcu_gen.firmware import toolchain
+from mcu_gen.boards import Board, get_board
+from mcu_gen.errors import BuildError
+from mcu_gen.program.ir import Program, TensorValue
+from mcu_gen.paths import RUNTIME_CORE, TEMPLATES
+from mcu_gen.progress import Progress
+from mcu_gen.firmware.report import memory_usage, operator_rows, write_reports
+from mcu_gen.plan.views import read_program
+
+FIRMWARE_DIR = "firmware"
+
+
+@dataclass
+class BuildResult:
+    out: Path
+    board: Board
+    program: Program
+    pte_bytes: bytes
+    report: dict
+    elf: Path | None = None
+    spec: object = None  # ModelSpec when built from a model file
+    kernels: list = field(default_factory=list)
+
+    @property
+    def program_id(self) -> int:
+        return program_id(self.pte_bytes)
+
+
+def program_id(data: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "little")
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def c_array_lines(data: bytes, per_line: int = 16) -> list:
+    return [", ".join(f"0x{b:02x}" for b in data[i : i + per_line]) + "," for i in range(0, len(data), per_line)]
+
+
+# The runtime decodes program values [0, MCU_VALUE_CACHE) once, at load, into
+# DecodedValue entries (runtime_core/include/mcu/kernel.h) so that kernel calls
+# read their arguments without walking the program's tables, and likewise the
+# first MCU_INSTRUCTION_CACHE instructions (whose kernels are also prepared at
+# load: kernel.h PrepareFn). A build that caches every value caches every
+# instruction too.
+DEFAULT_VALUE_CACHE = 8  # runtime_core/include/mcu/program.h
+DEFAULT_INSTRUCTION_CACHE = 8
+VALUE_CACHE_ENTRY_BYTES = 20
+INSTRUCTION_CACHE_ENTRY_BYTES = 12
+
+
+def value_cache_size(value_cache, backend: str, num_values: int) -> int:
+    """MCU_VALUE_CACHE for a build. ``None`` (default): every value of the program when its int8
+    kernels run on CMSIS-NN, where argument decoding would otherwise be a visible share of an
+    inference (~1-2k instructions per call), else the runtime's default (8), which keeps RAM small
+    (fp32 and portable kernels spend far longer per call). ``"all"`` or a number set it."""
+    if value_cache is None:
+        return num_values if backend == "cmsis-nn" else DEFAULT_VALUE_CACHE
+    if value_cache == "all":
+        return num_values
+    try:
+        n = int(value_cache)
+    except (TypeError, ValueError):
+        raise BuildError(f"--value-cache {value_cache!r}: give a number of values or 'all'") from None
+    if n < 0:
+        raise BuildError(f"--value-cache {n}: must be 0 or more")
+    return n
+
+
+def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=None, io="float32",
+                 calibration=None):
+    """(program, pte bytes, spec) from a model file / .pt2, or from a .pte as is.
+    ``quantize="int8"`` quantizes the model (mcu_gen.quantize) with ``io`` graph inputs/outputs."""
+    if (model is None) == (pte_path is None):
+        raise BuildError("give exactly one of a model file (--model) or a program (--pte)")
+    if quantize not in (None, "int8"):
+        raise BuildError(f"--quantize {quantize}: only int8 is supported")
+    if io not in ("float32", "int8"):
+        raise BuildError(f"--io {io}: choose float32 or int8")
+    if quantize is None and (io != "float32" or calibration is not None):
+        raise BuildError("--io int8 and --calibration need --quantize int8")
+    if pte_path is not None:
+        if quantize is not None:
+            raise BuildError("--quantize applies to a model file; a .pte is run as it is")
+        data = Path(pte_path).read_bytes()
+        try:
+            program = read_program(data)
+        except pte.PteError as e:
+            raise BuildError(f"{pte_path}: {e}") from None
+        return program, data, None
+    from mcu_gen.capture.export import export_model
+    from mcu_gen.capture.model_file import load_model_file
+
+    spec = load_model_file(model)
+    has_kernel = (lambda op: op in available) if available is not None else None
+    if quantize == "int8":
+        from mcu_gen.quantize import QuantizeError, export_quantized
+
+        try:
+            program, gm = export_quantized(spec, io=io, calibration=calibration, has_kernel=has_kernel)
+        except QuantizeError as e:
+            raise BuildError(str(e)) from None
+        spec.quantized_module = gm
+    else:
+        program = export_model(spec, fuse=fuse, has_kernel=has_kernel)
+    planner.plan(program)
+    return program, pte.write(program), spec
+
+
+def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
+                   upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None,
+                   npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
+                   instruction_cache: int = DEFAULT_INSTRUCTION_CACHE) -> Path:
+    """Write a self-contained firmware project (CMake + PlatformIO) into dest."""
+    env = _env()
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "src").mkdir(parents=True)
+    (dest / "include").mkdir()
+    # Runtime, selected kernels and board files are copied so the project
+    # builds on its own, anywhere.
+    shutil.copytree(RUNTIME_CORE / "include", dest / "runtime" / "include")
+    (dest / "runtime" / "src").mkdir(parents=True)
+    for f in sorted((RUNTIME_CORE / "src").iterdir()):
+        shutil.copy2(f, dest / "runtime" / "src" / f.name)
+    (dest / "kernels").mkdir()
+    kernel_files = []
+    for k in kernels:
+        if k.file.name not in kernel_files:
+            kernel_files.append(k.file.name)
+            shutil.copy2(k.file, dest / "kernels" / k.file.name)
+    for folder in {k.file.parent for k in kernels}:
+        for h in folder.glob("*.h"):
+            shutil.copy2(h, dest / "kernels" / h.name)
+    extra_sources, extra_includes = [], []
+    if cmsis_nn_root is not None:  # CMSIS-NN adapters: copy the CMSIS-NN files they need (mcu_gen/backends/cmsis_nn.py)
+        from mcu_gen.backends import cmsis_nn
+
+        extra_sources, extra_includes = cmsis_nn.add_to_project(dest, kernels, cmsis_nn_root)
+    extra_defines = {}
+    if npu_build is not None:  # Ethos-U delegate: Arm's driver sources, when found (mcu_gen/firmware/ethosu_driver.py)
+        npu_sources, npu_includes = npu_build.add_to_project(dest)
+        extra_sources, extra_includes = extra_sources + npu_sources, extra_includes + npu_includes
+        extra_defines = npu_build.defines()
+    (dest / "board").mkdir()
+    for f in board.files:
+        shutil.copy2(f, dest / "board" / f.name)
+
+    max_ops = max(1, len(program.operators))
+    if upload_size is None:
+        # Room to upload a program of this size again (the verify protocol's
+        # LOAD_PROGRAM), if the board has RAM to spare.
+        spare = board.ram.size - program.arena_size - 64 * 1024
+        upload_size = (len(data) + 4095) // 4096 * 4096 + 4096
+        if upload_size > spare:
+            upload_size = 0
+    (dest / "include" / "mcu_config.h").write_text(
+        env.get_template("firmware/mcu_config.h.j2").render(
+            board_name=board.name,
+            arena_size=max(program.arena_size, 16),
+            upload_size=upload_size,
+            program_id=program_id(data),
+            max_operators=max_ops,
+            firmware_version=f"mcu-gen {__version__}",
+        )
+    )
+    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(quant_io=quant_io(program)))
+    (dest / "src" / "model_pte.c").write_text(
+        env.get_template("firmware/model_pte.c.j2").render(
+            pte_size=len(data), pte_lines=c_array_lines(data), pte_sha256=hashlib.sha256(data).hexdigest()
+        )
+    )
+    table = kernel_registry.kernel_table_source(kernels)
+    if npu_build is not None and npu_build.delegate_ids:
+        table += kernel_registry.delegate_table_source(npu_build.delegate_ids)
+    (dest / "src" / "kernel_table.cpp").write_text(table)
+
+    runtime_sources = [f"runtime/src/{f.name}" for f in sorted((RUNTIME_CORE / "src").glob("*.cpp"))]
+    sources = (
+        ["src/main.cpp", "src/model_pte.c", "src/kernel_table.cpp"]
+        + runtime_sources
+        + [f"kernels/{f}" for f in kernel_files]
+        + [f"board/{f.name}" for f in board.source_paths]
+        + extra_sources
+    )
+    ctx = dict(
+        project_name="mcu_gen_firmware",
+        board=board,
+        cross=board.emulator.kind != "native",
+        sources=sources,
+        include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"] + extra_includes,
+        defines={"MCU_MAX_OPERATORS": max_ops, "MCU_VALUE_CACHE": max(1, value_cache),
+                 "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
+                 **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}), **extra_defines},
+        opt_level=opt_level,
+    )
+    if framework == "baremetal":  # a framework project builds with PlatformIO only
+        (dest / "CMakeLists.txt").write_text(env.get_template("cmake/CMakeLists.txt.j2").render(**ctx))
+        (dest / "cmake").mkdir()
+        (dest / "cmake" / "arm-none-eabi.cmake").write_text(
+            env.get_template("cmake/arm-none-eabi.cmake.j2").render(**ctx))
+    pio = TEMPLATES / "platformio" / "platformio.ini.j2"
+    if pio.exists():
+        from mcu_gen.firmware import platformio_project
+
+        platformio_project.render(dest, env, ctx, framework=framework, program=program, pte_bytes=data)
+    return dest
+
+
+def compile_project(project: Path, board: Board) -> Path:
+    """Configure and build the CMake project; returns the ELF."""
+    try:
+        return toolchain.cmake_build(project, project / "build")
+    except toolchain.ToolchainError as e:
+        raise BuildError(str(e)) from None
+
+
+def check_fits(board: Board, usage: dict) -> None:
+    problems = []
+    if usage["flash_bytes"] > board.flash.size:
+        problems.append(
+            f"flash: needs {usage['flash_bytes']:,} bytes, the board has {board.flash.size:,} "
+            f"({usage['flash_bytes'] - board.flash.size:,} bytes too many)"
+        )
+    if usage["ram_bytes"] > board.ram.size:
+        problems.append(
+            f"RAM: needs {usage['ram_bytes']:,} bytes, the board has {board.ram.size:,} "
+            f"({usage['ram_bytes'] - board.ram.size:,} bytes too many)"
+        )
+    if problems:
+        raise BuildError(f"the model does not fit {board.name}: " + "; ".join(problems))
+
+
+def precheck_fits(board: Board, program: Program, data: bytes) -> None:
+    """Fail early, before compiling, when the program alone cannot fit."""
+    check_fits(board, {"flash_bytes": len(data), "ram_bytes": program.arena_size + board.stack_bytes})
+
+
+def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
+          compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
+          calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
+          npu: str | None = None, ethos_u_driver=None, value_cache=None) -> BuildResult:
+    b = get_board(board)
+    from mcu_gen.firmware import platformio_project
+
+    framework = platformio_project.choose_framework(b, framework)  # "baremetal" unless the board is pio-only
+    available = kernel_registry.find_kernels()
+    program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
+                                       calibration=calibration)
+    npu_build = None
+    if npu is not None:  # Ethos-U: NPU subgraphs become delegate calls (mcu_gen/backends/ethosu/)
+        program, data, npu_build = _delegate_to_npu(b, program, npu, quantize, ethos_u_driver)
+    sel = kernel_registry.select(_cpu_operators(program), available)
+    from mcu_gen.firmware.backend_step import apply_backend
+
+    backend_choice, data = apply_backend(b, program, data, sel, backend, cmsis_nn_path)
+    sel = backend_choice.selection or sel
+    sel.missing = [op for op in sel.missing if not op.startswith(pte.DELEGATE_PREFIX)]
+    if sel.missing:
+        raise BuildError(
+            "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
+            "see `mcu-gen kernels`)"
+        )
+    precheck_fits(b, program, data)
+    name = spec.name if spec is not None else Path(pte_path).stem
+    out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "model.pte").write_bytes(data)
+    stored = pte.read(data)
+    num_values, num_instructions = len(stored.values), len(stored.instructions)
+    cache = value_cache_size(value_cache, backend_choice.backend, num_values)
+    icache = num_instructions if cache >= num_values else DEFAULT_INSTRUCTION_CACHE
+    project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
+                             framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
+                             value_cache=cache, instruction_cache=icache)
+    elf = None
+    stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
+    if stop is not None:
+        compile = False  # the project, .pte and report are still written
+    usage = {"flash_bytes": 0, "ram_bytes": 0, "sections": {}}
+    if compile:
+        if framework == "baremetal":
+            with Progress.step(f"compiling firmware for {b.name}"):
+                built = compile_project(project, b)
+        else:  # an upstream PlatformIO platform: needs network on first use
+            from mcu_gen.firmware.platformio_setup import PioError, build_framework_project
+
+            try:
+                built = build_framework_project(project)
+            except PioError as e:
+                raise BuildError(str(e)) from None
+        elf = out / "firmware.elf"
+        shutil.copy2(built, elf)
+        usage = memory_usage(elf, b)
+        check_fits(b, usage)
+        map_file = project / "build" / "firmware.map"
+        if map_file.exists():
+            from mcu_gen.firmware.size_report import size_breakdown
+
+            usage["size"] = size_breakdown(elf, map_file, b, program, data)
+        if b.uf2_family is not None:
+            from mcu_gen.firmware.uf2 import elf_to_uf2
+
+            (out / "firmware.uf2").write_bytes(elf_to_uf2(elf.read_bytes(), b.uf2_family))
+    report = {
+        "model": name,
+        "board": b.name,
+        "core": b.core,
+        "program_id": f"{program_id(data):016x}",
+        "arena_bytes": program.arena_size,
+        "arena_lower_bound_bytes": program.lower_bound or planner.lower_bound(planner.lifetimes(program).values()),
+        "pte_bytes": len(data),
+        "constant_bytes": program.constant_bytes(),
+        "flash_bytes": usage["flash_bytes"],
+        "ram_bytes": usage["ram_bytes"],
+        "sections": usage["sections"],
+        "size": usage.get("size"),
+        "operators": operator_rows(program, sel),
+        "kernels": sorted({k.file.name for k in sel.kernels}),
+        "inputs": [_io(program, i) for i in program.inputs],
+        "outputs": [_io(program, i) for i in program.outputs],
+    }
+    if quantize is not None:
+        report["quantize"] = quantize
+        report["io"] = io
+        report["fp32_fallback"] = program.meta.get("fp32_fallback", [])
+    report["peak_ops"] = _write_plan_pictures(out, program)
+    report["backend"] = backend_choice.report()
+    report["value_cache"] = {"values": num_values, "cached_values": min(cache, num_values),
+                             "instructions": num_instructions,
+                             "cached_instructions": min(icache, num_instructions),
+                             "bytes": VALUE_CACHE_ENTRY_BYTES * max(1, cache)
+                             + INSTRUCTION_CACHE_ENTRY_BYTES * max(1, icache)}
+    if npu_build is not None:
+        report["ethos_u"] = npu_build.report
+        for row in report["operators"]:
+            if row["name"].startswith(pte.DELEGATE_PREFIX):
+                row["backend"] = "ethos-u"
+    write_reports(out, report)
+    if stop is not None:
+        raise BuildError(stop)
+    return BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
+                       kernels=sel.kernels)
+
+
+def _cpu_operators(program: Program) -> list:
+    """The operators that need kernels (delegate calls run on their backend)."""
+    return [op for op in program.operators if not op.startswith(pte.DELEGATE_PREFIX)]
+
+
+def _delegate_to_npu(board: Board, program: Program, npu: str, quantize, driver_path):
+    """(delegated program, its bytes, ethosu.firmware.NpuBuild) for --npu."""
+    if quantize != "int8":
+        raise BuildError(f"--npu {npu}: the Ethos-U runs int8 programs; add --quantize int8")
+    try:
+        from mcu_gen.firmware.ethosu_driver import DriverError, delegate_for_board
+        from mcu_gen.backends.ethosu.targets import NpuError
+        from mcu_gen.backends.ethosu.vela import VelaError
+    except ImportError as e:  # pragma: no cover - part of mcu-gen
+        raise BuildError(str(e)) from None
+    try:
+        program, npu_build = delegate_for_board(board, program, npu, driver_path)
+    except (DriverError, NpuError, VelaError) as e:
+        raise BuildError(str(e)) from None
+    except ImportError as e:
+        raise BuildError(f"--npu needs the ethos-u extra (tosa-tools, ethos-u-vela): "
+                         f"pip install 'mcu-gen[ethos-u]' ({e})") from None
+    return program, pte.write(program), npu_build
+
+
+def _write_plan_pictures(out: Path, program: Program) -> list:
+    """plan.svg and plan.png (when matplotlib is installed) next to report.json; returns the peak ops."""
+    from mcu_gen.plan import picture as plan_report
+
+    plan_report.write_svg(program, out / "plan.svg")
+    try:
+        plan_report.write_png(program, out / "plan.png")
+    except ImportError:
+        pass
+    return plan_report.peak_ops(program)
+
+
+def quant_io(program: Program) -> list:
+    """The int8 inputs/outputs with per-tensor scale and zero point, for main.cpp's TENSOR_INFO table.
+    Scales are float32 (what the device reports) as exact C hex-float literals."""
+    rows = []
+    for is_output, indices in ((0, program.inputs), (1, program.outputs)):
+        for k, i in enumerate(indices):
+            t = program.tensor(i)
+            if t.dtype != "int8" or t.scale is None or np.ndim(t.scale) != 0 or k > 255:
+                continue
+            scale = float(np.float32(t.scale)).hex() + "f"
+            rows.append(dict(is_output=is_output, index=k, scale=scale, zero_point=int(t.zero_point)))
+    return rows
+
+
+def _io(program: Program, i: int) -> dict:
+    t: TensorValue = program.tensor(i)
+    row = {"shape": list(t.shape), "dtype": t.dtype, "offset": t.offset, "bytes": t.nbytes}
+    if t.dtype == "int8" and t.scale is not None:
+        row.update(scale=float(t.scale), zero_point=int(t.zero_point), dim_order=list(t.dim_order))
+    return row
+
+
+def load_report(out: Path) -> dict:
+    return json.loads((Path(out) / "report.json").read_text())

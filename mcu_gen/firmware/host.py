@@ -1,0 +1,120 @@
+"""Run programs natively on the build machine ("host" board).
+
+The native runner is runtime_core plus exactly the kernels a program uses,
+compiled with g++ under AddressSanitizer and UBSan, so kernel tests are fast
+and any out-of-bounds access fails loudly. Builds are cached by the hash of
+their sources, so many tests with the same operators share one binary.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from mcu_gen.backends import kernels as kernel_registry
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
+from mcu_gen.program.ir import Program, TensorValue
+from mcu_gen.paths import RUNTIME_CORE
+from mcu_gen.errors import McuGenError
+
+CACHE = Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "host"
+CXXFLAGS = ["-std=c++17", "-O1", "-g", "-fno-exceptions", "-fno-rtti", "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all", "-Wall", "-Wextra"]
+
+
+class HostRunError(McuGenError, RuntimeError):
+    pass
+
+
+def runtime_sources() -> list:
+    return sorted((RUNTIME_CORE / "src").glob("executor*.cpp"))
+
+
+def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, error=RuntimeError) -> Path:
+    """Compile runtime_core's executor, `driver` (a main) and exactly these kernels with the
+    generated kernel table into a native binary; reused while the compiler, flags and every
+    source and header hash the same."""
+    table = kernel_registry.kernel_table_source(kernels)
+    sources = runtime_sources() + [driver]
+    kernel_sources = list(dict.fromkeys(k.file for k in kernels))
+    folders = sorted({k.file.parent for k in kernels})
+    headers = sorted((RUNTIME_CORE / "include").rglob("*.h")) + sorted((RUNTIME_CORE / "src").glob("*.h"))
+    for folder in folders:
+        headers += sorted(folder.glob("*.h"))
+    h = hashlib.sha256(table.encode() + cxx.encode() + " ".join(flags).encode())
+    for path in sources + kernel_sources + headers:
+        h.update(str(path).encode())
+        h.update(path.read_bytes())
+    out = cache / h.hexdigest()[:20]
+    exe = out / driver.stem
+    if exe.exists():
+        return exe
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "kernel_table.cpp").write_text(table)
+    includes = ["-I", str(RUNTIME_CORE / "include"), "-I", str(RUNTIME_CORE / "src")]
+    for folder in folders:
+        includes += ["-I", str(folder)]
+    tmp = out / f"{driver.stem}.{os.getpid()}"
+    cmd = [cxx, *flags, *includes, *map(str, sources), *map(str, kernel_sources), str(out / "kernel_table.cpp"),
+           "-o", str(tmp), "-lm"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise error(f"{driver.stem} build failed:\n" + r.stderr[-4000:])
+    os.replace(tmp, exe)  # atomic: concurrent builds of the same key do not see a half-written binary
+    return exe
+
+
+def build_runner(kernels) -> Path:
+    """Build (or reuse) a native runner with these kernels; returns its path."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        raise HostRunError("no host C++ compiler: install g++ (Debian package g++)")
+    return build_native(cxx, CXXFLAGS, RUNTIME_CORE / "tools" / "host_runner.cpp", kernels, CACHE, HostRunError)
+
+
+def _np_dtype(dtype: str):
+    return np.bool_ if dtype == "bool" else np.dtype(dtype)
+
+
+def run_pte(data: bytes, inputs, kernels, arena_size: int, outputs_meta) -> list:
+    """Run .pte bytes with the given kernels. outputs_meta: list of TensorValue."""
+    exe = build_runner(kernels)
+    with tempfile.TemporaryDirectory(prefix="mcu-host-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "program.pte").write_bytes(data)
+        paths = []
+        for i, x in enumerate(inputs):
+            p = tmp / f"in_{i}.bin"
+            p.write_bytes(np.ascontiguousarray(x).tobytes())
+            paths.append(str(p))
+        r = subprocess.run([str(exe), str(tmp / "program.pte"), str(arena_size), str(tmp), *paths],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise HostRunError(f"host runner failed ({r.returncode}): {r.stdout.strip()} {r.stderr[-3000:]}")
+        outs = []
+        for i, t in enumerate(outputs_meta):
+            raw = (tmp / f"out_{i}.bin").read_bytes()
+            outs.append(np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(t.shape).copy())
+        return outs
+
+
+def run_on_host(program: Program, inputs, available=None) -> list:
+    """Plan (if needed), serialize and run a program natively; returns the outputs."""
+    if any(isinstance(v, TensorValue) and not v.is_constant and v.offset is None for v in program.values):
+        planner.plan(program)
+    sel = kernel_registry.select(program.operators, available)
+    if sel.missing:
+        raise HostRunError(f"no kernel for: {', '.join(sel.missing)}")
+    for x, i in zip(inputs, program.inputs):
+        t = program.tensor(i)
+        if tuple(np.shape(x)) != t.shape:
+            raise HostRunError(f"input {i}: shape {np.shape(x)} but the program expects {t.shape}")
+    inputs = [np.asarray(x, dtype=_np_dtype(program.tensor(i).dtype)) for x, i in zip(inputs, program.inputs)]
+    data = pte.write(program)
+    return run_pte(data, inputs, sel.kernels, max(program.arena_size, 16), [program.tensor(o) for o in program.outputs])

@@ -1,0 +1,97 @@
+"""Finding the external tools: the Arm cross compiler, CMake and QEMU.
+
+A missing tool raises ToolchainError naming the Debian package to install.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from mcu_gen.errors import McuGenError
+
+ARM_GCC_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib"
+
+# tool -> Debian package(s) that provide it
+DEBIAN_PACKAGES = {
+    "arm-none-eabi-gcc": ARM_GCC_PACKAGES,
+    "arm-none-eabi-g++": ARM_GCC_PACKAGES,
+    "arm-none-eabi-size": "binutils-arm-none-eabi",
+    "arm-none-eabi-objcopy": "binutils-arm-none-eabi",
+    "arm-none-eabi-nm": "binutils-arm-none-eabi",
+    "cmake": "cmake",
+    "ninja": "ninja-build",
+    "qemu-system-arm": "qemu-system-arm",
+    "g++": "g++",
+}
+
+
+class ToolchainError(McuGenError, RuntimeError):
+    """A required external tool is missing or failed."""
+
+
+def find_tool(name: str, path: str | None = None) -> str:
+    """Absolute path of `name` on PATH (or `path`), else ToolchainError with the install hint."""
+    found = shutil.which(name, path=path)
+    if found is None:
+        pkg = DEBIAN_PACKAGES.get(name, name)
+        raise ToolchainError(f"{name} not found on PATH; install it with: sudo apt-get install {pkg}")
+    return found
+
+
+@dataclass(frozen=True)
+class ArmToolchain:
+    gcc: str
+    gxx: str
+    size: str
+    objcopy: str
+
+    @property
+    def bin_dir(self) -> str:
+        return os.path.dirname(self.gcc)
+
+
+def arm_toolchain(path: str | None = None) -> ArmToolchain:
+    return ArmToolchain(
+        gcc=find_tool("arm-none-eabi-gcc", path),
+        gxx=find_tool("arm-none-eabi-g++", path),
+        size=find_tool("arm-none-eabi-size", path),
+        objcopy=find_tool("arm-none-eabi-objcopy", path),
+    )
+
+
+def cmake(path: str | None = None) -> str:
+    return find_tool("cmake", path)
+
+
+def qemu_system_arm(path: str | None = None) -> str:
+    return find_tool("qemu-system-arm", path)
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        out = (proc.stdout + proc.stderr).strip().splitlines()
+        tail = "\n".join(out[-40:])
+        raise ToolchainError(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{tail}")
+
+
+def cmake_build(project_dir: Path, build_dir: Path, target: str = "firmware.elf",
+                defines: dict | None = None) -> Path:
+    """Configures (once) and builds a generated CMake firmware project; returns the ELF path.
+
+    The project's CMakeLists.txt names its toolchain file itself (templates/cmake).
+    """
+    exe = cmake()
+    arm_toolchain()  # fail early with the package hint, not deep inside CMake
+    project_dir, build_dir = Path(project_dir).resolve(), Path(build_dir).resolve()
+    build_dir.mkdir(parents=True, exist_ok=True)
+    if not (build_dir / "CMakeCache.txt").exists():
+        cmd = [exe, "-S", str(project_dir), "-B", str(build_dir)]
+        if shutil.which("ninja"):
+            cmd += ["-G", "Ninja"]
+        cmd += [f"-D{k}={v}" for k, v in (defines or {}).items()]
+        _run(cmd)
+    _run([exe, "--build", str(build_dir), "--target", target])
+    return build_dir / target

@@ -1,0 +1,640 @@
+"""Static memory planning: every activation tensor gets a fixed offset in one arena.
+
+0. Copies removed (mcu_gen/plan/slices.py): no-op pads/permutes become views, and a
+   concatenation whose inputs are each one contiguous block of its output
+   disappears: its producers write into slices of the output
+   (``program.meta["slices"] = {input: (output, byte displacement)}``), kept
+   unless the arena gets larger.
+1. Lifetimes are instruction steps: a graph input is live from step 0, a tensor
+   from the instruction that writes it to the last instruction that reads it, a
+   graph output until the end. Views recorded in ``program.meta["aliases"]``
+   share their source's bytes (and extend its lifetime); slices live inside their
+   output (whose interval covers the producers). A scratch tensor that
+   only one instruction uses lives for that step only.
+2. In place (mcu_gen/plan/inplace.py): where a kernel's registry line allows it and
+   the input dies at that instruction, the out starts at the input's offset.
+   An input and the outputs written over it form one *buffer* whose size varies
+   by step (e.g. 5,408 B until a max pool, 1,352 B after it). Where a variant
+   kernel does the in-place work (``variant_of=``), the instruction is switched
+   to it and given the scratch it needs.
+3. Placement: several greedy strategies (orders by size, start, conflicts,
+   lifetime, area; first fit and best fit), then an exact branch-and-bound
+   search over placement orders, bounded by time and stopped as soon as the
+   arena equals the lower bound. The smallest arena wins; a plan with in-place
+   is kept only if it is smaller than the plan without.
+4. ``check_plan`` proves the result: every tensor aligned and inside the arena,
+   and no two tensors live at the same step share a byte, except an input and
+   the out written over it at the step where the input dies, at the same offset,
+   with the kernel's declared permission; every view and slice where its link says.
+
+``program.lower_bound`` is the layer-wise bound of the program as planned (copies
+removed; most bytes live at any one step, no in-place); in-place can go below it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from mcu_gen.plan import inplace as inplace_rules
+from mcu_gen.plan import slices as slice_rules
+from mcu_gen.program.ir import DTYPE_SIZES, Program, ScalarValue, TensorValue
+from mcu_gen.errors import McuGenError
+
+ALIGNMENT = 16
+TIME_LIMIT = 0.5  # seconds of exact search per plan (at most)
+
+
+class PlanError(McuGenError, ValueError):
+    pass
+
+
+@dataclass
+class Interval:
+    value: int  # representative value index (alias root)
+    size: int
+    start: int
+    end: int
+    offset: int = -1
+
+
+def _align(n: int, a: int = ALIGNMENT) -> int:
+    return (n + a - 1) // a * a
+
+
+def _tensor_args(program: Program, args):
+    """Tensor value indices among an instruction's args (expanding tensor lists)."""
+    for a in args:
+        v = program.values[a]
+        if isinstance(v, TensorValue):
+            yield a
+        elif isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
+            for t in v.value:
+                if t is not None and t >= 0:
+                    yield t
+
+
+def links(program: Program) -> dict:
+    """value -> (value it lives inside, byte displacement): views (``meta["aliases"]``,
+    displacement 0) and slices of a concatenation's output (``meta["slices"]``)."""
+    out = {v: (r, 0) for v, r in program.meta.get("aliases", {}).items()}
+    for v, (r, d) in program.meta.get("slices", {}).items():
+        if v in out:
+            raise PlanError(f"value {v} is both a view and a slice")
+        out[v] = (r, d)
+    return out
+
+
+def _resolve(links_: dict, v: int) -> tuple:
+    """(root, byte displacement of v inside the root)."""
+    seen, disp = set(), 0
+    while v in links_:
+        if v in seen:
+            raise PlanError(f"alias cycle at value {v}")
+        seen.add(v)
+        v, d = links_[v]
+        disp += d
+    return v, disp
+
+
+def _alias_root(links_: dict, v: int) -> int:
+    return _resolve(links_, v)[0]
+
+
+def _sliced_roots(program: Program, links_: dict) -> set:
+    """Roots with slices inside them (concatenation outputs written by their producers)."""
+    return {_alias_root(links_, r) for r, _ in program.meta.get("slices", {}).values()}
+
+
+def lifetimes(program: Program) -> dict:
+    """Map root value index -> Interval for every arena tensor (views and slices
+    count towards the tensor they live inside)."""
+    aliases = links(program)
+    n = len(program.instructions)
+    iv: dict[int, Interval] = {}
+
+    def touch(v: int, step: int):
+        t = program.values[v]
+        if not isinstance(t, TensorValue) or t.is_constant:
+            return
+        r, disp = _resolve(aliases, v)
+        root = program.values[r]
+        size = max(disp + t.nbytes, root.nbytes)
+        if r not in iv:
+            iv[r] = Interval(r, size, step, step)
+        else:
+            it = iv[r]
+            it.size = max(it.size, size)
+            it.start = min(it.start, step)
+            it.end = max(it.end, step)
+
+    for v in program.inputs:
+        touch(v, 0)
+    for step, ins in enumerate(program.instructions):
+        for a in _tensor_args(program, ins.args):
+            touch(a, step)
+    for v in program.outputs:
+        touch(v, max(n - 1, 0))
+    # Inputs live from the start, outputs to the end.
+    for v in program.inputs:
+        t = program.values[v]
+        if isinstance(t, TensorValue) and not t.is_constant:
+            iv[_alias_root(aliases, v)].start = 0
+    for v in program.outputs:
+        t = program.values[v]
+        if isinstance(t, TensorValue) and not t.is_constant:
+            iv[_alias_root(aliases, v)].end = max(n - 1, 0)
+    return iv
+
+
+def lower_bound(intervals) -> int:
+    """Most bytes live at any single step (no placement without in-place can do better)."""
+    if not intervals:
+        return 0
+    events = {}
+    for it in intervals:
+        for s in range(it.start, it.end + 1):
+            events[s] = events.get(s, 0) + it.size
+    return max(events.values())
+
+
+def _overlap(a, b) -> bool:
+    return a.start <= b.end and b.start <= a.end
+
+
+# -- buffers: tensors that share memory through in-place ------------------------------------------
+@dataclass
+class Buffer:
+    members: list  # alias roots, the first is the buffer's name
+    start: int
+    end: int
+    sizes: list  # aligned bytes used at each step start..end
+    offset: int = -1
+
+    @property
+    def size(self) -> int:
+        return max(self.sizes) if self.sizes else 0
+
+    def at(self, step: int) -> int:
+        return self.sizes[step - self.start] if self.start <= step <= self.end else 0
+
+
+@dataclass
+class InPlacePair:
+    step: int
+    out: int  # alias root written at ``step``
+    src: int  # alias root it is written over (dies at ``step``)
+    arg: int  # argument position of src in the instruction
+    kernel_op: str  # the kernel that does it (may be a variant of the instruction's op)
+    scratch: tuple | None = None
+
+
+def make_buffers(iv: dict, pairs) -> list:
+    parent = {r: r for r in iv}
+
+    def find(r):
+        while parent[r] != r:
+            parent[r] = parent[parent[r]]
+            r = parent[r]
+        return r
+
+    for p in pairs:
+        parent[find(p.out)] = find(p.src)
+    groups: dict[int, list] = {}
+    for r in sorted(iv, key=lambda r: (iv[r].start, r)):
+        groups.setdefault(find(r), []).append(r)
+    out = []
+    for members in groups.values():
+        start = min(iv[m].start for m in members)
+        end = max(iv[m].end for m in members)
+        sizes = [0] * (end - start + 1)
+        for m in members:
+            it = iv[m]
+            for s in range(it.start, it.end + 1):
+                sizes[s - start] = max(sizes[s - start], _align(it.size))
+        out.append(Buffer(members, start, end, sizes))
+    return out
+
+
+def packing_bound(bufs) -> int:
+    """Most aligned bytes live at one step: no placement of these buffers is smaller."""
+    live: dict[int, int] = {}
+    for b in bufs:
+        for s in range(b.start, b.end + 1):
+            live[s] = live.get(s, 0) + b.at(s)
+    return max(live.values(), default=0)
+
+
+# -- placement --------------------------------------------------------------------------------------
+def _conflicts(bufs) -> list:
+    """conf[i][j] = (most bytes of i, most bytes of j) over the steps both are live, or None."""
+    n = len(bufs)
+    conf = [[None] * n for _ in range(n)]
+    for i in range(n):
+        a = bufs[i]
+        for j in range(i + 1, n):
+            b = bufs[j]
+            lo, hi = max(a.start, b.start), min(a.end, b.end)
+            if lo > hi:
+                continue
+            ma = mb = 0
+            for s in range(lo, hi + 1):
+                x, y = a.at(s), b.at(s)
+                if x and y:
+                    ma, mb = max(ma, x), max(mb, y)
+            if ma and mb:
+                conf[i][j] = (ma, mb)
+                conf[j][i] = (mb, ma)
+    return conf
+
+
+def _candidates(i, offsets, conf):
+    """Blocked ranges (lo, hi) for buffer i's offset o (needs o <= lo or o >= hi) and candidate offsets."""
+    blocks = []
+    for j, off in offsets.items():
+        c = conf[i][j]
+        if c is not None:
+            blocks.append((off - c[0], off + c[1]))
+    cands = {0}
+    for lo, hi in blocks:
+        cands.add(hi)
+        if lo >= 0:
+            cands.add(lo)
+    return blocks, sorted(cands)
+
+
+def _feasible(o, blocks) -> bool:
+    return all(o <= lo or o >= hi for lo, hi in blocks)
+
+
+def _lowest(i, offsets, conf) -> int:
+    blocks, cands = _candidates(i, offsets, conf)
+    for o in cands:
+        if _feasible(o, blocks):
+            return o
+    raise AssertionError("unreachable: the top is always free")
+
+
+def _best_fit(i, offsets, conf) -> int:
+    blocks, cands = _candidates(i, offsets, conf)
+    best = None
+    for o in cands:
+        if not _feasible(o, blocks):
+            continue
+        above = [lo for lo, _ in blocks if lo >= o]
+        slack = min(above) - o if above else float("inf")
+        key = (slack, o)
+        if best is None or key < best[0]:
+            best = (key, o)
+    return best[1]
+
+
+def _place(order, bufs, conf, fit) -> tuple:
+    offsets = {}
+    top = 0
+    for i in order:
+        o = fit(i, offsets, conf)
+        offsets[i] = o
+        top = max(top, o + bufs[i].size)
+    return top, offsets
+
+
+def _orders(bufs, conf) -> dict:
+    idx = range(len(bufs))
+    degree = [sum(bufs[j].size for j in idx if conf[i][j]) for i in idx]
+    length = [b.end - b.start + 1 for b in bufs]
+    return {
+        "size": sorted(idx, key=lambda i: (-bufs[i].size, bufs[i].start)),
+        "start": sorted(idx, key=lambda i: (bufs[i].start, -bufs[i].size)),
+        "conflicts": sorted(idx, key=lambda i: (-degree[i], -bufs[i].size)),
+        "lifetime": sorted(idx, key=lambda i: (-length[i], -bufs[i].size)),
+        "area": sorted(idx, key=lambda i: (-sum(bufs[i].sizes), bufs[i].start)),
+        "end": sorted(idx, key=lambda i: (-bufs[i].end, -bufs[i].size)),
+    }
+
+
+def _exact(bufs, conf, best_top, bound, deadline) -> tuple:
+    """Branch and bound over placement orders, each buffer at its lowest free offset.
+    Returns (top, offsets or None, complete)."""
+    n = len(bufs)
+    # Buffers with the same lifetime and sizes are interchangeable: branch on one of them.
+    shape = [(b.start, b.end, tuple(b.sizes)) for b in bufs]
+    by_size = sorted(range(n), key=lambda i: (-bufs[i].size, bufs[i].start))
+    best = [best_top, None]
+    complete = [True]
+    nodes = [0]
+
+    def dfs(offsets, top):
+        if len(offsets) == n:
+            if top < best[0]:
+                best[0], best[1] = top, dict(offsets)
+            return
+        nodes[0] += 1
+        if nodes[0] % 256 == 0 and time.monotonic() > deadline:
+            complete[0] = False
+            return
+        tried = set()
+        for i in by_size:
+            if i in offsets or shape[i] in tried:
+                continue
+            tried.add(shape[i])
+            o = _lowest(i, offsets, conf)
+            t = max(top, o + bufs[i].size)
+            if t >= best[0]:
+                continue
+            offsets[i] = o
+            dfs(offsets, t)
+            del offsets[i]
+            if best[0] <= bound or not complete[0]:
+                return
+
+    dfs({}, 0)
+    return best[0], best[1], complete[0]
+
+
+@dataclass
+class Placement:
+    top: int
+    offsets: dict  # buffer index -> offset
+    strategy: str
+    bound: int
+    exact_complete: bool = False
+    tried: dict = field(default_factory=dict)  # strategy -> top
+
+
+def place(bufs, time_limit: float = TIME_LIMIT) -> Placement:
+    """Best placement of the buffers found by the greedy strategies and the exact search."""
+    bound = packing_bound(bufs)
+    if not bufs:
+        return Placement(0, {}, "empty", 0, True)
+    conf = _conflicts(bufs)
+    tried = {}
+    best = None
+    for name, order in _orders(bufs, conf).items():
+        for fit_name, fit in (("first-fit", _lowest), ("best-fit", _best_fit)):
+            top, offsets = _place(order, bufs, conf, fit)
+            key = f"{name}/{fit_name}"
+            tried[key] = top
+            if best is None or top < best.top:
+                best = Placement(top, offsets, key, bound)
+    if best.top > bound and time_limit > 0:
+        top, offsets, complete = _exact(bufs, conf, best.top, bound, time.monotonic() + time_limit)
+        tried["exact"] = top
+        if offsets is not None and top < best.top:
+            best = Placement(top, offsets, "exact", bound)
+        best.exact_complete = complete
+    else:
+        best.exact_complete = True  # the bound is reached: nothing smaller exists
+    best.tried = tried
+    return best
+
+
+# -- in-place -----------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def _default_kernels():
+    from mcu_gen.backends.kernels import find_kernels
+
+    return find_kernels()
+
+
+def find_inplace(program: Program, iv: dict, available: dict) -> list:
+    """The in-place opportunities of a program, one per instruction at most, in step order
+    (never over or into a concatenation output that holds slices)."""
+    aliases = links(program)
+    outputs = {_alias_root(aliases, v) for v in program.outputs}
+    sliced = _sliced_roots(program, aliases)
+    tail = {}  # buffer head -> its latest member
+    head = {}
+    pairs = []
+    for step, ins in enumerate(program.instructions):
+        for kernel, ip in inplace_rules.options(program, ins, available):
+            o = inplace_rules.out_value(ins, kernel.signature)
+            ro, ri = _alias_root(aliases, o), _alias_root(aliases, ins.args[ip.arg])
+            if ro == ri or ro not in iv or ri not in iv or ri in outputs or ro in sliced or ri in sliced:
+                continue
+            if iv[ri].end != step or iv[ro].start != step or ro in head:
+                continue
+            h = head.get(ri, ri)
+            if tail.get(h, ri) != ri:
+                continue
+            # The out must not be read through another argument of this instruction.
+            others = [a for k, a in enumerate(ins.args) if k != len(ins.args) - 1 and a != o]
+            if any(_alias_root(aliases, a) == ro for a in others if isinstance(program.values[a], TensorValue)):
+                continue
+            head[ri] = h
+            head[ro] = h
+            tail[h] = ro
+            pairs.append(InPlacePair(step, ro, ri, ip.arg, kernel.op, ip.scratch))
+            break
+    return pairs
+
+
+def _apply_inplace(program: Program, pairs) -> None:
+    """Switch instructions to their in-place variant kernels and give them their scratch."""
+    for p in pairs:
+        ins = program.instructions[p.step]
+        ins.op = p.kernel_op
+        if p.scratch is None:
+            continue
+        pos, nbytes = p.scratch
+        cur = program.values[ins.args[pos]]
+        if isinstance(cur, TensorValue) and not cur.is_constant and cur.nbytes >= nbytes and cur.dtype == "int8":
+            continue
+        ins.args[pos] = program.add(TensorValue((nbytes,), "int8", name=f"inplace_scratch_{p.step}"))
+
+
+@dataclass
+class _Layout:
+    placement: Placement
+    bufs: list
+    pairs: list
+    layer_bound: int
+
+
+def _snapshot(program: Program) -> tuple:
+    return (list(program.instructions), [(ins.op, list(ins.args)) for ins in program.instructions],
+            list(program.values), dict(program.meta.get("aliases", {})), dict(program.meta.get("slices", {})))
+
+
+def _restore(program: Program, snap: tuple) -> None:
+    instructions, ops, values, aliases, slices = snap
+    program.instructions[:] = instructions
+    for ins, (op, args) in zip(instructions, ops):
+        ins.op, ins.args = op, args
+    program.values[:] = values
+    program.meta["aliases"] = aliases
+    if slices:
+        program.meta["slices"] = slices
+    else:
+        program.meta.pop("slices", None)
+
+
+def _layout(program: Program, time_limit: float, allow_inplace: bool, available: dict) -> _Layout:
+    """Place the program's buffers, with in-place where it makes the arena smaller
+    (switching instructions to in-place variants in that case)."""
+    iv = lifetimes(program)
+    layer_bound = lower_bound(list(iv.values()))
+    plain_bufs = make_buffers(iv, [])
+    best = _Layout(place(plain_bufs, time_limit), plain_bufs, [], layer_bound)
+    if allow_inplace:
+        pairs = find_inplace(program, iv, available)
+        if pairs:
+            snap = _snapshot(program)
+            _apply_inplace(program, pairs)
+            bufs = make_buffers(lifetimes(program), pairs)
+            pl = place(bufs, time_limit)
+            if pl.top < best.placement.top:
+                best = _Layout(pl, bufs, pairs, layer_bound)
+            else:  # no gain: keep the program as it was
+                _restore(program, snap)
+    return best
+
+
+def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None,
+         remove_copies: bool = True) -> Program:
+    """Assign arena offsets in place; sets program.arena_size, program.lower_bound and
+    program.meta["plan"] (strategy, bounds, in-place pairs, peak steps, removed copies).
+
+    With ``remove_copies`` (mcu_gen/plan/slices.py): no-op pads/permutes become views, and
+    concatenations whose inputs can be written straight into slices of the output
+    disappear, if that does not make the arena larger."""
+    available = _default_kernels() if available is None else available
+    removed = slice_rules.remove_noop_copies(program) if remove_copies else []
+    before = _snapshot(program)
+    layout = _layout(program, time_limit, allow_inplace, available)
+    cats = 0
+    if remove_copies and any(slice_rules.cat_slices(program, ins) for ins in program.instructions):
+        without = _snapshot(program)
+        without_layout = layout
+        _restore(program, before)
+        cats = slice_rules.slice_concatenations(program)
+        layout = _layout(program, time_limit, allow_inplace, available)
+        if layout.placement.top > without_layout.placement.top:  # slices made it worse: copy instead
+            _restore(program, without)
+            layout, cats = without_layout, 0
+    placement, bufs, pairs = layout.placement, layout.bufs, layout.pairs
+    root_offset = {}
+    for k, b in enumerate(bufs):
+        b.offset = placement.offsets[k]
+        for m in b.members:
+            root_offset[m] = b.offset
+    top = placement.top
+    aliases = links(program)
+    for i, v in enumerate(program.values):
+        if isinstance(v, TensorValue) and not v.is_constant:
+            r, disp = _resolve(aliases, i)
+            if r in root_offset:
+                v.offset = root_offset[r] + disp
+            else:  # never used: give it a harmless place (no bytes are touched)
+                v.offset = 0
+                top = max(top, _align(v.nbytes))
+    program.arena_size = top
+    program.lower_bound = layout.layer_bound
+    program.meta["inplace"] = [[p.step, p.out, p.src] for p in pairs]
+    program.meta["plan"] = {
+        "strategy": placement.strategy,
+        "packing_bound": placement.bound,
+        "exact_search_complete": placement.exact_complete,
+        "strategies": placement.tried,
+        "inplace": [{"step": p.step, "op": program.instructions[p.step].op, "out": p.out, "over": p.src}
+                    for p in pairs],
+        "removed_copies": removed + [slice_rules.CAT_OP] * cats,
+        "peak_steps": peak_steps(bufs, top),
+    }
+    check_plan(program, available)
+    return program
+
+
+def peak_steps(bufs, arena: int) -> list:
+    """The steps with the most bytes live (in-place outputs counted over their inputs):
+    the instructions that set the arena size."""
+    if not bufs or arena == 0:
+        return []
+    steps = range(min(b.start for b in bufs), max(b.end for b in bufs) + 1)
+    live = {s: sum(b.at(s) for b in bufs) for s in steps}
+    most = max(live.values())
+    return [s for s in steps if live[s] == most]
+
+
+# -- proof ----------------------------------------------------------------------------------------
+def _allowed_inplace(program: Program, iv: dict, available: dict) -> set:
+    """(out root, src root) pairs of program.meta["inplace"] that the instruction's own
+    kernel allows, at the step where src dies and out is first written."""
+    aliases = links(program)
+    sliced = _sliced_roots(program, aliases)
+    ok = set()
+    for step, out, src in program.meta.get("inplace", []):
+        if not (0 <= step < len(program.instructions)) or out not in iv or src not in iv:
+            raise PlanError(f"in-place entry {[step, out, src]} does not name a step and two arena tensors")
+        if iv[src].end != step or iv[out].start != step:
+            raise PlanError(f"tensor {out} is planned over tensor {src} at step {step}, where {src} is not "
+                            f"last read and {out} not first written")
+        if out in sliced or src in sliced:
+            raise PlanError(f"step {step}: in place over or into a concatenation output that holds slices")
+        ins = program.instructions[step]
+        kernel = available.get(ins.op)
+        opts = inplace_rules.options(program, ins, {ins.op: kernel} if kernel else {})
+        if not any(_alias_root(aliases, inplace_rules.out_value(ins, k.signature)) == out
+                   and _alias_root(aliases, ins.args[o.arg]) == src and k.op == ins.op for k, o in opts):
+            raise PlanError(f"step {step} ({ins.op}): its kernel does not allow its out {out} over {src}")
+        ok.add((out, src))
+    return ok
+
+
+def _check_links(program: Program, iv: dict) -> None:
+    """Every view at its source's offset; every slice inside its concatenation output, at
+    the output's offset plus its displacement, aligned for its dtype, apart from the others."""
+    links_ = links(program)
+    slices = program.meta.get("slices", {})
+    taken: dict = {}  # output -> [(start, end, value)]
+    for v, (r, d) in links_.items():
+        if _alias_root(links_, v) not in iv:
+            continue
+        t, target = program.values[v], program.values[r]
+        if not isinstance(t, TensorValue) or not isinstance(target, TensorValue) or target.is_constant:
+            raise PlanError(f"value {v} is a view or slice of value {r}, which is not an arena tensor")
+        if t.offset is None or target.offset is None or t.offset != target.offset + d:
+            raise PlanError(f"value {v} is at offset {t.offset}, not at {r}'s offset {target.offset} + {d}")
+        if v not in slices:
+            continue
+        if d < 0 or d + t.nbytes > target.nbytes:
+            raise PlanError(f"slice {v} [{d}, {d + t.nbytes}) is not inside value {r} ({target.nbytes} bytes)")
+        if t.offset % min(DTYPE_SIZES[t.dtype], 8):
+            raise PlanError(f"slice {v} at offset {t.offset} is not aligned for {t.dtype}")
+        for lo, hi, w in taken.get(r, []):
+            if d < hi and lo < d + t.nbytes:
+                raise PlanError(f"slices {w} and {v} of value {r} overlap")
+        taken.setdefault(r, []).append((d, d + t.nbytes, v))
+
+
+def check_plan(program: Program, available=None) -> None:
+    """Raise PlanError unless every pair of co-live arena tensors is disjoint (or an
+    allowed in-place pair at the same offset), every tensor is aligned and inside the arena,
+    and every view and slice sits where its link says."""
+    iv = lifetimes(program)
+    _check_links(program, iv)
+    items = list(iv.values())
+    if program.meta.get("inplace"):
+        allowed = _allowed_inplace(program, iv, _default_kernels() if available is None else available)
+    else:
+        allowed = set()
+    for it in items:
+        t = program.values[it.value]
+        if t.offset is None or t.offset % ALIGNMENT:
+            raise PlanError(f"tensor {it.value} is not aligned (offset {t.offset})")
+        if t.offset + it.size > program.arena_size:
+            raise PlanError(f"tensor {it.value} ends at {t.offset + it.size}, past the arena ({program.arena_size})")
+    for i, a in enumerate(items):
+        ta = program.values[a.value]
+        for b in items[i + 1:]:
+            if not _overlap(a, b) or a.size == 0 or b.size == 0:
+                continue
+            tb = program.values[b.value]
+            if ta.offset < tb.offset + b.size and tb.offset < ta.offset + a.size:
+                if ta.offset == tb.offset and ((a.value, b.value) in allowed or (b.value, a.value) in allowed):
+                    continue
+                raise PlanError(
+                    f"tensors {a.value} [{ta.offset}, {ta.offset + a.size}) and {b.value} "
+                    f"[{tb.offset}, {tb.offset + b.size}) are live together at steps "
+                    f"{max(a.start, b.start)}..{min(a.end, b.end)} and overlap"
+                )

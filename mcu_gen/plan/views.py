@@ -1,0 +1,70 @@
+"""Views that a program read from a file keeps: ExecuTorch plans a dropped view at its source's
+offset instead of emitting a copy, so a program read from a .pte (program.pte.read) must keep
+such pairs together when it is re-planned or run by the host reference.
+
+    program = read_program(data)        # pte.read + meta["aliases"] for the planned views
+"""
+from __future__ import annotations
+
+from mcu_gen.backends.cmsis_nn import SCRATCH_ARG
+from mcu_gen.backends.kernels import find_kernels
+from mcu_gen.program import pte
+from mcu_gen.program.ir import Program, TensorValue
+
+
+def read_program(data: bytes) -> Program:
+    """A .pte as an IR Program, with the views its memory plan implies recorded as aliases."""
+    prog = pte.read(data)
+    views = planned_views(prog)
+    if views:
+        prog.meta["aliases"] = views
+    return prog
+
+
+_SIGNATURES: dict = {}
+
+
+def _kernel_signatures() -> dict:
+    """op -> signature of the portable kernels (the CMSIS-NN adapters' are the same), read once."""
+    if not _SIGNATURES:
+        _SIGNATURES.update({op: k.signature for op, k in find_kernels().items()})
+    return _SIGNATURES
+
+
+def planned_views(program: Program) -> dict:
+    """ExecuTorch drops a view (e.g. the reshape before a classifier) by planning it at its
+    source's arena offset: nothing writes it, the memory plan makes it hold the right bytes.
+    Returns {view value: the value it shares memory with} for every planned tensor that an
+    instruction reads before any instruction writes it, paired with the latest earlier output
+    (or input) at the same offset, so that re-planning (mcu_gen.firmware.backend_step.apply_backend) keeps
+    them together. Outputs are the kernel signatures' 'O' arguments (else the last argument).
+    A view has its source's dtype and byte size (a reshape); kernels' scratch arguments, which
+    are also read before anything writes them, are never views."""
+    sigs = _kernel_signatures()
+
+    def planned(i):
+        v = program.values[i]
+        return isinstance(v, TensorValue) and not v.is_constant and v.offset is not None
+
+    written, views = set(), {}
+    at = {}  # arena offset -> the value last written there
+    for i in program.inputs:
+        if planned(i):
+            written.add(i)
+            at[program.values[i].offset] = i
+    for ins in program.instructions:
+        sig = sigs.get(ins.op, "")
+        outs = ([a for a, c in zip(ins.args, sig) if c == "O"] if len(sig) == len(ins.args) else ins.args[-1:])
+        scratch = SCRATCH_ARG.get(ins.op.split("::")[-1].rsplit(".", 1)[0]) if ins.op.startswith("cortex_m::") else None
+        for k, a in enumerate(ins.args):
+            if k == scratch or a in outs or a in written or a in views or not planned(a):
+                continue
+            src = at.get(program.values[a].offset)
+            if src is not None and (program.values[src].dtype, program.values[src].nbytes) == (
+                    program.values[a].dtype, program.values[a].nbytes):
+                views[a] = src
+        for o in outs:
+            if planned(o):
+                written.add(o)
+                at[program.values[o].offset] = o
+    return views

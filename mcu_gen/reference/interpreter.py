@@ -1,0 +1,192 @@
+"""Host reference interpreter of an IR Program: the "PyTorch" side of verification.
+
+    run_reference(program, inputs: list[np.ndarray]) -> list[np.ndarray]
+
+Each instruction names an out-variant (``aten::relu.out``); the interpreter
+calls the matching functional op (``torch.ops.aten.relu.default``) on torch
+tensors and writes the results into the instruction's out values.
+
+Two memory models:
+- planned programs (every activation has an arena ``offset``, e.g. one read
+  from a .pte): tensors are views into one byte arena, exactly as on the
+  device, so views planned at equal offsets (ExecuTorch's way) just work;
+- unplanned programs: one buffer per value, with ``meta["aliases"]`` views
+  reading their input's data.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
+from mcu_gen.capture.export import _is_out_arg, find_functional
+from mcu_gen.program.ir import CODE_DTYPES, DTYPE_SIZES, Program, ScalarValue, TensorValue
+from mcu_gen.errors import McuGenError
+
+_MEMORY_FORMATS = {0: torch.contiguous_format, 1: torch.preserve_format, 2: torch.channels_last,
+                   3: torch.channels_last_3d}
+
+
+class ReferenceError(McuGenError, RuntimeError):
+    pass
+
+
+def _torch_dtype(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+def resolve_op(name: str):
+    """torch OpOverload for 'ns::name.overload'."""
+    ns, rest = name.split("::", 1)
+    opname, overload = rest.rsplit(".", 1) if "." in rest else (rest, "default")
+    if ns == "dim_order_ops" and not hasattr(torch.ops.dim_order_ops, opname):
+        try:  # ExecuTorch's dim-order ops (in .pte files exported by ExecuTorch)
+            import executorch.exir.passes.dim_order_ops_registry  # noqa: F401
+        except ImportError:
+            pass
+    try:
+        return getattr(getattr(getattr(torch.ops, ns), opname), overload)
+    except (AttributeError, RuntimeError) as e:
+        raise ReferenceError(f"unknown operator {name}") from e
+
+
+class _Memory:
+    def __init__(self, program: Program):
+        self.program = program
+        self.aliases = program.meta.get("aliases", {}) or {}
+        acts = [v for v in program.values if isinstance(v, TensorValue) and not v.is_constant]
+        self.planned = bool(acts) and all(v.offset is not None for v in acts)
+        if self.planned:
+            size = max([program.arena_size] + [v.offset + v.nbytes for v in acts])
+            self.arena = torch.zeros(size, dtype=torch.uint8)
+        self.buffers = {}
+
+    def tensor(self, index: int) -> torch.Tensor:
+        v = self.program.values[index]
+        if v.is_constant:
+            return torch.from_numpy(np.ascontiguousarray(v.data)).reshape(v.shape)
+        if self.planned:
+            return self._arena_view(v)
+        if index in self.aliases:
+            return self.tensor(self.aliases[index]).reshape(v.shape)
+        if index not in self.buffers:
+            self.buffers[index] = torch.zeros(v.shape, dtype=_torch_dtype(v.dtype))
+        return self.buffers[index]
+
+    def _arena_view(self, v: TensorValue) -> torch.Tensor:
+        stored = [v.shape[d] for d in v.dim_order]
+        n = v.numel * DTYPE_SIZES[v.dtype]
+        flat = self.arena[v.offset:v.offset + n].view(_torch_dtype(v.dtype))
+        t = flat.reshape(stored)
+        inverse = [v.dim_order.index(i) for i in range(len(v.dim_order))]
+        return t.permute(inverse) if inverse != list(range(len(inverse))) else t
+
+    def write(self, index: int, value: torch.Tensor) -> None:
+        v = self.program.values[index]
+        value = value.to(_torch_dtype(v.dtype))
+        if tuple(value.shape) != v.shape:
+            raise ReferenceError(f"value {index}: result shape {tuple(value.shape)} != planned {v.shape}")
+        if self.planned:
+            self._arena_view(v).copy_(value)
+        else:
+            self.buffers[index] = value.clone()
+
+
+def _decode(mem: _Memory, index: int, type_str: str):
+    v = mem.program.values[index]
+    if isinstance(v, TensorValue):
+        return mem.tensor(index)
+    assert isinstance(v, ScalarValue)
+    k, x = v.kind, v.value
+    if k == "none":
+        return None
+    if k == "int":
+        if "ScalarType" in type_str:
+            return _torch_dtype(CODE_DTYPES[x])
+        if "MemoryFormat" in type_str:
+            return _MEMORY_FORMATS[x]
+        if "Layout" in type_str:
+            return torch.strided
+        if "Device" in type_str:
+            return torch.device("cpu")
+        return int(x)
+    if k == "float":
+        return float(x)
+    if k == "bool":
+        return bool(x)
+    if k in ("int_list", "float_list", "bool_list"):
+        return list(x)
+    if k == "tensor_list":
+        return [mem.tensor(i) for i in x]
+    if k == "optional_tensor_list":
+        return [None if i < 0 else mem.tensor(i) for i in x]
+    if k == "string":
+        return x
+    raise ReferenceError(f"value {index}: unknown scalar kind {k}")
+
+
+def _execute(mem: _Memory, ins) -> None:
+    out_op = resolve_op(ins.op)
+    fn = find_functional(out_op)
+    if fn is None:
+        raise ReferenceError(f"{ins.op}: no functional overload to run it with")
+    schema_args = out_op._schema.arguments
+    if len(ins.args) < len(schema_args):
+        raise ReferenceError(f"{ins.op}: {len(ins.args)} arguments, schema needs {len(schema_args)}")
+    args, kwargs, outs = [], {}, []
+    for a, index in zip(schema_args, ins.args):
+        if _is_out_arg(a):
+            v = mem.program.values[index]
+            outs.extend(v.value if isinstance(v, ScalarValue) else [index])
+            continue
+        value = _decode(mem, index, str(a.type))
+        if a.kwarg_only:
+            kwargs[a.name] = value
+        else:
+            args.append(value)
+    with torch.no_grad():
+        result = fn(*args, **kwargs)
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    if len(results) != len(outs):
+        raise ReferenceError(f"{ins.op}: {len(results)} results for {len(outs)} out values")
+    for index, r in zip(outs, results):
+        mem.write(index, r)
+
+
+def interpret(program: Program, inputs, execute, trace: bool = False) -> tuple[list, list]:
+    """Runs ``program`` on ``inputs`` (one array per program input, cast to its dtype), calling
+    ``execute(mem, ins)`` for every instruction: (outputs, trace). With ``trace``, trace[k] maps
+    each value instruction k wrote to a copy of it (logical layout) taken right after it."""
+    if len(inputs) != len(program.inputs):
+        raise ReferenceError(f"program has {len(program.inputs)} inputs, got {len(inputs)}")
+    mem = _Memory(program)
+    for index, x in zip(program.inputs, inputs):
+        x = torch.as_tensor(np.ascontiguousarray(np.asarray(x)))
+        v = program.tensor(index)
+        if tuple(x.shape) != v.shape:
+            raise ReferenceError(f"input value {index}: shape {tuple(x.shape)}, program expects {v.shape}")
+        mem.write(index, x.to(_torch_dtype(v.dtype)))
+    steps, written = [], []
+    if trace:
+        plain_write = mem.write
+        mem.write = lambda index, value: (written.append(index), plain_write(index, value))[1]
+    for ins in program.instructions:
+        written.clear()
+        try:
+            execute(mem, ins)
+        except ReferenceError:
+            raise
+        except Exception as e:
+            where = f" ({ins.source})" if ins.source else ""
+            raise ReferenceError(f"{ins.op}{where}: {type(e).__name__}: {e}") from e
+        if trace:
+            steps.append({i: mem.tensor(i).detach().clone().contiguous().numpy() for i in dict.fromkeys(written)})
+    outputs = [mem.tensor(i).detach().clone().contiguous().numpy() for i in program.outputs]
+    return outputs, steps
+
+
+def run_reference_trace(program: Program, inputs, execute=None) -> tuple[list, list]:
+    """Like run_reference, and also every intermediate: (outputs, trace) where trace[k] maps each
+    value instruction k wrote to a copy of it (logical layout) taken right after instruction k.
+    ``execute(mem, ins)`` runs one instruction (default: the torch-op interpreter here)."""
+    return interpret(program, inputs, execute or _execute, trace=True)
