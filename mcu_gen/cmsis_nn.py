@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import kernels as kernel_registry
-from .paths import KERNELS_PORTABLE, ROOT
+from .paths import KERNELS_CMSIS_NN, KERNELS_PORTABLE
 
-KERNELS_CMSIS_NN = ROOT / "kernels_cmsis_nn"
 ENV_VAR = "MCU_GEN_CMSIS_NN"
 PACK = "ARM.CMSIS-NN"
 VARIANTS = ("scalar", "dsp", "mve")

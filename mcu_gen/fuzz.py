@@ -49,11 +49,11 @@ def seed_programs(examples=SEED_EXAMPLES) -> dict:
     from . import planner, pte
     from .export import export_model
     from .model_file import load_model_file
-    from .paths import ROOT
+    from .paths import EXAMPLES
 
     seeds = {}
     for name in examples:
-        spec = load_model_file(ROOT / "examples" / name / "model.py")
+        spec = load_model_file(EXAMPLES / name / "model.py")
         for fuse in (True, False):
             program = export_model(spec, fuse=fuse)
             planner.plan(program)
