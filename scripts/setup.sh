@@ -4,12 +4,21 @@
 # virtual environment in .venv with mcu-gen and its dependencies (pip).
 # Safe to run again; it skips what is already there.
 #   scripts/setup.sh            everything (tests included)
+#   scripts/setup.sh --apt-only         only the Debian packages
 #   MCU_GEN_NO_APT=1 scripts/setup.sh   skip the apt step
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm
               cmake ninja-build g++ clang python3 python3-venv python3-pip)
+# The fuzz tests link clang's libFuzzer and sanitizer runtimes (compiler-rt). Debian ships them
+# in libclang-rt-<N>-dev, only a recommendation of libclang-common-<N>-dev (packages are installed here
+# without recommendations): name it, for the N of the distribution's default clang (14 on Debian 12).
+clang_major=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n1)
+clang_major=${clang_major:-14}
+if apt-cache show "libclang-rt-${clang_major}-dev" >/dev/null 2>&1; then
+  APT_PACKAGES+=("libclang-rt-${clang_major}-dev")
+fi
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
@@ -21,6 +30,10 @@ if [ "${MCU_GEN_NO_APT:-0}" != "1" ] && [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+if [ "${1:-}" = "--apt-only" ]; then
+  echo "setup: Debian packages done (--apt-only: no Python environment)"
+  exit 0
 fi
 
 PY=${PYTHON:-python3}

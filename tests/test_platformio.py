@@ -1,7 +1,10 @@
 """PlatformIO projects: bare-metal ones build with `pio run` offline (mcu-gen's dev-platform and its own
 tool-scons), `pio test` runs the on-device check under QEMU, framework projects pass PlatformIO's config check."""
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -41,6 +44,48 @@ def test_rp2350_project_builds_offline(core, tmp_path):
     assert elf == r.out / "firmware" / ".pio" / "build" / "rp2350" / "firmware.elf" and elf.is_file()
     image = uf2.uf2_image(uf2.parse_uf2(uf2.elf_to_uf2(elf.read_bytes())))
     check_rp2350_image(image, nm(elf))
+
+
+def test_rp2350_project_builds_with_plain_pio_run_in_a_brand_new_core(tmp_path, qemu_tools):
+    """No set-up command: `pio run` in the project `mcu-gen build` wrote, PLATFORMIO_CORE_DIR an empty
+    folder. The project's dev-platform makes tool-scons itself; PlatformIO's registry is never asked."""
+    pytest.importorskip("platformio", reason="PlatformIO is missing: run scripts/setup.sh")
+    r = build(MNIST, board="rp2350", out=tmp_path / "rp", compile=False)
+    project = r.out / "firmware"
+    core = tmp_path / "never-used-core"
+    core.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLATFORMIO_")}
+    env["PLATFORMIO_CORE_DIR"] = str(core)
+    proc = subprocess.run(pio.pio_executable() + ["run"], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "[SUCCESS]" in out and "Installing platformio/tool-scons" not in out and "HTTPClientError" not in out
+    assert pio.tool_scons_ok(core)
+    elf = project / ".pio" / "build" / "rp2350" / "firmware.elf"
+    check_rp2350_image(uf2.uf2_image(uf2.parse_uf2(uf2.elf_to_uf2(elf.read_bytes()))), nm(elf))
+
+
+def test_dev_platform_takes_mcu_gens_scons_when_platformios_python_has_none(tmp_path):
+    """A PlatformIO whose Python has no scons (VS Code's own): the dev-platform uses the SCons of the
+    mcu-gen that rendered the project. Run in an isolated Python (-I -S: no site-packages, so no SCons)."""
+    r = build(MNIST, board="mps2-an505", out=tmp_path / "an", compile=False)
+    platform = r.out / "firmware" / "pio_platform"
+    assert json.loads((platform / "mcu_gen_scons.json").read_text())["scons"] == str(pio.installed_scons())
+    packages = tmp_path / "core" / "packages"
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import mcu_gen_tool_scons as t; "
+            "assert t.importable_scons() is None; print(t.provision(sys.argv[2], here=sys.argv[1]))")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(platform), str(packages)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "True", proc.stderr
+    assert pio.tool_scons_ok(packages.parent)
+    # without the hint, nothing to make it from: left to PlatformIO (which would download it)
+    (platform / "mcu_gen_scons.json").unlink()
+    shutil.rmtree(packages / "tool-scons")
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(platform), str(packages)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "False", proc.stderr
+    assert not pio.tool_scons_ok(packages.parent)
 
 
 def test_mps2_an505_project_builds_and_passes_pio_test(core, tmp_path):

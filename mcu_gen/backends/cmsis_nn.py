@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcu_gen.backends import kernels as kernel_registry
-from mcu_gen.paths import KERNELS_PORTABLE, ROOT
 from mcu_gen.errors import McuGenError
+from mcu_gen.paths import KERNELS_CMSIS_NN, KERNELS_PORTABLE
 
-KERNELS_CMSIS_NN = ROOT / "kernels_cmsis_nn"
 ENV_VAR = "MCU_GEN_CMSIS_NN"
 PACK = "ARM.CMSIS-NN"
 VARIANTS = ("scalar", "dsp", "mve")

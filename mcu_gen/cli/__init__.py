@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -248,35 +250,83 @@ def build_parser() -> argparse.ArgumentParser:
     from mcu_gen.cli.hil_commands import add_hil_commands
 
     add_hil_commands(sub)  # profile, debug
+    verbose_help = f"show everything the libraries (torch, torchao) print, not only mcu-gen's own messages (or {VERBOSE_ENV}=1)"
+    p.add_argument("--verbose", action="store_true", help=verbose_help)
+    for s in sub.choices.values():  # also after the command: mcu-gen run --verbose ...
+        s.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     return p
 
 
+VERBOSE_ENV = "MCU_GEN_VERBOSE"
+# Loggers of libraries whose messages on import and during export concern their developers, not a
+# user of mcu-gen: torchao's "Failed to load .../_C_mxfp8...so" (CUDA extensions a CPU build lacks),
+# torch's "... is an Enum subclass ... register_constant() ... deprecated" (torch.utils._pytree).
+# Errors still show.
+LIBRARY_LOGGERS = ("torch", "torchao", "executorch")
+
+
+def verbose_requested(args=None) -> bool:
+    return bool(getattr(args, "verbose", False)) or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+
+
 @contextlib.contextmanager
-def _one_line_warnings():
-    """mcu-gen's own warnings (classes defined in mcu_gen) as one line on stderr,
-    `mcu-gen: warning: <message>`, without Python's file:line and source line.
-    Deprecation notices from libraries (torch's own FutureWarnings during export,
-    say) concern their developers, not a user of the command: they are not shown;
-    other warnings are shown as usual. stdout stays clean for --json."""
-    previous = warnings.showwarning
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if category.__module__.split(".")[0] == "mcu_gen":
-            print(f"mcu-gen: warning: {message}", file=sys.stderr)
-        elif not issubclass(category, (DeprecationWarning, FutureWarning)):
-            previous(message, category, filename, lineno, file, line)
-
-    warnings.showwarning = show
+def _quiet_libraries(verbose: bool):
+    """Inside the block (not when `verbose`): the library loggers above at ERROR and libtorch's C++
+    warnings (TORCH_CPP_LOG_LEVEL) off. torch sets its loggers' levels when it is imported, so
+    when it is not imported yet TORCH_LOGS asks it for ERROR (unless the user set TORCH_LOGS)."""
+    if verbose:
+        yield
+        return
+    env_before = {k: os.environ.get(k) for k in ("TORCH_LOGS", "TORCH_CPP_LOG_LEVEL")}
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    torch_imported = "torch" in sys.modules
+    if not torch_imported:
+        os.environ.setdefault("TORCH_LOGS", "-torch")
+    levels = {name: logging.getLogger(name).level for name in LIBRARY_LOGGERS}
+    if not torch_imported:
+        levels["torch"] = logging.WARNING  # what torch sets when imported without TORCH_LOGS
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
     try:
         yield
     finally:
-        warnings.showwarning = previous
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+        for k, v in env_before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _one_line_warnings(verbose: bool = False):
+    """mcu-gen's own warnings (classes defined in mcu_gen) as one line on stderr,
+    `mcu-gen: warning: <message>`, without Python's file:line and source line.
+    Deprecation notices from libraries (torch's own FutureWarnings during export,
+    say) concern their developers, not a user of the command: they are not shown
+    (with --verbose they are, and every other warning too);
+    other warnings are shown as usual. stdout stays clean for --json."""
+    with warnings.catch_warnings():
+        if verbose:
+            warnings.simplefilter("default")
+        previous = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if category.__module__.split(".")[0] == "mcu_gen":
+                print(f"mcu-gen: warning: {message}", file=sys.stderr)
+            elif verbose or not issubclass(category, (DeprecationWarning, FutureWarning)):
+                previous(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    verbose = verbose_requested(args)
     try:
-        with _one_line_warnings(), quiet(getattr(args, "json", False)):
+        with _quiet_libraries(verbose), _one_line_warnings(verbose), quiet(getattr(args, "json", False)):
             return args.fn(args)  # --json: stdout is one JSON object and stderr carries no bars
     except KeyboardInterrupt:
         return 130

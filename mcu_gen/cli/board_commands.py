@@ -105,7 +105,7 @@ def add_board_commands(sub) -> None:
     s.add_argument("--force", action="store_true", help="remake it even if it is there")
     s.set_defaults(fn=cmd_pio_setup)
 
-    s = sub.add_parser("pio-run", help="`pio` in a generated project, offline-safe (pio-setup first)")
+    s = sub.add_parser("pio-run", help="`pio` in a generated project, offline-safe (makes tool-scons first)")
     s.add_argument("project", help="a build directory or its firmware/ project")
     s.add_argument("pio_args", nargs="*", help="pio arguments (default: run), e.g. test -e mps2_an505_test")
     s.add_argument("--core-dir")

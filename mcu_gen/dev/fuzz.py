@@ -51,11 +51,11 @@ def seed_programs(examples=SEED_EXAMPLES) -> dict:
     from mcu_gen.program import pte
     from mcu_gen.capture.export import export_model
     from mcu_gen.capture.model_file import load_model_file
-    from mcu_gen.paths import ROOT
+    from mcu_gen.paths import EXAMPLES
 
     seeds = {}
     for name in examples:
-        spec = load_model_file(ROOT / "examples" / name / "model.py")
+        spec = load_model_file(EXAMPLES / name / "model.py")
         for fuse in (True, False):
             program = export_model(spec, fuse=fuse)
             planner.plan(program)

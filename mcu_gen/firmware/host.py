@@ -65,7 +65,11 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
            "-o", str(tmp), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        raise error(f"{driver.stem} build failed:\n" + r.stderr[-4000:])
+        hint = ""
+        if "libclang_rt" in r.stderr:  # libFuzzer/sanitizer runtimes: Debian's libclang-rt-<N>-dev
+            hint = ("\nclang's compiler-rt runtimes (libFuzzer, ASan, UBSan) are not installed: on Debian/Ubuntu "
+                    "install libclang-rt-<N>-dev for your clang <N> (scripts/setup.sh does)")
+        raise error(f"{driver.stem} build failed:\n" + r.stderr[-4000:] + hint)
     os.replace(tmp, exe)  # atomic: concurrent builds of the same key do not see a half-written binary
     return exe
 

@@ -1,8 +1,9 @@
 """Renders the PlatformIO side of a generated firmware project.
 
 Bare-metal boards (rp2350, the QEMU boards): platformio.ini plus the local
-dev-platform (pio_platform/) that drives the system arm-none-eabi-gcc, so
-`pio run` needs no download (once `mcu-gen pio-setup` made tool-scons). QEMU
+dev-platform (pio_platform/) that drives the system arm-none-eabi-gcc and
+makes PlatformIO's tool-scons itself from the scons wheel (platform.py), so
+`pio run` needs no download and no set-up, in any PlatformIO core. QEMU
 boards also get a `<board>_test` environment and test/test_model, an
 on-device check `pio test -e <board>_test` runs under QEMU.
 
@@ -15,6 +16,7 @@ Host-board projects have no PlatformIO side (they build with CMake only).
 """
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -76,7 +78,9 @@ def render(dest: Path, env, ctx: dict, framework: str = BAREMETAL, program=None,
     (platform / "boards").mkdir()
     src = TEMPLATES / "platformio" / "platform"
     shutil.copy2(src / "platform.json", platform / "platform.json")
+    shutil.copy2(src / "platform.py", platform / "platform.py")
     shutil.copy2(src / "builder" / "main.py", platform / "builder" / "main.py")
+    _add_tool_scons(platform)
     (platform / "boards" / f"{ctx['board_id']}.json").write_text(
         env.get_template("platformio/platform/boards/board.json.j2").render(**ctx))
     if qemu:
@@ -91,6 +95,17 @@ def render(dest: Path, env, ctx: dict, framework: str = BAREMETAL, program=None,
             (dest / "PIO_TEST_SKIPPED.txt").write_text(
                 f"No PlatformIO test vectors: mcu-gen's host reference cannot run this program ({e}).\n"
                 "`pio run` builds the firmware; verify it with `mcu-gen run` or `mcu-gen verify`.\n")
+
+
+def _add_tool_scons(platform: Path) -> None:
+    """The dev-platform makes PlatformIO's tool-scons itself (platform.py, before each build): it gets
+    mcu_gen/firmware/pio_tool_scons.py, and where mcu-gen's own SCons is, for a PlatformIO whose Python has none."""
+    from mcu_gen.firmware import pio_tool_scons
+
+    shutil.copy2(pio_tool_scons.__file__, platform / "mcu_gen_tool_scons.py")
+    scons = pio_tool_scons.importable_scons()
+    if scons is not None:
+        (platform / pio_tool_scons.SCONS_HINT_FILE).write_text(json.dumps({"scons": str(scons)}) + "\n")
 
 
 def _render_framework(dest: Path, env, ctx: dict, framework: str) -> None:

@@ -2,19 +2,19 @@
 
 PlatformIO Core runs every build through SCons, which it normally downloads
 from its registry as the package `tool-scons`. mcu-gen makes that package
-from the `scons` wheel pip installed (PyPI: scons==4.11.1, the version
-PlatformIO 6.x asks for, ~4.41101.0), so bare-metal projects (mcu-gen's own
-dev-platform driving the system arm-none-eabi-gcc) build with `pio run` and
-nothing is downloaded:
+from the `scons` wheel pip installed (mcu_gen/firmware/pio_tool_scons.py), so
+bare-metal projects (mcu-gen's own dev-platform driving the system
+arm-none-eabi-gcc) build with `pio run` and nothing is downloaded. A
+generated project's dev-platform does this itself before each build, in
+whatever PlatformIO core it runs in; from Python:
 
     core = ensure_tool_scons()            # $PLATFORMIO_CORE_DIR or ~/.platformio
     run_pio(["run"], project)             # offline-safe environment
 
-`mcu-gen pio-setup` does the first step; `mcu-gen pio-run` both.
+`mcu-gen pio-setup` does the first step explicitly; `mcu-gen pio-run` both.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -22,22 +22,11 @@ import sys
 from pathlib import Path
 from mcu_gen.errors import McuGenError
 
-SCONS_VERSION = "4.11.1"
-# PlatformIO's version of the package: 4.<major*10000+minor*100+patch>.0
-TOOL_SCONS_VERSION = "4.41101.0"
+from mcu_gen.firmware import pio_tool_scons
+from mcu_gen.firmware.pio_tool_scons import SCONS_VERSION, TOOL_SCONS_VERSION  # noqa: F401  (re-exported)
+
 OFFLINE_ENV = {"PLATFORMIO_DISABLE_UPGRADE_CHECK": "true", "PLATFORMIO_SETTING_ENABLE_TELEMETRY": "No"}
 INSTALL_HINT = f"pip install platformio scons=={SCONS_VERSION}"
-
-SCONS_LAUNCHER = """\
-# Made by mcu-gen (mcu_gen/firmware/platformio_setup.py) from PyPI's scons wheel.
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import SCons.Script  # noqa: E402
-
-SCons.Script.main()
-"""
 
 
 class PioError(McuGenError, RuntimeError):
@@ -80,37 +69,15 @@ def installed_scons() -> Path:
 
 
 def tool_scons_ok(core: Path) -> bool:
-    pkg = core / "packages" / "tool-scons"
-    try:
-        manifest = json.loads((pkg / ".piopm").read_text())
-        meta = json.loads((pkg / "package.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return (manifest.get("spec", {}).get("owner") == "platformio" and meta.get("version") == TOOL_SCONS_VERSION
-            and (pkg / "scons.py").is_file() and (pkg / "SCons" / "Script").is_dir())
+    return pio_tool_scons.tool_scons_ok(Path(core) / "packages")
 
 
 def ensure_tool_scons(core=None, force: bool = False) -> Path:
-    """Makes $core/packages/tool-scons from the installed scons wheel (once); returns the core dir.
-
-    The `.piopm` manifest must name owner "platformio": PlatformIO looks its core
-    packages up by owner and would otherwise try its registry."""
+    """Makes $core/packages/tool-scons from the installed scons wheel (once); returns the core dir."""
     core = core_dir(core)
     if tool_scons_ok(core) and not force:
         return core
-    scons = installed_scons()
-    pkg = core / "packages" / "tool-scons"
-    if pkg.exists():
-        shutil.rmtree(pkg)
-    pkg.mkdir(parents=True)
-    shutil.copytree(scons, pkg / "SCons", ignore=shutil.ignore_patterns("__pycache__"))
-    (pkg / "scons.py").write_text(SCONS_LAUNCHER)
-    (pkg / "package.json").write_text(json.dumps({"name": "tool-scons", "version": TOOL_SCONS_VERSION,
-                                                  "system": "*"}) + "\n")
-    (pkg / ".piopm").write_text(json.dumps({
-        "type": "tool", "name": "tool-scons", "version": TOOL_SCONS_VERSION,
-        "spec": {"owner": "platformio", "id": None, "name": "tool-scons", "requirements": None, "uri": None},
-    }) + "\n")
+    pio_tool_scons.make_tool_scons(core / "packages", installed_scons())
     return core
 
 
