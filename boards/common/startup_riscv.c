@@ -8,7 +8,9 @@
  * mcu_pal_exit(main's result). The runtime has no static constructors, so
  * .init_array is not walked (the linker scripts fail the link if anything has
  * one). A trap (there are no interrupts: nothing enables any) logs mcause and
- * mepc and exits with status 98, as a HardFault does on the Arm QEMU boards. */
+ * mepc and exits with status 98, as a HardFault does on the Arm QEMU boards;
+ * with MCU_TRAP_STOPS (real hardware, where exit resets the chip) it stops the
+ * core instead, so that a debugger sees where. */
 #include <stdint.h>
 
 extern uint32_t __data_load__, __data_start__, __data_end__;
@@ -60,7 +62,13 @@ void mcu_riscv_trap(void) {
   hex32(msg + 16, cause);
   hex32(msg + 32, epc);
   mcu_pal_log(msg);
+#if defined(MCU_TRAP_STOPS) && MCU_TRAP_STOPS
+  for (;;) {
+    __asm volatile("wfi");
+  }
+#else
   mcu_pal_exit(98);
+#endif
 }
 
 /* picolibc's exit()/abort() end here. */
