@@ -203,3 +203,28 @@ def test_rv32_virt_examples_verified(example, quantize, tmp_path):
         assert r.bit_exact is True
     else:
         assert r.max_abs_error <= r.tolerance
+
+
+@pytest.mark.qemu
+@needs_rv
+def test_rv32_virt_platformio_build_and_pio_test(tmp_path):
+    """The offline PlatformIO project builds with the RISC-V toolchain and `pio test` runs it under QEMU."""
+    try:
+        import platformio  # noqa: F401
+    except ImportError:
+        pytest.skip("PlatformIO is not installed (pip install -e '.[pio]')")
+    from mcu_gen import platformio_setup as pio
+    from mcu_gen.builder import build
+
+    core = pio.ensure_tool_scons(tmp_path / "pio-core")
+    r = build(MNIST, board="rv32-virt", out=tmp_path / "m", compile=False)
+    project = r.out / "firmware"
+    ini = (project / "platformio.ini").read_text()
+    assert "qemu-system-riscv32" in ini and "rv32,f=false" in ini
+    elf = pio.build_offline(project, core)
+    assert "RISC-V" in subprocess.run(["riscv64-unknown-elf-readelf", "-h", str(elf)], capture_output=True,
+                                      text=True).stdout
+    out = pio.run_pio(["test", "-e", "rv32_virt_test"], project, core).stdout
+    for case in ("program_loads", "matches_reference_0", "matches_reference_1"):
+        assert f"TEST {case} PASS" in out
+    assert "3 test cases: 3 succeeded" in out
