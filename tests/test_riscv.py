@@ -116,20 +116,54 @@ def test_rp2350_riscv_uf2_and_image_pass_static_checks(rp_int8):
     # The embedded program is in flash, 16-byte aligned, identical to model.pte.
     pte_addr = symbols["mcu_model_pte"]
     flat = b"".join(image[a] for a in sorted(image))
-    assert pte_addr % 16 == 0 and flat[pte_addr - FLASH : pte_addr - FLASH + len(rp_int8.pte_bytes)] == rp_int8.pte_bytes
+    assert pte_addr % 16 == 0
+    assert flat[pte_addr - FLASH : pte_addr - FLASH + len(rp_int8.pte_bytes)] == rp_int8.pte_bytes
     # Sections in flash or SRAM; the stack the board reserves.
     out = subprocess.run(["riscv64-unknown-elf-size", "-A", "-d", str(elf)], capture_output=True, text=True).stdout
     for line in out.splitlines():
         p = line.split()
         if len(p) == 3 and p[0].startswith(".") and p[1].isdigit() and int(p[1]) and int(p[2]):
             size, addr = int(p[1]), int(p[2])
-            assert (FLASH <= addr and addr + size <= FLASH + FLASH_SIZE) or (RAM <= addr and addr + size <= RAM + RAM_SIZE), p
+            in_flash = FLASH <= addr and addr + size <= FLASH + FLASH_SIZE
+            assert in_flash or (RAM <= addr and addr + size <= RAM + RAM_SIZE), p
     assert rp_int8.report["sections"][".stack"] == get_board("rp2350-riscv").stack_bytes
     # The PAL: mcycle for ticks, the watchdog for the reset on exit, no Arm instruction anywhere.
     dis = objdump(elf)
-    assert "csrr\ta5,mcycle" in dis.replace(" ", "\t") or re.search(r"csrr\s+\w+,\s*mcycle\b", dis)
+    assert re.search(r"csrr\s+\w+,\s*mcycle\b", dis) and re.search(r"csrr\s+\w+,\s*mcycleh\b", dis)
     assert re.search(r"csrw\s+mcountinhibit", dis)
-    assert "DWT" not in dis and "SysTick_Handler" not in symbols
+    assert "SysTick_Handler" not in symbols and "Reset_Handler" not in symbols
+    # mcu_pal_exit: drain UART0 (0x40070000), then PSM WDSEL (set alias 0x4001a008) and WATCHDOG CTRL.TRIGGER
+    # (set alias 0x400da000): a chip reset through the watchdog.
+    body = dis.split("<mcu_pal_exit>:", 1)[1].split("\n\n", 1)[0]
+    for page in ("0x40070", "0x4001a", "0x400da"):
+        assert re.search(rf"lui\s+\w+,{page}\b", body), page
+    # The clocks and UART setup are the Arm board's: XOSC, PLL_SYS, CLOCKS, UART0.
+    for page in ("0x40048", "0x40050", "0x40010", "0x40070"):
+        assert re.search(rf"lui\s+\w+,{page}\b", dis), page
+
+
+@needs_rv
+def test_rp2350_riscv_image_checks_catch_bad_images(rp_int8):
+    """The static checks can fail: an Arm IMAGE_DEF, a wrong entry point, a missing block."""
+    elf = rp_int8.out / "firmware.elf"
+    symbols = nm(elf)
+    good = uf2.uf2_image(uf2.parse_uf2((rp_int8.out / "firmware.uf2").read_bytes()))
+    off = symbols["__picobin_block"] - FLASH
+
+    def patched(word_index, value):
+        image = dict(good)
+        page = bytearray(image[FLASH])
+        struct.pack_into("<I", page, off + 4 * word_index, value)
+        image[FLASH] = bytes(page)
+        return image
+
+    check_rp2350_riscv_image(good, symbols)
+    for word, value in ((1, 0x10210142), (3, FLASH + 4), (4, RAM + RAM_SIZE - 16), (0, 0)):
+        with pytest.raises(AssertionError):
+            check_rp2350_riscv_image(patched(word, value), symbols)
+    # An Arm UF2 family id is caught by the family check of the build test.
+    arm = uf2.parse_uf2(uf2.elf_to_uf2(elf.read_bytes(), uf2.RP2350_ARM_S))
+    assert {b.family for b in arm} != {RP2350_RISCV}
 
 
 @needs_rv
