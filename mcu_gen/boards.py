@@ -32,6 +32,13 @@ class Emulator:
     machine: str = ""
     icount_shift: int | None = None
     extra_args: tuple = ()
+    binary: str = "qemu-system-arm"  # the QEMU system emulator ([emulator] binary)
+
+
+# What a bare-metal board links against unless its board.toml says otherwise:
+# newlib-nano without OS stubs (arm-none-eabi-gcc).
+DEFAULT_TOOLCHAIN = "arm-none-eabi"
+DEFAULT_LINK_LIBS = ("--specs=nano.specs", "--specs=nosys.specs")
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,21 @@ class Board:
     stack_bytes: int = 0  # stack the linker script reserves in RAM (0: unknown)
     uf2_family: int | None = None  # [flash_method] uf2_family: write firmware.uf2 with this family id
     platformio: dict = field(default_factory=dict)  # framework -> {platform, board, serial, options}
+    # The cross toolchain is data too (docs/boards.md): the GNU prefix of its tools, the CPU flags
+    # the link needs (multilib selection; default: cflags) and the C library specs of the link.
+    toolchain: str = DEFAULT_TOOLCHAIN
+    link_cpu_flags: tuple | None = None
+    link_libs: tuple = DEFAULT_LINK_LIBS
+    link_cxx: bool = True  # link with g++ (libstdc++); false: with gcc, for toolchains without a libstdc++
+
+    @property
+    def link_flags(self) -> tuple:
+        """CPU flags of the link: `[build] link_cpu_flags`, else the compiler's cflags."""
+        return self.cflags if self.link_cpu_flags is None else self.link_cpu_flags
+
+    def tool(self, name: str) -> str:
+        """The name of one of the board's cross tools: tool("gcc") -> "arm-none-eabi-gcc"."""
+        return f"{self.toolchain}-{name}"
 
     @property
     def frameworks(self) -> list[str]:
@@ -149,6 +171,7 @@ def load_board(path: Path) -> Board:
             machine=emu.get("machine", ""),
             icount_shift=emu.get("icount_shift"),
             extra_args=tuple(emu.get("extra_args", ())),
+            binary=emu.get("binary", "qemu-system-arm"),
         ),
         ticks_unit=data.get("ticks", {}).get("unit", "cycles"),
         baud=int(data.get("serial", {}).get("baud", 115200)),
@@ -157,6 +180,10 @@ def load_board(path: Path) -> Board:
         stack_bytes=int(build.get("stack_bytes", 0)),
         uf2_family=data.get("flash_method", {}).get("uf2_family"),
         platformio={k: dict(v) for k, v in data.get("platformio", {}).items()},
+        toolchain=build.get("toolchain", DEFAULT_TOOLCHAIN),
+        link_cpu_flags=tuple(build["link_cpu_flags"]) if "link_cpu_flags" in build else None,
+        link_libs=tuple(build.get("link_libs", DEFAULT_LINK_LIBS)),
+        link_cxx=bool(build.get("link_cxx", True)),
     )
     if board.build_kind not in ("baremetal", "pio-only"):
         raise BoardError(f"{path}: [build] kind must be 'baremetal' or 'pio-only', not {board.build_kind!r}")

@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm
+              gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
               cmake ninja-build g++ clang python3 python3-venv python3-pip)
 # The fuzz tests link clang's libFuzzer and sanitizer runtimes (compiler-rt). Debian ships them
 # in libclang-rt-<N>-dev, only a recommendation of libclang-common-<N>-dev (packages are installed here

@@ -1,4 +1,4 @@
-// PAL for the Raspberry Pi Pico 2 (RP2350, Arm core 0), bare metal
+// PAL for the Raspberry Pi Pico 2 (RP2350, Arm core 0 or Hazard3 RISC-V core 0), bare metal
 // (runtime_core/include/mcu/pal.h). Register addresses and fields are from the
 // RP2350 datasheet (chapters 2.2 address map, 7.5 resets, 8.1 clocks, 8.2
 // XOSC, 8.6 PLL, 9.11 IO/pads, 12.1 UART) and match pico-sdk's hardware_regs.
@@ -10,6 +10,11 @@
 //   log:   a RAM ring buffer (g_mcu_log, read it with a debugger): the protocol
 //          UART carries nothing else
 //   exit:  drains the UART and resets the chip (AIRCR.SYSRESETREQ)
+// Built for RISC-V (board rp2350-riscv, the Hazard3 cores) only the core parts
+// differ: ticks are mcycle/mcycleh (64-bit clk_sys cycles, no wrap handling,
+// no SysTick), interrupts are masked with mstatus.MIE, and exit resets the
+// chip through the watchdog (PSM WDSEL: everything but the oscillators, then
+// WATCHDOG CTRL.TRIGGER), as pico-sdk's watchdog_reboot() does.
 #include <stdint.h>
 
 #include "mcu/pal.h"
@@ -122,6 +127,36 @@ constexpr uint32_t kIbrd = kBaudDiv >> 7;
 constexpr uint32_t kFbrd = (kBaudDiv & 0x7Fu) >> 1;
 static_assert(kIbrd == 81u && kFbrd == 24u, "115200 baud from 150 MHz: 81 + 24/64");
 
+#if defined(__riscv)
+// --- Hazard3 (RISC-V) core: counters, watchdog reset ---------------------------
+constexpr uint32_t kWatchdogCtrl = 0x400D8000u;  // WATCHDOG_BASE + CTRL
+constexpr uint32_t kWatchdogTrigger = 1u << 31;
+constexpr uint32_t kWatchdogEnable = 1u << 30;
+constexpr uint32_t kPsmWdsel = 0x40018000u + 0x8u;  // PSM_BASE + WDSEL
+constexpr uint32_t kPsmWdselAll = 0x01FFFFFFu, kPsmWdselRosc = 1u << 2, kPsmWdselXosc = 1u << 3;
+
+char g_mcu_log[256];
+uint32_t g_mcu_log_head;
+
+uint32_t irq_save() {
+  uint32_t mstatus;
+  __asm volatile("csrrci %0, mstatus, 8" : "=r"(mstatus)::"memory");  // clear MIE, return the old value
+  return mstatus;
+}
+void irq_restore(uint32_t mstatus) {
+  if (mstatus & 8u) __asm volatile("csrsi mstatus, 8" ::: "memory");
+}
+
+uint64_t cycles_locked() {
+  uint32_t hi, lo, hi2;
+  do {  // the high word may roll over between the two reads
+    __asm volatile("csrr %0, mcycleh" : "=r"(hi));
+    __asm volatile("csrr %0, mcycle" : "=r"(lo));
+    __asm volatile("csrr %0, mcycleh" : "=r"(hi2));
+  } while (hi != hi2);
+  return (uint64_t{hi} << 32) | lo;
+}
+#else
 // --- Cortex-M33 core peripherals -----------------------------------------------
 constexpr uint32_t kDemcr = 0xE000EDFCu;
 constexpr uint32_t kDemcrTrcEna = 1u << 24;
@@ -153,6 +188,7 @@ uint64_t cycles_locked() {
   g_cycles_last = now;
   return (uint64_t{g_cycles_high} << 32) | now;
 }
+#endif  // __riscv
 
 void clocks_init() {
   reg(kClkSysResusCtrl) = 0;  // no resuscitation while clk_sys is being switched
@@ -212,6 +248,12 @@ void uart_init() {
   }
 }
 
+#if defined(__riscv)
+void ticks_init() {
+  __asm volatile("csrw mcountinhibit, zero");  // mcycle and minstret count (they may come out of reset inhibited)
+  __asm volatile("csrw mcycle, zero\n csrw mcycleh, zero");
+}
+#else
 void ticks_init() {
   reg(kDemcr) |= kDemcrTrcEna;
   reg(kDwtCycCnt) = 0;
@@ -220,11 +262,19 @@ void ticks_init() {
   reg(kSysTickCvr) = 0;
   reg(kSysTickCsr) = 0x7u;  // enable, interrupt, processor clock
 }
+#endif
 
 }  // namespace
 
 extern "C" {
 
+#if defined(__riscv)
+void mcu_pal_init(void) {
+  clocks_init();
+  uart_init();
+  ticks_init();
+}
+#else
 void SysTick_Handler(void) { (void)cycles_locked(); }
 
 void mcu_pal_init(void) {
@@ -233,6 +283,7 @@ void mcu_pal_init(void) {
   ticks_init();
   __asm volatile("cpsie i" ::: "memory");
 }
+#endif
 
 uint64_t mcu_pal_ticks(void) {
   const uint32_t primask = irq_save();
@@ -275,9 +326,15 @@ void mcu_pal_exit(int code) {
   (void)code;
   while (uart0().fr & kFrBusy) {  // let the last reply leave
   }
+#if defined(__riscv)
+  clear_bits(kWatchdogCtrl, kWatchdogEnable);
+  set_bits(kPsmWdsel, kPsmWdselAll & ~(kPsmWdselRosc | kPsmWdselXosc));
+  set_bits(kWatchdogCtrl, kWatchdogTrigger);
+#else
   __asm volatile("dsb" ::: "memory");
   reg(kAircr) = kAircrSysResetReq;
   __asm volatile("dsb" ::: "memory");
+#endif
   for (;;) {
   }
 }

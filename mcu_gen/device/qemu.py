@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mcu_gen.boards import Board
 from mcu_gen.device.link import Link, LinkError
-from mcu_gen.firmware.toolchain import qemu_system_arm
+from mcu_gen.firmware.toolchain import find_tool
 
 PTY_RE = re.compile(rb"char device redirected to (/dev/pts/\d+)")
 
@@ -46,8 +46,9 @@ class QemuSession:
         self._readers: list[threading.Thread] = []
 
     def command(self) -> list[str]:
-        cmd = [qemu_system_arm(), "-M", self.board.emulator.machine, "-display", "none", "-monitor", "none",
-               "-semihosting-config", "enable=on,target=native", "-serial", "pty", "-kernel", str(self.elf)]
+        cmd = [find_tool(self.board.emulator.binary), "-M", self.board.emulator.machine, "-display", "none",
+               "-monitor", "none", "-semihosting-config", "enable=on,target=native", "-serial", "pty",
+               "-kernel", str(self.elf)]
         if self.icount and self.board.emulator.icount_shift is not None:
             cmd += ["-icount", f"shift={self.board.emulator.icount_shift}"]
         return cmd + list(self.board.emulator.extra_args) + list(self.extra_args)

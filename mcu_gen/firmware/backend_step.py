@@ -28,6 +28,9 @@ def apply_backend(board, program, data: bytes, selection, requested: str = "auto
     if requested == "portable" or not any(variant_of.get(op, op) in adapters for op in program.operators):
         return BackendChoice("portable", requested=requested,
                              how="" if requested == "portable" else "no operator has a CMSIS-NN kernel"), data
+    if requested == "auto" and not getattr(board, "toolchain", "arm-none-eabi").startswith("arm"):
+        # A RISC-V (or other non-Arm) board: its int8 operators run on the portable kernels.
+        return BackendChoice("portable", requested=requested, how=f"CMSIS-NN targets Arm cores, not {board.core}"), data
     try:
         root, how = locate(path, use_pack_manager=True)
         choice = choose_backend(requested, board, root, how)

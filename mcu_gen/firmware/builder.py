@@ -220,7 +220,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
     if framework == "baremetal":  # a framework project builds with PlatformIO only
         (dest / "CMakeLists.txt").write_text(env.get_template("cmake/CMakeLists.txt.j2").render(**ctx))
         (dest / "cmake").mkdir()
-        (dest / "cmake" / "arm-none-eabi.cmake").write_text(
+        (dest / "cmake" / f"{board.toolchain}.cmake").write_text(
             env.get_template("cmake/arm-none-eabi.cmake.j2").render(**ctx))
     pio = TEMPLATES / "platformio" / "platformio.ini.j2"
     if pio.exists():
@@ -233,7 +233,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
 def compile_project(project: Path, board: Board) -> Path:
     """Configure and build the CMake project; returns the ELF."""
     try:
-        return toolchain.cmake_build(project, project / "build")
+        return toolchain.cmake_build(project, project / "build", prefix=board.toolchain)
     except toolchain.ToolchainError as e:
         raise BuildError(str(e)) from None
 

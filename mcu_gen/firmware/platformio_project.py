@@ -52,7 +52,7 @@ def choose_framework(board, framework: str | None) -> str:
 
 def qemu_test_command(board) -> list[str]:
     """argv (one item per platformio.ini line) of the QEMU run `pio test` does."""
-    return ["qemu-system-arm", "-M", board.emulator.machine, "-nographic", "-monitor", "none", "-serial", "none",
+    return [board.emulator.binary, "-M", board.emulator.machine, "-nographic", "-monitor", "none", "-serial", "none",
             "-semihosting-config", "enable=on,target=native", *board.emulator.extra_args,
             "-kernel", "${platformio.build_dir}/${this.__env__}/firmware.elf"]
 

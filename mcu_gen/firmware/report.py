@@ -32,7 +32,7 @@ def memory_usage(elf: Path, board) -> dict:
     flash_lo, flash_hi = board.flash.base, board.flash.base + board.flash.size
     ram_lo, ram_hi = board.ram.base, board.ram.base + board.ram.size
     flash = ram = 0
-    sections = elf_sections(elf)
+    sections = elf_sections(elf, board.tool("size"))
     for name, (size, addr) in sections.items():
         if flash_lo <= addr < flash_hi:
             flash += size

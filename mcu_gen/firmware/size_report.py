@@ -139,8 +139,8 @@ def _ram_component(name: str, component: str) -> str:
     return "board"
 
 
-def _nm_symbols(elf: Path) -> list:
-    exe = shutil.which("arm-none-eabi-nm")
+def _nm_symbols(elf: Path, nm: str = "arm-none-eabi-nm") -> list:
+    exe = shutil.which(nm)
     if exe is None:
         return []
     out = subprocess.run([exe, "-S", "-C", "--size-sort", "--defined-only", str(elf)], capture_output=True,
@@ -189,7 +189,7 @@ def size_breakdown(elf_path, map_path, board, program=None, pte_bytes: bytes = b
         ranges[comp].append((r["addr"], r["addr"] + r["size"]))
 
     symbols = defaultdict(list)
-    for addr, size, kind, name in _nm_symbols(Path(elf_path)):
+    for addr, size, kind, name in _nm_symbols(Path(elf_path), board.tool("nm")):
         if kind.lower() not in ("t", "r", "w", "d", "b", "v"):
             continue
         for comp, rs in ranges.items():

@@ -12,6 +12,7 @@ from pathlib import Path
 from mcu_gen.errors import McuGenError
 
 ARM_GCC_PACKAGES = "gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib"
+RISCV_GCC_PACKAGES = "gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf"
 
 # tool -> Debian package(s) that provide it
 DEBIAN_PACKAGES = {
@@ -23,6 +24,13 @@ DEBIAN_PACKAGES = {
     "cmake": "cmake",
     "ninja": "ninja-build",
     "qemu-system-arm": "qemu-system-arm",
+    "riscv64-unknown-elf-gcc": RISCV_GCC_PACKAGES,
+    "riscv64-unknown-elf-g++": RISCV_GCC_PACKAGES,
+    "riscv64-unknown-elf-size": "binutils-riscv64-unknown-elf",
+    "riscv64-unknown-elf-objcopy": "binutils-riscv64-unknown-elf",
+    "riscv64-unknown-elf-nm": "binutils-riscv64-unknown-elf",
+    "riscv64-unknown-elf-objdump": "binutils-riscv64-unknown-elf",
+    "qemu-system-riscv32": "qemu-system-misc",
     "g++": "g++",
 }
 
@@ -52,12 +60,13 @@ class ArmToolchain:
         return os.path.dirname(self.gcc)
 
 
-def arm_toolchain(path: str | None = None) -> ArmToolchain:
+def arm_toolchain(path: str | None = None, prefix: str = "arm-none-eabi") -> ArmToolchain:
+    """The cross tools with GNU prefix `prefix` (a board's `[build] toolchain`, e.g. riscv64-unknown-elf)."""
     return ArmToolchain(
-        gcc=find_tool("arm-none-eabi-gcc", path),
-        gxx=find_tool("arm-none-eabi-g++", path),
-        size=find_tool("arm-none-eabi-size", path),
-        objcopy=find_tool("arm-none-eabi-objcopy", path),
+        gcc=find_tool(f"{prefix}-gcc", path),
+        gxx=find_tool(f"{prefix}-g++", path),
+        size=find_tool(f"{prefix}-size", path),
+        objcopy=find_tool(f"{prefix}-objcopy", path),
     )
 
 
@@ -78,13 +87,13 @@ def _run(cmd: list[str], cwd: Path | None = None) -> None:
 
 
 def cmake_build(project_dir: Path, build_dir: Path, target: str = "firmware.elf",
-                defines: dict | None = None) -> Path:
+                defines: dict | None = None, prefix: str = "arm-none-eabi") -> Path:
     """Configures (once) and builds a generated CMake firmware project; returns the ELF path.
 
     The project's CMakeLists.txt names its toolchain file itself (templates/cmake).
     """
     exe = cmake()
-    arm_toolchain()  # fail early with the package hint, not deep inside CMake
+    arm_toolchain(prefix=prefix)  # fail early with the package hint, not deep inside CMake
     project_dir, build_dir = Path(project_dir).resolve(), Path(build_dir).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     if not (build_dir / "CMakeCache.txt").exists():

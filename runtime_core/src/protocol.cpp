@@ -66,11 +66,13 @@ class Writer {
   size_t size_ = 0;
 };
 
-// Runs exactly 2n instructions (subs + bne) on Arm; used to calibrate ticks.
+// Runs exactly 2n instructions (subs + bne on Arm, addi + bnez on RISC-V); used to calibrate ticks.
 __attribute__((noinline)) void spin(uint32_t n) {
   if (n == 0) return;
 #if defined(__arm__)
   __asm volatile("1: subs %0, %0, #1\n bne 1b" : "+r"(n) : : "cc");
+#elif defined(__riscv)
+  __asm volatile("1: addi %0, %0, -1\n bnez %0, 1b" : "+r"(n));
 #else
   for (volatile uint32_t i = n; i != 0;) i = i - 1;
 #endif

@@ -1,5 +1,5 @@
-# SCons builder of the mcu-gen local dev-platform: the system arm-none-eabi
-# toolchain, the board's CPU/FPU flags on the compiler AND the linker (SCons
+# SCons builder of the mcu-gen local dev-platform: the system cross toolchain
+# (arm-none-eabi or the board's build.toolchain prefix), the board's CPU/FPU flags on the compiler AND the linker (SCons
 # ParseFlags keeps -m flags away from the linker otherwise), the project's
 # startup + linker script, -O2 (the project's build_flags), no exceptions/RTTI.
 import os
@@ -9,10 +9,15 @@ from SCons.Script import AlwaysBuild, Builder, Default, DefaultEnvironment
 env = DefaultEnvironment()
 board = env.BoardConfig()
 cpu_flags = board.get("build.cpu_flags", "-mcpu=%s -mthumb" % board.get("build.cpu", "cortex-m33")).split()
+# The board's GNU toolchain prefix (arm-none-eabi, riscv64-unknown-elf), the CPU flags of the
+# link (multilib; default: the compiler's) and its C library specs (default: newlib-nano).
+tc = board.get("build.toolchain", "arm-none-eabi")
+link_cpu_flags = board.get("build.link_cpu_flags", " ".join(cpu_flags)).split()
+link_libs = board.get("build.link_libs", "--specs=nano.specs --specs=nosys.specs").split()
 
 env.Replace(
-    AR="arm-none-eabi-gcc-ar", AS="arm-none-eabi-as", CC="arm-none-eabi-gcc", CXX="arm-none-eabi-g++",
-    OBJCOPY="arm-none-eabi-objcopy", RANLIB="arm-none-eabi-gcc-ranlib", SIZETOOL="arm-none-eabi-size",
+    AR=tc + "-gcc-ar", AS=tc + "-as", CC=tc + "-gcc", CXX=tc + "-g++",
+    OBJCOPY=tc + "-objcopy", RANLIB=tc + "-gcc-ranlib", SIZETOOL=tc + "-size",
     ARFLAGS=["rc"],
     SIZEPROGREGEXP=r"^(?:\.text|\.pte|\.data|\.rodata|\.ARM.exidx)\s+(\d+).*",
     SIZEDATAREGEXP=r"^(?:\.data|\.bss|\.noinit)\s+(\d+).*",
@@ -22,13 +27,15 @@ env.Replace(
     PROGSUFFIX=".elf",
     LDSCRIPT_PATH=os.path.join("$PROJECT_DIR", board.get("build.ldscript")),
 )
+if not board.get("build.link_cxx", True):  # no libstdc++ for this toolchain: link with gcc
+    env.Replace(LINK=tc + "-gcc")
 env.Append(
     ASFLAGS=cpu_flags + ["-x", "assembler-with-cpp"],
     CCFLAGS=cpu_flags + ["-ffunction-sections", "-fdata-sections", "-Wall"],
     CXXFLAGS=["-std=c++17", "-fno-exceptions", "-fno-rtti", "-fno-threadsafe-statics", "-fno-use-cxa-atexit"],
     CFLAGS=["-std=c11"],
-    LINKFLAGS=cpu_flags + ["-nostartfiles", "-Wl,--gc-sections", "--specs=nano.specs", "--specs=nosys.specs",
-                           "-Wl,-Map,${BUILD_DIR}/${PROGNAME}.map"],
+    LINKFLAGS=link_cpu_flags + ["-nostartfiles", "-Wl,--gc-sections"] + link_libs
+    + ["-Wl,-Map,${BUILD_DIR}/${PROGNAME}.map"],
     LIBS=["m"],
 )
 env.Append(BUILDERS=dict(
