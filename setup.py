@@ -14,12 +14,13 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pio", "mcu-gen-out")
 
 
 def data_dirs() -> tuple:
-    """paths.DATA_DIRS, read without importing mcu_gen (which imports torch)."""
-    tree = ast.parse((HERE / "mcu_gen" / "paths.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DATA_DIRS" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise RuntimeError("mcu_gen/paths.py defines no DATA_DIRS")
+    """DATA_DIRS of mcu-gen's paths.py (in mcu_gen/ or a subpackage of it), read without importing
+    mcu_gen (which imports torch)."""
+    for path in sorted((HERE / "mcu_gen").rglob("paths.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "DATA_DIRS" for t in node.targets):
+                return ast.literal_eval(node.value)
+    raise RuntimeError("no paths.py under mcu_gen/ defines DATA_DIRS")
 
 
 class build_py_with_data(build_py):

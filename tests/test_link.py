@@ -278,11 +278,14 @@ def test_platformio_project_is_valid(an505_project):
 
     board_json = json.loads((an505_project / "pio_platform" / "boards" / "mps2_an505.json").read_text())
     assert board_json["build"]["cpu_flags"] == "-mcpu=cortex-m33 -mthumb -mfpu=fpv5-sp-d16 -mfloat-abi=hard"
-    pio = shutil.which("pio") or shutil.which("pio", path=os.path.dirname(sys.executable))
-    if pio is None:
-        pytest.skip("PlatformIO (pip install platformio) not installed")
+    from mcu_gen.firmware.platformio_setup import PioError, pio_executable
+
+    try:  # the `pio` beside this Python (.venv/bin/pio, not on PATH under `.venv/bin/python -m pytest`)
+        pio = pio_executable()
+    except PioError as e:
+        pytest.fail(f"{e} (scripts/setup.sh installs it)")
     env = dict(os.environ, PLATFORMIO_DISABLE_UPGRADE_CHECK="true", PLATFORMIO_SETTING_ENABLE_TELEMETRY="No")
-    out = subprocess.run([pio, "project", "config", "--json-output"], cwd=an505_project, env=env,
+    out = subprocess.run([*pio, "project", "config", "--json-output"], cwd=an505_project, env=env,
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     sections = dict(json.loads(out.stdout))
