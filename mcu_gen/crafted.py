@@ -340,3 +340,25 @@ REJECTIONS = [
 # Kernels the native runner of these programs has.
 RUNNER_OPS = ("aten::relu.out", "aten::clamp.out", "aten::add.out", "aten::split_with_sizes_copy.out",
               "mcu::quantized_depthwise_conv2d_inplace.out")
+
+
+def linear_bias_overflow_program(bias: int = 2**31 - 100) -> Program:
+    """cortex_m::quantized_linear whose bias leaves no room for the sum of products: CMSIS-NN
+    adds them in int32 without wrapping (found by the prepared-kernel fuzzer)."""
+    p = Program()
+    k = 16
+    x = p.add(TensorValue((1, k), "int8", data=np.full((1, k), 127, np.int8)))
+    w = p.add(TensorValue((2, k), "int8", data=np.full((2, k), 127, np.int8)))
+    b = p.add(TensorValue((2,), "int32", data=np.array([bias, bias], np.int32)))
+    none = p.add_scalar("none")
+    i = p.add_scalar
+    out = p.add_tensor((1, 2), "int8")
+    args = [x, w, b, none, i("int", 0), i("int", 0), i("int", 0), i("int_list", [1 << 30]), i("int_list", [-10]),
+            i("int", 127), i("int", -128), out, out]
+    p.instructions.append(Instruction("cortex_m::quantized_linear.out", args))
+    p.inputs, p.outputs = [], [out]
+    return plan_by_hand(p)
+
+
+def linear_bias_overflow() -> bytes:
+    return pte.write(linear_bias_overflow_program())

@@ -57,6 +57,20 @@ REGRESSIONS = [
 ]
 
 
+# Found by the prepared-kernel harness (CMSIS-NN adapters): replayed there.
+PREPARED_REGRESSIONS = [
+    ("quantized_linear bias that overflows CMSIS-NN's int32 sum", crafted.linear_bias_overflow),
+]
+
+
+@pytest.mark.parametrize("name,build", PREPARED_REGRESSIONS, ids=[n for n, _ in PREPARED_REGRESSIONS])
+def test_prepared_regression_inputs_replay_cleanly(tmp_path, name, build):
+    if not fuzz.prepared_has_cmsis_nn():
+        pytest.skip("CMSIS-NN not found: set MCU_GEN_CMSIS_NN (the prepared harness runs portable kernels only)")
+    r = fuzz.replay(_build("prepared"), build(), tmp_path)
+    assert r.returncode == 0, f"{name}:\n{r.stderr[-3000:]}"
+
+
 def test_regression_list_is_not_empty():
     assert len(REGRESSIONS) >= 5
 
