@@ -299,43 +299,31 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
 
 namespace {
 
-// The KernelTypes tags a signature character accepts, one bit per tag
-// ('O' also needs the tensor to live in the arena).
-uint32_t accepted_tags(char sig) {
-  constexpr uint32_t kOptional = 1u << kNone | 1u << kNull;
-  constexpr uint32_t kScalar = 1u << kInt | 1u << kDouble | 1u << kBool;
-  switch (sig) {
-    case 'T':
-    case 'O':
-      return 1u << kTensor;
-    case 't':
-      return 1u << kTensor | kOptional;
-    case 'I':
-      return 1u << kInt;
-    case 'i':
-      return 1u << kInt | kOptional;
-    case 'D':
-      return 1u << kDouble;
-    case 'B':
-      return 1u << kBool;
-    case 'S':
-      return kScalar;
-    case 's':
-      return kScalar | kOptional;
-    case 'L':
-      return 1u << kIntList;
-    case 'l':
-      return 1u << kIntList | kOptional;
-    case 'Z':
-      return 1u << kString;
-    case 'X':
-    case 'Y':
-      return 1u << kTensorList;
-    case '?':
-      return ~0u;
-    default:
-      return 0;
+// The KernelTypes tags a signature character accepts, one bit per tag ('O'
+// and 'Y' also need their tensors to live in the arena): a table of 16-bit
+// masks for '?'..'Z'; 't', 'i', 's', 'l' are their capital or None.
+constexpr uint16_t kOptional = 1u << kNone | 1u << kNull;
+struct SignatureTags {
+  uint16_t tags['Z' - '?' + 1] = {};
+  constexpr SignatureTags() {
+    tags[0] = 0xFFFFu;  // '?': anything (not checked, not read)
+    tags['T' - '?'] = tags['O' - '?'] = 1u << kTensor;
+    tags['I' - '?'] = 1u << kInt;
+    tags['D' - '?'] = 1u << kDouble;
+    tags['B' - '?'] = 1u << kBool;
+    tags['S' - '?'] = 1u << kInt | 1u << kDouble | 1u << kBool;
+    tags['L' - '?'] = 1u << kIntList;
+    tags['Z' - '?'] = 1u << kString;
+    tags['X' - '?'] = tags['Y' - '?'] = 1u << kTensorList;
   }
+};
+constexpr SignatureTags kSignatureTags;
+
+uint32_t accepted_tags(char sig) {
+  const bool optional = sig == 't' || sig == 'i' || sig == 's' || sig == 'l';
+  const int c = optional ? sig - ('a' - 'A') : sig;
+  if (c < '?' || c > 'Z') return 0;
+  return kSignatureTags.tags[c - '?'] | (optional ? kOptional : 0u);
 }
 
 }  // namespace
