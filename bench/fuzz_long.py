@@ -1,15 +1,18 @@
-"""Fuzz the program loader/verifier (and execute) for longer than the test does.
+"""Fuzz the runtime for longer than the tests do, one harness after the other.
 
-    python bench/fuzz_long.py [--minutes 30] [--jobs 2] [--corpus DIR] [--examples mul_add,mnist,kws_dscnn]
+    python bench/fuzz_long.py [--minutes 10] [--harness program,prepared,delegate,protocol] [--jobs 1]
 
-Seeds: the examples' .pte files (generated now). The corpus directory is kept
-(default mcu-gen-out/fuzz/corpus) so later runs continue where this one
-stopped; crashing inputs go to mcu-gen-out/fuzz/artifacts. Turn each crash into
-a regression input in tests/test_fuzz.py and fix the runtime.
+Harnesses and seeds: mcu_gen/fuzz.py (the loader with the portable kernels, the
+prepared build, the delegate build, the protocol server). Each harness keeps its
+corpus (mcu-gen-out/fuzz/<harness>/corpus) so later runs continue where this one
+stopped; crashing inputs go to mcu-gen-out/fuzz/<harness>/artifacts. Prints the
+executions per harness. Turn each crash into a regression input (mcu_gen/crafted.py,
+tests/test_fuzz.py) and fix the runtime.
 """
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -21,22 +24,31 @@ from mcu_gen.dev import fuzz  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--minutes", type=float, default=30.0)
+    ap.add_argument("--minutes", type=float, default=10.0, help="per harness")
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--corpus", default=str(ROOT / "mcu-gen-out" / "fuzz" / "corpus"))
-    ap.add_argument("--artifacts", default=str(ROOT / "mcu-gen-out" / "fuzz" / "artifacts"))
-    ap.add_argument("--examples", default=",".join(fuzz.SEED_EXAMPLES))
+    ap.add_argument("--harness", default=",".join(fuzz.HARNESSES))
+    ap.add_argument("--out", default=str(ROOT / "mcu-gen-out" / "fuzz"))
     args = ap.parse_args()
-    exe = fuzz.build_fuzzer()
-    corpus = Path(args.corpus)
-    seeds = fuzz.write_corpus(corpus, args.examples.split(","))
-    print(f"fuzzer {exe}\ncorpus {corpus} ({len(list(corpus.iterdir()))} inputs, {len(seeds)} seeds)", flush=True)
-    r = fuzz.run_fuzzer(exe, corpus, int(args.minutes * 60), Path(args.artifacts), jobs=args.jobs)
-    tail = "\n".join(r.stderr.splitlines()[-15:])
-    print(tail)
-    found = sorted(Path(args.artifacts).glob("*"))
-    if r.returncode != 0 or found:
-        print(f"FOUND {len(found)} input(s): " + ", ".join(p.name for p in found))
+    failed = []
+    for harness in args.harness.split(","):
+        exe = fuzz.build_fuzzer(harness)
+        base = Path(args.out) / harness
+        corpus = base / "corpus"
+        seeds = fuzz.write_corpus(corpus, harness=harness)
+        env = fuzz.protocol_env(base / "work") if harness == "protocol" else None
+        print(f"[{harness}] fuzzer {exe}\n[{harness}] corpus {corpus} ({len(list(corpus.iterdir()))} inputs, "
+              f"{len(seeds)} seeds)", flush=True)
+        r = fuzz.run_fuzzer(exe, corpus, int(args.minutes * 60), base / "artifacts", jobs=args.jobs, env=env)
+        runs = re.search(r"stat::number_of_executed_units:\s*(\d+)", r.stderr)
+        speed = re.search(r"stat::average_exec_per_sec:\s*(\d+)", r.stderr)
+        found = sorted((base / "artifacts").glob("*"))
+        print(f"[{harness}] executions {runs.group(1) if runs else '?'} ({speed.group(1) if speed else '?'}/s) "
+              f"in {args.minutes:g} min, {len(found)} finding(s)", flush=True)
+        if r.returncode != 0 or found:
+            print("\n".join(r.stderr.splitlines()[-30:]))
+            print(f"[{harness}] FOUND {len(found)} input(s): " + ", ".join(p.name for p in found), flush=True)
+            failed.append(harness)
+    if failed:
         return 1
     print("no crash, no sanitizer report, no hang")
     return 0

@@ -30,6 +30,18 @@ constexpr int64_t kMaxMatmulOffset = 256;
 inline bool in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
 inline bool matmul_offset_ok(int64_t v) { return in_range(v, -kMaxMatmulOffset, kMaxMatmulOffset); }
 
+// CMSIS-NN starts its int32 accumulator at the bias (or kernel sum) and adds
+// products without wrapping: every bias must leave room for the largest sum of
+// products, `max_sum`, or the sum overflows (undefined behaviour). Others run
+// the portable kernel, which wraps.
+inline bool bias_fits(const int32_t* bias, int32_t n, int64_t max_sum) {
+  for (int32_t i = 0; bias != nullptr && i < n; ++i) {
+    if (bias[i] > INT32_MAX - max_sum || bias[i] < INT32_MIN + max_sum) return false;
+  }
+  return true;
+}
+constexpr int64_t kMaxMatmulProduct = (128 + kMaxMatmulOffset) * (128 + kMaxMatmulOffset);
+
 constexpr int32_t kCmsisMinShift = -31;
 constexpr int32_t kCmsisMaxShift = 30;
 inline bool cmsis_shift_ok(int64_t shift) { return shift >= kCmsisMinShift && shift <= kCmsisMaxShift; }

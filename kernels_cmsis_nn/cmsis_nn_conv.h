@@ -38,6 +38,8 @@ inline bool cmsis_conv_view(const QConvArgs& a, bool depthwise, CmsisConv* v) {
   // CMSIS-NN's shift range (one scan; other shifts: the portable kernel).
   int32_t out_h = 0, out_w = 0;
   if (!qconv_forward_finish(a, &g, cout, &out_h, &out_w, kCmsisMinShift, kCmsisMaxShift)) return false;
+  const int64_t taps = static_cast<int64_t>(g.kh) * g.kw * (depthwise ? 1 : g.in.c);
+  if (!bias_fits(a.bias, cout, taps * (kMaxInputOffset + 128) * 128)) return false;
   v->input = {g.in.n, g.in.h, g.in.w, g.in.c};
   v->filter = depthwise ? cmsis_nn_dims{1, g.kh, g.kw, cout} : cmsis_nn_dims{cout, g.kh, g.kw, g.in.c};
   v->bias = {1, 1, 1, cout};

@@ -72,6 +72,7 @@ bool linear_cmsis_case(const KernelContext& ctx, Linear* l) {
     if (!is_int32_vector(b, n_out)) return false;
     l->bias = b.i32();
   }
+  if (!bias_fits(l->kernel_sum != nullptr ? l->kernel_sum : l->bias, n_out, kMaxMatmulProduct * k)) return false;
   l->in = in.i8();
   l->w = w.i8();
   l->out = out.i8();

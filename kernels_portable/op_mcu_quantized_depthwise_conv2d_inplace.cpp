@@ -22,6 +22,7 @@ Error mcu_quantized_depthwise_conv2d_inplace_out(const KernelContext& ctx) {
   if (a.weight.size(0) != 1 || a.depth_multiplier != 1) return Error::KernelFailed;
   const int32_t channels = g.in.c;
   if (a.weight.size(3) != channels) return Error::KernelFailed;
+  if (static_cast<int64_t>(g.kh) * g.kw > kMaxTaps) return Error::KernelFailed;  // acc stays in int32
   int32_t out_h = 0, out_w = 0;
   if (!qconv_forward_finish(a, &g, channels, &out_h, &out_w)) return Error::KernelFailed;
   const int64_t plane = static_cast<int64_t>(g.in.h) * g.in.w;

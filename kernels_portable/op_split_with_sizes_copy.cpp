@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::split_with_sizes_copy.out fn=aten_split_with_sizes_copy_out sig=TLIX dtypes=float32,int8,uint8,int16,int32,int64,bool
+// mcu-gen-kernel: op=aten::split_with_sizes_copy.out fn=aten_split_with_sizes_copy_out sig=TLIY dtypes=float32,int8,uint8,int16,int32,int64,bool
 // aten::split_with_sizes_copy.out(Tensor self, SymInt[] split_sizes, int dim=0, *, Tensor(a!)[] out) -> ()
 // Copies consecutive chunks of `self` along `dim` into the out tensors.
 #include "elementwise_common.h"

@@ -7,7 +7,8 @@ from torch import nn
 from mcu_gen.capture.export import export_model
 from mcu_gen.program.ir import Instruction, Program
 from mcu_gen.capture.model_file import ModelSpec
-from mcu_gen.reference import ReferenceError, run_reference
+from mcu_gen.reference.interpreter import ReferenceError
+from mcu_gen.reference import run_reference
 
 
 def _hand_built():

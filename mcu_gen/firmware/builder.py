@@ -259,6 +259,45 @@ def precheck_fits(board: Board, program: Program, data: bytes) -> None:
     check_fits(board, {"flash_bytes": len(data), "ram_bytes": program.arena_size + board.stack_bytes})
 
 
+def plan_check_inputs(program: Program, seed: int = 0) -> list:
+    """Deterministic random inputs of the program's shapes and dtypes (for check_program_plan)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in program.inputs:
+        t = program.tensor(i)
+        if t.dtype in ("float32", "float64", "float16"):
+            out.append(rng.standard_normal(t.shape).astype(t.dtype))
+        elif t.dtype == "bool":
+            out.append(rng.integers(0, 2, t.shape).astype(bool))
+        else:
+            info = np.iinfo(t.dtype)
+            out.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, t.shape).astype(t.dtype))
+    return out
+
+
+def check_program_plan(program: Program, available=None) -> None:
+    """Every build's memory plan, a .pte's as it came included (docs/memory_planning.md):
+    check_plan proves it, then the program runs on the host twice, each tensor in its own
+    buffer and all in the planned arena, and the outputs must be identical."""
+    from mcu_gen.reference.interpreter import ReferenceError
+    from mcu_gen.reference import check_planned_execution
+
+    if "read_from" in program.meta and not program.meta.get("inplace"):  # a .pte as it came
+        program.meta["inplace"] = planner.inplace_from_offsets(program, available)
+    try:
+        planner.check_plan(program, available)
+    except planner.PlanError as e:
+        raise BuildError(f"the memory plan is wrong: {e}") from None
+    if any(ins.op.startswith(pte.DELEGATE_PREFIX) for ins in program.instructions):
+        return  # the host cannot run an NPU's part of the program
+    try:
+        check_planned_execution(program, plan_check_inputs(program))
+    except ReferenceError as e:
+        raise BuildError(f"the memory plan is wrong: {e}") from None
+
+
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
           compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
@@ -284,6 +323,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
             "see `mcu-gen kernels`)"
         )
+    check_program_plan(program, available)
     precheck_fits(b, program, data)
     name = spec.name if spec is not None else Path(pte_path).stem
     out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"

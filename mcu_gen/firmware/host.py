@@ -36,10 +36,12 @@ def runtime_sources() -> list:
     return sorted((RUNTIME_CORE / "src").glob("executor*.cpp"))
 
 
-def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, error=RuntimeError) -> Path:
+def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, error=RuntimeError,
+                 extra_objects=(), extra_includes=()) -> Path:
     """Compile runtime_core's executor, `driver` (a main) and exactly these kernels with the
     generated kernel table into a native binary; reused while the compiler, flags and every
-    source and header hash the same."""
+    source and header hash the same. `extra_objects` (already compiled, e.g. CMSIS-NN's C
+    sources) are linked in; `extra_includes` are more include folders."""
     table = kernel_registry.kernel_table_source(kernels)
     sources = runtime_sources() + [driver]
     kernel_sources = list(dict.fromkeys(k.file for k in kernels))
@@ -48,6 +50,9 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
     for folder in folders:
         headers += sorted(folder.glob("*.h"))
     h = hashlib.sha256(table.encode() + cxx.encode() + " ".join(flags).encode())
+    # Drivers may include runtime sources and their own headers (the protocol fuzzer does).
+    headers += sorted(Path(driver).parent.glob("*.h")) + sorted((RUNTIME_CORE / "src").glob("*.cpp"))
+    headers += [Path(f) for f in extra_objects]
     for path in sources + kernel_sources + headers:
         h.update(str(path).encode())
         h.update(path.read_bytes())
@@ -58,11 +63,11 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
     out.mkdir(parents=True, exist_ok=True)
     (out / "kernel_table.cpp").write_text(table)
     includes = ["-I", str(RUNTIME_CORE / "include"), "-I", str(RUNTIME_CORE / "src")]
-    for folder in folders:
+    for folder in [*folders, *extra_includes]:
         includes += ["-I", str(folder)]
     tmp = out / f"{driver.stem}.{os.getpid()}"
     cmd = [cxx, *flags, *includes, *map(str, sources), *map(str, kernel_sources), str(out / "kernel_table.cpp"),
-           "-o", str(tmp), "-lm"]
+           *map(str, extra_objects), "-o", str(tmp), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         hint = ""

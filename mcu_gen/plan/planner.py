@@ -557,6 +557,30 @@ def peak_steps(bufs, arena: int) -> list:
 
 
 # -- proof ----------------------------------------------------------------------------------------
+def inplace_from_offsets(program: Program, available=None) -> list:
+    """``meta["inplace"]`` entries ([step, out, src]) recovered from a plan's offsets (a program
+    read from a .pte): every instruction whose out is first written at the offset of an argument
+    that dies there. check_plan then checks each against its kernel's rule."""
+    kernels = _default_kernels() if available is None else available
+    iv = lifetimes(program)
+    aliases = links(program)
+    pairs = []
+    for step, ins in enumerate(program.instructions):
+        k = kernels.get(ins.op)
+        o = inplace_rules.out_value(ins, k.signature) if k is not None else None
+        if o is None:
+            continue
+        out = _alias_root(aliases, o)
+        if out not in iv or iv[out].start != step:
+            continue
+        for a in ins.args:
+            src = _alias_root(aliases, a)
+            if (src != out and src in iv and iv[src].end == step and [step, out, src] not in pairs
+                    and program.values[src].offset == program.values[out].offset):
+                pairs.append([step, out, src])
+    return pairs
+
+
 def _allowed_inplace(program: Program, iv: dict, available: dict) -> set:
     """(out root, src root) pairs of program.meta["inplace"] that the instruction's own
     kernel allows, at the step where src dies and out is first written."""

@@ -5,7 +5,7 @@
 Every ``cortex_m::`` operator is computed here with numpy integer arithmetic, following
 ExecuTorch 1.5's Python reference implementations (backends/cortex_m/ops/operators.py)
 and CMSIS-NN's requantization (arm_nn_requantize: Q31 doubling high multiply, then a
-rounding right shift). Tensors live in one byte arena at their planned offsets, in their
+rounding right shift). Every tensor lives in its own buffer (never the memory plan), in its
 memory order (dim_order), exactly as on the device; fp32 fallback operators are run by
 mcu_gen.reference (torch ops).
 """
@@ -292,4 +292,4 @@ def execute_instruction(mem: _Memory, ins) -> None:
 
 def run_int8_reference(program: Program, inputs) -> list:
     """Run ``program`` on ``inputs`` (numpy arrays in logical layout, one per program input)."""
-    return interpret(planned(program), inputs, execute_instruction)[0]
+    return interpret(program, inputs, execute_instruction)[0]  # every tensor in its own buffer

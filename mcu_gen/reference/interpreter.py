@@ -6,12 +6,15 @@ Each instruction names an out-variant (``aten::relu.out``); the interpreter
 calls the matching functional op (``torch.ops.aten.relu.default``) on torch
 tensors and writes the results into the instruction's out values.
 
-Two memory models:
-- planned programs (every activation has an arena ``offset``, e.g. one read
-  from a .pte): tensors are views into one byte arena, exactly as on the
-  device, so views planned at equal offsets (ExecuTorch's way) just work;
-- unplanned programs: one buffer per value, with ``meta["aliases"]`` views
-  reading their input's data.
+Memory: every tensor has its own buffer, never the memory plan's arena, so a
+planner that overlaps two live tensors cannot corrupt the reference the same way
+it corrupts the device. What the plan says about shared bytes is followed where
+it is part of the program's meaning: views (``meta["aliases"]``, and for a .pte
+the views ExecuTorch plans at their source's offset, mcu_gen.pte.planned_views)
+read their source's bytes, and slices (``meta["slices"]``: producers writing
+into part of a concatenation's output) are windows of their output's buffer.
+``shared_arena=True`` runs the program in one arena at the planned offsets, as
+the device does: `check_planned_execution` compares the two.
 """
 from __future__ import annotations
 
@@ -51,32 +54,49 @@ def resolve_op(name: str):
 
 
 class _Memory:
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, shared_arena: bool = False):
         self.program = program
         self.aliases = program.meta.get("aliases", {}) or {}
+        self.slices = program.meta.get("slices", {}) or {}
         acts = [v for v in program.values if isinstance(v, TensorValue) and not v.is_constant]
-        self.planned = bool(acts) and all(v.offset is not None for v in acts)
-        if self.planned:
+        self.shared = shared_arena
+        if shared_arena:
+            if not all(v.offset is not None for v in acts):
+                raise ReferenceError("shared_arena needs a planned program")
             size = max([program.arena_size] + [v.offset + v.nbytes for v in acts])
             self.arena = torch.zeros(size, dtype=torch.uint8)
-        self.buffers = {}
+        self.buffers = {}  # root value -> its own bytes
+
+    def _storage(self, index: int, depth: int = 0) -> tuple:
+        """(byte tensor, byte offset) where value `index` lives."""
+        v = self.program.values[index]
+        if self.shared:
+            return self.arena, v.offset
+        if depth > len(self.program.values):
+            raise ReferenceError(f"value {index}: its views and slices form a cycle")
+        if index in self.aliases:
+            return self._storage(self.aliases[index], depth + 1)
+        if index in self.slices:
+            out, displacement = self.slices[index]
+            buf, off = self._storage(out, depth + 1)
+            return buf, off + displacement
+        if index not in self.buffers:
+            self.buffers[index] = torch.zeros(v.nbytes, dtype=torch.uint8)
+        return self.buffers[index], 0
 
     def tensor(self, index: int) -> torch.Tensor:
         v = self.program.values[index]
         if v.is_constant:
             return torch.from_numpy(np.ascontiguousarray(v.data)).reshape(v.shape)
-        if self.planned:
-            return self._arena_view(v)
-        if index in self.aliases:
-            return self.tensor(self.aliases[index]).reshape(v.shape)
-        if index not in self.buffers:
-            self.buffers[index] = torch.zeros(v.shape, dtype=_torch_dtype(v.dtype))
-        return self.buffers[index]
+        return self._view(v, *self._storage(index))
 
-    def _arena_view(self, v: TensorValue) -> torch.Tensor:
+    @staticmethod
+    def _view(v: TensorValue, buf: torch.Tensor, offset: int) -> torch.Tensor:
         stored = [v.shape[d] for d in v.dim_order]
         n = v.numel * DTYPE_SIZES[v.dtype]
-        flat = self.arena[v.offset:v.offset + n].view(_torch_dtype(v.dtype))
+        if offset + n > buf.numel():
+            raise ReferenceError(f"value '{v.name}': {n} bytes at {offset} do not fit its buffer ({buf.numel()})")
+        flat = buf[offset:offset + n].view(_torch_dtype(v.dtype))
         t = flat.reshape(stored)
         inverse = [v.dim_order.index(i) for i in range(len(v.dim_order))]
         return t.permute(inverse) if inverse != list(range(len(inverse))) else t
@@ -86,10 +106,7 @@ class _Memory:
         value = value.to(_torch_dtype(v.dtype))
         if tuple(value.shape) != v.shape:
             raise ReferenceError(f"value {index}: result shape {tuple(value.shape)} != planned {v.shape}")
-        if self.planned:
-            self._arena_view(v).copy_(value)
-        else:
-            self.buffers[index] = value.clone()
+        self.tensor(index).copy_(value)
 
 
 def _decode(mem: _Memory, index: int, type_str: str):
@@ -153,13 +170,25 @@ def _execute(mem: _Memory, ins) -> None:
         mem.write(index, r)
 
 
-def interpret(program: Program, inputs, execute, trace: bool = False) -> tuple[list, list]:
+def _record_file_views(program: Program) -> None:
+    """A program read from a .pte (pte.read) whose plan implies views (ExecuTorch plans a dropped
+    reshape at its source's offset): record them as aliases, as plan.views.read_program does, so
+    that each tensor in its own buffer still sees its source's bytes."""
+    if "read_from" in program.meta and "aliases" not in program.meta:
+        from mcu_gen.plan.views import planned_views
+
+        program.meta["aliases"] = planned_views(program)
+
+
+def interpret(program: Program, inputs, execute, trace: bool = False, shared_arena: bool = False) -> tuple[list, list]:
     """Runs ``program`` on ``inputs`` (one array per program input, cast to its dtype), calling
     ``execute(mem, ins)`` for every instruction: (outputs, trace). With ``trace``, trace[k] maps
-    each value instruction k wrote to a copy of it (logical layout) taken right after it."""
+    each value instruction k wrote to a copy of it (logical layout) taken right after it.
+    Every tensor in its own buffer, or (``shared_arena``) all in one arena at the planned offsets."""
     if len(inputs) != len(program.inputs):
         raise ReferenceError(f"program has {len(program.inputs)} inputs, got {len(inputs)}")
-    mem = _Memory(program)
+    _record_file_views(program)
+    mem = _Memory(program, shared_arena)
     for index, x in zip(program.inputs, inputs):
         x = torch.as_tensor(np.ascontiguousarray(np.asarray(x)))
         v = program.tensor(index)

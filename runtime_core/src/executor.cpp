@@ -92,6 +92,9 @@ const uint8_t* Executor::value_table(int32_t v) const {
   return fb::ref(ev, 1);
 }
 
+// A verified tensor value whose data is constant (in the program, not the arena).
+bool Executor::is_constant(int32_t v) const { return fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0; }
+
 int32_t Executor::value_type(int32_t v) const {
   const uint8_t* ev = fb::vec_table(values_, static_cast<uint32_t>(v));
   return fb::scalar<uint8_t>(ev, 0, kNone);
@@ -189,9 +192,11 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   uint8_t tag = fb::scalar<uint8_t>(ev, 0, kNone);
   if (tag > kOptTensorList) return Error::InvalidProgram;
   const uint8_t* t = c.ref(ev, 1, &ok);
-  if (!ok) return Error::InvalidProgram;
+  // A payload, when present, is a table for every tag (None and Null too:
+  // program_field reads its vtable for every value).
+  if (!ok || (t != nullptr && !c.table(t))) return Error::InvalidProgram;
   if (tag == kNone || tag == kNull) return Error::Ok;
-  if (t == nullptr || !c.table(t)) return Error::InvalidProgram;
+  if (t == nullptr) return Error::InvalidProgram;
   switch (tag) {
     case kInt:
     case kDouble:
@@ -294,42 +299,31 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
 
 namespace {
 
-// The KernelTypes tags a signature character accepts, one bit per tag
-// ('O' also needs the tensor to live in the arena).
-uint32_t accepted_tags(char sig) {
-  constexpr uint32_t kOptional = 1u << kNone | 1u << kNull;
-  constexpr uint32_t kScalar = 1u << kInt | 1u << kDouble | 1u << kBool;
-  switch (sig) {
-    case 'T':
-    case 'O':
-      return 1u << kTensor;
-    case 't':
-      return 1u << kTensor | kOptional;
-    case 'I':
-      return 1u << kInt;
-    case 'i':
-      return 1u << kInt | kOptional;
-    case 'D':
-      return 1u << kDouble;
-    case 'B':
-      return 1u << kBool;
-    case 'S':
-      return kScalar;
-    case 's':
-      return kScalar | kOptional;
-    case 'L':
-      return 1u << kIntList;
-    case 'l':
-      return 1u << kIntList | kOptional;
-    case 'Z':
-      return 1u << kString;
-    case 'X':
-      return 1u << kTensorList;
-    case '?':
-      return ~0u;
-    default:
-      return 0;
+// The KernelTypes tags a signature character accepts, one bit per tag ('O'
+// and 'Y' also need their tensors to live in the arena): a table of 16-bit
+// masks for '?'..'Z'; 't', 'i', 's', 'l' are their capital or None.
+constexpr uint16_t kOptional = 1u << kNone | 1u << kNull;
+struct SignatureTags {
+  uint16_t tags['Z' - '?' + 1] = {};
+  constexpr SignatureTags() {
+    tags[0] = 0xFFFFu;  // '?': anything (not checked, not read)
+    tags['T' - '?'] = tags['O' - '?'] = 1u << kTensor;
+    tags['I' - '?'] = 1u << kInt;
+    tags['D' - '?'] = 1u << kDouble;
+    tags['B' - '?'] = 1u << kBool;
+    tags['S' - '?'] = 1u << kInt | 1u << kDouble | 1u << kBool;
+    tags['L' - '?'] = 1u << kIntList;
+    tags['Z' - '?'] = 1u << kString;
+    tags['X' - '?'] = tags['Y' - '?'] = 1u << kTensorList;
   }
+};
+constexpr SignatureTags kSignatureTags;
+
+uint32_t accepted_tags(char sig) {
+  const bool optional = sig == 't' || sig == 'i' || sig == 's' || sig == 'l';
+  const int c = optional ? sig - ('a' - 'A') : sig;
+  if (c < '?' || c > 'Z') return 0;
+  return kSignatureTags.tags[c - '?'] | (optional ? kOptional : 0u);
 }
 
 }  // namespace
@@ -362,7 +356,13 @@ uint32_t accepted_tags(char sig) {
     const int32_t v = fb::i32(args + 4 + 4 * k);
     if (v < 0 || v >= num_values_) return Error::InvalidProgram;
     if (((accepted_tags(sig[k]) >> value_type(v)) & 1u) == 0) return Error::BadArgument;
-    if (sig[k] == 'O' && fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0) return Error::BadArgument;
+    if (sig[k] == 'O' && is_constant(v)) return Error::BadArgument;
+    if (sig[k] == 'Y') {  // every tensor of an out list lives in the arena
+      const uint8_t* items = fb::ref(value_table(v), 0);
+      for (uint32_t j = 0; j < fb::vec_len(items); ++j) {
+        if (is_constant(fb::i32(items + 4 + 4 * j))) return Error::BadArgument;
+      }
+    }
   }
   return Error::Ok;
 }
@@ -424,7 +424,7 @@ uint32_t accepted_tags(char sig) {
   for (uint32_t a = 0; a < n; ++a) {
     const int32_t v = fb::i32(args + 4 + 4 * a);
     if (v < 0 || v >= num_values_) return Error::InvalidProgram;
-    if (value_type(v) != kTensor || fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0) {
+    if (value_type(v) != kTensor || is_constant(v)) {
       return Error::BadArgument;
     }
   }
@@ -456,7 +456,6 @@ uint32_t accepted_tags(char sig) {
   if (data == nullptr || size < 16) return Error::InvalidProgram;
   if (fb::u32(data + 4) != kFileIdentifier) return Error::BadIdentifier;
   if (!pow2_aligned(data, 16) || !pow2_aligned(arena, 16)) return Error::Misaligned;
-  fb::Checked c(data, size);
   bool ok = true;
 
   // Extended header: where the segment data (constants) lives.
@@ -467,10 +466,15 @@ uint32_t accepted_tags(char sig) {
     uint64_t prog_size = fb::u64(data + kHeaderOffset + 8);
     seg_base = fb::u64(data + kHeaderOffset + 16);
     seg_size = fb::u64(data + kHeaderOffset + 24);
-    if (hlen < kHeaderLength || prog_size > size || seg_base > size || seg_size > size - seg_base) {
+    // The segments start after the flatbuffer, and every table is read from
+    // the flatbuffer alone: no constant (nor delegate blob) overlaps a table.
+    if (hlen < kHeaderLength || prog_size > size || seg_base < prog_size || seg_base > size ||
+        seg_size > size - seg_base) {
       return Error::InvalidProgram;
     }
+    size_ = static_cast<size_t>(prog_size);
   }
+  fb::Checked c(data, size_);
 
   const uint8_t* root = data + fb::u32(data);
   if (!c.table(root) || !c.field_fits(root, kProgVersion, 4)) return Error::InvalidProgram;
@@ -583,8 +587,7 @@ uint32_t accepted_tags(char sig) {
   num_outputs_ = static_cast<int32_t>(fb::vec_len(outs));
   for (int32_t k = 0; k < num_inputs_ + num_outputs_; ++k) {
     int32_t v = k < num_inputs_ ? fb::i32(inputs_ + 4 * k) : fb::i32(outputs_ + 4 * (k - num_inputs_));
-    if (v < 0 || v >= num_values_ || value_type(v) != kTensor ||
-        fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0) {
+    if (v < 0 || v >= num_values_ || value_type(v) != kTensor || is_constant(v)) {
       detail_ = v;
       return Error::UnsupportedProgram;
     }
@@ -629,9 +632,8 @@ uint32_t accepted_tags(char sig) {
 
   // Instructions: one chain of kernel calls.
   const uint8_t* chains = c.ref(plan, kPlanChains, &ok);
-  if (!ok || (chains != nullptr && !c.vector(chains, 4)) || fb::vec_len(chains) > 1) {
-    return ok && fb::vec_len(chains) > 1 ? Error::UnsupportedProgram : Error::InvalidProgram;
-  }
+  if (!ok || (chains != nullptr && !c.vector(chains, 4))) return Error::InvalidProgram;
+  if (fb::vec_len(chains) > 1) return Error::UnsupportedProgram;  // read only once verified
   instructions_ = nullptr;
   num_instructions_ = 0;
   if (fb::vec_len(chains) == 1) {
@@ -713,10 +715,11 @@ Error Executor::execute() {
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
   for (; i < n && e == Error::Ok; ++i) {
     Call decoded;
-    const Call* call = &calls_[i];
-    if (i >= cached) {
+    const Call* call = &decoded;  // &calls_[i] only when i is inside it (UB otherwise, even unread)
+    if (i < cached) {
+      call = &calls_[i];
+    } else {
       decoded = decode_call(i);
-      call = &decoded;
     }
     ctx.args_ = call->args;
     ctx.num_args_ = call->num_args;

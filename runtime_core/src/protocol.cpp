@@ -356,6 +356,9 @@ class Server {
     Executor candidate;  // becomes active only if it loads
     const Error e = candidate.load(cfg_->upload_buffer, upload_expected_, *cfg_->kernels, cfg_->arena, cfg_->arena_size);
     if (e != Error::Ok) return send_error(e, candidate.error_detail());  // the active program stays
+    // The buffer now holds the running, verified program: no chunk may write
+    // it again before the next LOAD_PROGRAM_BEGIN (which switches back first).
+    upload_expected_ = upload_received_ = 0;
     active_ = candidate;
     source_ = ProgramSource::Uploaded;
     program_id_ = crc;

@@ -1,9 +1,18 @@
 // libFuzzer harness for the program loader and verifier: every input is a
 // candidate .pte. Executor::load must reject it cleanly or accept it; an
-// accepted program is executed once (with every portable kernel in the table)
-// and must run to completion or fail with an error code. Built with clang
+// accepted program is executed once (with every kernel in the table) and must
+// run to completion or fail with an error code. Built with clang
 // -fsanitize=fuzzer,address,undefined by mcu_gen/fuzz.py; any out-of-bounds
 // access, undefined behaviour or hang is a bug in the runtime or a kernel.
+//
+// Variants (mcu_gen/fuzz.py builds each): the portable kernels; the prepared
+// build (MCU_KERNEL_PREPARE=1, every value and instruction cached, CMSIS-NN
+// adapters when their sources are available); the delegate build
+// (MCU_MAX_DELEGATES=2: the Ethos-U backend's load-time checks and a stub
+// backend that reads its whole blob and writes every argument tensor).
+//
+// Mutation is structure-aware (fuzz_mutator.h) two times in three, libFuzzer's
+// own byte-level mutation otherwise.
 //
 //   fuzz_program CORPUS_DIR [libFuzzer flags]   fuzz
 //   fuzz_program CRASH_FILE                     replay one input
@@ -12,11 +21,51 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_mutator.h"
 #include "mcu/program.h"
+#if MCU_MAX_DELEGATES > 0
+#include "delegate_ethosu.cpp"  // the Ethos-U backend's checks, without its driver
+#endif
 
 namespace mcu {
-extern const KernelTable kKernelTable;  // generated: every portable kernel
+extern const KernelTable kKernelTable;  // generated: every kernel of this build
+
+#if MCU_MAX_DELEGATES > 0
+namespace {
+// A delegate that trusts nothing it was not given: prepare reads every byte of
+// its processed data and the size of every argument; execute writes every
+// argument tensor (all verified to be arena tensors).
+volatile uint8_t g_sink;
+
+Error stub_prepare(int32_t, const uint8_t* processed, size_t size, const KernelContext& args) {
+  uint8_t x = 0;
+  for (size_t i = 0; i < size; ++i) x ^= processed[i];
+  for (int32_t a = 0; a < args.num_args(); ++a) x ^= static_cast<uint8_t>(args.tensor(a).nbytes());
+  g_sink = x;
+  return size > 0 && processed[0] == 0xEE ? Error::UnsupportedProgram : Error::Ok;
 }
+
+Error stub_execute(const KernelContext& args) {
+  for (int32_t a = 0; a < args.num_args(); ++a) {
+    const TensorRef t = args.tensor(a);
+    memset(t.data, 0x5A, t.nbytes());
+  }
+  return Error::Ok;
+}
+
+Error ethosu_execute(const KernelContext& args) { return ethosu::execute(0, args); }
+
+const DelegateEntry kDelegates[] = {
+    {"StubBackend", &stub_prepare, &stub_execute},
+    {"EthosUBackend", &ethosu::prepare, &ethosu_execute},
+};
+}  // namespace
+
+extern const DelegateTable kDelegateTable = {kDelegates, sizeof kDelegates / sizeof kDelegates[0]};
+#endif
+}  // namespace mcu
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
 namespace {
 constexpr size_t kMaxProgram = 2u << 20;  // larger inputs are ignored
@@ -24,6 +73,14 @@ constexpr size_t kArenaSize = 64u << 10;  // bounds a kernel's work per input
 alignas(16) uint8_t g_arena[kArenaSize];
 mcu::Executor g_exec;
 }  // namespace
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
+  if (seed % 3 != 0) {
+    const size_t n = mcu_fuzz::mutate_program(data, size, seed);
+    if (n != 0) return n;
+  }
+  return LLVMFuzzerMutate(data, size, max_size);
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > kMaxProgram) return 0;

@@ -118,7 +118,8 @@ using KernelFn = Error (*)(const KernelContext& ctx);
 //     T tensor   t tensor or None   O out tensor (must live in the arena)
 //     I int      i int or None      D double    B bool
 //     S scalar (int, double or bool)            s scalar or None
-//     L int list l int list or None Z string    X tensor list (out lists too)
+//     L int list l int list or None Z string    X tensor list (read, or not touched)
+//     Y tensor list the kernel writes (every tensor must live in the arena)
 //     ? anything (not checked, not to be read)
 struct KernelEntry {
   const char* name;

@@ -87,6 +87,7 @@ class Executor {
   Error verify_delegate_call(const uint8_t* call);
 #endif
   TensorRef decode_tensor(int32_t value_index) const;
+  bool is_constant(int32_t value_index) const;  // a verified tensor's data is in the program
   const uint8_t* program_field(int32_t value_index, int32_t* tag) const;  // value_field without the cache
   struct Call {
     const uint8_t* args;  // int32 value indices (flatbuffer vector data)

@@ -1,0 +1,67 @@
+"""The loader's contract (docs/loader.md), one crafted program per rule, on the native
+runner under AddressSanitizer and UBSan with exactly-sized program and arena blocks:
+every rejection comes with its own error code and no sanitizer report."""
+import subprocess
+
+import numpy as np
+import pytest
+
+from mcu_gen.dev import crafted
+from mcu_gen.firmware import host
+from mcu_gen.program import pte
+from mcu_gen.backends import kernels as kernel_registry
+
+
+@pytest.fixture(scope="module")
+def runner():
+    sel = kernel_registry.select(list(crafted.RUNNER_OPS))
+    assert not sel.missing
+    return host.build_runner(sel.kernels)
+
+
+def _run(runner, tmp_path, data: bytes, arena: int, inputs=()):
+    (tmp_path / "p.pte").write_bytes(data)
+    paths = []
+    for k, x in enumerate(inputs):
+        (tmp_path / f"in{k}.bin").write_bytes(np.ascontiguousarray(x).tobytes())
+        paths.append(str(tmp_path / f"in{k}.bin"))
+    r = subprocess.run([str(runner), str(tmp_path / "p.pte"), str(arena), str(tmp_path), *paths],
+                       capture_output=True, text=True, timeout=120)
+    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-3000:]
+    return r
+
+
+@pytest.mark.parametrize("name,build,code", crafted.REJECTIONS, ids=[n for n, _, _ in crafted.REJECTIONS])
+def test_each_rule_is_rejected_with_its_code(runner, tmp_path, name, build, code):
+    r = _run(runner, tmp_path, build(), 1 << 16)
+    assert r.returncode == 2 and r.stdout.split()[:3][2:] == [code], (name, r.stdout, r.stderr[-2000:])
+
+
+def test_every_load_error_code_has_a_crafted_program():
+    codes = {c for _, _, c in crafted.REJECTIONS} | {"ArenaTooSmall"}  # ArenaTooSmall: below
+    assert codes == {"InvalidProgram", "BadIdentifier", "UnsupportedProgram", "OperatorMissing", "BadArgument",
+                     "ArenaTooSmall", "ConstantOutOfBounds", "ArenaOutOfBounds", "Misaligned"}
+
+
+def test_arena_too_small_names_the_arena_needed(runner, tmp_path):
+    p = crafted.relu_program()
+    r = _run(runner, tmp_path, pte.write(p), p.arena_size - 16)
+    assert r.returncode == 2 and r.stdout.split() == ["load-error", "6", "ArenaTooSmall", str(p.arena_size)]
+
+
+def test_the_untouched_programs_load_and_run(runner, tmp_path):
+    """The crafted programs' bases are valid: each rejection above is the patch's doing."""
+    x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    for p in (crafted.relu_program(), crafted.clamp_program(), crafted.add_const_program(),
+              crafted.split_program(constant_part=False)):
+        r = _run(runner, tmp_path, pte.write(p), p.arena_size, [x])
+        assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-2000:]
+    small = crafted.depthwise_inplace_overflow_program(taps=43690)  # the largest window that fits
+    r = _run(runner, tmp_path, pte.write(small), small.arena_size)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+
+
+def test_depthwise_inplace_refuses_windows_that_overflow_int32(runner, tmp_path):
+    p = crafted.depthwise_inplace_overflow_program()
+    r = _run(runner, tmp_path, pte.write(p), p.arena_size)
+    assert r.returncode == 4 and r.stdout.split()[:3] == ["run-error", "16", "KernelFailed"], r.stdout + r.stderr[-2000:]
