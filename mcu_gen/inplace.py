@@ -101,6 +101,41 @@ def pointwise(program, ins, pos, out) -> Optional[InPlace]:
     return InPlace(0, (12, cin))
 
 
+def conv_rows(program, ins, pos, out) -> Optional[InPlace]:
+    """k x k convolution that keeps H and W (stride 1, dilation 1, padding (k-1)/2, odd k), groups 1,
+    Cout <= Cin, batch 1, channels-last: the kernel copies input row r into a ring of pad_h + 1 rows
+    (scratch), then writes output row r, which only lands on input rows <= r; the rows it still reads
+    below r come from the ring, the rows above r are intact."""
+    t, w = _tensor(program, ins, 0), _tensor(program, ins, 1)
+    if pos != 0 or t is None or w is None or t.dtype != "int8" or out.dtype != "int8" or w.dtype != "int8":
+        return None
+    a, b = _nhwc(t), _nhwc(out)
+    if a is None or b is None or len(w.shape) != 4 or a[0] != 1:
+        return None
+    cout, kh, kw, cin = w.shape
+    if (kh, kw) == (1, 1) or kh % 2 != 1 or kw % 2 != 1:
+        return None  # 1x1: the pointwise rule (one pixel of scratch)
+    if cin != a[3] or cout != b[3] or cout > cin or a[:3] != b[:3]:
+        return None
+    stride, padding = _pair(_scalar(program, ins, 3), 1), _pair(_scalar(program, ins, 4), 0)
+    dilation = _pair(_scalar(program, ins, 5), 1)
+    if stride != (1, 1) or dilation != (1, 1) or padding != (kh // 2, kw // 2):
+        return None
+    return InPlace(0, (12, (kh // 2 + 1) * a[2] * cin))
+
+
+def binary_same(program, ins, pos, out) -> Optional[InPlace]:
+    """int8 add/mul whose two operands and out have one shape, dtype and dim_order: the kernel's
+    fast path reads index i of both operands before it writes index i."""
+    if elementwise(program, ins, pos, out) is None:
+        return None
+    other = 4 if pos == 0 else 0
+    o = _tensor(program, ins, other)
+    if o is None or o.shape != out.shape or o.dtype != out.dtype or o.dim_order != out.dim_order:
+        return None
+    return InPlace(pos)
+
+
 def _pair(v, default):
     v = [int(x) for x in (v or [])]
     if not v:
@@ -140,6 +175,8 @@ RULES: dict[str, Callable] = {
     "depthwise_channel": depthwise_channel,
     "pointwise": pointwise,
     "pool_forward": pool_forward,
+    "conv_rows": conv_rows,
+    "binary_same": binary_same,
 }
 
 

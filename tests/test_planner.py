@@ -362,3 +362,56 @@ def test_kernel_scratch_is_not_taken_for_a_view():
     p.instructions[1].args[8] = p.add(TensorValue((0,), "uint8", offset=192))
     p.instructions[2].args[:2] = [scratch, scratch]
     assert pte.planned_views(p) == {scratch: a}
+
+
+@pytest.mark.parametrize("x_shape,w_shape,padding", [
+    ((1, 16, 32, 32), (16, 3, 3, 16), (1, 1)),  # ResNet-8's second conv of a block
+    ((1, 8, 7, 5), (6, 5, 5, 8), (2, 2)),       # 5x5, Cout < Cin, rows narrower than the kernel
+    ((1, 4, 6, 9), (4, 3, 1, 4), (1, 0)),       # 3x1
+    ((1, 6, 9, 10), (6, 3, 3, 6), (1, 1)),      # odd sizes
+])
+def test_kxk_conv_in_place_row_by_row_matches_out_of_place(x_shape, w_shape, padding):
+    got_plain, got, _ = _run_both(_conv_program(x_shape, w_shape, (1, 1), padding, (1, 1), False))
+    np.testing.assert_array_equal(got, got_plain)
+
+
+def test_kxk_conv_rows_rule_refuses_what_the_kernel_cannot_do():
+    from mcu_gen import inplace
+
+    for x_shape, w_shape, stride, padding in [((1, 4, 8, 8), (8, 3, 3, 4), (1, 1), (1, 1)),  # widens
+                                              ((1, 4, 8, 8), (4, 3, 3, 4), (2, 2), (1, 1)),  # strided
+                                              ((1, 4, 8, 8), (4, 3, 3, 4), (1, 1), (0, 0)),  # shrinks
+                                              ((2, 4, 8, 8), (4, 3, 3, 4), (1, 1), (1, 1))]:  # batch 2
+        p, _ = _conv_program(x_shape, w_shape, stride, padding, (1, 1), False)(np.random.default_rng(0))
+        assert inplace.conv_rows(p, p.instructions[0], 0, p.values[p.outputs[0]]) is None, (x_shape, w_shape)
+    p, _ = _conv_program((1, 4, 8, 8), (4, 3, 3, 4), (1, 1), (1, 1), (1, 1), False)(np.random.default_rng(0))
+    assert inplace.conv_rows(p, p.instructions[0], 0, p.values[p.outputs[0]]).scratch == (12, 2 * 8 * 4)
+
+
+def test_int8_add_in_place_matches_out_of_place():
+    def build(rng):
+        p = Program()
+        shape = (1, 8, 5, 6)
+        x = p.add_tensor(shape, "int8", dim_order=CL)
+        y = p.add_tensor(shape, "int8", dim_order=CL)
+        t = p.add_tensor(shape, "int8", dim_order=CL)
+        out = p.add_tensor(shape, "int8", dim_order=CL)
+        i = lambda v: p.add_scalar("int", v)  # noqa: E731
+        p.inputs.append(x)
+        p.outputs.append(out)
+        # t = x + x (x still needed), out = t + x: out may go over t (t dies there), not over x (an input kept).
+        add = lambda a, b, o: Instruction("cortex_m::quantized_add.out", [  # noqa: E731
+            a, i(3), i(1 << 30), i(-1), b, i(-5), i(1 << 30), i(-2), i(7), i(1 << 30), i(0), i(-128), i(127), o, o])
+        p.instructions += [add(x, x, t), add(t, x, out)]
+        del y
+        return p, shape
+
+    rng = np.random.default_rng(1)
+    p, shape = build(rng)
+    xin = rng.integers(-128, 128, size=shape).astype(np.int8)
+    plain = copy.deepcopy(p)
+    planner.plan(plain, allow_inplace=False)
+    planner.plan(p)
+    assert [step for step, _out, _src in p.meta["inplace"]] == [1]
+    assert p.values[p.outputs[0]].offset == p.values[p.instructions[1].args[0]].offset
+    np.testing.assert_array_equal(run_on_host(p, [xin])[0], run_on_host(plain, [xin])[0])
