@@ -263,7 +263,8 @@ def test_depthwise_in_place_matches_out_of_place(x_shape, k, stride, padding, di
     np.testing.assert_array_equal(got, got_plain)
 
 
-@pytest.mark.parametrize("x_shape,cout", [((1, 64, 25, 5), 64), ((2, 16, 3, 5), 9), ((1, 7, 8, 8), 3)])
+@pytest.mark.parametrize("x_shape,cout", [((1, 64, 25, 5), 64), ((2, 16, 3, 5), 9), ((1, 7, 8, 8), 3),
+                                         ((1, 8, 12, 12), 16), ((2, 3, 5, 7), 8)])  # widening: reverse order
 def test_pointwise_in_place_matches_out_of_place(x_shape, cout):
     cin = x_shape[1]
     got_plain, got, _ = _run_both(_conv_program(x_shape, (cout, 1, 1, cin), (1, 1), (0, 0), (1, 1), False))
@@ -297,8 +298,8 @@ def test_max_pool_in_place_matches_pytorch(x_shape, k, stride):
 
 
 def test_unsafe_geometries_stay_out_of_place():
-    # 1x1 conv that widens, and a max pool whose windows overlap backwards: no in-place.
-    p, _ = _conv_program((1, 4, 5, 5), (8, 1, 1, 4), (1, 1), (0, 0), (1, 1), False)(np.random.default_rng(0))
+    # A strided 1x1 conv (neither the pointwise rule nor conv_rows), and a depthwise conv with depth multiplier 2.
+    p, _ = _conv_program((1, 4, 5, 5), (8, 1, 1, 4), (2, 2), (0, 0), (1, 1), False)(np.random.default_rng(0))
     planner.plan(p)
     assert p.meta["inplace"] == [] and p.instructions[0].op == "cortex_m::quantized_conv2d.out"
     from mcu_gen import inplace
@@ -364,28 +365,35 @@ def test_kernel_scratch_is_not_taken_for_a_view():
     assert pte.planned_views(p) == {scratch: a}
 
 
-@pytest.mark.parametrize("x_shape,w_shape,padding", [
-    ((1, 16, 32, 32), (16, 3, 3, 16), (1, 1)),  # ResNet-8's second conv of a block
-    ((1, 8, 7, 5), (6, 5, 5, 8), (2, 2)),       # 5x5, Cout < Cin, rows narrower than the kernel
-    ((1, 4, 6, 9), (4, 3, 1, 4), (1, 0)),       # 3x1
-    ((1, 6, 9, 10), (6, 3, 3, 6), (1, 1)),      # odd sizes
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding", [
+    ((1, 16, 32, 32), (16, 3, 3, 16), (1, 1), (1, 1)),  # ResNet-8's second conv of a block
+    ((1, 8, 7, 5), (6, 5, 5, 8), (1, 1), (2, 2)),       # 5x5, Cout < Cin, rows narrower than the kernel
+    ((1, 4, 6, 9), (4, 3, 1, 4), (1, 1), (1, 0)),       # 3x1
+    ((1, 6, 9, 10), (6, 3, 3, 6), (1, 1), (1, 1)),      # odd sizes
+    ((1, 3, 24, 24), (8, 3, 3, 3), (2, 2), (1, 1)),     # VWW's first conv: strided, Cout > Cin per row
+    ((1, 1, 28, 28), (8, 3, 3, 1), (1, 1), (0, 0)),     # MNIST's first conv: no padding, widening
+    ((1, 1, 49, 10), (16, 10, 4, 1), (2, 2), (5, 1)),   # KWS's first conv: even kernel, strided
+    ((1, 4, 11, 9), (4, 3, 3, 4), (2, 1), (0, 1)),      # stride differs by axis
 ])
-def test_kxk_conv_in_place_row_by_row_matches_out_of_place(x_shape, w_shape, padding):
-    got_plain, got, _ = _run_both(_conv_program(x_shape, w_shape, (1, 1), padding, (1, 1), False))
+def test_kxk_conv_in_place_row_by_row_matches_out_of_place(x_shape, w_shape, stride, padding):
+    got_plain, got, _ = _run_both(_conv_program(x_shape, w_shape, stride, padding, (1, 1), False))
     np.testing.assert_array_equal(got, got_plain)
 
 
 def test_kxk_conv_rows_rule_refuses_what_the_kernel_cannot_do():
     from mcu_gen import inplace
 
-    for x_shape, w_shape, stride, padding in [((1, 4, 8, 8), (8, 3, 3, 4), (1, 1), (1, 1)),  # widens
-                                              ((1, 4, 8, 8), (4, 3, 3, 4), (2, 2), (1, 1)),  # strided
-                                              ((1, 4, 8, 8), (4, 3, 3, 4), (1, 1), (0, 0)),  # shrinks
-                                              ((2, 4, 8, 8), (4, 3, 3, 4), (1, 1), (1, 1))]:  # batch 2
-        p, _ = _conv_program(x_shape, w_shape, stride, padding, (1, 1), False)(np.random.default_rng(0))
+    for x_shape, w_shape, stride, padding, dilation in [
+            ((2, 4, 8, 8), (4, 3, 3, 4), (1, 1), (1, 1), (1, 1)),   # batch 2
+            ((1, 4, 8, 8), (4, 3, 3, 4), (1, 1), (2, 2), (2, 2)),   # dilated
+            ((1, 4, 8, 8), (4, 1, 1, 4), (1, 1), (0, 0), (1, 1))]:  # 1x1: the pointwise rule's
+        p, _ = _conv_program(x_shape, w_shape, stride, padding, dilation, False)(np.random.default_rng(0))
         assert inplace.conv_rows(p, p.instructions[0], 0, p.values[p.outputs[0]]) is None, (x_shape, w_shape)
     p, _ = _conv_program((1, 4, 8, 8), (4, 3, 3, 4), (1, 1), (1, 1), (1, 1), False)(np.random.default_rng(0))
     assert inplace.conv_rows(p, p.instructions[0], 0, p.values[p.outputs[0]]).scratch == (12, 2 * 8 * 4)
+    # VWW's first conv (96x96x3 -> 48x48x8, stride 2): output rows (384 B) outrun input rows (288 B) for the
+    # first rows only; two input rows are saved at once at most.
+    assert inplace.conv_ring_rows(96, 288, 48, 384, 2, 1) == 2
 
 
 def test_int8_add_in_place_matches_out_of_place():
