@@ -1,6 +1,6 @@
 """Arena size per example, fp32 and int8 (--io int8): ours vs the layer-wise lower bound vs the peers.
 
-    python bench/bench_memory.py [--examples mnist,kws_dscnn] [--no-int8] [--plans DIR]
+    python bench/bench_memory.py [--examples mnist,kws_dscnn] [--no-int8] [--plans DIR] [--total]
 
 Columns: our planned arena (in-place on), the layer-wise lower bound of the
 graph as exported (most bytes live at one step, no in-place: in-place can go
@@ -10,6 +10,15 @@ fp32 rows: none), our arena / ExecuTorch's, the instructions that set our peak
 and the placement strategy that won. No emulator is needed: the plan is the
 same one the firmware build embeds. ``--plans DIR`` also writes each plan as
 SVG and PNG.
+
+``--total`` also runs every example on QEMU mps2-an505 (`mcu-gen run`: the
+deployable image, stack measured on the device and reserved as measured +
+margin, no upload buffer) and prints its total RAM (.data + .bss + reserved
+stack, from the ELF) by component beside ExecuTorch's and TFLM's totals
+(../shared/DESIGN.md): ExecuTorch = its plan + method allocator + kernel
+registry + .data + peak stack as measured on the same board (only MNIST and
+KWS have all of them), and its paper's Pico 2 figures; TFLM = its whole arena
+(activations + persistent runtime data; its stack and .bss come on top).
 """
 from __future__ import annotations
 
@@ -53,6 +62,42 @@ def measure(name: str, quantize, plans: Path | None) -> dict:
     }
 
 
+# ExecuTorch's total RAM besides nothing: plan + method allocator + kernel registry + .data + stack (DESIGN.md).
+ET_TOTAL = {("mnist", "fp32"): 43_264 + 3_132 + 900 + 2_500,
+            ("mnist", "int8"): 6_768 + 4_348 + 768 + 700 + 2_100,
+            ("kws_dscnn", "int8"): 16_000 + 11_496 + 768 + 700 + 2_100}
+ET_PAPER = {("mnist", "fp32"): 108 * 1024, ("mnist", "int8"): 11 * 1024}  # MLSys 2026, Pico 2, "~"
+TFLM_ARENA = {("mnist", "int8"): 8_084, ("kws_dscnn", "int8"): 22_756, ("ic_resnet8", "int8"): 54_212,
+              ("vww_mobilenet", "int8"): 100_468, ("ad_autoencoder", "int8"): 15_620}
+
+
+def measure_total(name: str, quantize: bool, out: Path) -> dict:
+    import mcu_gen
+
+    kw = {"quantize": "int8", "io": "int8"} if quantize else {}
+    r = mcu_gen.run(ROOT / "examples" / name / "model.py", board="mps2-an505", out=out / name, n_random=1,
+                    max_inputs=1, **kw)
+    assert r.verified, f"{name} does not verify"
+    return {"model": name, "dtype": "int8" if quantize else "fp32", "ram": r.ram, "total": r.ram_bytes,
+            "stack_used": r.stack_used_bytes, "stack_reserved": r.stack_reserved_bytes}
+
+
+def print_totals(rows: list) -> None:
+    print()
+    print("Total RAM of the deployable image (QEMU mps2-an505, stack measured on the device):")
+    print()
+    print("| model | dtype | arena | runtime state | frames | stack used / reserved | other | **total RAM** | "
+          "ExecuTorch total (same board) | ExecuTorch paper (Pico 2) | TFLM arena alone |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for t in rows:
+        ram, key = t["ram"], (t["model"], t["dtype"])
+        other = ram.get("board", 0) + ram.get("upload_buffer", 0)
+        print(f"| {t['model']} | {t['dtype']} | {fmt(ram['arena'])} | {fmt(ram['runtime_state'])} | "
+              f"{fmt(ram['protocol_io'])} | {fmt(t['stack_used'])} / {fmt(t['stack_reserved'])} | {fmt(other)} | "
+              f"**{fmt(t['total'])}** | {fmt(ET_TOTAL.get(key))} | {fmt(ET_PAPER.get(key))} | "
+              f"{fmt(TFLM_ARENA.get(key))} |")
+
+
 def fmt(x):
     return "—" if x is None else f"{x:,}"
 
@@ -62,6 +107,7 @@ def main():
     ap.add_argument("--examples", default=",".join(EXAMPLES))
     ap.add_argument("--no-int8", action="store_true")
     ap.add_argument("--plans", type=Path, default=None, help="write <model>-<dtype>.svg/.png here")
+    ap.add_argument("--total", action="store_true", help="also run on QEMU and print total RAM (needs qemu)")
     args = ap.parse_args()
     rows = []
     for name in args.examples.split(","):
@@ -75,6 +121,17 @@ def main():
         ratio = f"{r['ratio']:.2f}" if r["ratio"] is not None else "—"
         print(f"| {r['model']} | {r['dtype']} | {fmt(r['arena'])} | {fmt(r['lower_bound'])} | {fmt(r['et'])} | "
               f"{fmt(r['tflm'])} | {ratio} | {r['inplace']} | {r['peak']} | {r['strategy']} |")
+    if args.total:
+        import tempfile
+
+        totals = []
+        with tempfile.TemporaryDirectory(prefix="mcu-ram-") as tmp:
+            for name in args.examples.split(","):
+                for q in ([False] if args.no_int8 else [False, True]):
+                    t0 = time.monotonic()
+                    totals.append(measure_total(name, q, Path(tmp) / ("int8" if q else "fp32")))
+                    print(f"  {name} {totals[-1]['dtype']} on QEMU: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        print_totals(totals)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=cortex_m::quantized_add.out fn=cortex_m_quantized_add_out sig=TIIITIIIIIIIIOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::quantized_add.out fn=cortex_m_quantized_add_out sig=TIIITIIIIIIIIOO dtypes=int8 inplace=0,4 inplace_rule=binary_same
 //
 // cortex_m::quantized_add.out(Tensor self, int self_zero_point, int self_multiplier,
 //     int self_shift, Tensor other, int other_zero_point, int other_multiplier,
@@ -9,6 +9,8 @@
 //   out = clamp(requantize(a + b, out_mult, out_shift) + out_zp, act_min, act_max)
 // Shapes broadcast (numpy rules, any dim_order; ExecuTorch only emits equal
 // shapes or a [1, C, 1, 1] operand).
+// In place (out over self or other, rule binary_same in mcu_gen/inplace.py): equal
+// shapes and dim_orders take the fast path, which reads index i before writing it.
 #include "int8_common.h"
 
 namespace mcu {

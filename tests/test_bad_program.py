@@ -16,7 +16,10 @@ from mcu_gen.device.qemu import QemuSession
 
 @pytest.fixture(scope="module")
 def mnist_build(tmp_path_factory, qemu_tools):
-    return mcu_gen.build("examples/mnist/model.py", board="mps2-an505", out=tmp_path_factory.mktemp("bad") / "mnist")
+    # A test-harness image: the program-upload buffer these tests send programs through exists only with
+    # upload=True (`--upload`); a deployable image has none (tests/test_total_ram.py).
+    return mcu_gen.build("examples/mnist/model.py", board="mps2-an505", out=tmp_path_factory.mktemp("bad") / "mnist",
+                         upload=True)
 
 
 def _check_builtin_still_works(link, build, x):

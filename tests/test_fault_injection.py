@@ -90,8 +90,9 @@ def test_damaged_requests_and_replies_are_resent(proxied, x, clean_output, actio
 def test_lost_run_reply_reruns_with_the_inputs_written_again(proxied, x, clean_output):
     link, proxy, _ = proxied
     link.write_inputs([x])
-    # The next bytes from the device are RUN's reply... but infer() writes inputs first: 4 acks of 11 bytes.
-    acks = 4 * 11
+    # The next bytes from the device are RUN's reply... but infer() writes inputs first: one ack of 11 bytes
+    # per WRITE_INPUT frame (the device's frames hold link.chunk() bytes of input each).
+    acks = -(-x.nbytes // link.chunk()) * 11
     next_bytes(proxy.to_host, [acks + 2], "drop")
     out, elapsed = infer_within_bound(link, x)
     np.testing.assert_array_equal(out, clean_output)

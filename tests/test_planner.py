@@ -263,7 +263,8 @@ def test_depthwise_in_place_matches_out_of_place(x_shape, k, stride, padding, di
     np.testing.assert_array_equal(got, got_plain)
 
 
-@pytest.mark.parametrize("x_shape,cout", [((1, 64, 25, 5), 64), ((2, 16, 3, 5), 9), ((1, 7, 8, 8), 3)])
+@pytest.mark.parametrize("x_shape,cout", [((1, 64, 25, 5), 64), ((2, 16, 3, 5), 9), ((1, 7, 8, 8), 3),
+                                         ((1, 8, 12, 12), 16), ((2, 3, 5, 7), 8)])  # widening: reverse order
 def test_pointwise_in_place_matches_out_of_place(x_shape, cout):
     cin = x_shape[1]
     got_plain, got, _ = _run_both(_conv_program(x_shape, (cout, 1, 1, cin), (1, 1), (0, 0), (1, 1), False))
@@ -297,8 +298,8 @@ def test_max_pool_in_place_matches_pytorch(x_shape, k, stride):
 
 
 def test_unsafe_geometries_stay_out_of_place():
-    # 1x1 conv that widens, and a max pool whose windows overlap backwards: no in-place.
-    p, _ = _conv_program((1, 4, 5, 5), (8, 1, 1, 4), (1, 1), (0, 0), (1, 1), False)(np.random.default_rng(0))
+    # A strided 1x1 conv (neither the pointwise rule nor conv_rows), and a depthwise conv with depth multiplier 2.
+    p, _ = _conv_program((1, 4, 5, 5), (8, 1, 1, 4), (2, 2), (0, 0), (1, 1), False)(np.random.default_rng(0))
     planner.plan(p)
     assert p.meta["inplace"] == [] and p.instructions[0].op == "cortex_m::quantized_conv2d.out"
     from mcu_gen.plan import inplace
@@ -366,3 +367,63 @@ def test_kernel_scratch_is_not_taken_for_a_view():
     p.instructions[1].args[8] = p.add(TensorValue((0,), "uint8", offset=192))
     p.instructions[2].args[:2] = [scratch, scratch]
     assert planned_views(p) == {scratch: a}
+
+
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding", [
+    ((1, 16, 32, 32), (16, 3, 3, 16), (1, 1), (1, 1)),  # ResNet-8's second conv of a block
+    ((1, 8, 7, 5), (6, 5, 5, 8), (1, 1), (2, 2)),       # 5x5, Cout < Cin, rows narrower than the kernel
+    ((1, 4, 6, 9), (4, 3, 1, 4), (1, 1), (1, 0)),       # 3x1
+    ((1, 6, 9, 10), (6, 3, 3, 6), (1, 1), (1, 1)),      # odd sizes
+    ((1, 3, 24, 24), (8, 3, 3, 3), (2, 2), (1, 1)),     # VWW's first conv: strided, Cout > Cin per row
+    ((1, 1, 28, 28), (8, 3, 3, 1), (1, 1), (0, 0)),     # MNIST's first conv: no padding, widening
+    ((1, 1, 49, 10), (16, 10, 4, 1), (2, 2), (5, 1)),   # KWS's first conv: even kernel, strided
+    ((1, 4, 11, 9), (4, 3, 3, 4), (2, 1), (0, 1)),      # stride differs by axis
+])
+def test_kxk_conv_in_place_row_by_row_matches_out_of_place(x_shape, w_shape, stride, padding):
+    got_plain, got, _ = _run_both(_conv_program(x_shape, w_shape, stride, padding, (1, 1), False))
+    np.testing.assert_array_equal(got, got_plain)
+
+
+def test_kxk_conv_rows_rule_refuses_what_the_kernel_cannot_do():
+    from mcu_gen.plan import inplace
+
+    for x_shape, w_shape, stride, padding, dilation in [
+            ((2, 4, 8, 8), (4, 3, 3, 4), (1, 1), (1, 1), (1, 1)),   # batch 2
+            ((1, 4, 8, 8), (4, 3, 3, 4), (1, 1), (2, 2), (2, 2)),   # dilated
+            ((1, 4, 8, 8), (4, 1, 1, 4), (1, 1), (0, 0), (1, 1))]:  # 1x1: the pointwise rule's
+        p, _ = _conv_program(x_shape, w_shape, stride, padding, dilation, False)(np.random.default_rng(0))
+        assert inplace.conv_rows(p, p.instructions[0], 0, p.values[p.outputs[0]]) is None, (x_shape, w_shape)
+    p, _ = _conv_program((1, 4, 8, 8), (4, 3, 3, 4), (1, 1), (1, 1), (1, 1), False)(np.random.default_rng(0))
+    assert inplace.conv_rows(p, p.instructions[0], 0, p.values[p.outputs[0]]).scratch == (12, 2 * 8 * 4)
+    # VWW's first conv (96x96x3 -> 48x48x8, stride 2): output rows (384 B) outrun input rows (288 B) for the
+    # first rows only; two input rows are saved at once at most.
+    assert inplace.conv_ring_rows(96, 288, 48, 384, 2, 1) == 2
+
+
+def test_int8_add_in_place_matches_out_of_place():
+    def build(rng):
+        p = Program()
+        shape = (1, 8, 5, 6)
+        x = p.add_tensor(shape, "int8", dim_order=CL)
+        y = p.add_tensor(shape, "int8", dim_order=CL)
+        t = p.add_tensor(shape, "int8", dim_order=CL)
+        out = p.add_tensor(shape, "int8", dim_order=CL)
+        i = lambda v: p.add_scalar("int", v)  # noqa: E731
+        p.inputs.append(x)
+        p.outputs.append(out)
+        # t = x + x (x still needed), out = t + x: out may go over t (t dies there), not over x (an input kept).
+        add = lambda a, b, o: Instruction("cortex_m::quantized_add.out", [  # noqa: E731
+            a, i(3), i(1 << 30), i(-1), b, i(-5), i(1 << 30), i(-2), i(7), i(1 << 30), i(0), i(-128), i(127), o, o])
+        p.instructions += [add(x, x, t), add(t, x, out)]
+        del y
+        return p, shape
+
+    rng = np.random.default_rng(1)
+    p, shape = build(rng)
+    xin = rng.integers(-128, 128, size=shape).astype(np.int8)
+    plain = copy.deepcopy(p)
+    planner.plan(plain, allow_inplace=False)
+    planner.plan(p)
+    assert [step for step, _out, _src in p.meta["inplace"]] == [1]
+    assert p.values[p.outputs[0]].offset == p.values[p.instructions[1].args[0]].offset
+    np.testing.assert_array_equal(run_on_host(p, [xin])[0], run_on_host(plain, [xin])[0])

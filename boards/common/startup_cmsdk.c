@@ -8,7 +8,7 @@
  * handler Npu_IRQHandler the Ethos-U delegate defines. */
 #include <stdint.h>
 
-extern uint32_t __StackTop;
+extern uint32_t __StackTop, __StackLimit;
 extern uint32_t __data_load__, __data_start__, __data_end__;
 extern uint32_t __bss_start__, __bss_end__;
 
@@ -21,6 +21,7 @@ void SysTick_Handler(void);
 void Uart0_IRQHandler(void);
 void mcu_pal_exit(int code) __attribute__((noreturn));
 void mcu_pal_log(const char *msg);
+uint32_t mcu_pal_stack_used(void);
 #ifdef MCU_ETHOSU_IRQ
 void Npu_IRQHandler(void) __attribute__((weak, alias("Default_Handler")));
 #endif
@@ -56,6 +57,24 @@ __attribute__((section(".vectors"), used)) const vec_t __vectors[16 + 64] = {
 #endif
 };
 
+/* Stack painting: Reset_Handler fills the free stack with this word, and
+ * mcu_pal_stack_used() (pal.h; HELLO reports it) finds the lowest word that is
+ * no longer painted: the stack's high-water mark since boot, interrupts included. */
+static const uint32_t kStackPaint = 0xC5AC5AC5u;
+
+/* Paints [__StackLimit, sp): everything below the running frame. */
+static inline __attribute__((always_inline)) void paint_stack(void) {
+  uint32_t *sp;
+  __asm volatile("mov %0, sp" : "=r"(sp));
+  for (uint32_t *p = &__StackLimit; p < sp;) *p++ = kStackPaint;
+}
+
+uint32_t mcu_pal_stack_used(void) {
+  const uint32_t *p = &__StackLimit;
+  while (p < &__StackTop && *p == kStackPaint) ++p;
+  return (uint32_t)((uintptr_t)&__StackTop - (uintptr_t)p);
+}
+
 #define SCB_CPACR (*(volatile uint32_t *)0xE000ED88u)
 #define SCB_VTOR (*(volatile uint32_t *)0xE000ED08u)
 
@@ -68,6 +87,7 @@ __attribute__((noreturn, used)) void Reset_Handler(void) {
   uint32_t *src = &__data_load__;
   for (uint32_t *dst = &__data_start__; dst < &__data_end__;) *dst++ = *src++;
   for (uint32_t *dst = &__bss_start__; dst < &__bss_end__;) *dst++ = 0;
+  paint_stack();
   mcu_pal_exit(main());
 }
 

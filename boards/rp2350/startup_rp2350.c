@@ -12,7 +12,7 @@
  * line (mcu_pal_log) and stop the core; a debugger shows where. */
 #include <stdint.h>
 
-extern uint32_t __StackTop;
+extern uint32_t __StackTop, __StackLimit;
 extern uint32_t __data_load__, __data_start__, __data_end__;
 extern uint32_t __bss_start__, __bss_end__;
 
@@ -24,6 +24,18 @@ void HardFault_Handler(void);
 void SysTick_Handler(void);
 void mcu_pal_exit(int code) __attribute__((noreturn));
 void mcu_pal_log(const char *msg);
+uint32_t mcu_pal_stack_used(void);
+
+/* Stack painting, as boards/common/startup_cmsdk.c: Reset_Handler fills the free stack
+ * with this word; mcu_pal_stack_used() (HELLO reports it) finds the lowest word no longer
+ * painted: the stack's high-water mark since boot. */
+static const uint32_t kStackPaint = 0xC5AC5AC5u;
+
+uint32_t mcu_pal_stack_used(void) {
+  const uint32_t *p = &__StackLimit;
+  while (p < &__StackTop && *p == kStackPaint) ++p;
+  return (uint32_t)((uintptr_t)&__StackTop - (uintptr_t)p);
+}
 
 typedef void (*vec_t)(void);
 
@@ -68,6 +80,9 @@ __attribute__((noreturn, used)) void Reset_Handler(void) {
   uint32_t *src = &__data_load__;
   for (uint32_t *dst = &__data_start__; dst < &__data_end__;) *dst++ = *src++;
   for (uint32_t *dst = &__bss_start__; dst < &__bss_end__;) *dst++ = 0;
+  uint32_t *sp;
+  __asm volatile("mov %0, sp" : "=r"(sp));
+  for (uint32_t *p = &__StackLimit; p < sp;) *p++ = kStackPaint; /* everything below this frame */
   mcu_pal_exit(main());
 }
 

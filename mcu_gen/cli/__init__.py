@@ -46,7 +46,8 @@ def cmd_build(args) -> int:
     r = build(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
               quantize=args.quantize, io=args.io, calibration=args.calibration, framework=args.framework,
               backend=args.backend, cmsis_nn_path=args.cmsis_nn, npu=args.npu, ethos_u_driver=args.ethos_u_driver,
-              value_cache=args.value_cache)
+              value_cache=args.value_cache, upload=args.upload, frame_bytes=args.frame_bytes,
+              stack_bytes=args.stack_bytes)
     rep = r.report
     if args.json:
         print(json.dumps(rep, indent=2))
@@ -95,7 +96,8 @@ def cmd_run(args) -> int:
     bar = for_cli(args, "inferences")  # quiet with --json or when stderr is not a terminal
     r = run(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
             n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration,
-            progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn, value_cache=args.value_cache)
+            progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn, value_cache=args.value_cache,
+            upload=args.upload, frame_bytes=args.frame_bytes)
     bar.done()
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
@@ -108,6 +110,7 @@ def cmd_run(args) -> int:
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
+        _print_stack(r)
     else:
         status = "VERIFIED" if r.verified else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
@@ -115,7 +118,15 @@ def cmd_run(args) -> int:
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
+        _print_stack(r)
     return 0 if r.verified else 2
+
+
+def _print_stack(r) -> None:
+    if r.stack_used_bytes:
+        print(f"  stack: {r.stack_used_bytes:,} B used (measured on the device), {r.stack_reserved_bytes:,} B "
+              f"reserved; RAM {r.ram_bytes:,} B is the deployable image's"
+              + (" (with its upload buffer, --upload)" if r.upload else ""))
 
 
 def cmd_inspect(args) -> int:
@@ -223,8 +234,17 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--ethos-u-driver", dest="ethos_u_driver", metavar="PATH", default=None,
                        help="Arm's ethos-u-core-driver checkout or unpacked pack (else $MCU_GEN_ETHOS_U_DRIVER, "
                             "cmsis-pack-manager)")
+        s.add_argument("--upload", action="store_true",
+                       help="give the firmware a program-upload buffer (LOAD_PROGRAM: model updates over the "
+                            "serial link; as large as the program); a deployable image has none by default")
+        s.add_argument("--frame-bytes", dest="frame_bytes", type=int, default=None, metavar="N",
+                       help="verify-protocol frame payload, 128..1024 (default: the largest input/output "
+                            "transfer + 8, at most 128); transfers are chunked to it")
         s.add_argument("--json", action="store_true")
         if name == "build":
+            s.add_argument("--stack-bytes", dest="stack_bytes", type=int, default=None, metavar="N",
+                           help="stack to reserve (default: the board's linker script; `run` measures the stack "
+                                "and reserves what it used plus a margin)")
             s.add_argument("--framework", default=None,
                            help="baremetal (default) or a PlatformIO framework the board offers, e.g. arduino "
                                 "(rp2350: USB serial via Arduino-Pico; needs network to build)")

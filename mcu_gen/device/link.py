@@ -23,6 +23,7 @@ from mcu_gen.errors import McuGenError
 
 POLL_S = 0.05  # port read timeout: how often a blocked read re-checks its deadline
 CHUNK = MAX_PAYLOAD - 8  # data bytes per WRITE_INPUT / READ_OUTPUT / LOAD_CHUNK frame (header: index, offset, length)
+# at most; a device whose frames are smaller (HELLO's max_payload) gets max_payload - 8 (Link.chunk).
 
 NUMPY_DTYPES = {
     "uint8": np.uint8, "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
@@ -93,6 +94,7 @@ class Link:
         self.run_timeout = run_timeout
         self.describe = describe  # extra context for LinkError messages (board, device log)
         self.info: Optional[HelloInfo] = None
+        self.max_payload: Optional[int] = None  # the device's, from its first HELLO reply
         self.last_error_detail = 0
         self._seq = 0
         self._decoder = FrameDecoder()
@@ -169,10 +171,18 @@ class Link:
         if info.protocol_version != PROTOCOL_VERSION:
             raise LinkError(f"protocol version mismatch: host speaks {PROTOCOL_VERSION}, "
                             f"device speaks {info.protocol_version}{self._context()}")
+        self.max_payload = min(MAX_PAYLOAD, info.max_payload)
         info.inputs = [self.tensor_info(False, i) for i in range(info.num_inputs)]
         info.outputs = [self.tensor_info(True, i) for i in range(info.num_outputs)]
         self.info = info
         return info
+
+    def chunk(self) -> int:
+        """Data bytes per WRITE_INPUT / READ_OUTPUT / LOAD_CHUNK / READ_VALUE frame: the device's
+        frame payload (HELLO) minus the request header (asks HELLO first if it is not known yet)."""
+        if self.max_payload is None:
+            self.hello()
+        return self.max_payload - 8
 
     def tensor_info(self, is_output: bool, index: int) -> TensorInfo:
         return TensorInfo.parse(self.request(Msg.TENSOR_INFO, bytes([int(is_output), index])))
@@ -181,9 +191,9 @@ class Link:
         return self.request(Msg.ECHO, data)
 
     def write_input(self, index: int, data: bytes) -> None:
-        data = bytes(data)
-        for off in range(0, len(data), CHUNK):
-            self.request(Msg.WRITE_INPUT, struct.pack("<BI", index, off) + data[off : off + CHUNK])
+        data, chunk = bytes(data), self.chunk()
+        for off in range(0, len(data), chunk):
+            self.request(Msg.WRITE_INPUT, struct.pack("<BI", index, off) + data[off : off + chunk])
 
     def run(self) -> tuple[int, int]:
         """Executes the program once: (status, ticks of execute() only). status is an
@@ -201,9 +211,9 @@ class Link:
             if self.info is None:
                 self.hello()
             nbytes = self.info.outputs[index].nbytes
-        out = bytearray()
-        for off in range(0, nbytes, CHUNK):
-            n = min(CHUNK, nbytes - off)
+        out, chunk = bytearray(), self.chunk()
+        for off in range(0, nbytes, chunk):
+            n = min(chunk, nbytes - off)
             out += self.request(Msg.READ_OUTPUT, struct.pack("<BIH", index, off, n))
         return bytes(out)
 
@@ -214,11 +224,11 @@ class Link:
     def load_program(self, program: bytes) -> tuple[int, int]:
         """Uploads and verifies a program: (error code, detail); (0, 0) when it is now active.
         On failure the previously active program keeps running."""
-        program = bytes(program)
+        program, chunk = bytes(program), self.chunk()
         try:
             self.request(Msg.LOAD_BEGIN, struct.pack("<I", len(program)))
-            for off in range(0, len(program), CHUNK):
-                self.request(Msg.LOAD_CHUNK, struct.pack("<I", off) + program[off : off + CHUNK])
+            for off in range(0, len(program), chunk):
+                self.request(Msg.LOAD_CHUNK, struct.pack("<I", off) + program[off : off + chunk])
             self.request(Msg.LOAD_END, struct.pack("<I", crc32(program)), timeout=self.run_timeout)
         except DeviceError as e:
             return e.code, e.detail
@@ -270,9 +280,9 @@ class Link:
 
     def read_value(self, index: int, nbytes: int) -> bytes:
         """The bytes (memory order) of any tensor value of the active program: arena or constant."""
-        out = bytearray()
-        for off in range(0, nbytes, CHUNK):
-            n = min(CHUNK, nbytes - off)
+        out, chunk = bytearray(), self.chunk()
+        for off in range(0, nbytes, chunk):
+            n = min(chunk, nbytes - off)
             try:
                 out += self.request(Msg.READ_VALUE, struct.pack("<IIH", index, off, n))
             except DeviceError as e:

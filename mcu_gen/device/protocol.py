@@ -195,6 +195,9 @@ class HelloInfo:
     arena_used: int
     upload_size: int
     firmware_version: str
+    # Bytes of stack used since boot (the painted stack's high-water mark), after the version string;
+    # None: a firmware that does not send it, 0: a board that does not measure it.
+    stack_used: "int | None" = None
     inputs: list = field(default_factory=list)  # TensorInfo, filled by Link.hello()
     outputs: list = field(default_factory=list)
 
@@ -203,5 +206,7 @@ class HelloInfo:
     @classmethod
     def parse(cls, body: bytes) -> "HelloInfo":
         (ver, maxp, pid, src, bstat, nin, nout, arena, used, upload, vlen) = cls.FIXED.unpack_from(body, 0)
-        version = body[cls.FIXED.size : cls.FIXED.size + vlen].decode("ascii", "replace")
-        return cls(ver, maxp, pid, SOURCES.get(src, str(src)), bstat, nin, nout, arena, used, upload, version)
+        end = cls.FIXED.size + vlen
+        version = body[cls.FIXED.size : end].decode("ascii", "replace")
+        stack = struct.unpack_from("<I", body, end)[0] if len(body) >= end + 4 else None
+        return cls(ver, maxp, pid, SOURCES.get(src, str(src)), bstat, nin, nout, arena, used, upload, version, stack)

@@ -34,6 +34,13 @@ class RunResult:
     bit_exact: bool | None = None
     quant_max_abs_error: float | None = None
     top1_agreement: float | None = None
+    # The stack: its high-water mark measured on the device (HELLO, after the runs) and what the image
+    # reserves (measured + margin: builder.stack_reserve), None when the board does not measure it.
+    stack_used_bytes: int | None = None
+    stack_reserved_bytes: int | None = None
+    # RAM of the image a user deploys (.data + .bss + reserved stack), by component (size_report.RAM_KEYS).
+    ram: dict = field(default_factory=dict)
+    upload: bool = False
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -217,9 +224,15 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
 def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, inputs=None, n_random: int | None = None,
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
-        value_cache=None) -> RunResult:
+        value_cache=None, upload: bool = False, frame_bytes: int | None = None,
+        measure_stack: bool = True) -> RunResult:
+    """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
+    the linker script's stack; the device's stack high-water mark after the runs decides the stack of the
+    deployable image (builder.stack_reserve), which is relinked and verified again: the figures returned are
+    the deployable image's."""
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
-                   calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache)
+                   calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache,
+                   upload=upload, frame_bytes=frame_bytes)
     b = result.board
     if not b.is_qemu:
         raise RuntimeError(
@@ -235,7 +248,30 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
 
     with QemuSession(b, result.elf, run_timeout=timeout) as link:
         c = check_link(link, result, inputs, progress)
+        first_stack = link.hello().stack_used
         link.exit(0)
+    used = first_stack
+    if measure_stack and c.verified and first_stack:
+        from mcu_gen.firmware.builder import relink, stack_reserve
+
+        relink(result, stack_reserve(first_stack), measured=first_stack)
+        with QemuSession(b, result.elf, run_timeout=timeout) as link:
+            c = check_link(link, result, inputs, progress)
+            used = link.hello().stack_used
+            link.exit(0)
+        reserved = result.report["stack"]["reserved_bytes"]
+        if used is None or used >= reserved:
+            raise RuntimeError(f"the stack overflowed its {reserved:,} B (measured {first_stack:,} B before): "
+                               f"{result.out / 'firmware.elf'} is not safe to deploy")
+        result.report["stack"].update(measured_bytes=used, measurement_build_bytes=first_stack)
+        from mcu_gen.firmware.report import write_reports
+
+        write_reports(result.out, result.report)
+    elif first_stack is not None:
+        result.report["stack"]["measured_bytes"] = first_stack
+        from mcu_gen.firmware.report import write_reports
+
+        write_reports(result.out, result.report)
     r = result.report
     return RunResult(
         board=b.name, verified=c.verified, max_abs_error=c.max_abs_error, tolerance=c.tolerance,
@@ -245,6 +281,8 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         reference=c.reference, out=str(result.out), outputs=c.outputs, instructions=c.counts,
         quantize=quantize, io=io if quantize else "float32", bit_exact=c.bit_exact,
         quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement,
+        stack_used_bytes=used or None, stack_reserved_bytes=r["stack"]["reserved_bytes"],
+        ram=dict((r.get("size") or {}).get("ram", {})), upload=bool(upload),
     )
 
 

@@ -122,7 +122,8 @@ def monitor(port: str, baud: int = 115200, seconds: float | None = None, out=sys
         info = link.hello()
         print(f"{port}: {info.firmware_version}, protocol v{info.protocol_version}, program {info.program_id:016x} "
               f"(source {info.program_source}, status {info.builtin_status}), arena {info.arena_used:,}/"
-              f"{info.arena_size:,} B, upload buffer {info.upload_size:,} B", file=out)
+              f"{info.arena_size:,} B, upload buffer {info.upload_size:,} B"
+              + (f", stack used {info.stack_used:,} B" if info.stack_used else ""), file=out)
         for kind, ts in (("input", info.inputs), ("output", info.outputs)):
             for i, t in enumerate(ts):
                 print(f"  {kind} {i}: {t.dtype} {tuple(t.sizes)} ({t.nbytes:,} B)", file=out)

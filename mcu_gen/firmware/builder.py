@@ -90,6 +90,46 @@ def value_cache_size(value_cache, backend: str, num_values: int) -> int:
     return n
 
 
+# Verify-protocol frames (runtime_core/include/mcu/protocol.h, MCU_MAX_PAYLOAD): the payload of one
+# request and one reply. Tensor transfers are chunked to it by the host (HELLO reports it), so a larger
+# frame only saves round trips. A build sizes it to the largest input/output window it transfers (the
+# tensor plus the 8-byte request header), at most DEFAULT_FRAME_PAYLOAD, never below MIN_FRAME_PAYLOAD
+# (every fixed reply, HELLO with a 64-byte version string included, fits in 128 bytes).
+MIN_FRAME_PAYLOAD = 128
+DEFAULT_FRAME_PAYLOAD = 128
+MAX_FRAME_PAYLOAD = 1024
+
+
+def frame_payload(program: Program, frame_bytes: int | None = None) -> int:
+    """MCU_MAX_PAYLOAD for a build: `frame_bytes` (--frame-bytes) if given, else the largest input/output
+    window (nbytes + 8) capped at DEFAULT_FRAME_PAYLOAD; rounded up to 16, within [128, 1024]."""
+    if frame_bytes is None:
+        largest = max((program.tensor(i).nbytes for i in list(program.inputs) + list(program.outputs)), default=0)
+        frame_bytes = max(MIN_FRAME_PAYLOAD, min(DEFAULT_FRAME_PAYLOAD, largest + 8))
+    elif not MIN_FRAME_PAYLOAD <= int(frame_bytes) <= MAX_FRAME_PAYLOAD:
+        raise BuildError(f"--frame-bytes {frame_bytes}: give {MIN_FRAME_PAYLOAD}..{MAX_FRAME_PAYLOAD}")
+    return (int(frame_bytes) + 15) // 16 * 16
+
+
+def upload_buffer_size(board: Board, program: Program, data: bytes) -> int:
+    """Bytes of the program-upload buffer of an --upload build: room to upload a program of this size again
+    (LOAD_PROGRAM_*, model updates and the verifier tests), plus 4 KiB; 0 if the board has no RAM to spare."""
+    spare = board.ram.size - program.arena_size - 64 * 1024
+    size = (len(data) + 4095) // 4096 * 4096 + 4096
+    return size if size <= spare else 0
+
+
+STACK_FILE = "stack.rsp"  # linker response file of a generated project: -Wl,--defsym=__stack_size=N
+
+
+def write_stack_file(project: Path, stack_bytes: int | None) -> None:
+    """The stack the link reserves: `stack_bytes` (a multiple of 8), or the linker script's default (None)."""
+    text = "" if stack_bytes is None else f"-Wl,--defsym=__stack_size={int(stack_bytes)}\n"
+    path = Path(project) / "board" / STACK_FILE
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
 def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=None, io="float32",
                  calibration=None):
     """(program, pte bytes, spec) from a model file / .pt2, or from a .pte as is.
@@ -133,8 +173,12 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
 def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
                    upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None,
                    npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
-                   instruction_cache: int = DEFAULT_INSTRUCTION_CACHE) -> Path:
-    """Write a self-contained firmware project (CMake + PlatformIO) into dest."""
+                   instruction_cache: int = DEFAULT_INSTRUCTION_CACHE, upload: bool = False,
+                   frame_bytes: int | None = None, stack_bytes: int | None = None) -> Path:
+    """Write a self-contained firmware project (CMake + PlatformIO) into dest.
+    upload: give the firmware a program-upload buffer (LOAD_PROGRAM_*; `upload_size` sets its size, else
+    upload_buffer_size()); without it the image has none and the upload requests answer BadRequest.
+    frame_bytes: protocol frame payload (frame_payload()); stack_bytes: the stack the link reserves."""
     env = _env()
     if dest.exists():
         shutil.rmtree(dest)
@@ -170,13 +214,11 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         shutil.copy2(f, dest / "board" / f.name)
 
     max_ops = max(1, len(program.operators))
-    if upload_size is None:
-        # Room to upload a program of this size again (the verify protocol's
-        # LOAD_PROGRAM), if the board has RAM to spare.
-        spare = board.ram.size - program.arena_size - 64 * 1024
-        upload_size = (len(data) + 4095) // 4096 * 4096 + 4096
-        if upload_size > spare:
-            upload_size = 0
+    if not upload:
+        upload_size = 0
+    elif upload_size is None:
+        upload_size = upload_buffer_size(board, program, data)
+    write_stack_file(dest, stack_bytes)
     (dest / "include" / "mcu_config.h").write_text(
         env.get_template("firmware/mcu_config.h.j2").render(
             board_name=board.name,
@@ -213,6 +255,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         sources=sources,
         include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"] + extra_includes,
         defines={"MCU_MAX_OPERATORS": max_ops, "MCU_VALUE_CACHE": max(1, value_cache),
+                 "MCU_MAX_PAYLOAD": frame_payload(program, frame_bytes), "MCU_UPLOADS": int(upload_size > 0),
                  "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}), **extra_defines},
         opt_level=opt_level,
@@ -301,7 +344,11 @@ def check_program_plan(program: Program, available=None) -> None:
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
           compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
-          npu: str | None = None, ethos_u_driver=None, value_cache=None) -> BuildResult:
+          npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
+          frame_bytes: int | None = None, stack_bytes: int | None = None) -> BuildResult:
+    """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
+    default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
+    reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink())."""
     b = get_board(board)
     from mcu_gen.firmware import platformio_project
 
@@ -335,7 +382,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     icache = num_instructions if cache >= num_values else DEFAULT_INSTRUCTION_CACHE
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
                              framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
-                             value_cache=cache, instruction_cache=icache)
+                             value_cache=cache, instruction_cache=icache, upload=upload, frame_bytes=frame_bytes,
+                             stack_bytes=stack_bytes)
     elf = None
     stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
     if stop is not None:
@@ -352,19 +400,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
                 built = build_framework_project(project)
             except PioError as e:
                 raise BuildError(str(e)) from None
-        elf = out / "firmware.elf"
-        shutil.copy2(built, elf)
-        usage = memory_usage(elf, b)
-        check_fits(b, usage)
-        map_file = project / "build" / "firmware.map"
-        if map_file.exists():
-            from mcu_gen.firmware.size_report import size_breakdown
-
-            usage["size"] = size_breakdown(elf, map_file, b, program, data)
-        if b.uf2_family is not None:
-            from mcu_gen.firmware.uf2 import elf_to_uf2
-
-            (out / "firmware.uf2").write_bytes(elf_to_uf2(elf.read_bytes(), b.uf2_family))
+        elf, usage = _install_elf(built, out, project, b, program, data)
     report = {
         "model": name,
         "board": b.name,
@@ -378,6 +414,9 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         "ram_bytes": usage["ram_bytes"],
         "sections": usage["sections"],
         "size": usage.get("size"),
+        "upload": bool(upload),
+        "frame_payload_bytes": frame_payload(program, frame_bytes),
+        "stack": {"reserved_bytes": usage["sections"].get(".stack", 0), "measured_bytes": None},
         "operators": operator_rows(program, sel),
         "kernels": sorted({k.file.name for k in sel.kernels}),
         "inputs": [_io(program, i) for i in program.inputs],
@@ -404,6 +443,60 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         raise BuildError(stop)
     return BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
                        kernels=sel.kernels)
+
+
+def _install_elf(built: Path, out: Path, project: Path, b: Board, program: Program, data: bytes):
+    """Copies the linked ELF to out/firmware.elf (and the UF2); returns (elf, usage with the size breakdown)."""
+    elf = out / "firmware.elf"
+    shutil.copy2(built, elf)
+    usage = memory_usage(elf, b)
+    check_fits(b, usage)
+    map_file = project / "build" / "firmware.map"
+    if map_file.exists():
+        from mcu_gen.firmware.size_report import size_breakdown
+
+        usage["size"] = size_breakdown(elf, map_file, b, program, data)
+    if b.uf2_family is not None:
+        from mcu_gen.firmware.uf2 import elf_to_uf2
+
+        (out / "firmware.uf2").write_bytes(elf_to_uf2(elf.read_bytes(), b.uf2_family))
+    return elf, usage
+
+
+# The stack a deployable image reserves once the stack it uses is measured (`mcu-gen run`): the measured
+# high-water mark plus STACK_MARGIN_FIXED bytes (an exception frame with FP state is 104 B, plus the
+# handler's own frame) plus 1/STACK_MARGIN_DIVISOR of it (a path the runs did not take), rounded up to 64.
+STACK_MARGIN_FIXED = 256
+STACK_MARGIN_DIVISOR = 8
+
+
+def stack_reserve(measured: int) -> int:
+    """Bytes of stack to reserve for a measured high-water mark of `measured` bytes."""
+    n = measured + STACK_MARGIN_FIXED + (measured + STACK_MARGIN_DIVISOR - 1) // STACK_MARGIN_DIVISOR
+    return (n + 63) // 64 * 64
+
+
+STACK_RULE = (f"measured high-water mark + {STACK_MARGIN_FIXED} B + 1/{STACK_MARGIN_DIVISOR} of it, "
+              "rounded up to 64 B")
+
+
+def relink(result: BuildResult, stack_bytes: int, measured: int | None = None) -> BuildResult:
+    """Links result's firmware again with `stack_bytes` of stack (nothing is recompiled) and updates its ELF,
+    sizes and reports; `measured` is the high-water mark the reservation was made from."""
+    project = result.out / FIRMWARE_DIR
+    if not (project / "CMakeLists.txt").exists() or result.elf is None:
+        raise BuildError(f"{result.out}: no compiled CMake firmware project to relink")
+    write_stack_file(project, stack_bytes)
+    with Progress.step(f"linking firmware for {result.board.name} with {stack_bytes:,} B of stack"):
+        built = compile_project(project, result.board)
+    result.elf, usage = _install_elf(built, result.out, project, result.board, result.program, result.pte_bytes)
+    r = result.report
+    r.update(flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"], sections=usage["sections"],
+             size=usage.get("size"))
+    r["stack"] = {"reserved_bytes": usage["sections"].get(".stack", 0), "measured_bytes": measured,
+                  "rule": STACK_RULE}
+    write_reports(result.out, r)
+    return result
 
 
 def _cpu_operators(program: Program) -> list:

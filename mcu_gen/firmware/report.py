@@ -62,6 +62,49 @@ def write_reports(out: Path, report: dict) -> None:
     (out / "report.md").write_text(markdown(report))
 
 
+def ram_section(r: dict) -> list:
+    """The RAM of the image, split into what a deployment needs and what only the test harness adds, with
+    the stack as reserved and as measured on the device."""
+    size = r.get("size") or {}
+    ram = size.get("ram")
+    if not ram:
+        return []
+    st = r.get("stack") or {}
+    measured, reserved = st.get("measured_bytes"), st.get("reserved_bytes", ram.get("stack", 0))
+    upload = ram.get("upload_buffer", 0)
+    if measured:
+        how = (f"reserved {reserved:,} B = {st['rule']}; measured {measured:,} B (high-water mark of the painted "
+               "stack after the verify runs, reported by the device)") if st.get("rule") else (
+               f"reserved {reserved:,} B (the linker script's default); measured {measured:,} B on the device")
+    else:
+        how = (f"reserved {reserved:,} B (the linker script's default: not measured yet; `mcu-gen run` measures "
+               "it and relinks with what it used plus a margin)")
+    first = st.get("measurement_build_bytes")
+    rows = [
+        ("arena (planned activations)", ram.get("arena", 0), "deployable"),
+        ("runtime state (executor, server)", ram.get("runtime_state", 0), "deployable"),
+        (f"protocol frames (request + reply, {r.get('frame_payload_bytes', '?')} B payload each: the serial I/O "
+         "path the image is driven through)", ram.get("protocol_io", 0), "deployable"),
+        ("stack, reserved", reserved, "deployable"),
+        ("other .bss/.data (board, libc)", ram.get("board", 0), "deployable"),
+        ("program upload buffer (LOAD_PROGRAM: model updates, verifier tests)", upload,
+         "asked for (--upload)" if r.get("upload") else "none (no --upload)"),
+    ]
+    lines = ["## RAM", "", "| component | bytes | belongs to |", "|---|---:|---|"]
+    for name, n, who in rows:
+        lines.append(f"| {name} | {n:,} | {who} |")
+    lines.append(f"| **total RAM of this image** | **{size.get('ram_bytes', r['ram_bytes']):,}** | |")
+    lines += ["", f"Stack: {how}."]
+    if first:
+        lines.append(f"The image was first linked with the linker script's stack to measure it ({first:,} B used "
+                     "there); this image is the relinked one, verified again on the device. That first image is "
+                     "the test harness's only addition; nothing of it is in this one.")
+    if r.get("upload"):
+        lines.append("The upload buffer is in this image because the build asked for it (--upload).")
+    lines.append("")
+    return lines
+
+
 def markdown(r: dict) -> str:
     lines = [
         f"# mcu-gen build: {r.get('model', '?')} for {r['board']}",
@@ -73,8 +116,11 @@ def markdown(r: dict) -> str:
         f"| program (.pte) | {r['pte_bytes']:,} |",
         f"| of which constants (weights) | {r.get('constant_bytes', 0):,} |",
         f"| firmware flash | {r['flash_bytes']:,} |",
-        f"| firmware RAM (arena, stack, state) | {r['ram_bytes']:,} |",
+        f"| firmware RAM (.data + .bss + reserved stack: everything the image takes) | {r['ram_bytes']:,} |",
         "",
+    ]
+    lines += ram_section(r)
+    lines += [
         "## Operators",
         "",
         "| # | operator | backend | dtype | source |",

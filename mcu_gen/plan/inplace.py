@@ -83,9 +83,11 @@ def depthwise_channel(program, ins, pos, out) -> Optional[InPlace]:
 
 
 def pointwise(program, ins, pos, out) -> Optional[InPlace]:
-    """1x1 convolution, stride 1, no padding, groups 1, Cout <= Cin, channels-last:
-    the kernel copies one pixel's Cin bytes to scratch, then writes its Cout outputs,
-    which only land on this pixel's or earlier pixels' bytes."""
+    """1x1 convolution, stride 1, no padding, groups 1, channels-last: the kernel copies
+    one pixel's Cin bytes to scratch, then writes its Cout outputs, which only land on this
+    pixel's or earlier pixels' bytes (Cout <= Cin, pixels in order), or on this pixel's or
+    later pixels' bytes (Cout > Cin: output pixel p starts at p*Cout >= p*Cin; pixels in
+    reverse order, so the later ones are consumed already)."""
     t, w = _tensor(program, ins, 0), _tensor(program, ins, 1)
     if pos != 0 or t is None or w is None or t.dtype != "int8" or out.dtype != "int8":
         return None
@@ -93,12 +95,59 @@ def pointwise(program, ins, pos, out) -> Optional[InPlace]:
     if a is None or b is None or len(w.shape) != 4:
         return None
     cout, kh, kw, cin = w.shape
-    if (kh, kw) != (1, 1) or cin != a[3] or cout != b[3] or cout > cin or a[:3] != b[:3]:
+    if (kh, kw) != (1, 1) or cin != a[3] or cout != b[3] or a[:3] != b[:3]:
         return None
     stride, padding = _scalar(program, ins, 3) or [1], _scalar(program, ins, 4) or [0]
     if any(s != 1 for s in stride) or any(p != 0 for p in padding):
         return None
     return InPlace(0, (12, cin))
+
+
+def conv_ring_rows(in_h: int, in_row: int, out_h: int, out_row: int, stride: int, pad: int) -> int:
+    """Rows of the ring mcu::quantized_conv2d_rows_inplace keeps (its ring_rows(), same arithmetic): the
+    most input rows that output rows written so far have overwritten while this or a later output row
+    still reads them (rows >= r * stride - pad). At least 1."""
+    saved_hi, most = -1, 1
+    for r in range(out_h):
+        hi = min(((r + 1) * out_row - 1) // in_row, in_h - 1)
+        saved_hi = max(saved_hi, hi)
+        most = max(most, saved_hi - max(r * stride - pad, 0) + 1)
+    return most
+
+
+def conv_rows(program, ins, pos, out) -> Optional[InPlace]:
+    """k x k convolution (not 1x1: the pointwise rule), any stride and padding, dilation 1, groups 1,
+    batch 1, channels-last, output written row by row over the input: before output row r is written,
+    the input rows its bytes reach that this or a later row still reads are copied into a ring of rows
+    (scratch, conv_ring_rows() rows of W * Cin bytes); saved rows are read from the ring, the others are
+    still intact in the input."""
+    t, w = _tensor(program, ins, 0), _tensor(program, ins, 1)
+    if pos != 0 or t is None or w is None or t.dtype != "int8" or out.dtype != "int8" or w.dtype != "int8":
+        return None
+    a, b = _nhwc(t), _nhwc(out)
+    if a is None or b is None or len(w.shape) != 4 or a[0] != 1 or b[0] != 1:
+        return None
+    cout, kh, kw, cin = w.shape
+    if (kh, kw) == (1, 1) or cin != a[3] or cout != b[3]:
+        return None
+    dilation = _pair(_scalar(program, ins, 5), 1)
+    stride, padding = _pair(_scalar(program, ins, 3), 1), _pair(_scalar(program, ins, 4), 0)
+    if dilation != (1, 1) or min(stride) < 1 or min(padding) < 0:
+        return None
+    rows = conv_ring_rows(a[1], a[2] * cin, b[1], b[2] * cout, stride[0], padding[0])
+    return InPlace(0, (12, rows * a[2] * cin))
+
+
+def binary_same(program, ins, pos, out) -> Optional[InPlace]:
+    """int8 add/mul whose two operands and out have one shape, dtype and dim_order: the kernel's
+    fast path reads index i of both operands before it writes index i."""
+    if elementwise(program, ins, pos, out) is None:
+        return None
+    other = 4 if pos == 0 else 0
+    o = _tensor(program, ins, other)
+    if o is None or o.shape != out.shape or o.dtype != out.dtype or o.dim_order != out.dim_order:
+        return None
+    return InPlace(pos)
 
 
 def _pair(v, default):
@@ -140,6 +189,8 @@ RULES: dict[str, Callable] = {
     "depthwise_channel": depthwise_channel,
     "pointwise": pointwise,
     "pool_forward": pool_forward,
+    "conv_rows": conv_rows,
+    "binary_same": binary_same,
 }
 
 

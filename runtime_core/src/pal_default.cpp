@@ -32,4 +32,6 @@ __attribute__((weak)) void mcu_pal_abort(const char* why) {
   mcu_pal_exit(134);
 }
 
+__attribute__((weak)) uint32_t mcu_pal_stack_used(void) { return 0; }
+
 }  // extern "C"

@@ -197,9 +197,9 @@ class Server {
       case Msg::WriteInput: return write_input(p, n);
       case Msg::Run: return run_program();
       case Msg::ReadOutput: return read_output(p, n);
-      case Msg::LoadBegin: return load_begin(p, n);
-      case Msg::LoadChunk: return load_chunk(p, n);
-      case Msg::LoadEnd: return load_end(p, n);
+      case Msg::LoadBegin: return kUploads ? load_begin(p, n) : send_error(Error::BadRequest, 0);
+      case Msg::LoadChunk: return kUploads ? load_chunk(p, n) : send_error(Error::BadRequest, 0);
+      case Msg::LoadEnd: return kUploads ? load_end(p, n) : send_error(Error::BadRequest, 0);
       case Msg::UseBuiltin: return use_builtin();
       case Msg::Exit: return exit_request(p, n);
       case Msg::Echo: return echo(p, n);
@@ -230,6 +230,7 @@ class Server {
     while (len < kMaxFirmwareVersion && version[len] != '\0') ++len;
     w.u8(static_cast<uint8_t>(len));
     w.put(version, len);
+    w.u32(mcu_pal_stack_used());
     send(g_reply, w.size());
   }
 

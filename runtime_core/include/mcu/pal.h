@@ -23,6 +23,9 @@ void mcu_pal_log(const char* msg);
 // Stop: QEMU exits with `code`; hardware resets or halts.
 void mcu_pal_exit(int code) __attribute__((noreturn));
 void mcu_pal_abort(const char* why) __attribute__((noreturn));
+// Bytes of stack used since boot (the high-water mark of a stack the startup
+// painted), or 0 if the board does not measure it. HELLO reports it.
+uint32_t mcu_pal_stack_used(void);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,20 @@
 namespace mcu {
 
 constexpr uint16_t kProtocolVersion = 1;
-constexpr size_t kMaxPayload = 1024;  // bytes, request or reply
+// Bytes of a frame's payload, request or reply. A build sizes it with
+// MCU_MAX_PAYLOAD (compile definition) to what its transfers use; HELLO
+// reports it and the host chunks transfers to it. 128 holds every fixed reply.
+#ifndef MCU_MAX_PAYLOAD
+#define MCU_MAX_PAYLOAD 1024
+#endif
+constexpr size_t kMaxPayload = MCU_MAX_PAYLOAD;
+static_assert(kMaxPayload >= 128 && kMaxPayload <= 1024, "MCU_MAX_PAYLOAD must be 128..1024");
+// Whether LOAD_PROGRAM_* is compiled in (MCU_UPLOADS=0: a deployable image
+// without an upload buffer; the requests then answer BadRequest, detail 0).
+#ifndef MCU_UPLOADS
+#define MCU_UPLOADS 1
+#endif
+constexpr bool kUploads = MCU_UPLOADS != 0;
 constexpr uint8_t kSync0 = 0xA5;
 constexpr uint8_t kSync1 = 0x5A;
 constexpr uint8_t kReplyBit = 0x80;

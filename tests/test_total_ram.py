@@ -1,0 +1,125 @@
+"""Total RAM a user can trust (issue 18): the deployable image `mcu-gen run` leaves behind, with its stack
+measured on the device (painted at boot, high-water mark in HELLO) and reserved as measured + margin, no
+program-upload buffer unless asked for, and protocol frames sized to what the image transfers. Every figure
+below comes from the linked ELF and from a real QEMU run."""
+from pathlib import Path
+
+import pytest
+
+import mcu_gen
+from mcu_gen.firmware import builder
+from mcu_gen.device.protocol import Error
+from mcu_gen.device.qemu import QemuSession
+from mcu_gen.firmware.report import elf_sections
+
+KIB = 1024
+
+# (example, quantize, total RAM limit): the issue's targets. ExecuTorch's paper: MNIST int8 ~11 KiB,
+# fp32 ~108 KiB; ExecuTorch measured KWS int8 ~31 KB, TFLM's KWS arena alone 22,756 B.
+CASES = [
+    ("mnist", "int8", 8 * KIB),
+    ("kws_dscnn", "int8", 12 * KIB),
+    ("mnist", None, 40 * KIB),
+]
+
+
+@pytest.fixture(scope="module", params=CASES, ids=lambda c: f"{c[0]}-{c[1] or 'fp32'}")
+def deployed(request, tmp_path_factory, qemu_tools):
+    name, quantize, limit = request.param
+    kw = {"quantize": "int8", "io": "int8"} if quantize else {}
+    out = tmp_path_factory.mktemp("ram") / name
+    r = mcu_gen.run(f"examples/{name}/model.py", board="mps2-an505", out=out, n_random=2, max_inputs=2, **kw)
+    return r, limit
+
+
+@pytest.mark.qemu
+def test_deployable_total_ram_meets_the_target(deployed):
+    r, limit = deployed
+    assert r.verified and (r.bit_exact is not False)
+    sections = elf_sections(f"{r.out}/firmware.elf")
+    total = sum(sections[s][0] for s in (".data", ".bss", ".stack") if s in sections)
+    assert total == r.ram_bytes == sum(r.ram.values())  # everything in .data/.bss/stack, nothing left out
+    assert r.ram_bytes <= limit, r.ram
+    assert r.ram["upload_buffer"] == 0 and not r.upload
+    assert r.ram["protocol_io"] == 2 * builder.MIN_FRAME_PAYLOAD + 4  # request (+ type, seq, len) and reply
+
+
+@pytest.mark.qemu
+def test_stack_is_measured_and_reserved_with_the_stated_margin(deployed):
+    r, _ = deployed
+    # A real high-water mark: more than the boot frame, far less than the 64 KiB the linker script reserves.
+    assert 256 < r.stack_used_bytes < 4 * KIB
+    assert r.stack_used_bytes < r.stack_reserved_bytes
+    # The reservation was made from the measurement image (same code, larger stack) and the relinked image,
+    # run again, used no more than the measurement predicted plus the margin.
+    rep = builder.load_report(r.out)
+    first = rep["stack"]["measurement_build_bytes"]
+    assert r.stack_reserved_bytes == builder.stack_reserve(first) == elf_sections(f"{r.out}/firmware.elf")[".stack"][0]
+    assert rep["stack"]["measured_bytes"] == r.stack_used_bytes
+    assert abs(r.stack_used_bytes - first) <= 64
+    text = (Path(r.out) / "report.md").read_text()
+    assert f"measured {r.stack_used_bytes:,} B" in text and f"reserved {r.stack_reserved_bytes:,} B" in text
+
+
+@pytest.mark.qemu
+def test_deployable_image_refuses_uploads_and_reports_its_frames(deployed):
+    r, _ = deployed
+    from mcu_gen.boards import get_board
+
+    with QemuSession(get_board("mps2-an505"), f"{r.out}/firmware.elf", run_timeout=30) as link:
+        hello = link.hello()
+        assert hello.upload_size == 0 and hello.max_payload == builder.MIN_FRAME_PAYLOAD
+        assert hello.stack_used is not None and 0 < hello.stack_used < r.stack_reserved_bytes
+        assert link.load_program(b"\0" * 64) == (Error.BadRequest, 0)
+        assert link.echo(b"x" * (hello.max_payload - 1)) == b"x" * (hello.max_payload - 1)
+        link.exit(0)
+
+
+@pytest.mark.qemu
+def test_upload_buffer_only_with_upload(tmp_path, qemu_tools):
+    plain = mcu_gen.build("examples/mul_add/model.py", board="mps2-an505", out=tmp_path / "plain")
+    up = mcu_gen.build("examples/mul_add/model.py", board="mps2-an505", out=tmp_path / "up", upload=True)
+    assert plain.report["size"]["ram"]["upload_buffer"] == 0
+    want = builder.upload_buffer_size(up.board, up.program, up.pte_bytes)
+    assert up.report["size"]["ram"]["upload_buffer"] == want > len(up.pte_bytes)
+    with QemuSession(up.board, up.elf, run_timeout=30) as link:
+        assert link.hello().upload_size == want
+        assert link.load_program(up.pte_bytes) == (Error.Ok, 0)
+        link.exit(0)
+
+
+def test_stack_reserve_rule():
+    assert builder.stack_reserve(0) == 256
+    assert builder.stack_reserve(852) == 1216  # 852 + 256 + 107 = 1215 -> 1216
+    assert all(builder.stack_reserve(n) % 64 == 0 and builder.stack_reserve(n) >= n + 256 + n / 8
+               for n in range(0, 5000, 7))
+
+
+@pytest.mark.qemu
+def test_resnet8_arena_below_the_layer_wise_bound(tmp_path, qemu_tools):
+    """In-place k x k convolution (row ring buffer) and in-place int8 add: ResNet-8's peak (a 3x3 conv with
+    the residual live) drops from three 16x32x32 tensors (the layer-wise bound, 49,152 B) to two plus a
+    ring of two input rows; bit-exact on the device."""
+    r = mcu_gen.run("examples/ic_resnet8/model.py", board="mps2-an505", out=tmp_path / "r8", quantize="int8",
+                    io="int8", n_random=2, max_inputs=2)
+    assert r.bit_exact and r.verified
+    assert r.arena_lower_bound_bytes == 49_152
+    assert r.arena_bytes == 2 * 16 * 32 * 32 + 2 * 32 * 16 <= 40_000
+    ops = [row["name"] for row in builder.load_report(r.out)["operators"]]
+    assert ops.count("mcu::quantized_conv2d_rows_inplace.out") == 4  # the stem and each block's second conv
+
+
+@pytest.mark.qemu
+def test_vww_arena_below_the_layer_wise_bound(tmp_path, qemu_tools):
+    """VWW MobileNetV1-0.25 int8: the layer-wise bound is the 8->16 pointwise conv at 48x48 (18,432 B in +
+    36,864 B out). Widening pointwise convs write over their input in reverse pixel order, the strided stem
+    conv row by row over the image (a ring of 2 input rows), the depthwise convs channel by channel: the
+    peak is the 48x48x16 tensor and the depthwise's one-channel scratch (36,864 + 2,304); bit-exact."""
+    r = mcu_gen.run("examples/vww_mobilenet/model.py", board="mps2-an505", out=tmp_path / "vww", quantize="int8",
+                    io="int8", n_random=1, max_inputs=1)
+    assert r.bit_exact and r.verified
+    assert r.arena_lower_bound_bytes == 55_296
+    assert r.arena_bytes == 16 * 48 * 48 + 48 * 48 <= 40_000
+    ops = [row["name"] for row in builder.load_report(r.out)["operators"]]
+    assert ops[0] == "mcu::quantized_conv2d_rows_inplace.out"
+    assert ops[2] == "mcu::quantized_conv2d_pointwise_inplace.out"
