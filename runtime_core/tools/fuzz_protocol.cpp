@@ -65,6 +65,7 @@ void mcu_pal_log(const char*) {}
 void mcu_pal_exit(int) { longjmp(g_stop, 1); }
 void mcu_pal_abort(const char*) { abort(); }
 void mcu_pal_init(void) {}
+uint32_t mcu_pal_stack_used(void) { return 0; }
 
 size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
