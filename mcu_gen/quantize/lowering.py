@@ -23,6 +23,7 @@ What it does, per pattern ``dequantize -> op [-> relu/relu6/clamp] -> quantize``
 from __future__ import annotations
 
 import math
+import operator
 from typing import Callable, Optional
 
 import numpy as np
@@ -32,6 +33,7 @@ import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decompo
 
 from ..export import UnsupportedOperatorError, _Lowering, op_name, source_line
 from ..ir import DTYPE_CODES, Instruction, Program, TensorValue
+from .islands import lower_island
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
@@ -591,23 +593,37 @@ class QuantLowering:
 
     # -- fp32 fallback -----------------------------------------------------------------------------------
     def fallback_op(self, node, reason: str) -> None:
+        """An fp32 island: node's int8 inputs dequantized, node decomposed to core ATen and run by
+        the target's fp32 kernels (mcu_gen/quantize/islands.py); quantize nodes after it requantize."""
+        if node.target is operator.getitem:
+            self.fp.lower_call(node)
+            self.f[(node, True)] = self.fp.env[node]
+            return
+        first_ins, first_val = len(self.program.instructions), len(self.program.values)
+        activations, constants = {}, {}
         for a in node.all_input_nodes:
-            if a in self.fp.env:
-                continue
             if a.op == "get_attr":
-                self.fp.env[a] = self.fp.constant_value(_attr(self.gm, a), a.name)
+                constants[a] = _attr(self.gm, a)
             elif self.weight(a) is not None:
-                w = a.target(*[(_attr(self.gm, x) if isinstance(x, torch.fx.Node) else x) for x in a.args])
-                self.fp.env[a] = self.fp.constant_value(w, a.name)
+                constants[a] = a.target(*[(_attr(self.gm, x) if isinstance(x, torch.fx.Node) else x)
+                                          for x in a.args])
+            elif a in self.fp.env:
+                activations[a] = self.fp.env[a]
             else:
-                self.fp.env[a] = self.fp32_of(a, contiguous=True)
-        self.fp.lower_call(node)
-        out = self.fp.env[node]
+                activations[a] = self.fp32_of(a, contiguous=True)
+        out = lower_island(self.fp, node, activations, constants)
+        self.fp.env[node] = out
         self.f[(node, True)] = out
-        if node.target not in VIEW_OPS and node.target is not __import__("operator").getitem:
-            self.fallback.append({"op": op_name(node.target) if isinstance(node.target, torch._ops.OpOverload)
-                                  else str(node.target), "reason": reason,
-                                  "source": source_line(node, self.user_file)})
+        if node.target in VIEW_OPS or node.target in NOOP_OPS:
+            return
+        new_values = [v for v in self.program.values[first_val:] if isinstance(v, TensorValue) and not v.is_constant]
+        self.fallback.append({
+            "op": op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target),
+            "reason": reason, "source": source_line(node, self.user_file),
+            "kernels": [ins.op for ins in self.program.instructions[first_ins:]],
+            "fp32_bytes": sum(v.nbytes for v in new_values if v.dtype == "float32"),
+            "constant_bytes": sum(v.nbytes for v in self.program.values[first_val:]
+                                  if isinstance(v, TensorValue) and v.is_constant)})
 
     def quantize_node(self, node) -> None:
         x = node.args[0]
