@@ -19,6 +19,7 @@ MODELS = sorted(p.stem for p in MODELS_DIR.glob("*.py"))
 BIG = {"mlperf_mobilenet_v1_025"}
 # Models whose every operator has an int8 kernel: no island allowed.
 ALL_INT8 = {"mlperf_ds_cnn", "mlperf_deep_autoencoder", "mlperf_resnet8", "mlperf_mobilenet_v1_025"}
+ERROR_BOUND = {"two_in_two_out": 0.25}
 CLASSIFIERS = {"mlperf_resnet8", "mlperf_mobilenet_v1_025", "mlperf_ds_cnn", "conv1d_audio", "se_hardswish",
                "cat_branches", "odd_convs", "attention", "activations"}
 
@@ -41,8 +42,8 @@ def test_int8_bit_exact_on_qemu(qemu_tools, tmp_path, name):
         assert island["reason"] and island["op"] and island["kernels"], island
     if name in ALL_INT8:
         assert report["fp32_fallback"] == [], report["fp32_fallback"]
-    # int8 stays close to fp32 (outputs of these models are O(1))
-    assert r.quant_max_abs_error < 0.1, r.quant_max_abs_error
+    # int8 stays close to fp32 (outputs are O(1); log_softmax's reach -5)
+    assert r.quant_max_abs_error < ERROR_BOUND.get(name, 0.1), r.quant_max_abs_error
     if name in CLASSIFIERS and name not in BIG:
         assert r.top1_agreement is not None and r.top1_agreement >= 0.5
 
