@@ -219,6 +219,7 @@ class QuantLowering:
         self.nhwc_flat = {}  # value -> (C, H, W): a flatten that kept NHWC byte order
         self.fallback = []
         self.cmsis_scratch = False  # the portable cortex_m kernels take no scratch
+        self.results = {}  # fx node name -> (int8 value, op, source): for the per-operator error
 
     # -- values ----------------------------------------------------------------------------------
     def _int8(self, shape, scale, zp, dim_order=None, name="") -> int:
@@ -381,6 +382,9 @@ class QuantLowering:
 
     def _finish(self, node, qnode, act, out) -> None:
         self.q[qnode] = out
+        last = act if act is not None else node
+        self.results[last.name] = (out, op_name(node.target) if isinstance(node.target, torch._ops.OpOverload)
+                                   else str(node.target), source_line(node, self.user_file))
         self.done.update({node, qnode} | ({act} if act is not None else set()))
 
     @staticmethod
@@ -1054,6 +1058,7 @@ class QuantLowering:
             self.program.outputs.append(self._output(o))
         self.program.meta["aliases"] = dict(self.aliases)
         self.program.meta["fp32_fallback"] = self.fallback
+        self.program.meta["int8_results"] = self.results
         self.program.meta["quantized"] = "int8"
         self.program.meta["io"] = self.io
         return self.program
