@@ -427,14 +427,35 @@ def log_softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
     return np.moveaxis(out.reshape(xm.shape), -1, dim)
 
 
-def _emulated_log_softmax(mem: _Memory, ins) -> None:
-    p = mem.program
-    x = mem.tensor(ins.args[0]).numpy()
-    dim = int(p.values[ins.args[1]].value) % x.ndim
-    mem.write(ins.args[3], torch.from_numpy(np.ascontiguousarray(log_softmax_f32(x, dim))))
+def softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
+    """kernels_portable/op_softmax.cpp: e = expf(x - max) with a sequential float32 sum, then
+    e * (1 / sum)."""
+    lib = _libm()
+    xm = np.moveaxis(x.astype(np.float32), dim, -1)
+    rows = xm.reshape(-1, xm.shape[-1])
+    out = np.empty_like(rows)
+    for r, row in enumerate(rows):
+        mx = row.max()
+        e = np.array([lib.expf(float(np.float32(v - mx))) for v in row], np.float32)
+        total = np.float32(0.0)
+        for v in e:
+            total = np.float32(total + v)
+        out[r] = e * (np.float32(1.0) / total)
+    return np.moveaxis(out.reshape(xm.shape), -1, dim)
 
 
-EMULATED = {"aten::native_layer_norm.out": _emulated_layer_norm, "aten::_log_softmax.out": _emulated_log_softmax}
+def _emulated_softmax(fn):
+    def run(mem: _Memory, ins) -> None:
+        x = mem.tensor(ins.args[0]).numpy()
+        dim = int(mem.program.values[ins.args[1]].value) % x.ndim
+        mem.write(ins.args[3], torch.from_numpy(np.ascontiguousarray(fn(x, dim))))
+
+    return run
+
+
+EMULATED = {"aten::native_layer_norm.out": _emulated_layer_norm,
+            "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
+            "aten::_softmax.out": _emulated_softmax(softmax_f32)}
 
 
 def execute_instruction(mem: _Memory, ins) -> None:
