@@ -403,7 +403,7 @@ class QuantLowering:
         if oq is None:
             return "its result is not quantized (the quantizer left it in fp32)"
         qnode, act = oq
-        if t in (aten.conv2d.default, aten.conv1d.default):
+        if t in (aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding):
             return self._conv(node, qnode, act)
         if t is aten.conv_transpose2d.input:
             return self._conv_transpose(node, qnode, act)
@@ -489,13 +489,21 @@ class QuantLowering:
     def _conv(self, node, qnode, act):
         args = list(node.args) + [None] * (7 - len(node.args))
         x, wn, bn, stride, padding, dilation, groups = args
-        one_d = node.target is aten.conv1d.default
+        one_d = node.target in (aten.conv1d.default, aten.conv1d.padding)
         stride = list(stride or [1, 1])
         padding = padding if padding is not None else [0, 0]
         dilation = list(dilation or [1, 1])
         groups = groups or 1
-        if isinstance(padding, str):
-            return f"padding='{padding}' (lower with explicit padding)"
+        if isinstance(padding, str):  # conv2d.padding / conv1d.padding: 'valid' or 'same' (stride 1)
+            wq = self.weight(wn)
+            kernel = list(wq[0].shape[2:]) if wq is not None else None
+            dil = dilation * len(kernel) if kernel is not None and len(dilation) == 1 else dilation
+            if padding == "valid":
+                padding = [0] * (1 if one_d else 2)
+            elif padding == "same" and kernel is not None and all((d * (k - 1)) % 2 == 0 for d, k in zip(dil, kernel)):
+                padding = [d * (k - 1) // 2 for d, k in zip(dil, kernel)]
+            else:
+                return f"padding='{padding}' with an even kernel extent (asymmetric padding)"
         padding = list(padding)
         if one_d:  # conv1d as a 1xN conv2d: [N, C, L] is [N, C, 1, L]
             stride, padding, dilation = [1, stride[0]], [0, padding[0]], [1, dilation[0]]

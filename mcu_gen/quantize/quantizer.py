@@ -44,7 +44,7 @@ aten = torch.ops.aten
 SOFTMAX_SCALE = 1.0 / 256.0
 SOFTMAX_ZERO_POINT = -128
 
-CONV_OPS = {aten.conv2d.default, aten.conv1d.default}
+CONV_OPS = {aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding}
 CONV_TRANSPOSE_OPS = {aten.conv_transpose2d.input}
 MATMUL_OPS = {aten.matmul.default, aten.bmm.default, aten.mm.default}
 LINEAR_OPS = {aten.linear.default}
