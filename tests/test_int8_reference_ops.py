@@ -206,3 +206,36 @@ def test_model_program_on_host_equals_reference(path):
             g = g.reshape([t.shape[d] for d in t.dim_order]).transpose(np.argsort(t.dim_order))
         np.testing.assert_array_equal(g, np.asarray(w), err_msg=path.stem)
         assert np.abs(np.asarray(w, np.float32) - f.numpy()).max() < 0.25
+
+
+@pytest.mark.parametrize("name", ["se_hardswish", "decoder", "conv1d_audio"])
+def test_qat_covers_the_new_patterns(name):
+    """QAT with McuQuantizer(qat=True) annotates the same patterns (squeeze-excite with LUTs and
+    broadcasting mul, transposed conv and upsampling, conv1d and mean): no fp32 island, and the
+    integer reference within two output steps of the converted model."""
+    import torch
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_qat_pt2e
+
+    from mcu_gen.model_file import ModelSpec, load_model_file
+    from mcu_gen.quantize import export_quantized
+    from mcu_gen.quantize.quantizer import McuQuantizer, capture_for_quantization
+
+    spec = load_model_file(str(Path(__file__).parent / "models_int8" / f"{name}.py"))
+    gm = capture_for_quantization(spec.module.train(), spec.example_inputs, fold_bn=False)
+    prepared = prepare_qat_pt2e(gm, McuQuantizer(qat=True))
+    opt = torch.optim.SGD(prepared.parameters(), lr=1e-3)
+    for inputs in spec.calibration_inputs[:4]:
+        loss = prepared(*inputs).pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    converted = convert_pt2e(prepared)
+    program, _ = export_quantized(ModelSpec(converted, spec.example_inputs, name=f"{name}_qat"))
+    assert program.meta["fp32_fallback"] == [], program.meta["fp32_fallback"]
+    x = spec.test_inputs[0]
+    got = run_int8_reference(program, [t.numpy() for t in x])[0]
+    out = program.tensor(program.outputs[0])
+    want = converted(*x).detach().numpy()
+    step = max(n.args[1] for n in converted.graph.nodes
+               if n.op == "call_function" and "dequantize_per_tensor" in str(n.target))
+    assert np.max(np.abs(got - want)) <= 2.01 * step, (out.name, np.max(np.abs(got - want)))
