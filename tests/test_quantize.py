@@ -104,6 +104,8 @@ def test_residual_add_and_fused_relu6():
 
 
 def test_op_without_int8_kernel_falls_back_to_fp32_and_is_reported():
+    """layer_norm has no int8 kernel: an fp32 island (dequantize -> core-ATen kernels -> quantize),
+    reported with its reason and kernels; sigmoid is an int8 lookup table."""
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
@@ -111,16 +113,19 @@ def test_op_without_int8_kernel_falls_back_to_fp32_and_is_reported():
             self.fc2 = nn.Linear(16, 4)
 
         def forward(self, x):
-            return self.fc2(torch.sigmoid(self.fc1(x)))
+            return self.fc2(torch.sigmoid(nn.functional.layer_norm(self.fc1(x), (16,))))
 
     torch.manual_seed(0)
     spec = _spec(Net(), (2, 16))
     program, gm = export_quantized(spec)
     fb = program.meta["fp32_fallback"]
-    assert [f["op"] for f in fb] == ["aten::sigmoid.default"]
-    assert fb[0]["reason"] == "no int8 kernel for aten::sigmoid.default"
+    assert [f["op"] for f in fb] == ["aten::layer_norm.default"]
+    assert fb[0]["reason"] == "no int8 kernel for aten::layer_norm.default"
+    assert fb[0]["kernels"] == ["cortex_m::dequantize_per_tensor.out", "aten::native_layer_norm.out"]
+    assert fb[0]["fp32_bytes"] > 0
     ops = [i.op for i in program.instructions]
-    assert ops.count("cortex_m::dequantize_per_tensor.out") == 2 and "aten::sigmoid.out" in ops
+    assert ops.count("cortex_m::dequantize_per_tensor.out") == 2 and "aten::native_layer_norm.out" in ops
+    assert "cortex_m::quantized_activation.out" in ops and "aten::sigmoid.out" not in ops
     _check_close(spec, program, gm, spec.calibration_inputs[:3], rel=0.1)
 
 

@@ -41,6 +41,8 @@ class RunResult:
     # RAM of the image a user deploys (.data + .bss + reserved stack), by component (size_report.RAM_KEYS).
     ram: dict = field(default_factory=dict)
     upload: bool = False
+    # per output: max_abs_error, rms_error against fp32, top1_agreement ((N, K) outputs)
+    quant_output_errors: list | None = None
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -159,6 +161,7 @@ class LinkCheck:
     bit_exact: bool | None = None  # int8 builds and int8 programs: identical to the integer reference
     quant_max_abs_error: float | None = None
     top1_agreement: float | None = None
+    quant_output_errors: list | None = None
     identical: bool = True  # every output equal, bit for bit, to what the device had to match
     reference_max_abs_error: float = 0.0  # against what the device had to match (fp32: = max_abs_error)
 
@@ -182,6 +185,9 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
     c = LinkCheck(verified=True, max_abs_error=0.0, tolerance=0.0, reference="", counts=[], outputs=[],
                   firmware_version=hello.firmware_version)
     top1 = 0
+    per_output = []
+    from mcu_gen.reference.accuracy import output_errors
+
     for k, one in enumerate(inputs):
         if int8_build:
             device_in = quantize_inputs(program, one)
@@ -199,6 +205,8 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
                 fp = [to_numpy(o) for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
                 err, hit = quant_error(program, got, fp)
                 c.max_abs_error, top1 = max(c.max_abs_error, err), top1 + hit
+                per_output.append(output_errors(program, dequantize_outputs(program, got), fp,
+                                                {program.tensor(i).shape for i in program.inputs}))
         else:
             got, ticks = link.infer(list(one))
             want, c.reference = expected_outputs(result, one)
@@ -217,6 +225,14 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
             progress(k + 1, len(inputs))
     if int8_build and spec is not None:
         c.quant_max_abs_error = c.max_abs_error
+        if per_output:  # over all inputs: worst max error, mean RMS and top-1 agreement
+            c.quant_output_errors = []
+            for k in range(len(per_output[0])):
+                rows = [one[k] for one in per_output]
+                top = [r["top1_agreement"] for r in rows if r["top1_agreement"] is not None]
+                c.quant_output_errors.append({"max_abs_error": max(r["max_abs_error"] for r in rows),
+                                              "rms_error": float(np.mean([r["rms_error"] for r in rows])),
+                                              "top1_agreement": float(np.mean(top)) if top else None})
         c.top1_agreement = (top1 / len(inputs)) if is_classifier(program) and inputs else None
     return c
 
@@ -283,6 +299,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement,
         stack_used_bytes=used or None, stack_reserved_bytes=r["stack"]["reserved_bytes"],
         ram=dict((r.get("size") or {}).get("ram", {})), upload=bool(upload),
+        quant_output_errors=c.quant_output_errors,
     )
 
 

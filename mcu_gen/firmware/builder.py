@@ -426,6 +426,10 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         report["quantize"] = quantize
         report["io"] = io
         report["fp32_fallback"] = program.meta.get("fp32_fallback", [])
+        if spec is not None and spec.module is not None:
+            from mcu_gen.reference.accuracy import operator_errors
+
+            report["int8_operator_error"] = operator_errors(program, spec)
     report["peak_ops"] = _write_plan_pictures(out, program)
     report["backend"] = backend_choice.report()
     report["value_cache"] = {"values": num_values, "cached_values": min(cache, num_values),

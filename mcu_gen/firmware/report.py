@@ -146,6 +146,19 @@ def markdown(r: dict) -> str:
         if not fallback:
             lines.append("None: every operator runs in int8.")
         for f in fallback:
-            lines.append(f"- `{f['op']}`: {f['reason']}" + (f" ({f['source']})" if f.get("source") else ""))
+            cost = ""
+            if f.get("kernels") is not None:
+                cost = f"; runs {', '.join(f['kernels'])}, {f.get('fp32_bytes', 0)} B of fp32 values"
+            lines.append(f"- `{f['op']}`: {f['reason']}{cost}" + (f" ({f['source']})" if f.get("source") else ""))
         lines.append("")
+        errors = r.get("int8_operator_error") or []
+        if errors:
+            lines += ["### Error of the int8 graph against fp32, per operator", "",
+                      "Integer reference on the first calibration input, each int8 result dequantized and "
+                      "compared with the same node of the fp32 model.", "",
+                      "| node | operator | scale | max abs error | relative to max abs fp32 |", "|---|---|---|---|---|"]
+            for e in errors:
+                lines.append(f"| {e['node']} | `{e['op']}` | {e['scale']:.3g} | {e['max_abs_error']:.3g} | "
+                             f"{e['rel_error']:.2%} |")
+            lines.append("")
     return "\n".join(lines)

@@ -23,6 +23,7 @@ What it does, per pattern ``dequantize -> op [-> relu/relu6/clamp] -> quantize``
 from __future__ import annotations
 
 import math
+import operator
 from typing import Callable, Optional
 
 import numpy as np
@@ -32,6 +33,7 @@ import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decompo
 
 from mcu_gen.capture.export import UnsupportedOperatorError, _Lowering, op_name, source_line
 from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
+from mcu_gen.quantize.islands import lower_island
 
 aten = torch.ops.aten
 qd = torch.ops.quantized_decomposed
@@ -141,6 +143,42 @@ def _activation_bounds(node) -> tuple[float, float]:
     return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
 
 
+# Elementwise functions of one activation (other arguments numbers): int8 as a 256-entry
+# lookup table computed here, cortex_m::quantized_activation (exact by construction).
+LUT_OPS = {aten.sigmoid.default, aten.tanh.default, aten.hardswish.default, aten.hardsigmoid.default,
+           aten.gelu.default, aten.silu.default, aten.leaky_relu.default, aten.elu.default, aten.relu.default,
+           aten.relu6.default, aten.hardtanh.default, aten.clamp.default, aten.neg.default, aten.abs.default,
+           aten.exp.default, aten.log.default, aten.sqrt.default, aten.rsqrt.default, aten.square.default,
+           aten.mul.Tensor, aten.add.Tensor, aten.sub.Tensor, aten.div.Tensor, aten.rsub.Scalar,
+           aten.mul.Scalar, aten.add.Scalar, aten.sub.Scalar, aten.div.Scalar, aten.pow.Tensor_Scalar,
+           aten.softplus.default, aten.mish.default, aten.selu.default, aten.celu.default,
+           aten.hardshrink.default, aten.softshrink.default, aten.log_sigmoid.default, aten.sin.default,
+           aten.cos.default, aten.erf.default, aten.reciprocal.default, aten.relu_.default,
+           aten.hardtanh_.default, aten.hardswish_.default, aten.sigmoid_.default, aten.silu_.default,
+           aten.leaky_relu_.default, aten.elu_.default, aten.tanh_.default}
+
+
+def is_lut_node(node) -> bool:
+    """An elementwise op of exactly one tensor (an activation), all other arguments numbers."""
+    if node.op != "call_function" or node.target not in LUT_OPS:
+        return False
+    if not node.args or not isinstance(node.args[0], torch.fx.Node):
+        return False
+    rest = list(node.args[1:]) + list(node.kwargs.values())
+    return all(isinstance(a, (int, float, bool, str)) or a is None for a in rest)
+
+
+def activation_lut(fn, args, kwargs, in_scale, in_zp, out_scale, out_zp, lo=INT8_MIN, hi=INT8_MAX) -> np.ndarray:
+    """lut[q + 128] = quantize(fn(dequantize(q))) in float32, as quantized_decomposed does it."""
+    from mcu_gen.quantize.arith import dequantize_f32, quantize_f32
+
+    x = torch.from_numpy(dequantize_f32(np.arange(INT8_MIN, INT8_MAX + 1), in_scale, in_zp))
+    with torch.no_grad():
+        y = fn(x, *args, **kwargs).to(torch.float32).numpy()
+    y = np.nan_to_num(y, nan=0.0, posinf=np.finfo(np.float32).max, neginf=-np.finfo(np.float32).max)
+    return np.clip(quantize_f32(y, out_scale, out_zp), lo, hi).astype(np.int8)
+
+
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                aten.hardtanh_.default, aten.clamp.default}
 VIEW_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims,
@@ -181,6 +219,7 @@ class QuantLowering:
         self.nhwc_flat = {}  # value -> (C, H, W): a flatten that kept NHWC byte order
         self.fallback = []
         self.cmsis_scratch = False  # the portable cortex_m kernels take no scratch
+        self.results = {}  # fx node name -> (int8 value, op, source): for the per-operator error
 
     # -- values ----------------------------------------------------------------------------------
     def _int8(self, shape, scale, zp, dim_order=None, name="") -> int:
@@ -229,7 +268,7 @@ class QuantLowering:
     def _to_nchw(self, v: int, node=None) -> int:
         t = self.program.tensor(v)
         if len(t.shape) != 4 or t.dim_order != NHWC:
-            return v
+            return self._contig(v, node)
         if not _nontrivial_nhwc(t.shape):
             return self._alias(v, t.shape, None, t.name + "_nchw")
         n, c, h, w = t.shape
@@ -237,6 +276,26 @@ class QuantLowering:
         out = self.program.add(TensorValue(t.shape, t.dtype, name=t.name + "_nchw", scale=t.scale,
                                            zero_point=t.zero_point))
         self._emit("cortex_m::transpose.out", [flat, self._scalar("int_list", [0, 3, 1, 2])], out, node)
+        return out
+
+    @staticmethod
+    def _is_contiguous(t) -> bool:
+        """True when t's bytes are in logical (row-major) order: its non-unit dims are in order."""
+        if t.dim_order is None:
+            return True
+        big = [d for d in t.dim_order if t.shape[d] != 1]
+        return big == sorted(big)
+
+    def _contig(self, v: int, node=None) -> int:
+        """v in logical (row-major) memory order: an alias when it is already, else a transpose."""
+        t = self.program.tensor(v)
+        if t.dim_order is None:
+            return v
+        if self._is_contiguous(t):
+            return self._alias(v, t.shape, None, t.name + "_c")
+        out = self.program.add(TensorValue(t.shape, t.dtype, name=t.name + "_c", scale=t.scale,
+                                           zero_point=t.zero_point))
+        self._emit("cortex_m::transpose.out", [v, self._scalar("int_list", list(range(len(t.shape))))], out, node)
         return out
 
     def _quant_args(self, scale, zp) -> list:
@@ -271,20 +330,21 @@ class QuantLowering:
         return self.q.get(node)
 
     # -- weights ------------------------------------------------------------------------------------
-    def weight(self, node):
-        """(int8 array, per-channel scales array, zero points) of a dequantized constant weight, else None."""
+    def weight(self, node, axis: int = 0):
+        """(int8 array, per-channel scales array, zero points) of a dequantized constant weight
+        (per channel along ``axis``, or per tensor), else None."""
         if not isinstance(node, torch.fx.Node) or node.op != "call_function":
             return None
         if node.target in DQ_CHANNEL_OPS:
-            w, s, z, axis = node.args[0], node.args[1], node.args[2], node.args[3]
-            if w.op != "get_attr" or axis != 0:
+            w, s, z, w_axis = node.args[0], node.args[1], node.args[2], node.args[3]
+            if w.op != "get_attr" or w_axis != axis:
                 return None
             scales = _attr(self.gm, s).double().numpy() if isinstance(s, torch.fx.Node) else np.asarray(s)
             zps = _attr(self.gm, z).numpy() if isinstance(z, torch.fx.Node) else np.asarray(z)
             return _attr(self.gm, w).numpy().astype(np.int8), np.asarray(scales, np.float64), np.asarray(zps)
         if node.target in DQ_OPS and node.args[0].op == "get_attr":
             w = _attr(self.gm, node.args[0]).numpy().astype(np.int8)
-            return w, np.full(w.shape[0], float(node.args[1])), np.full(w.shape[0], int(node.args[2]))
+            return w, np.full(w.shape[axis], float(node.args[1])), np.full(w.shape[axis], int(node.args[2]))
         return None
 
     def bias(self, node, in_scale, w_scales, name) -> Optional[int]:
@@ -322,6 +382,9 @@ class QuantLowering:
 
     def _finish(self, node, qnode, act, out) -> None:
         self.q[qnode] = out
+        last = act if act is not None else node
+        self.results[last.name] = (out, op_name(node.target) if isinstance(node.target, torch._ops.OpOverload)
+                                   else str(node.target), source_line(node, self.user_file))
         self.done.update({node, qnode} | ({act} if act is not None else set()))
 
     @staticmethod
@@ -340,18 +403,36 @@ class QuantLowering:
         if oq is None:
             return "its result is not quantized (the quantizer left it in fp32)"
         qnode, act = oq
-        if t is aten.conv2d.default:
+        if t in (aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding):
             return self._conv(node, qnode, act)
+        if t is aten.conv_transpose2d.input:
+            return self._conv_transpose(node, qnode, act)
+        if t in (aten.transpose.int, aten.permute.default, aten.t.default):
+            return self._permute(node, qnode, act)
+        if t in (aten.matmul.default, aten.bmm.default, aten.mm.default):
+            return self._matmul(node, qnode, act)
+        if t is aten.cat.default:
+            return self._cat(node, qnode, act)
+        if t in (aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default):
+            return self._upsample_nearest(node, qnode, act)
         if t is aten.linear.default:
             return self._linear(node, qnode, act)
-        if t is aten.add.Tensor:
+        if t in (aten.add.Tensor, aten.sub.Tensor) and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
             return self._add(node, qnode, act)
+        if t is aten.mul.Tensor and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
+            return self._mul(node, qnode, act)
+        if is_lut_node(node):
+            return self._lut(node, qnode, act)
         if t is aten.max_pool2d.default:
             return self._max_pool(node, qnode, act)
         if t is aten.avg_pool2d.default:
             return self._avg_pool(node, qnode, act)
         if t in (aten.softmax.int, aten._softmax.default):
             return self._softmax(node, qnode, act)
+        if t in (aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default):
+            return self._adaptive_avg_pool(node, qnode, act)
+        if t is aten.mean.dim:
+            return self._mean(node, qnode, act)
         return f"no int8 kernel for {op_name(t) if isinstance(t, torch._ops.OpOverload) else t}"
 
     def _noop(self, node):
@@ -384,6 +465,7 @@ class QuantLowering:
                 self._finish(node, qnode, None, out)
                 return None
             v = self._to_nchw(v, node)
+        v = self._contig(v, node)
         dim_order = NHWC if len(shape) == 4 else None
         out = self._alias(v, shape, dim_order, node.name)
         if len(shape) == 4 and _nontrivial_nhwc(shape):
@@ -407,13 +489,24 @@ class QuantLowering:
     def _conv(self, node, qnode, act):
         args = list(node.args) + [None] * (7 - len(node.args))
         x, wn, bn, stride, padding, dilation, groups = args
+        one_d = node.target in (aten.conv1d.default, aten.conv1d.padding)
         stride = list(stride or [1, 1])
         padding = padding if padding is not None else [0, 0]
         dilation = list(dilation or [1, 1])
         groups = groups or 1
-        if isinstance(padding, str):
-            return f"padding='{padding}' (lower with explicit padding)"
+        if isinstance(padding, str):  # conv2d.padding / conv1d.padding: 'valid' or 'same' (stride 1)
+            wq = self.weight(wn)
+            kernel = list(wq[0].shape[2:]) if wq is not None else None
+            dil = dilation * len(kernel) if kernel is not None and len(dilation) == 1 else dilation
+            if padding == "valid":
+                padding = [0] * (1 if one_d else 2)
+            elif padding == "same" and kernel is not None and all((d * (k - 1)) % 2 == 0 for d, k in zip(dil, kernel)):
+                padding = [d * (k - 1) // 2 for d, k in zip(dil, kernel)]
+            else:
+                return f"padding='{padding}' with an even kernel extent (asymmetric padding)"
         padding = list(padding)
+        if one_d:  # conv1d as a 1xN conv2d: [N, C, L] is [N, C, 1, L]
+            stride, padding, dilation = [1, stride[0]], [0, padding[0]], [1, dilation[0]]
         stride, padding, dilation = [s * 2 if len(s) == 1 else s for s in (stride, padding, dilation)]
         v = self.quant_of(x)
         wq = self.weight(wn)
@@ -422,15 +515,18 @@ class QuantLowering:
         w, w_scales, w_zps = wq
         if np.any(w_zps != 0):
             return "weights are not symmetric"
+        if one_d:
+            v = self._as_4d(v)
+            w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
         v = self._to_nhwc(v, node)
         xt = self.program.tensor(v)
         s_out, zp_out = self._qparams(qnode)
         cin, cout = xt.shape[1], w.shape[0]
         depthwise = groups > 1 and groups == cin and cout % cin == 0
-        if groups != 1 and not depthwise:
-            return f"grouped convolution (groups={groups})"
         mults, shifts = zip(*[quantize_multiplier(xt.scale * float(s) / s_out) for s in w_scales])
-        out = self._int8(_shape(node), s_out, zp_out, NHWC, qnode.name)
+        oshape = _shape(node)
+        out = self._int8(oshape if not one_d else (oshape[0], oshape[1], 1, oshape[2]), s_out, zp_out, NHWC,
+                         qnode.name)
         bias = self.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
         lo, hi = self._act_range(act, s_out, zp_out)
         if depthwise:
@@ -451,6 +547,177 @@ class QuantLowering:
               self._const(np.array(shifts), "int32", f"{node.name}_shifts"),
               self._scalar("int", lo), self._scalar("int", hi), scratch]
         self._emit(name, a, out, node)
+        if one_d:  # [N, O, 1, L] channels-last is [N, O, L] with dim_order (0, 2, 1)
+            out = self._alias(out, oshape, (0, 2, 1), qnode.name + "_1d")
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _as_4d(self, v: int) -> int:
+        """A 3-D [N, C, L] int8 value as the 4-D [N, C, 1, L] (free: same bytes)."""
+        t = self.program.tensor(v)
+        n, c, length = t.shape
+        if t.dim_order == (0, 2, 1):
+            return self._alias(v, (n, c, 1, length), NHWC, t.name + "_4d")
+        v = self._contig(v)
+        return self._alias(v, (n, c, 1, length), (0, 1, 2, 3), t.name + "_4d")
+
+    def _conv_transpose(self, node, qnode, act):
+        args = list(node.args) + [None] * (8 - len(node.args))
+        x, wn, bn, stride, padding, output_padding, groups, dilation = args
+        stride, padding = list(stride or [1, 1]), list(padding or [0, 0])
+        output_padding, dilation = list(output_padding or [0, 0]), list(dilation or [1, 1])
+        stride, padding, output_padding, dilation = [s * 2 if len(s) == 1 else s for s in
+                                                     (stride, padding, output_padding, dilation)]
+        if (groups or 1) != 1:
+            return "grouped transposed convolution"
+        v = self.quant_of(x)
+        wq = self.weight(wn, axis=1)
+        if v is None or wq is None:
+            return "input or weight is not int8 (per output channel)"
+        w, w_scales, w_zps = wq
+        if np.any(w_zps != 0):
+            return "weights are not symmetric"
+        v = self._to_nhwc(v, node)
+        xt = self.program.tensor(v)
+        s_out, zp_out = self._qparams(qnode)
+        mults, shifts = zip(*[quantize_multiplier(xt.scale * float(s) / s_out) for s in w_scales])
+        out = self._int8(_shape(node), s_out, zp_out, NHWC, qnode.name)
+        bias = self.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
+        lo, hi = self._act_range(act, s_out, zp_out)
+        wt = w.transpose(1, 2, 3, 0)  # [Cin, Cout, kh, kw] -> OHWI [Cout, kh, kw, Cin]
+        il = lambda x: self._scalar("int_list", [int(a) for a in x])  # noqa: E731
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        a = [v, self._const(wt, "int8", f"{node.name}_weight"), bias if bias is not None else self._scalar("none"),
+             il(stride), il(padding), il(output_padding), il(dilation), i(-xt.zero_point), i(zp_out),
+             self._const(np.array(mults), "int32", f"{node.name}_multipliers"),
+             self._const(np.array(shifts), "int32", f"{node.name}_shifts"), i(lo), i(hi),
+             self._scratch(0, f"{node.name}_scratch"), self._scratch(0, f"{node.name}_output_scratch")]
+        self._emit("cortex_m::quantized_transpose_conv2d.out", a, out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _permute(self, node, qnode, act):
+        """transpose / permute of an int8 activation: free, a view with another dim_order."""
+        v = self.quant_of(node.args[0])
+        if v is None:
+            return "input is not int8"
+        t = self.program.tensor(v)
+        s_out, zp_out = self._qparams(qnode)
+        if (s_out, zp_out) != (t.scale, t.zero_point) or act is not None:
+            return "a permute that changes quantization parameters"
+        nd = len(t.shape)
+        if node.target is aten.transpose.int:
+            d0, d1 = node.args[1] % nd, node.args[2] % nd
+            perm = list(range(nd))
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+        elif node.target is aten.t.default:
+            perm = list(range(nd))[::-1]
+        else:
+            perm = [d % nd for d in node.args[1]]
+        inv = [perm.index(i) for i in range(nd)]
+        order = t.dim_order or tuple(range(nd))
+        new_order = tuple(inv[d] for d in order)
+        shape = tuple(t.shape[p] for p in perm)
+        out = self._alias(v, shape, None if new_order == tuple(range(nd)) else new_order, qnode.name)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _matmul(self, node, qnode, act):
+        """Two int8 activations: cortex_m::quantized_batch_matmul (rhs read transposed)."""
+        a_node, b_node = node.args[0], node.args[1]
+        va, vb = self.quant_of(a_node), self.quant_of(b_node)
+        if va is None or vb is None:
+            return "an input is not int8 (a constant operand is a linear layer)"
+        if act is not None:
+            return "matmul with a fused activation"
+        ta, tb = self.program.tensor(va), self.program.tensor(vb)
+        if len(ta.shape) < 2 or len(tb.shape) < 2 or ta.shape[:-2] != tb.shape[:-2]:
+            return "matmul with broadcasting batch dimensions"
+        batch = int(np.prod(ta.shape[:-2])) if len(ta.shape) > 2 else 1
+        m, k = ta.shape[-2:]
+        n = tb.shape[-1]
+        # rhs^T [.., N, K]: a free view of b when b's bytes are b^T's row-major order
+        nd = len(tb.shape)
+        perm = list(range(nd - 2)) + [nd - 1, nd - 2]
+        inv = [perm.index(i) for i in range(nd)]
+        order = tb.dim_order or tuple(range(nd))
+        rt_order = tuple(inv[d] for d in order)
+        rt_shape = tuple(tb.shape[p] for p in perm)
+        rt = self._alias(vb, rt_shape, None if rt_order == tuple(range(nd)) else rt_order, tb.name + "_t")
+        rt = self._contig(rt, node)
+        lhs = self._contig(va, node)
+        lhs = self._alias(lhs, (batch, m, k), None, ta.name + "_3d")
+        rt = self._alias(rt, (batch, n, k), None, tb.name + "_t3d")
+        s_out, zp_out = self._qparams(qnode)
+        mult, shift = quantize_multiplier(ta.scale * tb.scale / s_out)
+        out = self._int8((batch, m, n), s_out, zp_out, None, qnode.name)
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        self._emit("cortex_m::quantized_batch_matmul.out",
+                   [lhs, i(-ta.zero_point), rt, i(-tb.zero_point), i(zp_out), i(mult), i(shift),
+                    self._scratch(0, f"{node.name}_scratch")], out, node)
+        out = self._alias(out, _shape(node), None, qnode.name + "_view")
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _cat(self, node, qnode, act):
+        """int8 cat: inputs with the output's quantization (others requantized by a table), in
+        one memory order; aten::cat.out on the memory-order views."""
+        tensors = node.args[0]
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+        vs = [self.quant_of(x) for x in tensors]
+        if any(v is None for v in vs):
+            return "an input is not int8"
+        if act is not None:
+            return "cat with a fused activation"
+        s_out, zp_out = self._qparams(qnode)
+        vs = [self._requantize(v, s_out, zp_out, node) for v in vs]
+        ts = [self.program.tensor(v) for v in vs]
+        nd = len(ts[0].shape)
+        dim = dim % nd
+        if nd == 4:
+            vs = [self._to_nhwc(v, node) for v in vs]
+            order = NHWC
+        else:
+            vs = [self._contig(v, node) for v in vs]
+            order = tuple(range(nd))
+        mem = []
+        for v in vs:
+            t = self.program.tensor(v)
+            mem.append(self._alias(v, tuple(t.shape[d] for d in order), None, t.name + "_mem"))
+        mdim = order.index(dim)
+        shape = _shape(node)
+        mem_shape = tuple(shape[d] for d in order)
+        out_mem = self._int8(mem_shape, s_out, zp_out, tuple(range(nd)), qnode.name + "_mem")
+        self._emit("aten::cat.out", [self._scalar("tensor_list", mem), self._scalar("int", mdim)], out_mem, node)
+        out = self._alias(out_mem, shape, NHWC if nd == 4 else None, qnode.name)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _requantize(self, v: int, scale: float, zp: int, node=None) -> int:
+        """v with quantization (scale, zp): itself, or a 256-entry table of dequantize -> quantize."""
+        t = self.program.tensor(v)
+        if (t.scale, t.zero_point) == (float(scale), int(zp)):
+            return v
+        lut = activation_lut(lambda x: x, (), {}, t.scale, t.zero_point, scale, zp)
+        out = self._int8(t.shape, scale, zp, t.dim_order, t.name + "_rq")
+        self._emit("cortex_m::quantized_activation.out", [v, self._const(lut, "int8", t.name + "_rq_lut")], out,
+                   node)
+        return out
+
+    def _upsample_nearest(self, node, qnode, act):
+        """Nearest upsampling: a byte copy (aten::upsample_nearest2d.vec_out on int8, NCHW order)."""
+        v = self.quant_of(node.args[0])
+        if v is None:
+            return "input is not int8"
+        t = self.program.tensor(v)
+        s_out, zp_out = self._qparams(qnode)
+        if (s_out, zp_out) != (t.scale, t.zero_point) or act is not None:
+            return "upsampling that changes quantization parameters"
+        v = self._to_nchw(v, node)
+        shape = _shape(node)
+        out = self._int8(shape, s_out, zp_out, (0, 1, 2, 3), qnode.name)
+        self._emit("aten::upsample_nearest2d.vec_out",
+                   [v, self._scalar("int_list", list(shape[2:])), self._scalar("none")], out, node)
         self._finish(node, qnode, act, out)
         return None
 
@@ -466,6 +733,8 @@ class QuantLowering:
             return "weights are not symmetric"
         if not np.all(w_scales == w_scales[0]):
             return "per-channel linear weights (cortex_m::quantized_linear takes one multiplier)"
+        if v not in self.nhwc_flat:
+            v = self._contig(v, node)
         xt = self.program.tensor(v)
         if v in self.nhwc_flat:
             c, h, wd = self.nhwc_flat[v]
@@ -500,19 +769,53 @@ class QuantLowering:
         va, vb = self.quant_of(a_node), self.quant_of(b_node)
         if va is None or vb is None:
             return "an input is not int8"
+        va, vb = self._to_nhwc(va, node), self._to_nhwc(vb, node)
         ta, tb = self.program.tensor(va), self.program.tensor(vb)
-        if ta.shape != tb.shape:
-            return "broadcasting add"
-        if ta.dim_order != tb.dim_order:
-            va, vb = self._to_nhwc(va, node), self._to_nhwc(vb, node)
         s_out, zp_out = self._qparams(qnode)
         (m1, s1), (m2, s2), (mo, so) = add_params(ta.scale, tb.scale, s_out)
-        out = self._int8(_shape(node), s_out, zp_out, self.program.tensor(va).dim_order, qnode.name)
+        if node.target is aten.sub.Tensor:
+            m2 = -m2  # x - y: y's rescaling negated (same arithmetic on both kernels and the reference)
+        shape = _shape(node)
+        out = self._int8(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
         lo, hi = self._act_range(act, s_out, zp_out)
         i = lambda x: self._scalar("int", int(x))  # noqa: E731
         self._emit("cortex_m::quantized_add.out",
                    [va, i(ta.zero_point), i(m1), i(s1), vb, i(tb.zero_point), i(m2), i(s2), i(zp_out), i(mo), i(so),
                     i(lo), i(hi)], out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _mul(self, node, qnode, act):
+        """Two int8 activations (broadcasting): cortex_m::quantized_mul."""
+        va, vb = self.quant_of(node.args[0]), self.quant_of(node.args[1])
+        if va is None or vb is None:
+            return "an input is not int8"
+        if act is not None:
+            return "mul with a fused activation"
+        va, vb = self._to_nhwc(va, node), self._to_nhwc(vb, node)
+        ta, tb = self.program.tensor(va), self.program.tensor(vb)
+        s_out, zp_out = self._qparams(qnode)
+        m, sh = quantize_multiplier(ta.scale * tb.scale / s_out)
+        shape = _shape(node)
+        out = self._int8(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        self._emit("cortex_m::quantized_mul.out", [va, i(ta.zero_point), vb, i(tb.zero_point), i(zp_out), i(m), i(sh)],
+                   out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _lut(self, node, qnode, act):
+        """An elementwise function of one int8 activation: a 256-entry table, cortex_m::quantized_activation."""
+        v = self.quant_of(node.args[0])
+        if v is None:
+            return "input is not int8"
+        xt = self.program.tensor(v)
+        s_out, zp_out = self._qparams(qnode)
+        lo, hi = self._act_range(act, s_out, zp_out)
+        lut = activation_lut(node.target, node.args[1:], dict(node.kwargs), xt.scale, xt.zero_point, s_out, zp_out,
+                             lo, hi)
+        out = self._int8(xt.shape, s_out, zp_out, xt.dim_order, qnode.name)
+        self._emit("cortex_m::quantized_activation.out", [v, self._const(lut, "int8", f"{node.name}_lut")], out, node)
         self._finish(node, qnode, act, out)
         return None
 
@@ -524,13 +827,24 @@ class QuantLowering:
         kernel, stride, padding = _pool_geometry(kernel, stride, padding)
         dilation = list(dilation) if dilation else [1, 1]
         dilation = dilation * 2 if len(dilation) == 1 else dilation
-        if ceil_mode or dilation != [1, 1]:
-            return "max pool with ceil_mode or dilation"
+        if dilation != [1, 1]:
+            return "max pool with dilation"
         v = self.quant_of(x)
         if v is None:
             return "input is not int8"
         v = self._to_nhwc(v, node)
         xt = self.program.tensor(v)
+        if ceil_mode:  # the windows past the end: pad bottom/right with -128 (never the max)
+            n, c, h, w = xt.shape
+            oh, ow = _shape(node)[2:]
+            eh = max(0, (oh - 1) * stride[0] + kernel[0] - h - 2 * padding[0])
+            ew = max(0, (ow - 1) * stride[1] + kernel[1] - w - 2 * padding[1])
+            if eh or ew:
+                padded = self._int8((n, c, h + eh, w + ew), xt.scale, xt.zero_point, NHWC, xt.name + "_ceil")
+                il = lambda x: self._scalar("int_list", [int(a) for a in x])  # noqa: E731
+                self._emit("cortex_m::pad.out", [v, il([0, 0, 0, 0]), il([0, eh, ew, 0]),
+                                                 self._scalar("int", INT8_MIN)], padded, node)
+                v, xt = padded, self.program.tensor(padded)
         s_out, zp_out = self._qparams(qnode)
         if zp_out != xt.zero_point or s_out != xt.scale:
             return "output quantization differs from the input's"
@@ -547,8 +861,8 @@ class QuantLowering:
     def _avg_pool(self, node, qnode, act):
         x, kernel, stride, padding, ceil_mode, count_include_pad, divisor = self._pool_args(node, 7)
         kernel, stride, padding = _pool_geometry(kernel, stride, padding)
-        if ceil_mode or divisor is not None or act is not None:
-            return "avg pool with ceil_mode, divisor_override or a fused activation"
+        if divisor is not None or act is not None:
+            return "avg pool with divisor_override or a fused activation"
         if any(padding) and count_include_pad is not False:
             return "padded avg pool that counts the padding"
         v = self.quant_of(x)
@@ -565,8 +879,87 @@ class QuantLowering:
         i = lambda x: self._scalar("int", int(x))  # noqa: E731
         il = lambda x: self._scalar("int_list", [int(a) for a in x])  # noqa: E731
         self._emit("cortex_m::quantized_avg_pool2d.out",
+                   [v, il(kernel), il(stride), il(padding), self._scalar("bool", bool(ceil_mode)), i(zp_out), i(mult), i(shift),
+                    scratch], out, node)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _avg_pool_int8(self, node, qnode, v, kernel, stride, padding):
+        """cortex_m::quantized_avg_pool2d of int8 value v (same quantization in and out)."""
+        v = self._to_nhwc(v, node)
+        xt = self.program.tensor(v)
+        s_out, zp_out = self._qparams(qnode)
+        if zp_out != xt.zero_point or s_out != xt.scale:
+            return None, "output quantization differs from the input's"
+        n, c, h, w = xt.shape
+        oh = (h + 2 * padding[0] - kernel[0]) // stride[0] + 1
+        ow = (w + 2 * padding[1] - kernel[1]) // stride[1] + 1
+        mult, shift = quantize_multiplier(xt.scale)
+        out = self._int8((n, c, oh, ow), s_out, zp_out, NHWC, qnode.name)
+        scratch = self._scratch(c * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        il = lambda x: self._scalar("int_list", [int(a) for a in x])  # noqa: E731
+        self._emit("cortex_m::quantized_avg_pool2d.out",
                    [v, il(kernel), il(stride), il(padding), self._scalar("bool", False), i(zp_out), i(mult), i(shift),
                     scratch], out, node)
+        return out, None
+
+    def _adaptive_avg_pool(self, node, qnode, act):
+        """adaptive_avg_pool2d whose windows tile the input (H, W multiples of the output size,
+        global pooling among them): an int8 average pool with kernel = stride = H/oh x W/ow."""
+        v = self.quant_of(node.args[0])
+        if v is None:
+            return "input is not int8"
+        if act is not None:
+            return "adaptive avg pool with a fused activation"
+        xt = self.program.tensor(v)
+        if len(xt.shape) != 4:
+            return "adaptive avg pool of a tensor that is not 4-D"
+        (_, _, h, w), (oh, ow) = xt.shape, _shape(node)[2:]
+        if h % oh or w % ow:
+            return f"adaptive avg pool {h}x{w} -> {oh}x{ow}: windows of different sizes"
+        k = [h // oh, w // ow]
+        out, why = self._avg_pool_int8(node, qnode, v, k, k, [0, 0])
+        if why:
+            return why
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _mean(self, node, qnode, act):
+        """mean over H and W of a 4-D tensor (keepdim or not): a global int8 average pool."""
+        x, dims = node.args[0], node.args[1]
+        keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+        if node.kwargs.get("dtype") is not None or len(node.args) > 3:
+            return "mean with a dtype"
+        v = self.quant_of(x)
+        if v is None:
+            return "input is not int8"
+        if act is not None:
+            return "mean with a fused activation"
+        xt = self.program.tensor(v)
+        nd = len(xt.shape)
+        red = sorted({d % nd for d in (dims or range(nd))})
+        order = list(xt.dim_order or range(nd))
+        pos = [order.index(d) for d in red]
+        if pos != list(range(pos[0], pos[0] + len(pos))):
+            return "mean over dimensions that are not adjacent in memory"
+        outer = int(np.prod([xt.shape[d] for d in order[:pos[0]]]))
+        inner = int(np.prod([xt.shape[d] for d in order[pos[-1] + 1:]]))
+        span = int(np.prod([xt.shape[d] for d in red]))
+        # the same bytes as an NHWC [outer, inner, span, 1] tensor: a global average pool over H
+        v4 = self._alias(v, (outer, inner, span, 1), NHWC, xt.name + "_pool_view")
+        out, why = self._avg_pool_int8(node, qnode, v4, [span, 1], [span, 1], [0, 0])
+        if why:
+            return why
+        kept = [d for d in order if d not in red]
+        shape = _shape(node)
+        if keepdim:
+            out_order = tuple(order)
+        else:
+            renum = {d: k for k, d in enumerate(x for x in range(nd) if x not in red)}
+            out_order = tuple(renum[d] for d in kept)
+        out_order = None if out_order == tuple(range(len(shape))) else out_order
+        out = self._alias(out, shape, out_order, node.name)
         self._finish(node, qnode, act, out)
         return None
 
@@ -576,8 +969,10 @@ class QuantLowering:
         if v is None:
             return "input is not int8"
         xt = self.program.tensor(v)
-        if dim not in (-1, len(xt.shape) - 1) or (len(xt.shape) == 4 and xt.dim_order == NHWC):
+        if dim not in (-1, len(xt.shape) - 1):
             return "softmax over a dimension other than the last"
+        v = self._to_nchw(v, node)
+        xt = self.program.tensor(v)
         s_out, zp_out = self._qparams(qnode)
         if act is not None or abs(s_out - 1 / 256) > 1e-12 or zp_out != -128:
             return "softmax output must be scale 1/256, zero point -128"
@@ -591,29 +986,46 @@ class QuantLowering:
 
     # -- fp32 fallback -----------------------------------------------------------------------------------
     def fallback_op(self, node, reason: str) -> None:
+        """An fp32 island: node's int8 inputs dequantized, node decomposed to core ATen and run by
+        the target's fp32 kernels (mcu_gen/quantize/islands.py); quantize nodes after it requantize."""
+        if node.target is operator.getitem:
+            self.fp.lower_call(node)
+            self.f[(node, True)] = self.fp.env[node]
+            return
+        first_ins, first_val = len(self.program.instructions), len(self.program.values)
+        activations, constants = {}, {}
         for a in node.all_input_nodes:
-            if a in self.fp.env:
-                continue
             if a.op == "get_attr":
-                self.fp.env[a] = self.fp.constant_value(_attr(self.gm, a), a.name)
+                constants[a] = _attr(self.gm, a)
             elif self.weight(a) is not None:
-                w = a.target(*[(_attr(self.gm, x) if isinstance(x, torch.fx.Node) else x) for x in a.args])
-                self.fp.env[a] = self.fp.constant_value(w, a.name)
+                constants[a] = a.target(*[(_attr(self.gm, x) if isinstance(x, torch.fx.Node) else x)
+                                          for x in a.args])
+            elif a in self.fp.env:
+                activations[a] = self.fp.env[a]
             else:
-                self.fp.env[a] = self.fp32_of(a, contiguous=True)
-        self.fp.lower_call(node)
-        out = self.fp.env[node]
+                activations[a] = self.fp32_of(a, contiguous=True)
+        out = lower_island(self.fp, node, activations, constants)
+        self.fp.env[node] = out
         self.f[(node, True)] = out
-        if node.target not in VIEW_OPS and node.target is not __import__("operator").getitem:
-            self.fallback.append({"op": op_name(node.target) if isinstance(node.target, torch._ops.OpOverload)
-                                  else str(node.target), "reason": reason,
-                                  "source": source_line(node, self.user_file)})
+        if node.target in VIEW_OPS or node.target in NOOP_OPS:
+            return
+        new_values = [v for v in self.program.values[first_val:] if isinstance(v, TensorValue) and not v.is_constant]
+        self.fallback.append({
+            "op": op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target),
+            "reason": reason, "source": source_line(node, self.user_file),
+            "kernels": [ins.op for ins in self.program.instructions[first_ins:]],
+            "fp32_bytes": sum(v.nbytes for v in new_values if v.dtype == "float32"),
+            "constant_bytes": sum(v.nbytes for v in self.program.values[first_val:]
+                                  if isinstance(v, TensorValue) and v.is_constant)})
 
     def quantize_node(self, node) -> None:
         x = node.args[0]
         scale, zp = self._qparams(node)
         if x.op == "placeholder" and self.io == "int8":
             raise AssertionError("handled with the inputs")
+        if x in self.q and (x, True) not in self.f and (x, False) not in self.f:
+            self.q[node] = self._requantize(self.q[x], scale, zp, node)  # int8 -> int8 by a table
+            return
         v = self.fp32_of(x, contiguous=(x, True) in self.f or x.op != "placeholder")
         t = self.program.tensor(v)
         out = self.program.add(TensorValue(t.shape, "int8", dim_order=t.dim_order, name=node.name, scale=scale,
@@ -654,6 +1066,7 @@ class QuantLowering:
             self.program.outputs.append(self._output(o))
         self.program.meta["aliases"] = dict(self.aliases)
         self.program.meta["fp32_fallback"] = self.fallback
+        self.program.meta["int8_results"] = self.results
         self.program.meta["quantized"] = "int8"
         self.program.meta["io"] = self.io
         return self.program
@@ -687,8 +1100,10 @@ class QuantLowering:
     def _output(self, node) -> int:
         if self.io == "int8" and node in self.q:
             v = self.q[node]
+            if len(self.program.tensor(v).shape) != 4:
+                v = self._contig(v)
         elif node in self.q:
-            v = self.fp32_of(node, contiguous=False)
+            v = self.fp32_of(node, contiguous=len(self.program.tensor(self.q[node]).shape) != 4)
         elif (node, True) in self.f:
             v = self.f[(node, True)]
         else:

@@ -44,19 +44,29 @@ aten = torch.ops.aten
 SOFTMAX_SCALE = 1.0 / 256.0
 SOFTMAX_ZERO_POINT = -128
 
-CONV_OPS = {aten.conv2d.default}
+CONV_OPS = {aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding}
+CONV_TRANSPOSE_OPS = {aten.conv_transpose2d.input}
+MATMUL_OPS = {aten.matmul.default, aten.bmm.default, aten.mm.default}
 LINEAR_OPS = {aten.linear.default}
-ADD_OPS = {aten.add.Tensor}
+ADD_OPS = {aten.add.Tensor, aten.sub.Tensor}
+MUL_OPS = {aten.mul.Tensor}
 # Ops whose output keeps the input's quantization parameters.
 SHARED_OPS = {
     aten.max_pool2d.default,
     aten.avg_pool2d.default,
+    aten.adaptive_avg_pool2d.default,
+    aten.mean.dim,
     aten.flatten.using_ints,
     aten.view.default,
     aten.reshape.default,
     aten.squeeze.dim,
     aten.squeeze.dims,
     aten.unsqueeze.default,
+    aten.transpose.int,
+    aten.permute.default,
+    aten.t.default,
+    aten.upsample_nearest2d.vec,
+    aten.upsample_nearest2d.default,
 }
 CAT_OPS = {aten.cat.default}
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
@@ -74,14 +84,14 @@ def activation_spec(qat: bool = False) -> QuantizationSpec:
                             is_dynamic=False, observer_or_fake_quant_ctr=ctr)
 
 
-def conv_weight_spec(qat: bool = False) -> QuantizationSpec:
+def conv_weight_spec(qat: bool = False, ch_axis: int = 0) -> QuantizationSpec:
     if qat:
         ctr = FakeQuantize.with_args(observer=MovingAveragePerChannelMinMaxObserver, quant_min=-127, quant_max=127,
-                                     dtype=torch.int8, qscheme=torch.per_channel_symmetric, ch_axis=0)
+                                     dtype=torch.int8, qscheme=torch.per_channel_symmetric, ch_axis=ch_axis)
     else:
-        ctr = PerChannelMinMaxObserver.with_args()
+        ctr = PerChannelMinMaxObserver.with_args(ch_axis=ch_axis)
     return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_channel_symmetric,
-                            ch_axis=0, is_dynamic=False, observer_or_fake_quant_ctr=ctr)
+                            ch_axis=ch_axis, is_dynamic=False, observer_or_fake_quant_ctr=ctr)
 
 
 def linear_weight_spec(qat: bool = False) -> QuantizationSpec:
@@ -96,6 +106,12 @@ def linear_weight_spec(qat: bool = False) -> QuantizationSpec:
 
 SOFTMAX_SPEC = FixedQParamsQuantizationSpec(dtype=torch.int8, scale=SOFTMAX_SCALE, zero_point=SOFTMAX_ZERO_POINT,
                                             quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine)
+
+
+def is_lut_node(node) -> bool:
+    from mcu_gen.quantize.lowering import is_lut_node as lut
+
+    return lut(node)
 
 
 def _annotated(node: torch.fx.Node) -> bool:
@@ -131,6 +147,7 @@ class McuQuantizer(Quantizer):
         self.act = activation_spec(qat)
         self.conv_w = conv_weight_spec(qat)
         self.linear_w = linear_weight_spec(qat)
+        self.conv_t_w = conv_weight_spec(qat, ch_axis=1)  # [Cin, Cout, kh, kw]: per output channel
 
     def _output(self, node, spec) -> None:
         """Annotate node's output (or that of a fused activation after it)."""
@@ -152,6 +169,22 @@ class McuQuantizer(Quantizer):
                           None if act is not None else self.act)
                 if act is not None:
                     _annotate(act, {}, self.act)
+            elif t in CONV_TRANSPOSE_OPS:
+                x, w = node.args[0], node.args[1]
+                groups = node.args[6] if len(node.args) > 6 else 1
+                if not (isinstance(w, torch.fx.Node) and w.op == "get_attr") or groups != 1:
+                    continue
+                act = _fused_activation(node)
+                _annotate(node, {x: self.act, w: self.conv_t_w}, None if act is not None else self.act)
+                if act is not None:
+                    _annotate(act, {}, self.act)
+            elif t in MATMUL_OPS and all(isinstance(a, torch.fx.Node) and a.op != "get_attr" for a in node.args[:2]):
+                _annotate(node, {node.args[0]: self.act, node.args[1]: self.act}, self.act)
+            elif t in MUL_OPS and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
+                _annotate(node, {node.args[0]: self.act, node.args[1]: self.act}, self.act)
+            elif is_lut_node(node):
+                # an elementwise function of one activation: int8 as a lookup table
+                _annotate(node, {node.args[0]: self.act}, self.act)
             elif t in ADD_OPS:
                 a, b = node.args[0], node.args[1]
                 if not (isinstance(a, torch.fx.Node) and isinstance(b, torch.fx.Node)):

@@ -19,6 +19,7 @@ import torch
 from mcu_gen.plan import planner
 from mcu_gen.program.ir import CODE_DTYPES, Program, ScalarValue, TensorValue
 from mcu_gen.reference.interpreter import ReferenceError, _execute, _Memory, interpret
+from mcu_gen.quantize.arith import dequantize_f32, quantize_f32  # noqa: F401 (used here and re-exported)
 
 SHIFT_INT8 = 20  # left shift of quantized_add operands
 
@@ -36,18 +37,6 @@ def requantize(acc, multiplier: int, shift: int) -> np.ndarray:
         threshold = (mask >> 1) + (v < 0)
         v = v + (remainder > threshold)
     return v.astype(np.int64)
-
-
-def quantize_f32(x: np.ndarray, scale: float, zp: int, qmin=-128, qmax=127) -> np.ndarray:
-    """quantized_decomposed.quantize_per_tensor: round(x * (1/scale)) + zp in float32, half to even."""
-    inv = np.float32(1.0 / scale)
-    y = np.round(np.asarray(x, np.float32) * inv) + np.float32(zp)
-    return np.clip(y, qmin, qmax).astype(np.int8)
-
-
-def dequantize_f32(q: np.ndarray, scale: float, zp: int) -> np.ndarray:
-    """quantized_decomposed.dequantize_per_tensor: (q - zp) * scale in float32."""
-    return (np.asarray(q, np.float32) - np.float32(zp)) * np.float32(scale)
 
 
 def _conv_acc(x: np.ndarray, w_oihw: np.ndarray, stride, padding, dilation, groups: int) -> np.ndarray:
@@ -132,16 +121,71 @@ def quantized_mul(a, a_zp, b, b_zp, out_zp, out_mult, out_shift):
     return np.clip(y, -128, 127).astype(np.int8)
 
 
-def _pool_windows(x, kernel, stride, padding, fill):
+def quantized_batch_matmul(lhs, lhs_off, rhs_t, rhs_off, out_zp, mult, shift):
+    """lhs [B, M, K], rhs_t [B, N, K]; the "zero points" are offsets (added), exact int64 sums."""
+    acc = np.einsum("bmk,bnk->bmn", lhs.astype(np.int64) + lhs_off, rhs_t.astype(np.int64) + rhs_off)
+    y = requantize(acc, mult, shift) + out_zp
+    return np.clip(y, -128, 127).astype(np.int8)
+
+
+def quantized_transpose_conv2d(x, weight_ohwi, bias, stride, padding, output_padding, dilation, input_offset,
+                               output_offset, mults, shifts, act_min, act_max, out_shape):
+    """Transposed convolution (groups 1), exact int64 sums: input pixel (iy, ix) with tap (i, j)
+    adds to output (iy * s - p + i * d, ix * s - p + j * d)."""
+    n, c, h, w = x.shape
+    o, kh, kw, _ = weight_ohwi.shape
+    wt = np.asarray(weight_ohwi, np.int64)
+    xo = x.astype(np.int64) + input_offset
+    _, _, oh, ow = out_shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    acc = np.zeros((n, o, oh, ow), np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            contrib = np.einsum("nchw,oc->nohw", xo, wt[:, i, j, :])
+            for iy in range(h):
+                y = iy * sh - ph + i * dh
+                if not 0 <= y < oh:
+                    continue
+                for ix in range(w):
+                    xx = ix * sw - pw + j * dw
+                    if 0 <= xx < ow:
+                        acc[:, :, y, xx] += contrib[:, :, iy, ix]
+    if bias is not None:
+        acc += np.asarray(bias, np.int64).reshape(1, -1, 1, 1)
+    y = _requant_channels(acc, mults, shifts) + output_offset
+    return np.clip(y, act_min, act_max).astype(np.int8)
+
+
+def upsample_nearest_int8(x, out_h: int, out_w: int) -> np.ndarray:
+    """The kernel's (and PyTorch's) nearest index: min(floor(dst * (float)in / out), in - 1)."""
+    def idx(n_in, n_out):
+        if n_in == n_out:
+            return np.arange(n_out)
+        scale = np.float32(n_in) / np.float32(n_out)
+        return np.minimum(np.floor(np.arange(n_out, dtype=np.float32) * scale).astype(np.int64), n_in - 1)
+
+    return x[:, :, idx(x.shape[2], out_h)][:, :, :, idx(x.shape[3], out_w)]
+
+
+def _pool_out(n, k, p, s, ceil_mode) -> int:
+    """ATen's pooling output size (the last window must start inside the input or left padding)."""
+    out = (n + 2 * p - k + ((s - 1) if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def _pool_windows(x, kernel, stride, padding, fill, ceil_mode=False):
     n, c, h, w = x.shape
     kh, kw = kernel
     sh, sw = stride
     ph, pw = padding
-    oh = (h + 2 * ph - kh) // sh + 1
-    ow = (w + 2 * pw - kw) // sw + 1
-    xp = np.full((n, c, h + 2 * ph, w + 2 * pw), fill, np.int64)
+    oh, ow = _pool_out(h, kh, ph, sh, ceil_mode), _pool_out(w, kw, pw, sw, ceil_mode)
+    eh = max(0, (oh - 1) * sh + kh - (h + 2 * ph))  # ceil mode: windows past the end
+    ew = max(0, (ow - 1) * sw + kw - (w + 2 * pw))
+    xp = np.full((n, c, h + 2 * ph + eh, w + 2 * pw + ew), fill, np.int64)
     xp[:, :, ph:ph + h, pw:pw + w] = x
-    valid = np.zeros((h + 2 * ph, w + 2 * pw), np.int64)
+    valid = np.zeros(xp.shape[2:], np.int64)
     valid[ph:ph + h, pw:pw + w] = 1
     wins, counts = [], []
     for i in range(kh):
@@ -165,11 +209,10 @@ def quantized_avg_pool2d(x, kernel, stride, padding, ceil_mode, zero_point, mult
     values over the taps inside the input (padding not counted), divided by their count with
     C division after adding half the count away from zero (ties away from zero), clamped to
     int8. Input and output share scale and zero point, so zero_point/multiplier/shift are not
-    needed. (ExecuTorch's float reference rounds exact .5 means to even instead.)"""
+    needed. (ExecuTorch's float reference rounds exact .5 means to even instead.) ceil_mode: the
+    windows past the end count only their taps inside the input, as the kernels do."""
     del zero_point, multiplier, shift
-    if ceil_mode:
-        raise ReferenceError("quantized_avg_pool2d: ceil_mode False only")
-    wins, counts = _pool_windows(x, kernel, stride, padding, 0)
+    wins, counts = _pool_windows(x, kernel, stride, padding, 0, bool(ceil_mode))
     total = np.zeros(wins.shape[1:], np.int64)
     for tap, valid in zip(wins, counts):
         total += np.where(valid.astype(bool), tap.astype(np.int64), 0)
@@ -260,13 +303,27 @@ def _run_cortex_m(mem: _Memory, ins) -> None:
         y = quantized_max_pool2d(a.t(0), a.s(1), a.s(2), a.s(3), a.s(4), a.s(5), a.s(6), a.s(7), a.s(8), a.s(9))
     elif name == "quantized_avg_pool2d":
         y = quantized_avg_pool2d(a.t(0), a.s(1), a.s(2), a.s(3), a.s(4), a.s(5), a.s(6), a.s(7))
+    elif name == "quantized_batch_matmul":
+        y = quantized_batch_matmul(a.t(0), a.s(1), a.t(2), a.s(3), a.s(4), a.s(5), a.s(6))
+    elif name == "quantized_transpose_conv2d":
+        shape = mem.program.tensor(out).shape
+        if nhwc:
+            shape = (shape[0], shape[3], shape[1], shape[2])
+        y = quantized_transpose_conv2d(a.t(0), a.t(1), a.t(2), a.s(3), a.s(4), a.s(5), a.s(6), a.s(7), a.s(8),
+                                       a.t(9), a.t(10), a.s(11), a.s(12), shape)
+    elif name == "quantized_activation":
+        y = np.asarray(a.t(1), np.int8)[a.t(0).astype(np.int64) + 128]
     elif name == "softmax":
         y = softmax(a.t(0), a.s(1), a.s(2), a.s(3), a.s(4), a.s(5), a.s(6))
     elif name == "transpose":
         y = np.ascontiguousarray(a.t(0).transpose(a.s(1)))
     elif name == "pad":
         x = a.t(0)
-        pre, post, value = a.s(1), a.s(2), a.s(3)
+        pre, post, value = list(a.s(1)), list(a.s(2)), a.s(3)
+        t = mem.program.tensor(ins.args[0])
+        if x.ndim == 4 and (t.dim_order == (0, 2, 3, 1) or x.shape[1] == 1 or x.shape[2] * x.shape[3] == 1):
+            # channels-last: the pads are in (N, H, W, C) order (as the kernels read them)
+            pre, post = [pre[0], pre[3], pre[1], pre[2]], [post[0], post[3], post[1], post[2]]
         off = 4 - x.ndim
         y = np.pad(x, [(pre[off + i], post[off + i]) for i in range(x.ndim)], constant_values=value)
     else:
@@ -284,9 +341,124 @@ def planned(program: Program) -> Program:
     return planner.plan(copy.deepcopy(program))
 
 
+# -- fp32 islands: kernels emulated operation for operation ------------------------------------------
+# An fp32 island's operators run on the target's fp32 kernels; where a kernel's float32 arithmetic
+# differs from torch's (summation order), the reference repeats the kernel's order here, so that
+# the quantize after the island sees the same float and the program stays bit-exact.
+def _f32(x):
+    return np.asarray(x, np.float32)
+
+
+def native_layer_norm_f32(x, n: int, weight, bias, eps: float):
+    """kernels_portable/op_native_layer_norm.cpp: sequential float32 sums over rows of n."""
+    rows = x.reshape(-1, n).astype(np.float32)
+    inv_n = np.float32(1.0) / np.float32(n)
+    total = np.zeros(rows.shape[0], np.float32)
+    for i in range(n):
+        total = total + rows[:, i]
+    mean = total * inv_n
+    sq = np.zeros(rows.shape[0], np.float32)
+    for i in range(n):
+        c = rows[:, i] - mean
+        sq = sq + c * c
+    rstd = np.float32(1.0) / np.sqrt(sq * inv_n + np.float32(eps))
+    y = (rows - mean[:, None]) * rstd[:, None]
+    if weight is not None:
+        y = y * _f32(weight).reshape(1, n)
+    if bias is not None:
+        y = y + _f32(bias).reshape(1, n)
+    return y.reshape(x.shape), mean, rstd
+
+
+def _emulated_layer_norm(mem: _Memory, ins) -> None:
+    p = mem.program
+    x = mem.tensor(ins.args[0]).numpy()
+    shape = p.values[ins.args[1]].value
+    n = int(np.prod(shape))
+
+    def opt(k):
+        v = p.values[ins.args[k]]
+        return None if isinstance(v, ScalarValue) else mem.tensor(ins.args[k]).numpy()
+
+    y, mean, rstd = native_layer_norm_f32(x, n, opt(2), opt(3), float(p.values[ins.args[4]].value))
+    for index, val in zip(ins.args[5:8], (y, mean, rstd)):
+        mem.write(index, torch.from_numpy(np.ascontiguousarray(val.reshape(p.tensor(index).shape))))
+
+
+def _libm():
+    import ctypes
+    import ctypes.util
+
+    if not hasattr(_libm, "lib"):
+        lib = ctypes.CDLL(ctypes.util.find_library("m"))
+        for name in ("expf", "logf"):
+            getattr(lib, name).restype = ctypes.c_float
+            getattr(lib, name).argtypes = [ctypes.c_float]
+        _libm.lib = lib
+    return _libm.lib
+
+
+def log_softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
+    """kernels_portable/op_log_softmax.cpp: max, a sequential float32 sum of expf(x - max), logf,
+    (x - max) - log_sum; expf/logf from the C library (the same correctly-rounded-in-practice
+    algorithms as newlib's)."""
+    lib = _libm()
+    xm = np.moveaxis(x.astype(np.float32), dim, -1)
+    rows = xm.reshape(-1, xm.shape[-1])
+    out = np.empty_like(rows)
+    for r, row in enumerate(rows):
+        mx = row.max()
+        total = np.float32(0.0)
+        for v in row:
+            total = np.float32(total + np.float32(lib.expf(float(np.float32(v - mx)))))
+        log_sum = np.float32(lib.logf(float(total)))
+        out[r] = (row - mx) - log_sum
+    return np.moveaxis(out.reshape(xm.shape), -1, dim)
+
+
+def softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
+    """kernels_portable/op_softmax.cpp: e = expf(x - max) with a sequential float32 sum, then
+    e * (1 / sum)."""
+    lib = _libm()
+    xm = np.moveaxis(x.astype(np.float32), dim, -1)
+    rows = xm.reshape(-1, xm.shape[-1])
+    out = np.empty_like(rows)
+    for r, row in enumerate(rows):
+        mx = row.max()
+        e = np.array([lib.expf(float(np.float32(v - mx))) for v in row], np.float32)
+        total = np.float32(0.0)
+        for v in e:
+            total = np.float32(total + v)
+        out[r] = e * (np.float32(1.0) / total)
+    return np.moveaxis(out.reshape(xm.shape), -1, dim)
+
+
+def _emulated_softmax(fn):
+    def run(mem: _Memory, ins) -> None:
+        x = mem.tensor(ins.args[0]).numpy()
+        dim = int(mem.program.values[ins.args[1]].value) % x.ndim
+        mem.write(ins.args[3], torch.from_numpy(np.ascontiguousarray(fn(x, dim))))
+
+    return run
+
+
+EMULATED = {"aten::native_layer_norm.out": _emulated_layer_norm,
+            "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
+            "aten::_softmax.out": _emulated_softmax(softmax_f32)}
+
+
 def execute_instruction(mem: _Memory, ins) -> None:
     """One instruction of an int8 program: cortex_m:: ops (and their in-place variants) in
     integer arithmetic, anything else (fp32 fallback ops) on the torch-op interpreter."""
+    if ins.op == "aten::upsample_nearest2d.vec_out" and mem.program.tensor(ins.args[0]).dtype == "int8":
+        out = ins.args[-1]
+        shape = mem.program.tensor(out).shape
+        y = upsample_nearest_int8(mem.tensor(ins.args[0]).numpy(), shape[2], shape[3])
+        mem.write(out, torch.from_numpy(np.ascontiguousarray(y)))
+        return
+    if ins.op in EMULATED:
+        EMULATED[ins.op](mem, ins)
+        return
     (_run_cortex_m if is_int8_op(ins.op) else _execute)(mem, ins)
 
 

@@ -1,0 +1,97 @@
+"""fp32 islands of an int8 graph: an operator without an int8 lowering runs in fp32 between a
+dequantize and a quantize, decomposed to the same core-ATen operator set (and through the
+same graph passes) as the fp32 path, so that whatever runs in fp32 also runs as an island.
+
+    values = lower_island(fp_lowering, node, inputs, constants)
+
+The converted PT2E graph is pre-dispatch ATen (aten.conv1d, aten.layer_norm,
+aten.adaptive_avg_pool2d, ...), for which the targets have no kernels. Each island operator
+is captured on its own with torch.export, decomposed (``run_decompositions()``, what
+``mcu_gen.export.capture`` does), run through ``mcu_gen.passes.run_passes`` and lowered
+into the same Program.
+"""
+from __future__ import annotations
+
+import torch
+import torch.fx
+
+from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, _Lowering, op_name, source_line, to_const_graph
+from mcu_gen.capture.passes import run_passes
+
+
+class _One(torch.nn.Module):
+    """``target(*args, **kwargs)`` with fx nodes replaced by the module's tensor inputs
+    (activations) and buffers (constants)."""
+
+    def __init__(self, node: torch.fx.Node, activations: list, constants: dict):
+        super().__init__()
+        self.target = node.target
+        self.node_args, self.node_kwargs = node.args, node.kwargs
+        self.activations = activations
+        self.const_names = {}
+        for k, (n, t) in enumerate(constants.items()):
+            name = f"c{k}"
+            self.register_buffer(name, t.detach().clone().contiguous())
+            self.const_names[n] = name
+
+    def forward(self, *xs):
+        env = dict(zip(self.activations, xs))
+
+        def sub(a):
+            if isinstance(a, torch.fx.Node):
+                return env[a] if a in env else getattr(self, self.const_names[a])
+            if isinstance(a, (list, tuple)):
+                return type(a)(sub(b) for b in a)
+            return a
+
+        return self.target(*sub(self.node_args), **{k: sub(v) for k, v in self.node_kwargs.items()})
+
+
+_TORCH_DTYPES = {"float32": torch.float32, "int32": torch.int32, "int64": torch.int64, "bool": torch.bool,
+                 "int8": torch.int8, "uint8": torch.uint8}
+
+
+def _example(program, value: int) -> torch.Tensor:
+    t = program.tensor(value)
+    return torch.zeros(tuple(int(s) for s in t.shape), dtype=_TORCH_DTYPES[t.dtype])
+
+
+def lower_island(fp: _Lowering, node: torch.fx.Node, activations: dict, constants: dict):
+    """Lower ``node`` in fp32 into ``fp.program``: ``activations`` maps input fx nodes to fp32
+    values of the program, ``constants`` input fx nodes to tensors. Returns the value (or list
+    of values, for an operator with several results) of the node."""
+    acts = list(activations)
+    what = op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target)
+    try:
+        ep = torch.export.export(_One(node, acts, constants), tuple(_example(fp.program, activations[a]) for a in acts))
+        ep = ep.run_decompositions()
+    except Exception as e:
+        raise ExportError(f"{what}: cannot decompose it to core ATen for an fp32 island: "
+                          f"{type(e).__name__}: {e}") from e
+    cg, inputs, outputs = to_const_graph(ep)
+    run_passes(cg, fuse=True)
+    out_node = next(n for n in cg.graph.nodes if n.op == "output")
+    outputs = list(out_node.args[0])
+    sub = _Lowering(cg, fp.user_file, fp.has_kernel)
+    sub.program, sub.aliases = fp.program, fp.aliases
+    for ph, a in zip(inputs, acts):
+        sub.env[ph] = activations[a]
+    first = len(fp.program.instructions)
+    src = source_line(node, fp.user_file)
+    try:
+        for n in cg.graph.nodes:
+            if n.op == "get_attr":
+                sub.env[n] = sub.constant_value(cg.const(n), f"{node.name}_{n.name}")
+            elif n.op == "call_function":
+                sub.lower_call(n)
+    except UnsupportedOperatorError as e:
+        raise UnsupportedOperatorError(f"{what} (in fp32, decomposed to core ATen): {e}\n  at {src}") from None
+    for ins in fp.program.instructions[first:]:
+        ins.source = src
+    values = []
+    for o in outputs:
+        if not isinstance(o, torch.fx.Node):
+            raise ExportError(f"{what}: an fp32 island that returns {o!r}")
+        values.append(sub.env[o])
+    val = node.meta.get("val")
+    return values if isinstance(val, (tuple, list)) else values[0]
