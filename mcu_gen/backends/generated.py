@@ -1,0 +1,545 @@
+"""mcu-gen's own int8 kernels, generated per layer at build time (issue 17).
+
+At build time every shape, offset and requantization constant of a layer is known. For the
+layers where it pays, this module writes one C++ function per instruction into the firmware
+project (``src/generated_kernels.cpp``): a register-blocked GEMM with the layer's sizes as
+compile-time constants, reading weights that were reordered and pre-widened to int16 pairs
+ahead of time, in exactly the order its inner loop reads them, so that the loop is loads,
+``SXTB16`` on the activations and ``SMLAD`` (two 16-bit MACs per instruction) only.
+
+Covered now: 1x1 convolutions (stride 1, no padding, groups 1; ``cortex_m::quantized_conv2d``
+and its in-place variant ``mcu::quantized_conv2d_pointwise_inplace``) and fully connected
+layers (``cortex_m::quantized_linear``) with input and output channel counts divisible by 4,
+on cores with the DSP extension and without MVE (Cortex-M33, M4).
+
+How the runtime reaches them: through the kernel table's prepare hook (``PrepareFn``,
+docs/architecture.md). The operator keeps its library kernel (portable or CMSIS-NN); its
+table entry gets a generated prepare function that, once per instruction at load, compares
+the instruction with each generated layer — tensor shapes and dim orders, every integer
+argument, and a CRC-32 of each constant tensor it was generated from (weights, bias,
+multipliers, shifts) — and returns that layer's function only on a full match. Anything
+else (another program uploaded later, a changed weight) runs the library kernel. So the
+runtime is unchanged, and a build without generated kernels is byte-for-byte what it was.
+
+Arithmetic (identical to the host integer reference, mcu_gen/reference/integer.py):
+``acc = init[n] + sum_k x[k] * w'[n][k]`` in wrapping int32, with ``w' = w + filter_offset``
+(int16) and ``init`` folding bias, kernel sum and ``input_offset * sum_k w'`` (int32
+arithmetic is modular, so the folded sum equals the reference's), then the portable
+kernels' ``requantize_to_int8`` (int8_common.h: CMSIS-NN's arm_nn_requantize).
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mcu_gen.program.ir import Program, ScalarValue, TensorValue
+
+GENERATED_FILE = "generated_kernels.cpp"
+MODES = ("auto", "library", "generated")
+
+# Operators with a generated form, and what they compute.
+POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointwise_inplace.out")
+LINEAR_OPS = ("cortex_m::quantized_linear.out",)
+MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * (int16) stays in int32
+
+
+def board_supports(board) -> bool:
+    """Generated kernels are written for the DSP extension (SMLAD/SXTB16) of cores without MVE
+    (Cortex-M33, M4); on the M55, CMSIS-NN's MVE kernels stay (MVE generation: not done)."""
+    return bool(getattr(board, "dsp", False)) and not bool(getattr(board, "mve", False))
+
+
+@dataclass
+class GemmLayer:
+    """One generated layer: out[r][n] = requant(init[n] + sum_k in[r][k] * w[n][k]) for r < rows."""
+    name: str
+    instruction: int
+    op: str
+    kind: str  # "pointwise" | "linear"
+    rows: int
+    k: int
+    n: int
+    weights: np.ndarray  # int16 [n, k]: weight + filter_offset
+    acc_init: np.ndarray  # int32 [n]
+    mults: np.ndarray  # int32 [n]
+    shifts: np.ndarray  # int32 [n]
+    out_offset: int
+    act_min: int
+    act_max: int
+    inplace_ok: bool  # output may start at the input's address (Cout <= Cin)
+    checks: list = field(default_factory=list)  # C++ boolean expressions over ctx, all must hold
+
+    @property
+    def macs(self) -> int:
+        return self.rows * self.k * self.n
+
+    @property
+    def weight_bytes(self) -> int:
+        """Flash of the pre-widened weight copy (the program keeps its int8 weights too)."""
+        return 2 * self.n * self.k
+
+    def packed_weights(self) -> np.ndarray:
+        """int16 weights in inner-loop order: for each block of 4 output channels, for each group
+        of 4 inputs k..k+3, for each of the 4 channels: w[k], w[k+2], w[k+1], w[k+3] — the two
+        int16 pairs that SMLAD multiplies with SXTB16(x) and SXTB16(x ror 8)."""
+        w = self.weights.reshape(self.n // 4, 4, self.k // 4, 4)  # [block, c, group, j]
+        w = w.transpose(0, 2, 1, 3)[..., [0, 2, 1, 3]]  # [block, group, c, (0, 2, 1, 3)]
+        return np.ascontiguousarray(w).reshape(-1).astype(np.int16)
+
+
+@dataclass
+class Generated:
+    layers: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # (instruction, op, reason)
+    source: str = ""
+    prepare: dict = field(default_factory=dict)  # op -> generated prepare function name
+
+    def report(self) -> dict:
+        return {
+            "layers": [{"instruction": l.instruction, "op": l.op, "kind": l.kind, "function": l.name,
+                        "rows": l.rows, "k": l.k, "n": l.n, "macs": l.macs,
+                        "prewidened_weight_bytes": l.weight_bytes} for l in self.layers],
+            "prewidened_weight_bytes": sum(l.weight_bytes for l in self.layers),
+            "skipped": [{"instruction": i, "op": op, "reason": r} for i, op, r in self.skipped],
+        }
+
+
+# -- eligibility --------------------------------------------------------------------------------
+def _t(program: Program, i: int):
+    v = program.values[i]
+    return v if isinstance(v, TensorValue) else None
+
+
+def _s(program: Program, i: int):
+    v = program.values[i]
+    return v.value if isinstance(v, ScalarValue) else None
+
+
+def _is_none(program: Program, i: int) -> bool:
+    v = program.values[i]
+    return isinstance(v, ScalarValue) and v.kind == "none"
+
+
+def _crc(a: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(a).tobytes()) & 0xFFFFFFFF
+
+
+def _tensor_check(arg: int, t: TensorValue) -> str:
+    sizes = ", ".join(str(int(s)) for s in t.shape)
+    order = ", ".join(str(int(d)) for d in (t.dim_order or range(len(t.shape))))
+    dtype = {"int8": "DType::Int8", "int32": "DType::Int32"}[t.dtype]
+    return f"tensor_is(ctx, {arg}, {dtype}, {{{sizes}}}, {{{order}}})"
+
+
+def _constant_check(arg: int, t: TensorValue) -> str:
+    return f"constant_is(ctx, {arg}, {t.nbytes}u, 0x{_crc(t.data):08x}u)"
+
+
+def _int_check(arg: int, v: int) -> str:
+    return f"int_is(ctx, {arg}, {int(v)})"
+
+
+def _list_check(arg: int, items) -> str:
+    return f"list_is(ctx, {arg}, {{{', '.join(str(int(v)) for v in items)}}})"
+
+
+def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
+    a = ins.args
+    x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[13])
+    if x is None or w is None or out is None or w.data is None:
+        return "non-constant weight"
+    if x.dtype != "int8" or w.dtype != "int8" or out.dtype != "int8" or len(x.shape) != 4 or len(w.shape) != 4:
+        return "not a 4-D int8 convolution"
+    if tuple(x.dim_order or (0, 1, 2, 3)) not in ((0, 2, 3, 1),) and not (x.shape[2] == x.shape[3] == 1):
+        return "input not channels-last"
+    cout, kh, kw, cin_g = (int(s) for s in w.shape)
+    n_, cin, h, wd = (int(s) for s in x.shape)
+    if (kh, kw) != (1, 1) or cin_g != cin:
+        return "not a 1x1 convolution with groups 1"
+    stride, pad, dil = _s(program, a[3]), _s(program, a[4]), _s(program, a[5])
+    if list(stride) not in ([1], [1, 1]) or any(int(p) != 0 for p in pad) or any(int(d) != 1 for d in dil):
+        return "stride, padding or dilation not 1/0/1"
+    if cin % 4 or cout % 4:
+        return f"channels {cin}->{cout} not multiples of 4"
+    if cin > MAX_K:
+        return "too many input channels"
+    if tuple(out.shape) != (n_, cout, h, wd):
+        return "unexpected output shape"
+    bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
+    mt, st = _t(program, a[8]), _t(program, a[9])
+    if mt is None or st is None or mt.data is None or st.data is None or (bias is not None and bias.data is None):
+        return "requantization parameters not constant"
+    in_off, out_off = int(_s(program, a[6])), int(_s(program, a[7]))
+    act_min, act_max = int(_s(program, a[10])), int(_s(program, a[11]))
+    mults = np.asarray(mt.data, np.int64).reshape(-1)
+    shifts = np.asarray(st.data, np.int64).reshape(-1)
+    if mults.size != cout or shifts.size != cout or abs(in_off) > 256:
+        return "unexpected parameter sizes"
+    if shifts.min() < -63 or shifts.max() > 31 or not (-128 <= act_min <= act_max <= 127):
+        return "parameters outside the kernels' range"
+    wt = np.asarray(w.data, np.int64).reshape(cout, cin)
+    init = wt.sum(axis=1) * in_off + (np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else 0)
+    checks = [_tensor_check(0, x), _tensor_check(1, w), _constant_check(1, w), _tensor_check(13, out),
+              _constant_check(8, mt), _constant_check(9, st),
+              _list_check(3, stride), _list_check(4, pad), _list_check(5, dil),
+              _int_check(6, in_off), _int_check(7, out_off), _int_check(10, act_min),
+              _int_check(11, act_max)]
+    checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
+    return GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd, k=cin,
+                     n=cout, weights=wt.astype(np.int16), acc_init=_wrap32(init), mults=mults.astype(np.int32),
+                     shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
+                     inplace_ok=cout <= cin, checks=checks)
+
+
+def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
+    a = ins.args
+    x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[11])
+    if x is None or w is None or out is None or w.data is None:
+        return "non-constant weight"
+    if x.dtype != "int8" or w.dtype != "int8" or out.dtype != "int8" or len(w.shape) != 2:
+        return "not an int8 linear"
+    if x.dim_order not in (None, tuple(range(len(x.shape)))) or out.dim_order not in (None, tuple(range(len(out.shape)))):
+        return "not contiguous"
+    n, k = (int(s) for s in w.shape)
+    if int(x.shape[-1]) != k or int(out.shape[-1]) != n:
+        return "unexpected shapes"
+    if k % 4 or n % 4:
+        return f"sizes {k}->{n} not multiples of 4"
+    if k > MAX_K:
+        return "K too large"
+    rows = int(np.prod(x.shape[:-1])) if len(x.shape) > 1 else 1
+    bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
+    ks = _t(program, a[3]) if not _is_none(program, a[3]) else None
+    if (bias is not None and bias.data is None) or (ks is not None and ks.data is None):
+        return "bias or kernel sum not constant"
+    in_off, f_off, out_off = (int(_s(program, a[i])) for i in (4, 5, 6))
+    mults, shifts = list(_s(program, a[7])), list(_s(program, a[8]))
+    act_max, act_min = int(_s(program, a[9])), int(_s(program, a[10]))
+    if len(mults) not in (1, n) or len(shifts) != len(mults) or abs(in_off) > 256 or abs(f_off) > 256:
+        return "unexpected parameters"
+    if min(shifts) < -63 or max(shifts) > 31 or not (-128 <= act_min <= act_max <= 127):
+        return "parameters outside the kernels' range"
+    wt = np.asarray(w.data, np.int64).reshape(n, k) + f_off
+    if ks is not None:  # sum x*w + f*sum x + ks = sum x*(w+f) + ks
+        init = np.asarray(ks.data, np.int64).reshape(-1)
+    else:  # sum (x+io)(w+f) + bias = sum x*(w+f) + io*sum(w+f) + bias
+        init = in_off * wt.sum(axis=1) + (np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else 0)
+    checks = [_tensor_check(0, x), _tensor_check(1, w), _constant_check(1, w), _tensor_check(11, out),
+              _int_check(5, f_off), _int_check(6, out_off), _int_check(9, act_max),
+              _int_check(10, act_min), _list_check(7, mults), _list_check(8, shifts)]
+    if ks is not None:
+        checks.append(_constant_check(3, ks))
+    else:
+        checks += ["ctx.is_none(3)", _int_check(4, in_off),
+                   _constant_check(2, bias) if bias is not None else "ctx.is_none(2)"]
+    m = np.resize(np.asarray(mults, np.int64), n)
+    s = np.resize(np.asarray(shifts, np.int64), n)
+    return GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="linear", rows=rows, k=k, n=n,
+                     weights=wt.astype(np.int16), acc_init=_wrap32(init), mults=m.astype(np.int32),
+                     shifts=s.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
+                     inplace_ok=False, checks=checks)
+
+
+def _wrap32(v) -> np.ndarray:
+    return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def eligible(program: Program):
+    """(layers, skipped): a GemmLayer for every instruction the generator covers."""
+    layers, skipped = [], []
+    for idx, ins in enumerate(program.instructions):
+        if ins.op in POINTWISE_OPS:
+            r = _pointwise(program, idx, ins)
+        elif ins.op in LINEAR_OPS:
+            r = _linear(program, idx, ins)
+        else:
+            continue
+        if isinstance(r, str):
+            skipped.append((idx, ins.op, r))
+        else:
+            layers.append(r)
+    return layers, skipped
+
+
+# -- C++ ------------------------------------------------------------------------------------------
+PRELUDE = r'''// Generated by mcu-gen (mcu_gen/backends/generated.py): int8 kernels specialized per layer.
+//
+// Each layer_N() below computes one instruction of this program with its sizes, offsets and
+// requantization constants fixed at build time, reading its own copy of the weights: int16,
+// pre-widened (w + filter_offset) and reordered into the order its inner loop reads them.
+// The kernel table reaches them through a prepare function per operator, which hands an
+// instruction its layer_N() only when the instruction is the one the layer was generated for
+// (shapes, integer arguments, CRC-32 of every constant tensor); else the library kernel runs.
+#include <stdint.h>
+#include <string.h>
+
+#include <initializer_list>
+
+#include "int8_common.h"
+#include "mcu/crc32.h"
+#include "mcu/kernel.h"
+
+#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
+
+namespace mcu {
+namespace generated {
+namespace {
+
+// ---------------------------------------------------------------------------
+// The three DSP instructions the loops are made of. On cores without the DSP
+// extension (and for the host tests) they are their ACLE definitions in C++.
+#if defined(__ARM_FEATURE_DSP)
+// SMLAD: acc + lo16(a) * lo16(b) + hi16(a) * hi16(b) (wrapping).
+inline int32_t smlad(uint32_t a, uint32_t b, int32_t acc) { return __smlad(a, b, acc); }
+// SXTB16: bytes 0 and 2 of x, sign-extended into the two halfwords.
+inline uint32_t sxtb16(uint32_t x) { return __sxtb16(x); }
+// SXTB16 x, ROR #8: bytes 1 and 3.
+inline uint32_t sxtb16_ror8(uint32_t x) {
+  uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+  return r;
+}
+#else
+inline int32_t smlad(uint32_t a, uint32_t b, int32_t acc) {
+  const int32_t lo = static_cast<int16_t>(a & 0xFFFFu) * static_cast<int16_t>(b & 0xFFFFu);
+  const int32_t hi = static_cast<int16_t>(a >> 16) * static_cast<int16_t>(b >> 16);
+  return static_cast<int32_t>(static_cast<uint32_t>(acc) + static_cast<uint32_t>(lo) + static_cast<uint32_t>(hi));
+}
+inline uint32_t sxtb16(uint32_t x) {
+  const uint32_t lo = static_cast<uint16_t>(static_cast<int16_t>(static_cast<int8_t>(x & 0xFFu)));
+  const uint32_t hi = static_cast<uint16_t>(static_cast<int16_t>(static_cast<int8_t>((x >> 16) & 0xFFu)));
+  return lo | (hi << 16);
+}
+inline uint32_t sxtb16_ror8(uint32_t x) { return sxtb16((x >> 8) | (x << 24)); }
+#endif
+
+inline uint32_t load32(const void* p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+// Requantization exactly as the library kernels (int8_common.h, = CMSIS-NN arm_nn_requantize).
+inline int8_t requant(int32_t acc, int32_t mult, int32_t shift, int32_t out_offset, int32_t lo, int32_t hi) {
+  return kernels::requantize_to_int8(acc, mult, shift, out_offset, lo, hi);
+}
+
+// ---------------------------------------------------------------------------
+// The GEMM all generated layers share, specialized by its template arguments:
+//   out[r][n] = requant(init[n] + sum_k in[r][k] * w[n][k]),  r < kRows, n < kN, k < kK
+// Register block: 4 output channels x 2 rows (8 accumulators); per group of 4 inputs it loads
+// one word of each row, widens it with two SXTB16, and does 16 SMLADs with 8 weight words.
+// `w` is the layer's packed weights (GemmLayer.packed_weights): per block of 4 channels, per
+// group of 4 inputs, per channel the pairs (w[k], w[k+2]), (w[k+1], w[k+3]).
+// A pair of rows is computed into `tmp` and then copied out, so the output may start at the
+// input's address when kN <= kK (the in-place pointwise variant).
+struct Requant {
+  const int32_t* init;
+  const int32_t* mult;
+  const int32_t* shift;
+  int32_t out_offset;
+  int32_t act_min;
+  int32_t act_max;
+};
+
+template <int32_t kK, int32_t kN>
+inline void block_4x2(const int8_t* x0, const int8_t* x1, const int16_t* w, int32_t n0, const Requant& q,
+                      int8_t* y0, int8_t* y1) {
+  int32_t a00 = q.init[n0], a01 = a00, a10 = q.init[n0 + 1], a11 = a10;
+  int32_t a20 = q.init[n0 + 2], a21 = a20, a30 = q.init[n0 + 3], a31 = a30;
+  for (int32_t k = 0; k < kK; k += 4) {
+    const uint32_t xa = load32(x0 + k), xb = load32(x1 + k);
+    const uint32_t xa02 = sxtb16(xa), xa13 = sxtb16_ror8(xa);
+    const uint32_t xb02 = sxtb16(xb), xb13 = sxtb16_ror8(xb);
+    uint32_t w02 = load32(w), w13 = load32(w + 2);
+    a00 = smlad(xa02, w02, a00); a00 = smlad(xa13, w13, a00);
+    a01 = smlad(xb02, w02, a01); a01 = smlad(xb13, w13, a01);
+    w02 = load32(w + 4); w13 = load32(w + 6);
+    a10 = smlad(xa02, w02, a10); a10 = smlad(xa13, w13, a10);
+    a11 = smlad(xb02, w02, a11); a11 = smlad(xb13, w13, a11);
+    w02 = load32(w + 8); w13 = load32(w + 10);
+    a20 = smlad(xa02, w02, a20); a20 = smlad(xa13, w13, a20);
+    a21 = smlad(xb02, w02, a21); a21 = smlad(xb13, w13, a21);
+    w02 = load32(w + 12); w13 = load32(w + 14);
+    a30 = smlad(xa02, w02, a30); a30 = smlad(xa13, w13, a30);
+    a31 = smlad(xb02, w02, a31); a31 = smlad(xb13, w13, a31);
+    w += 16;
+  }
+  const int32_t acc0[4] = {a00, a10, a20, a30};
+  const int32_t acc1[4] = {a01, a11, a21, a31};
+  for (int32_t c = 0; c < 4; ++c) {
+    const int32_t n = n0 + c;
+    y0[n] = requant(acc0[c], q.mult[n], q.shift[n], q.out_offset, q.act_min, q.act_max);
+    y1[n] = requant(acc1[c], q.mult[n], q.shift[n], q.out_offset, q.act_min, q.act_max);
+  }
+}
+
+// One row, 4 output channels (the last row of an odd count, and fully connected layers).
+template <int32_t kK, int32_t kN>
+inline void block_4x1(const int8_t* x0, const int16_t* w, int32_t n0, const Requant& q, int8_t* y0) {
+  int32_t a0 = q.init[n0], a1 = q.init[n0 + 1], a2 = q.init[n0 + 2], a3 = q.init[n0 + 3];
+  for (int32_t k = 0; k < kK; k += 4) {
+    const uint32_t xa = load32(x0 + k);
+    const uint32_t xa02 = sxtb16(xa), xa13 = sxtb16_ror8(xa);
+    a0 = smlad(xa02, load32(w), a0); a0 = smlad(xa13, load32(w + 2), a0);
+    a1 = smlad(xa02, load32(w + 4), a1); a1 = smlad(xa13, load32(w + 6), a1);
+    a2 = smlad(xa02, load32(w + 8), a2); a2 = smlad(xa13, load32(w + 10), a2);
+    a3 = smlad(xa02, load32(w + 12), a3); a3 = smlad(xa13, load32(w + 14), a3);
+    w += 16;
+  }
+  const int32_t acc[4] = {a0, a1, a2, a3};
+  for (int32_t c = 0; c < 4; ++c) {
+    const int32_t n = n0 + c;
+    y0[n] = requant(acc[c], q.mult[n], q.shift[n], q.out_offset, q.act_min, q.act_max);
+  }
+}
+
+template <int32_t kRows, int32_t kK, int32_t kN>
+void gemm(const int8_t* in, int8_t* out, const int16_t* weights, const Requant& q) {
+  int8_t tmp[2 * kN];
+  int32_t r = 0;
+  for (; r + 2 <= kRows; r += 2) {
+    const int8_t* x0 = in + r * kK;
+    const int16_t* w = weights;
+    for (int32_t n0 = 0; n0 < kN; n0 += 4, w += 4 * kK) block_4x2<kK, kN>(x0, x0 + kK, w, n0, q, tmp, tmp + kN);
+    memcpy(out + r * kN, tmp, 2 * kN);
+  }
+  if (r < kRows) {
+    const int16_t* w = weights;
+    for (int32_t n0 = 0; n0 < kN; n0 += 4, w += 4 * kK) block_4x1<kK, kN>(in + r * kK, w, n0, q, tmp);
+    memcpy(out + r * kN, tmp, kN);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Load-time checks: is this instruction the one a layer was generated for?
+inline bool tensor_is(const KernelContext& ctx, int32_t i, DType dtype, std::initializer_list<int32_t> sizes,
+                      std::initializer_list<uint8_t> order) {
+  const DecodedValue& v = ctx.decoded(i);
+  if (v.tag != DecodedValue::kTensor || v.dtype != dtype || v.dim != static_cast<uint8_t>(sizes.size())) return false;
+  int32_t d = 0;
+  for (int32_t s : sizes) if (v.sizes[d++] != s) return false;
+  d = 0;
+  for (uint8_t o : order) if (v.dim_order[d++] != o) return false;
+  return true;
+}
+inline bool constant_is(const KernelContext& ctx, int32_t i, uint32_t nbytes, uint32_t crc) {
+  const DecodedValue& v = ctx.decoded(i);
+  const uint32_t size = v.dtype == DType::Int32 ? 4u * static_cast<uint32_t>(v.numel) : static_cast<uint32_t>(v.numel);
+  return v.tag == DecodedValue::kTensor && size == nbytes &&
+         crc32(static_cast<const uint8_t*>(v.data), nbytes) == crc;
+}
+inline bool int_is(const KernelContext& ctx, int32_t i, int64_t value) { return ctx.int_arg(i) == value; }
+inline bool list_is(const KernelContext& ctx, int32_t i, std::initializer_list<int64_t> items) {
+  const IntList l = ctx.int_list(i);
+  if (l.size() != static_cast<int32_t>(items.size())) return false;
+  int32_t k = 0;
+  for (int64_t v : items) if (l[k++] != v) return false;
+  return true;
+}
+// The output either does not overlap the input or starts at its address (in-place pointwise).
+inline bool output_allowed(const KernelContext& ctx, int32_t in, int32_t out, bool inplace_ok) {
+  const DecodedValue& x = ctx.decoded(in);
+  const DecodedValue& y = ctx.decoded(out);
+  const uint8_t* xb = static_cast<const uint8_t*>(x.data);
+  const uint8_t* yb = static_cast<const uint8_t*>(y.data);
+  if (yb + y.numel <= xb || xb + x.numel <= yb) return true;
+  return inplace_ok && xb == yb;
+}
+
+}  // namespace
+'''
+
+
+def _c_array(ctype: str, name: str, values, per_line: int = 16, align: int = 0) -> str:
+    vals = [str(int(v)) for v in np.asarray(values).reshape(-1)]
+    lines = ["  " + ", ".join(vals[i:i + per_line]) + "," for i in range(0, len(vals), per_line)]
+    al = f"alignas({align}) " if align else ""
+    return f"{al}const {ctype} {name}[{len(vals)}] = {{\n" + "\n".join(lines) + "\n};"
+
+
+def _layer_source(l: GemmLayer, args: tuple) -> str:
+    in_arg, out_arg = args
+    what = (f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels" if l.kind == "pointwise"
+            else f"fully connected {l.k} -> {l.n}, {l.rows} row(s)")
+    pre = f"k{l.name.title().replace('_', '')}"
+    out = [f"// ---------------------------------------------------------------------------",
+           f"// {l.name}: instruction {l.instruction} ({l.op}), {what}; {l.macs:,} MACs.",
+           "namespace {",
+           _c_array("int16_t", f"{pre}Weights", l.packed_weights(), per_line=16, align=8),
+           _c_array("int32_t", f"{pre}Init", l.acc_init, per_line=8),
+           _c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
+           _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16),
+           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {l.out_offset}, {l.act_min}, {l.act_max}}};",
+           "",
+           f"bool {l.name}_matches(const KernelContext& ctx) {{",
+           "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(l.inplace_ok).lower()})"]) + ";",
+           "}",
+           "}  // namespace",
+           "",
+           f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
+           f"  gemm<{l.rows}, {l.k}, {l.n}>(in, out, {pre}Weights, {pre}Requant);",
+           "}",
+           "",
+           f"Error {l.name}(const KernelContext& ctx) {{",
+           f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))));",
+           "  return Error::Ok;",
+           "}",
+           ""]
+    return "\n".join(out)
+
+
+_IO_ARGS = {"pointwise": (0, 13), "linear": (0, 11)}
+
+
+def _slug(op: str) -> str:
+    return op.replace("::", "_").replace(".", "_")
+
+
+def generate(program: Program, kernels) -> Generated:
+    """The generated layers for this program and the C++ file that holds them. ``kernels``: the
+    selected library kernels (their fn/prepare are the fallback of each generated prepare)."""
+    layers, skipped = eligible(program)
+    g = Generated(layers=layers, skipped=skipped)
+    if not layers:
+        return g
+    by_op = {k.op: k for k in kernels}
+    parts = [PRELUDE]
+    for l in layers:
+        parts.append(_layer_source(l, _IO_ARGS[l.kind]))
+    parts.append("}  // namespace generated\n\nnamespace kernels {")
+    ops = list(dict.fromkeys(l.op for l in layers))
+    for op in ops:
+        lib = by_op[op]
+        parts.append(f"Error {lib.fn}(const KernelContext& ctx);")
+        if lib.prepare:
+            parts.append(f"KernelFn {lib.prepare}(const KernelContext& ctx);")
+    parts.append("")
+    for op in ops:
+        lib = by_op[op]
+        name = f"generated_prepare_{_slug(op)}"
+        g.prepare[op] = name
+        fallback = f"{lib.prepare}(ctx)" if lib.prepare else f"&{lib.fn}"
+        body = [f"// {op}: the generated layer this instruction is, else the library kernel ({lib.backend}).",
+                f"KernelFn {name}(const KernelContext& ctx) {{",
+                "  if (ctx.all_decoded()) {"]
+        for l in layers:
+            if l.op == op:
+                body.append(f"    if (generated::{l.name}_matches(ctx)) return &generated::{l.name};")
+        body += ["  }", f"  return {fallback};", "}", ""]
+        parts.append("\n".join(body))
+    parts.append("}  // namespace kernels\n}  // namespace mcu\n")
+    g.source = "\n".join(parts)
+    return g
+
+
+def hooked_kernels(kernels, g: Generated):
+    """The selection with each generated operator's entry given its generated prepare function."""
+    from dataclasses import replace
+
+    return [replace(k, prepare=g.prepare[k.op]) if k.op in g.prepare else k for k in kernels]
