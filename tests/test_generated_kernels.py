@@ -44,20 +44,20 @@ Error failing_linear(const KernelContext&) { return Error::KernelFailed; }
 """
 
 
-def _requant_params(rng, n, lo=-12, hi=-5):
+def _requant_params(rng, n, lo=-12, hi=-5, left_shift=True):
     mults = rng.integers(2**30, 2**31 - 1, n).astype(np.int32)
     shifts = rng.integers(lo, hi, n).astype(np.int32)
-    if n > 1:
+    if n > 1 and left_shift:
         shifts[0] = 1  # one channel with a left shift
     return mults, shifts
 
 
-def pointwise_program(rng, h, w, cin, cout, inplace=False) -> Program:
+def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> Program:
     p = Program()
     x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
     wt = rng.integers(-127, 128, (cout, 1, 1, cin)).astype(np.int8)
     bias = rng.integers(-5000, 5000, cout).astype(np.int32)
-    mults, shifts = _requant_params(rng, cout)
+    mults, shifts = _requant_params(rng, cout, left_shift=left_shift)
     out = p.add(TensorValue((1, cout, h, w), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
     args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
             p.add_scalar("int_list", [1, 1]), p.add_scalar("int_list", [0, 0]), p.add_scalar("int_list", [1, 1]),
@@ -138,6 +138,7 @@ CASES = [  # (kind, shape parameters)
     ("pointwise", dict(h=5, w=5, cin=16, cout=8)),  # 25 pixels: odd, a 1-row tail
     ("pointwise", dict(h=2, w=3, cin=4, cout=12)),
     ("pointwise", dict(h=25, w=5, cin=64, cout=64)),  # KWS DS-CNN
+    ("pointwise_right", dict(h=7, w=3, cin=12, cout=20)),  # right shifts only: requant_right
     ("pointwise_inplace", dict(h=3, w=5, cin=32, cout=32)),
     ("pointwise_inplace", dict(h=4, w=3, cin=24, cout=8)),
     ("linear", dict(rows=1, k=64, n=12)),  # KWS classifier
@@ -150,13 +151,14 @@ CASES = [  # (kind, shape parameters)
 def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     rng = np.random.default_rng(abs(hash((kind, tuple(shape.values())))) % 2**32)
     if kind.startswith("pointwise"):
-        p = pointwise_program(rng, inplace=kind.endswith("inplace"), **shape)
+        p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=kind != "pointwise_right", **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     else:
         p = linear_program(rng, kernel_sum=kind == "linear", **shape)
         x = rng.integers(-128, 128, (shape["rows"], shape["k"])).astype(np.int8)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
+    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "linear", "linear_bias"))
     expected = run_int8_reference(p, [x])[0]
     rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
     assert rc == 0, "the generated layer did not run (the failing library kernel did)"
@@ -183,12 +185,13 @@ def test_not_covered_layers_are_named():
 
 
 def test_packed_weight_order():
-    """Block of 4 channels, group of 4 inputs, channel, then (k, k+2, k+1, k+3)."""
-    w = np.arange(8 * 8, dtype=np.int16).reshape(8, 8)  # w[n][k] = 8n + k
-    l = generated.GemmLayer("l", 0, "op", "linear", 1, 8, 8, w, np.zeros(8, np.int32), np.zeros(8, np.int32),
-                            np.zeros(8, np.int32), 0, -128, 127, False)
+    """Block of 8 channels (then 4), group of 4 inputs, channel, then (k, k+2, k+1, k+3)."""
+    w = np.arange(12 * 8, dtype=np.int16).reshape(12, 8)  # w[n][k] = 8n + k
+    l = generated.GemmLayer("l", 0, "op", "linear", 1, 8, 12, w, np.zeros(12, np.int32), np.zeros(12, np.int32),
+                            np.zeros(12, np.int32), 0, -128, 127, False)
     packed = l.packed_weights()
     assert list(packed[:8]) == [0, 2, 1, 3, 8, 10, 9, 11]  # channels 0 and 1, inputs 0..3
-    assert list(packed[16:20]) == [4, 6, 5, 7]  # channel 0, inputs 4..7
-    assert list(packed[32:36]) == [32, 34, 33, 35]  # second block: channel 4
-    assert l.weight_bytes == 128
+    assert list(packed[32:36]) == [4, 6, 5, 7]  # channel 0, inputs 4..7
+    assert list(packed[64:68]) == [64, 66, 65, 67]  # the last block of 4: channel 8
+    assert list(packed[80:84]) == [68, 70, 69, 71]  # channel 8, inputs 4..7
+    assert l.weight_bytes == 192 and packed.size == 96

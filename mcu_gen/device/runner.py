@@ -217,9 +217,10 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
 def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, inputs=None, n_random: int | None = None,
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
-        value_cache=None) -> RunResult:
+        value_cache=None, kernels: str = "auto") -> RunResult:
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
-                   calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache)
+                   calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache,
+                   kernels=kernels)
     b = result.board
     if not b.is_qemu:
         raise RuntimeError(
