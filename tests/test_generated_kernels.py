@@ -33,6 +33,7 @@ NHWC = (0, 2, 3, 1)
 FAILING = r"""// mcu-gen-kernel: op=cortex_m::quantized_conv2d.out fn=failing_conv sig=TTtLLLIITTIITOO dtypes=int8
 // mcu-gen-kernel: op=mcu::quantized_conv2d_pointwise_inplace.out fn=failing_conv sig=TTtLLLIITTIITOO dtypes=int8
 // mcu-gen-kernel: op=cortex_m::quantized_linear.out fn=failing_linear sig=TTttIIILLIIOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::quantized_depthwise_conv2d.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
 // Test stand-ins for the library kernels: they always fail, so only generated layers succeed.
 #include "mcu/kernel.h"
 namespace mcu {
@@ -71,6 +72,26 @@ def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> P
     if inplace:  # the output over the input, as the planner's pointwise rule places it
         p.tensor(out).offset = p.tensor(x).offset
         p.arena_size = max(p.arena_size, p.tensor(x).offset + p.tensor(x).nbytes)
+    return p
+
+
+def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False) -> Program:
+    p = Program()
+    x = p.add(TensorValue((1, c, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
+    wt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, c).astype(np.int32)
+    mults, shifts = _requant_params(rng, c, -10, -6, left_shift=left_shift)
+    oh, ow = (h + 2 * pad - 3) // stride + 1, (w + 2 * pad - 3) // stride + 1
+    out = p.add(TensorValue((1, c, oh, ow), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+    args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
+            p.add_scalar("int_list", [stride, stride]), p.add_scalar("int_list", [pad, pad]),
+            p.add_scalar("int_list", [1, 1]), p.add_scalar("int", 1), p.add_scalar("int", int(rng.integers(-128, 128))),
+            p.add_scalar("int", -2), p.add(TensorValue(mults.shape, "int32", data=mults)),
+            p.add(TensorValue(shifts.shape, "int32", data=shifts)), p.add_scalar("int", -128), p.add_scalar("int", 110),
+            p.add(TensorValue((0,), "uint8")), out, out]
+    p.instructions.append(Instruction("cortex_m::quantized_depthwise_conv2d.out", args))
+    p.inputs, p.outputs = [x], [out]
+    planner.plan(p, allow_inplace=False)
     return p
 
 
@@ -141,6 +162,11 @@ CASES = [  # (kind, shape parameters)
     ("pointwise_right", dict(h=7, w=3, cin=12, cout=20)),  # right shifts only: requant_right
     ("pointwise_inplace", dict(h=3, w=5, cin=32, cout=32)),
     ("pointwise_inplace", dict(h=4, w=3, cin=24, cout=8)),
+    ("depthwise", dict(h=25, w=5, c=64)),  # KWS DS-CNN
+    ("depthwise", dict(h=9, w=8, c=8, stride=2)),  # MobileNet's strided layers
+    ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
+    ("depthwise", dict(h=6, w=5, c=12, pad=0)),
+    ("depthwise_left", dict(h=4, w=4, c=16, stride=2)),  # a left shift: requant_any
     ("linear", dict(rows=1, k=64, n=12)),  # KWS classifier
     ("linear", dict(rows=3, k=40, n=8)),
     ("linear_bias", dict(rows=2, k=128, n=20)),
@@ -153,12 +179,15 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     if kind.startswith("pointwise"):
         p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=kind != "pointwise_right", **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
+    elif kind.startswith("depthwise"):
+        p = depthwise_program(rng, left_shift=kind == "depthwise_left", **shape)
+        x = rng.integers(-128, 128, (1, shape["c"], shape["h"], shape["w"])).astype(np.int8)
     else:
         p = linear_program(rng, kernel_sum=kind == "linear", **shape)
         x = rng.integers(-128, 128, (shape["rows"], shape["k"])).astype(np.int8)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
-    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "linear", "linear_bias"))
+    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "linear", "linear_bias"))
     expected = run_int8_reference(p, [x])[0]
     rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
     assert rc == 0, "the generated layer did not run (the failing library kernel did)"

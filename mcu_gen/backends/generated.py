@@ -42,6 +42,8 @@ MODES = ("auto", "library", "generated")
 # Operators with a generated form, and what they compute.
 POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointwise_inplace.out")
 LINEAR_OPS = ("cortex_m::quantized_linear.out",)
+DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out",)
+GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS
 MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * (int16) stays in int32
 
 
@@ -100,6 +102,70 @@ class GemmLayer:
 
 
 @dataclass
+class DepthwiseLayer:
+    """A 3x3 depthwise convolution (depth multiplier 1, padding <= 1) over an NHWC input."""
+    name: str
+    instruction: int
+    op: str
+    h: int
+    w: int
+    c: int
+    oh: int
+    ow: int
+    stride: int
+    pad_h: int
+    pad_w: int
+    weights: np.ndarray  # int16 [9, c]
+    bias: np.ndarray  # int64 [c]
+    in_offset: int
+    mults: np.ndarray
+    shifts: np.ndarray
+    out_offset: int
+    act_min: int
+    act_max: int
+    checks: list = field(default_factory=list)
+    kind: str = "depthwise3x3"
+    inplace_ok: bool = False
+
+    @property
+    def macs(self) -> int:
+        return self.oh * self.ow * self.c * 9
+
+    @property
+    def weight_bytes(self) -> int:
+        return 2 * 9 * self.c
+
+    right_shift_only = GemmLayer.right_shift_only
+
+    @staticmethod
+    def _taps(o: int, stride: int, pad: int, size: int) -> tuple:
+        i0 = o * stride - pad
+        return (max(0, -i0), min(3, size - i0))
+
+    def classes(self):
+        """(row class of each oy, column class of each ox, [(ky0, ky1)], [(kx0, kx1)]): the taps inside the input."""
+        rows = [self._taps(o, self.stride, self.pad_h, self.h) for o in range(self.oh)]
+        cols = [self._taps(o, self.stride, self.pad_w, self.w) for o in range(self.ow)]
+        ru, cu = list(dict.fromkeys(rows)), list(dict.fromkeys(cols))
+        return [ru.index(r) for r in rows], [cu.index(c) for c in cols], ru, cu
+
+    def init_table(self) -> np.ndarray:
+        """int32 [row classes * column classes, c]: bias + input_offset * sum of the weights of the taps inside."""
+        _, _, ru, cu = self.classes()
+        w = self.weights.astype(np.int64).reshape(3, 3, self.c)
+        rows = []
+        for ky0, ky1 in ru:
+            for kx0, kx1 in cu:
+                rows.append(self.bias + self.in_offset * w[ky0:ky1, kx0:kx1].sum(axis=(0, 1)))
+        return _wrap32(np.array(rows))
+
+    def packed_weights(self) -> np.ndarray:
+        """int16: per tap, per group of 4 channels: w[c], w[c+2], w[c+1], w[c+3]."""
+        w = self.weights.reshape(9, self.c // 4, 4)[..., [0, 2, 1, 3]]
+        return np.ascontiguousarray(w).reshape(-1).astype(np.int16)
+
+
+@dataclass
 class Generated:
     layers: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # (instruction, op, reason)
@@ -109,11 +175,17 @@ class Generated:
     def report(self) -> dict:
         return {
             "layers": [{"instruction": l.instruction, "op": l.op, "kind": l.kind, "function": l.name,
-                        "rows": l.rows, "k": l.k, "n": l.n, "macs": l.macs,
+                        "shape": _shape_text(l), "macs": l.macs, "requant": "right" if l.right_shift_only else "any",
                         "prewidened_weight_bytes": l.weight_bytes} for l in self.layers],
             "prewidened_weight_bytes": sum(l.weight_bytes for l in self.layers),
             "skipped": [{"instruction": i, "op": op, "reason": r} for i, op, r in self.skipped],
         }
+
+
+def _shape_text(l) -> str:
+    if l.kind == "depthwise3x3":
+        return f"{l.h}x{l.w}x{l.c} -> {l.oh}x{l.ow}, stride {l.stride}"
+    return f"{l.rows} x {l.k} -> {l.n}"
 
 
 # -- eligibility --------------------------------------------------------------------------------
@@ -252,6 +324,56 @@ def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
                      inplace_ok=False, checks=checks)
 
 
+def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
+    a = ins.args
+    x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[14])
+    if x is None or w is None or out is None or w.data is None:
+        return "non-constant weight"
+    if x.dtype != "int8" or w.dtype != "int8" or out.dtype != "int8" or len(x.shape) != 4 or len(w.shape) != 4:
+        return "not a 4-D int8 depthwise convolution"
+    if tuple(x.dim_order or ()) != (0, 2, 3, 1) or tuple(out.dim_order or ()) != (0, 2, 3, 1):
+        return "input or output not channels-last"
+    n_, c, h, wd = (int(v) for v in x.shape)
+    one, kh, kw, cout = (int(v) for v in w.shape)
+    if (one, kh, kw) != (1, 3, 3) or cout != c:
+        return "not a 3x3 depthwise convolution with depth multiplier 1"
+    stride, pad, dil = list(_s(program, a[3])), list(_s(program, a[4])), list(_s(program, a[5]))
+    stride = stride * 2 if len(stride) == 1 else stride
+    pad = pad * 2 if len(pad) == 1 else pad
+    if stride[0] != stride[1] or any(int(d) != 1 for d in dil) or int(_s(program, a[6])) != 1:
+        return "unequal strides, dilation or depth multiplier"
+    if not all(0 <= int(p) <= 1 for p in pad) or c % 4 or n_ != 1:
+        return "padding > 1, channels not a multiple of 4, or batch > 1"
+    s_ = int(stride[0])
+    oh, ow = (h + 2 * int(pad[0]) - 3) // s_ + 1, (wd + 2 * int(pad[1]) - 3) // s_ + 1
+    if tuple(out.shape) != (1, c, oh, ow):
+        return "unexpected output shape"
+    bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
+    mt, st = _t(program, a[9]), _t(program, a[10])
+    if mt is None or st is None or mt.data is None or st.data is None or (bias is not None and bias.data is None):
+        return "requantization parameters not constant"
+    in_off, out_off = int(_s(program, a[7])), int(_s(program, a[8]))
+    act_min, act_max = int(_s(program, a[11])), int(_s(program, a[12]))
+    mults = np.asarray(mt.data, np.int64).reshape(-1)
+    shifts = np.asarray(st.data, np.int64).reshape(-1)
+    if mults.size != c or shifts.size != c or abs(in_off) > 256:
+        return "unexpected parameter sizes"
+    if shifts.min() < -63 or shifts.max() > 31 or not (-128 <= act_min <= act_max <= 127):
+        return "parameters outside the kernels' range"
+    checks = [_tensor_check(0, x), _tensor_check(1, w), _constant_check(1, w), _tensor_check(14, out),
+              _constant_check(9, mt), _constant_check(10, st),
+              _list_check(3, _s(program, a[3])), _list_check(4, _s(program, a[4])), _list_check(5, dil),
+              _int_check(6, 1), _int_check(7, in_off), _int_check(8, out_off), _int_check(11, act_min),
+              _int_check(12, act_max)]
+    checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
+    b = np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else np.zeros(c, np.int64)
+    return DepthwiseLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, h=h, w=wd, c=c, oh=oh, ow=ow, stride=s_,
+                          pad_h=int(pad[0]), pad_w=int(pad[1]),
+                          weights=np.asarray(w.data, np.int64).reshape(9, c).astype(np.int16), bias=b,
+                          in_offset=in_off, mults=mults.astype(np.int32), shifts=shifts.astype(np.int32),
+                          out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks)
+
+
 def _wrap32(v) -> np.ndarray:
     return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
 
@@ -264,6 +386,10 @@ def eligible(program: Program):
             r = _pointwise(program, idx, ins)
         elif ins.op in LINEAR_OPS:
             r = _linear(program, idx, ins)
+        elif ins.op in DEPTHWISE_OPS:
+            r = _depthwise(program, idx, ins)
+        elif ins.op == "mcu::quantized_depthwise_conv2d_inplace.out":
+            r = "in-place depthwise variant (the generated 3x3 kernel needs a separate output)"
         else:
             continue
         if isinstance(r, str):
@@ -290,6 +416,10 @@ PRELUDE = r'''// Generated by mcu-gen (mcu_gen/backends/generated.py): int8 kern
 #include "int8_common.h"
 #include "mcu/crc32.h"
 #include "mcu/kernel.h"
+
+#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#endif
 
 namespace mcu {
 namespace generated {
@@ -318,7 +448,31 @@ inline uint32_t sxtb16(uint32_t x) {
   return lo | (hi << 16);
 }
 inline uint32_t sxtb16_ror8(uint32_t x) { return sxtb16((x >> 8) | (x << 24)); }
+// SMLABB / SMLATT: acc + lo16(a) * lo16(b), acc + hi16(a) * hi16(b).
+inline int32_t smlabb(uint32_t a, uint32_t b, int32_t acc) {
+  return static_cast<int32_t>(static_cast<uint32_t>(acc) +
+                              static_cast<uint32_t>(static_cast<int16_t>(a & 0xFFFFu) * static_cast<int16_t>(b & 0xFFFFu)));
+}
+inline int32_t smlatt(uint32_t a, uint32_t b, int32_t acc) {
+  return static_cast<int32_t>(static_cast<uint32_t>(acc) +
+                              static_cast<uint32_t>(static_cast<int16_t>(a >> 16) * static_cast<int16_t>(b >> 16)));
+}
+#else
+inline uint32_t sxtb16(uint32_t x) { return __sxtb16(x); }
+inline uint32_t sxtb16_ror8(uint32_t x) {
+  uint32_t r;
+  __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+  return r;
+}
+inline int32_t smlabb(uint32_t a, uint32_t b, int32_t acc) { return __smlabb(a, b, acc); }
+inline int32_t smlatt(uint32_t a, uint32_t b, int32_t acc) { return __smlatt(a, b, acc); }
 #endif
+
+inline uint32_t load32(const void* p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
 
 // Requantization exactly as the library kernels (int8_common.h: CMSIS-NN's arm_nn_requantize,
 // evaluated in 64 bits), for any shift.
@@ -406,11 +560,6 @@ inline void group_4x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t
       : "memory");
 }
 #else
-inline uint32_t load32(const void* p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
 inline void group_4x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
   const uint32_t v = load32(x);
   const uint32_t x02 = sxtb16(v), x13 = sxtb16_ror8(v);
@@ -440,50 +589,124 @@ struct Requant {
   const int32_t* init;   // bias, kernel sum and input offset folded: the accumulator's start
   const int32_t* mult;
   const int32_t* shift;  // kRightShift: the right shift (-shift), else the shift
-  int32_t out_offset;
-  int32_t act_min;
-  int32_t act_max;
 };
 
-template <bool kRightShift>
-inline int8_t requant(int32_t acc, const Requant& q, int32_t n) {
-  return kRightShift ? requant_right(acc, q.mult[n], q.shift[n], q.out_offset, q.act_min, q.act_max)
-                     : requant_any(acc, q.mult[n], q.shift[n], q.out_offset, q.act_min, q.act_max);
+// The output offset and activation range are template arguments (immediates in the code), the
+// per-channel constants are read through local pointers: int8 stores may alias anything, and
+// locals keep the compiler from reloading the parameters after every store.
+template <bool kRightShift, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+inline int8_t requant(int32_t acc, const int32_t* mult, const int32_t* shift, int32_t n) {
+  return kRightShift ? requant_right(acc, mult[n], shift[n], kOutOffset, kActMin, kActMax)
+                     : requant_any(acc, mult[n], shift[n], kOutOffset, kActMin, kActMax);
 }
 
-template <int32_t kRows, int32_t kK, int32_t kN, bool kRightShift>
+template <int32_t kRows, int32_t kK, int32_t kN, bool kRightShift, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
   static_assert(kK % 4 == 0 && kN % 4 == 0, "the generator emits multiples of 4 only");
+  const int32_t* const init = q.init;
+  const int32_t* const mult = q.mult;
+  const int32_t* const shift = q.shift;
+  const auto rq = [mult, shift](int32_t acc, int32_t n) {
+    return requant<kRightShift, kOutOffset, kActMin, kActMax>(acc, mult, shift, n);
+  };
   int8_t row[kN];
   for (int32_t r = 0; r < kRows; ++r) {
     const uint32_t* w = weights;
     int32_t n = 0;
     for (; n + 8 <= kN; n += 8) {
       const int8_t* x = in + r * kK;
-      int32_t a0 = q.init[n], a1 = q.init[n + 1], a2 = q.init[n + 2], a3 = q.init[n + 3];
-      int32_t a4 = q.init[n + 4], a5 = q.init[n + 5], a6 = q.init[n + 6], a7 = q.init[n + 7];
+      int32_t a0 = init[n], a1 = init[n + 1], a2 = init[n + 2], a3 = init[n + 3];
+      int32_t a4 = init[n + 4], a5 = init[n + 5], a6 = init[n + 6], a7 = init[n + 7];
 #pragma GCC unroll 32
       for (int32_t k = 0; k < kK; k += 4) group_8x1(x, w, a0, a1, a2, a3, a4, a5, a6, a7);
-      row[n] = requant<kRightShift>(a0, q, n);
-      row[n + 1] = requant<kRightShift>(a1, q, n + 1);
-      row[n + 2] = requant<kRightShift>(a2, q, n + 2);
-      row[n + 3] = requant<kRightShift>(a3, q, n + 3);
-      row[n + 4] = requant<kRightShift>(a4, q, n + 4);
-      row[n + 5] = requant<kRightShift>(a5, q, n + 5);
-      row[n + 6] = requant<kRightShift>(a6, q, n + 6);
-      row[n + 7] = requant<kRightShift>(a7, q, n + 7);
+      row[n] = rq(a0, n);
+      row[n + 1] = rq(a1, n + 1);
+      row[n + 2] = rq(a2, n + 2);
+      row[n + 3] = rq(a3, n + 3);
+      row[n + 4] = rq(a4, n + 4);
+      row[n + 5] = rq(a5, n + 5);
+      row[n + 6] = rq(a6, n + 6);
+      row[n + 7] = rq(a7, n + 7);
     }
     if (n < kN) {
       const int8_t* x = in + r * kK;
-      int32_t a0 = q.init[n], a1 = q.init[n + 1], a2 = q.init[n + 2], a3 = q.init[n + 3];
+      int32_t a0 = init[n], a1 = init[n + 1], a2 = init[n + 2], a3 = init[n + 3];
 #pragma GCC unroll 32
       for (int32_t k = 0; k < kK; k += 4) group_4x1(x, w, a0, a1, a2, a3);
-      row[n] = requant<kRightShift>(a0, q, n);
-      row[n + 1] = requant<kRightShift>(a1, q, n + 1);
-      row[n + 2] = requant<kRightShift>(a2, q, n + 2);
-      row[n + 3] = requant<kRightShift>(a3, q, n + 3);
+      row[n] = rq(a0, n);
+      row[n + 1] = rq(a1, n + 1);
+      row[n + 2] = rq(a2, n + 2);
+      row[n + 3] = rq(a3, n + 3);
     }
     memcpy(out + r * kN, row, kN);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 3x3 depthwise convolution (depth multiplier 1), NHWC, 4 channels at a time:
+//   out[oy][ox][c] = requant(init[class][c] + sum over the taps inside the input of x * w[tap][c])
+// `init` holds bias + input_offset * (sum of the weights of the taps inside the input), one row
+// of kC per border class (row class of oy x column class of ox; an interior pixel's class has all
+// 9 taps), so padding costs nothing in the loop. `weights`: per tap, per group of 4 channels,
+// the int16 pairs (w[c], w[c+2]) and (w[c+1], w[c+3]). Per tap and 4 channels: LDR, 2 SXTB16,
+// 2 weight loads, 2 SMLABB and 2 SMLATT.
+inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
+  const uint32_t v = load32(x);
+  const uint32_t x02 = sxtb16(v), x13 = sxtb16_ror8(v);
+  const uint32_t w02 = w[0], w13 = w[1];
+  a0 = smlabb(x02, w02, a0);
+  a2 = smlatt(x02, w02, a2);
+  a1 = smlabb(x13, w13, a1);
+  a3 = smlatt(x13, w13, a3);
+}
+
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
+          bool kRightShift, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+void depthwise3x3(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* init, const uint8_t* row_class,
+                  const uint8_t* col_class, int32_t col_classes, const Requant& q) {
+  static_assert(kC % 4 == 0, "the generator emits multiples of 4 only");
+  constexpr int32_t kTapWords = kC / 2;  // weight words per tap
+  const int32_t* const mult = q.mult;
+  const int32_t* const shift = q.shift;
+  const auto rq = [mult, shift](int32_t acc, int32_t n) {
+    return requant<kRightShift, kOutOffset, kActMin, kActMax>(acc, mult, shift, n);
+  };
+  for (int32_t oy = 0; oy < kOH; ++oy) {
+    const int32_t iy0 = oy * kStride - kPadH;
+    const int32_t ky0 = iy0 < 0 ? -iy0 : 0;
+    const int32_t ky1 = kH - iy0 < 3 ? kH - iy0 : 3;
+    for (int32_t ox = 0; ox < kOW; ++ox) {
+      const int32_t ix0 = ox * kStride - kPadW;
+      const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
+      const int32_t kx1 = kW - ix0 < 3 ? kW - ix0 : 3;
+      const int32_t* start = init + (row_class[oy] * col_classes + col_class[ox]) * kC;
+      const bool interior = ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3;
+      int8_t* y = out + (oy * kOW + ox) * kC;
+      for (int32_t c = 0; c < kC; c += 4) {
+        int32_t a0 = start[c], a1 = start[c + 1], a2 = start[c + 2], a3 = start[c + 3];
+        const uint32_t* w = weights + c / 2;
+        if (interior) {
+          const int8_t* x = in + (iy0 * kW + ix0) * kC + c;
+#pragma GCC unroll 3
+          for (int32_t ky = 0; ky < 3; ++ky) {
+#pragma GCC unroll 3
+            for (int32_t kx = 0; kx < 3; ++kx) {
+              dw_tap(x + (ky * kW + kx) * kC, w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
+            }
+          }
+        } else {
+          for (int32_t ky = ky0; ky < ky1; ++ky) {
+            for (int32_t kx = kx0; kx < kx1; ++kx) {
+              dw_tap(in + ((iy0 + ky) * kW + ix0 + kx) * kC + c, w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
+            }
+          }
+        }
+        y[c] = rq(a0, c);
+        y[c + 1] = rq(a1, c + 1);
+        y[c + 2] = rq(a2, c + 2);
+        y[c + 3] = rq(a3, c + 3);
+      }
+    }
   }
 }
 
@@ -555,7 +778,7 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
            _c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
            (_c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
             else _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
-           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {l.out_offset}, {l.act_min}, {l.act_max}}};",
+           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift}};",
            "",
            f"bool {l.name}_matches(const KernelContext& ctx) {{",
            "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(l.inplace_ok).lower()})"]) + ";",
@@ -563,12 +786,52 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
            "}  // namespace",
            "",
            f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
-           f"  gemm<{l.rows}, {l.k}, {l.n}, {str(l.right_shift_only).lower()}>(in, out, {pre}Weights, {pre}Requant);",
+           f"  gemm<{l.rows}, {l.k}, {l.n}, {str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
+           f"(in, out, {pre}Weights, {pre}Requant);",
            "}",
            "",
            f"Error {l.name}(const KernelContext& ctx) {{",
            f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
            f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))));",
+           "  return Error::Ok;",
+           "}",
+           ""]
+    return "\n".join(out)
+
+
+def _dw_layer_source(l: DepthwiseLayer) -> str:
+    pre = f"k{l.name.title().replace('_', '')}"
+    rc, cc, ru, cu = l.classes()
+    out = [f"// ---------------------------------------------------------------------------",
+           f"// {l.name}: instruction {l.instruction} ({l.op}), 3x3 depthwise, {l.c} channels, "
+           f"{l.h}x{l.w} -> {l.oh}x{l.ow}, stride {l.stride}, padding {l.pad_h},{l.pad_w}; {l.macs:,} MACs.",
+           "namespace {",
+           f"// Weights as int16 pairs (lo, hi) in the order the loop reads them: {l.weight_bytes:,} bytes.",
+           _pairs(f"{pre}Weights", l.packed_weights()),
+           f"// Accumulator start per border class (taps inside the input: rows {ru}, columns {cu}).",
+           _c_array("int32_t", f"{pre}Init", l.init_table(), per_line=8),
+           _c_array("uint8_t", f"{pre}RowClass", rc, per_line=32),
+           _c_array("uint8_t", f"{pre}ColClass", cc, per_line=32),
+           _c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
+           (_c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
+            else _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
+           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift}};",
+           "",
+           f"bool {l.name}_matches(const KernelContext& ctx) {{",
+           "  return " + " &&\n         ".join(l.checks + ["output_allowed(ctx, 0, 14, false)"]) + ";",
+           "}",
+           "}  // namespace",
+           "",
+           f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
+           f"  depthwise3x3<{l.h}, {l.w}, {l.c}, {l.oh}, {l.ow}, {l.stride}, {l.pad_h}, {l.pad_w}, "
+           f"{str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
+           f"(in, out, {pre}Weights, {pre}Init, {pre}RowClass, {pre}ColClass, {len(cu)}, "
+           f"{pre}Requant);",
+           "}",
+           "",
+           f"Error {l.name}(const KernelContext& ctx) {{",
+           f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data(0)),",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(14))));",
            "  return Error::Ok;",
            "}",
            ""]
@@ -592,7 +855,7 @@ def generate(program: Program, kernels) -> Generated:
     by_op = {k.op: k for k in kernels}
     parts = [PRELUDE]
     for l in layers:
-        parts.append(_layer_source(l, _IO_ARGS[l.kind]))
+        parts.append(_dw_layer_source(l) if l.kind == "depthwise3x3" else _layer_source(l, _IO_ARGS[l.kind]))
     parts.append("}  // namespace generated\n\nnamespace kernels {")
     ops = list(dict.fromkeys(l.op for l in layers))
     for op in ops:

@@ -386,7 +386,7 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
 
     if mode not in generated.MODES:
         raise BuildError(f"--kernels {mode}: choose one of {', '.join(generated.MODES)}")
-    if mode == "library" or not any(k.op in generated.POINTWISE_OPS + generated.LINEAR_OPS for k in sel.kernels):
+    if mode == "library" or not any(k.op in generated.GENERATED_OPS for k in sel.kernels):
         return generated.Generated()
     if not generated.board_supports(board):
         if mode == "generated":
