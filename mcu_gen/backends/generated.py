@@ -95,10 +95,13 @@ class GemmLayer:
             n0 += b
         return np.concatenate(blocks).astype(np.int16)
 
+    def acc_bound(self) -> np.ndarray:
+        """Per output channel, the largest |accumulator| any int8 input can produce."""
+        return np.abs(self.acc_init.astype(np.int64)) + 128 * np.abs(self.weights.astype(np.int64)).sum(axis=1)
+
     @property
     def right_shift_only(self) -> bool:
-        """Every shift a right shift of 0..31 and no multiplier INT32_MIN: requant_right applies."""
-        return bool(self.shifts.min() >= -31 and self.shifts.max() <= 0 and self.mults.min() > -2**31)
+        return fast_requant(self.mults, self.shifts, self.acc_bound())
 
 
 @dataclass
@@ -135,7 +138,13 @@ class DepthwiseLayer:
     def weight_bytes(self) -> int:
         return 2 * 9 * self.c
 
-    right_shift_only = GemmLayer.right_shift_only
+    def acc_bound(self) -> np.ndarray:
+        return (np.abs(self.init_table().astype(np.int64)).max(axis=0)
+                + 128 * np.abs(self.weights.astype(np.int64)).sum(axis=0))
+
+    @property
+    def right_shift_only(self) -> bool:
+        return fast_requant(self.mults, self.shifts, self.acc_bound())
 
     @staticmethod
     def _taps(o: int, stride: int, pad: int, size: int) -> tuple:
@@ -175,11 +184,28 @@ class Generated:
     def report(self) -> dict:
         return {
             "layers": [{"instruction": l.instruction, "op": l.op, "kind": l.kind, "function": l.name,
-                        "shape": _shape_text(l), "macs": l.macs, "requant": "right" if l.right_shift_only else "any",
+                        "shape": _shape_text(l), "macs": l.macs, "requant": "fast" if l.right_shift_only else "any",
                         "prewidened_weight_bytes": l.weight_bytes} for l in self.layers],
             "prewidened_weight_bytes": sum(l.weight_bytes for l in self.layers),
             "skipped": [{"instruction": i, "op": op, "reason": r} for i, op, r in self.skipped],
         }
+
+
+def fast_requant(mults, shifts, acc_bound) -> bool:
+    """requant_fast applies: every shift a right shift of 1..31, and for every channel
+    |acc| * |mult| / 2^31 + 1 + 2^(right - 1) < 2^31 (the 32-bit rounding cannot overflow)."""
+    m = np.asarray(mults, np.int64)
+    s = np.asarray(shifts, np.int64)
+    if s.min() < -31 or s.max() > -1 or m.min() <= -2**31:
+        return False
+    bound = np.minimum(np.asarray(acc_bound, np.int64), 2**31)
+    high = (bound * np.abs(m)) // 2**31 + 1
+    return bool(np.all(high + (1 << (-s - 1)) < 2**31))
+
+
+def _round_array(name: str, l) -> str:
+    vals = (1 << (-l.shifts.astype(np.int64) - 1)) if l.right_shift_only else np.zeros(len(l.shifts), np.int64)
+    return _c_array("int32_t", name, vals, per_line=8)
 
 
 def _shape_text(l) -> str:
@@ -480,17 +506,22 @@ inline int8_t requant_any(int32_t acc, int32_t mult, int32_t shift, int32_t out_
   return kernels::requantize_to_int8(acc, mult, shift, out_offset, lo, hi);
 }
 
-// The same for a right shift 0..31 and a multiplier other than INT32_MIN (the generator checks
-// both): the doubling high multiply then fits in 32 bits, and so does the rounding division,
-// so this equals requant_any bit for bit in fewer instructions.
-inline int8_t requant_right(int32_t acc, int32_t mult, int32_t right, int32_t out_offset, int32_t lo, int32_t hi) {
+// The same for a right shift of 1..31 (`right`), with `round` = 2^(right - 1), where the
+// generator proved that |acc| * mult / 2^31 + round stays below 2^31 for every accumulator the
+// layer can produce: then the doubling high multiply fits in 32 bits and the rounding division
+// (to nearest, ties away from zero) is one add of `round`, one add of the sign and one shift, so
+// this equals requant_any bit for bit. The output range is a template argument: the full int8
+// range is a single SSAT.
+template <int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+inline int8_t requant_fast(int32_t acc, int32_t mult, int32_t right, int32_t round) {
   const int32_t high = static_cast<int32_t>((static_cast<int64_t>(acc) * mult + (int64_t{1} << 30)) >> 31);
-  const int32_t mask = static_cast<int32_t>((uint32_t{1} << right) - 1u);
-  int32_t r = high >> right;  // rounded to nearest, ties away from zero:
-  r += (high & mask) > (mask >> 1) + (r < 0 ? 1 : 0) ? 1 : 0;
-  r += out_offset;
-  r = r < lo ? lo : r;
-  return static_cast<int8_t>(r > hi ? hi : r);
+  int32_t r = ((high + round) + (high >> 31)) >> right;
+  r += kOutOffset;
+#if defined(__ARM_FEATURE_SAT)
+  if (kActMin == -128 && kActMax == 127) return static_cast<int8_t>(__ssat(r, 8));
+#endif
+  r = r < kActMin ? kActMin : r;
+  return static_cast<int8_t>(r > kActMax ? kActMax : r);
 }
 
 // One group of 4 inputs x[0..3] for 8 (or 4) output channels of one row:
@@ -588,27 +619,25 @@ inline void group_8x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t
 struct Requant {
   const int32_t* init;   // bias, kernel sum and input offset folded: the accumulator's start
   const int32_t* mult;
-  const int32_t* shift;  // kRightShift: the right shift (-shift), else the shift
+  const int32_t* shift;  // kFast: the right shift (-shift), else the shift
+  const int32_t* round;  // kFast: 2^(right - 1), else unused
 };
 
 // The output offset and activation range are template arguments (immediates in the code), the
 // per-channel constants are read through local pointers: int8 stores may alias anything, and
 // locals keep the compiler from reloading the parameters after every store.
-template <bool kRightShift, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-inline int8_t requant(int32_t acc, const int32_t* mult, const int32_t* shift, int32_t n) {
-  return kRightShift ? requant_right(acc, mult[n], shift[n], kOutOffset, kActMin, kActMax)
-                     : requant_any(acc, mult[n], shift[n], kOutOffset, kActMin, kActMax);
+template <bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+inline int8_t requant(int32_t acc, const Requant& q, int32_t n) {
+  return kFast ? requant_fast<kOutOffset, kActMin, kActMax>(acc, q.mult[n], q.shift[n], q.round[n])
+               : requant_any(acc, q.mult[n], q.shift[n], kOutOffset, kActMin, kActMax);
 }
 
-template <int32_t kRows, int32_t kK, int32_t kN, bool kRightShift, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+template <int32_t kRows, int32_t kK, int32_t kN, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
   static_assert(kK % 4 == 0 && kN % 4 == 0, "the generator emits multiples of 4 only");
   const int32_t* const init = q.init;
-  const int32_t* const mult = q.mult;
-  const int32_t* const shift = q.shift;
-  const auto rq = [mult, shift](int32_t acc, int32_t n) {
-    return requant<kRightShift, kOutOffset, kActMin, kActMax>(acc, mult, shift, n);
-  };
+  const Requant local = q;
+  const auto rq = [local](int32_t acc, int32_t n) { return requant<kFast, kOutOffset, kActMin, kActMax>(acc, local, n); };
   int8_t row[kN];
   for (int32_t r = 0; r < kRows; ++r) {
     const uint32_t* w = weights;
@@ -661,16 +690,13 @@ inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1,
 }
 
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
-          bool kRightShift, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+          bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 void depthwise3x3(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* init, const uint8_t* row_class,
                   const uint8_t* col_class, int32_t col_classes, const Requant& q) {
   static_assert(kC % 4 == 0, "the generator emits multiples of 4 only");
   constexpr int32_t kTapWords = kC / 2;  // weight words per tap
-  const int32_t* const mult = q.mult;
-  const int32_t* const shift = q.shift;
-  const auto rq = [mult, shift](int32_t acc, int32_t n) {
-    return requant<kRightShift, kOutOffset, kActMin, kActMax>(acc, mult, shift, n);
-  };
+  const Requant local = q;
+  const auto rq = [local](int32_t acc, int32_t n) { return requant<kFast, kOutOffset, kActMin, kActMax>(acc, local, n); };
   for (int32_t oy = 0; oy < kOH; ++oy) {
     const int32_t iy0 = oy * kStride - kPadH;
     const int32_t ky0 = iy0 < 0 ? -iy0 : 0;
@@ -778,7 +804,8 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
            _c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
            (_c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
             else _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
-           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift}};",
+           _round_array(f"{pre}Round", l),
+           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};",
            "",
            f"bool {l.name}_matches(const KernelContext& ctx) {{",
            "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(l.inplace_ok).lower()})"]) + ";",
@@ -815,7 +842,8 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
            _c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
            (_c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
             else _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
-           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift}};",
+           _round_array(f"{pre}Round", l),
+           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};",
            "",
            f"bool {l.name}_matches(const KernelContext& ctx) {{",
            "  return " + " &&\n         ".join(l.checks + ["output_allowed(ctx, 0, 14, false)"]) + ";",
