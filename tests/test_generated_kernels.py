@@ -75,6 +75,25 @@ def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> P
     return p
 
 
+def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False) -> Program:
+    p = Program()
+    x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=-7))
+    wt = rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+    mults, shifts = _requant_params(rng, cout, -12, -8, left_shift=left_shift)
+    oh, ow = (h + 2 * pad[0] - kh) // stride[0] + 1, (w + 2 * pad[1] - kw) // stride[1] + 1
+    out = p.add(TensorValue((1, cout, oh, ow), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+    args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
+            p.add_scalar("int_list", list(stride)), p.add_scalar("int_list", list(pad)), p.add_scalar("int_list", [1, 1]),
+            p.add_scalar("int", 7), p.add_scalar("int", -2),
+            p.add(TensorValue(mults.shape, "int32", data=mults)), p.add(TensorValue(shifts.shape, "int32", data=shifts)),
+            p.add_scalar("int", -128), p.add_scalar("int", 127), p.add(TensorValue((0,), "uint8")), out, out]
+    p.instructions.append(Instruction("cortex_m::quantized_conv2d.out", args))
+    p.inputs, p.outputs = [x], [out]
+    planner.plan(p, allow_inplace=False)
+    return p
+
+
 def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False) -> Program:
     p = Program()
     x = p.add(TensorValue((1, c, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
@@ -167,6 +186,10 @@ CASES = [  # (kind, shape parameters)
     ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
     ("depthwise", dict(h=6, w=5, c=12, pad=0)),
     ("depthwise_left", dict(h=4, w=4, c=16, stride=2)),  # a left shift: requant_any
+    ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
+    ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
+    ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
+    ("conv_left", dict(h=8, w=8, cin=8, cout=4, kh=1, kw=1, stride=(2, 2), pad=(0, 0))),  # strided 1x1 shortcut
     ("linear", dict(rows=1, k=64, n=12)),  # KWS classifier
     ("linear", dict(rows=3, k=40, n=8)),
     ("linear_bias", dict(rows=2, k=128, n=20)),
@@ -179,6 +202,9 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     if kind.startswith("pointwise"):
         p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=kind != "pointwise_right", **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
+    elif kind.startswith("conv"):
+        p = conv_program(rng, left_shift=kind == "conv_left", **shape)
+        x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("depthwise"):
         p = depthwise_program(rng, left_shift=kind == "depthwise_left", **shape)
         x = rng.integers(-128, 128, (1, shape["c"], shape["h"], shape["w"])).astype(np.int8)
@@ -187,7 +213,7 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
         x = rng.integers(-128, 128, (shape["rows"], shape["k"])).astype(np.int8)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
-    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "linear", "linear_bias"))
+    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "conv", "linear", "linear_bias"))
     expected = run_int8_reference(p, [x])[0]
     rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
     assert rc == 0, "the generated layer did not run (the failing library kernel did)"

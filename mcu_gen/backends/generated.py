@@ -105,6 +105,13 @@ class GemmLayer:
 
 
 @dataclass
+class ConvLayer(GemmLayer):
+    """A convolution (groups 1) run as GEMM rows over gathered windows: k = taps rounded up to 4."""
+    geometry: tuple = ()  # (h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow)
+    zero_point: int = 0
+
+
+@dataclass
 class DepthwiseLayer:
     """A 3x3 depthwise convolution (depth multiplier 1, padding <= 1) over an NHWC input."""
     name: str
@@ -209,6 +216,9 @@ def _round_array(name: str, l) -> str:
 
 
 def _shape_text(l) -> str:
+    if l.kind == "conv":
+        h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+        return f"{h}x{w}x{cin} -> {oh}x{ow}x{l.n}, kernel {kh}x{kw}, stride {sh},{sw}"
     if l.kind == "depthwise3x3":
         return f"{l.h}x{l.w}x{l.c} -> {l.oh}x{l.ow}, stride {l.stride}"
     return f"{l.rows} x {l.k} -> {l.n}"
@@ -260,15 +270,18 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
         return "non-constant weight"
     if x.dtype != "int8" or w.dtype != "int8" or out.dtype != "int8" or len(x.shape) != 4 or len(w.shape) != 4:
         return "not a 4-D int8 convolution"
-    if tuple(x.dim_order or (0, 1, 2, 3)) not in ((0, 2, 3, 1),) and not (x.shape[2] == x.shape[3] == 1):
+    if (tuple(x.dim_order or (0, 1, 2, 3)) != (0, 2, 3, 1) and not (x.shape[2] == x.shape[3] == 1)
+            and x.shape[1] != 1):
         return "input not channels-last"
     cout, kh, kw, cin_g = (int(s) for s in w.shape)
     n_, cin, h, wd = (int(s) for s in x.shape)
-    if (kh, kw) != (1, 1) or cin_g != cin:
-        return "not a 1x1 convolution with groups 1"
+    if cin_g != cin:
+        return "grouped convolution"
     stride, pad, dil = _s(program, a[3]), _s(program, a[4]), _s(program, a[5])
-    if list(stride) not in ([1], [1, 1]) or any(int(p) != 0 for p in pad) or any(int(d) != 1 for d in dil):
-        return "stride, padding or dilation not 1/0/1"
+    if any(int(d) != 1 for d in dil):
+        return "dilation"
+    if (kh, kw) != (1, 1) or list(stride) not in ([1], [1, 1]) or any(int(p) != 0 for p in pad):
+        return _conv(program, idx, ins)
     if cin % 4 or cout % 4:
         return f"channels {cin}->{cout} not multiples of 4"
     if cin > MAX_K:
@@ -299,6 +312,52 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
                      n=cout, weights=wt.astype(np.int16), acc_init=_wrap32(init), mults=mults.astype(np.int32),
                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
                      inplace_ok=cout <= cin, checks=checks)
+
+
+def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
+    a = ins.args
+    x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[13])
+    cout, kh, kw, cin = (int(s) for s in w.shape)
+    n_, _, h, wd = (int(s) for s in x.shape)
+    stride = [int(v) for v in _s(program, a[3])]
+    pad = [int(v) for v in _s(program, a[4])]
+    sh, sw = (stride * 2)[:2] if len(stride) == 1 else stride
+    ph, pw = (pad * 2)[:2] if len(pad) == 1 else pad
+    if n_ != 1 or cout % 4 or ph >= kh or pw >= kw:
+        return "batch > 1, output channels not a multiple of 4, or padding >= kernel"
+    taps = kh * kw * cin
+    k = (taps + 3) // 4 * 4
+    if k > 4096:
+        return "window larger than 4096 bytes"
+    oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
+    if tuple(out.shape) != (1, cout, oh, ow) or tuple(out.dim_order or ()) != (0, 2, 3, 1):
+        return "unexpected output shape or layout"
+    bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
+    mt, st = _t(program, a[8]), _t(program, a[9])
+    if mt is None or st is None or mt.data is None or st.data is None or (bias is not None and bias.data is None):
+        return "requantization parameters not constant"
+    in_off, out_off = int(_s(program, a[6])), int(_s(program, a[7]))
+    act_min, act_max = int(_s(program, a[10])), int(_s(program, a[11]))
+    mults = np.asarray(mt.data, np.int64).reshape(-1)
+    shifts = np.asarray(st.data, np.int64).reshape(-1)
+    if mults.size != cout or shifts.size != cout or not (-128 <= -in_off <= 127):
+        return "unexpected parameter sizes or input offset"
+    if shifts.min() < -63 or shifts.max() > 31 or not (-128 <= act_min <= act_max <= 127):
+        return "parameters outside the kernels' range"
+    wt = np.zeros((cout, k), np.int64)
+    wt[:, :taps] = np.asarray(w.data, np.int64).reshape(cout, taps)
+    init = wt.sum(axis=1) * in_off + (np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else 0)
+    checks = [_tensor_check(0, x), _tensor_check(1, w), _constant_check(1, w), _tensor_check(13, out),
+              _constant_check(8, mt), _constant_check(9, st),
+              _list_check(3, _s(program, a[3])), _list_check(4, _s(program, a[4])),
+              _list_check(5, _s(program, a[5])), _int_check(6, in_off), _int_check(7, out_off),
+              _int_check(10, act_min), _int_check(11, act_max)]
+    checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
+    return ConvLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="conv", rows=oh * ow, k=k, n=cout,
+                     weights=wt.astype(np.int16), acc_init=_wrap32(init), mults=mults.astype(np.int32),
+                     shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
+                     inplace_ok=False, checks=checks, geometry=(h, wd, cin, kh, kw, sh, sw, ph, pw, oh, ow),
+                     zero_point=-in_off)
 
 
 def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
@@ -632,42 +691,79 @@ inline int8_t requant(int32_t acc, const Requant& q, int32_t n) {
                : requant_any(acc, q.mult[n], q.shift[n], kOutOffset, kActMin, kActMax);
 }
 
-template <int32_t kRows, int32_t kK, int32_t kN, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
+// One row: y[n] = requant(init[n] + sum_k x[k] * w[n][k]) for n < kN.
+template <int32_t kK, int32_t kN, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+inline void gemm_row(const int8_t* x_row, int8_t* y, const uint32_t* weights, const Requant& q) {
   static_assert(kK % 4 == 0 && kN % 4 == 0, "the generator emits multiples of 4 only");
-  const int32_t* const init = q.init;
   const Requant local = q;
   const auto rq = [local](int32_t acc, int32_t n) { return requant<kFast, kOutOffset, kActMin, kActMax>(acc, local, n); };
+  const int32_t* const init = local.init;
+  const uint32_t* w = weights;
+  int32_t n = 0;
+  for (; n + 8 <= kN; n += 8) {
+    const int8_t* x = x_row;
+    int32_t a0 = init[n], a1 = init[n + 1], a2 = init[n + 2], a3 = init[n + 3];
+    int32_t a4 = init[n + 4], a5 = init[n + 5], a6 = init[n + 6], a7 = init[n + 7];
+#pragma GCC unroll 32
+    for (int32_t k = 0; k < kK; k += 4) group_8x1(x, w, a0, a1, a2, a3, a4, a5, a6, a7);
+    y[n] = rq(a0, n);
+    y[n + 1] = rq(a1, n + 1);
+    y[n + 2] = rq(a2, n + 2);
+    y[n + 3] = rq(a3, n + 3);
+    y[n + 4] = rq(a4, n + 4);
+    y[n + 5] = rq(a5, n + 5);
+    y[n + 6] = rq(a6, n + 6);
+    y[n + 7] = rq(a7, n + 7);
+  }
+  if (n < kN) {
+    const int8_t* x = x_row;
+    int32_t a0 = init[n], a1 = init[n + 1], a2 = init[n + 2], a3 = init[n + 3];
+#pragma GCC unroll 32
+    for (int32_t k = 0; k < kK; k += 4) group_4x1(x, w, a0, a1, a2, a3);
+    y[n] = rq(a0, n);
+    y[n + 1] = rq(a1, n + 1);
+    y[n + 2] = rq(a2, n + 2);
+    y[n + 3] = rq(a3, n + 3);
+  }
+}
+
+// kRows rows. A row is computed into `row` and then copied out, so the output may start at the
+// input's address when kN <= kK (the in-place pointwise variant).
+template <int32_t kRows, int32_t kK, int32_t kN, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
   int8_t row[kN];
   for (int32_t r = 0; r < kRows; ++r) {
-    const uint32_t* w = weights;
-    int32_t n = 0;
-    for (; n + 8 <= kN; n += 8) {
-      const int8_t* x = in + r * kK;
-      int32_t a0 = init[n], a1 = init[n + 1], a2 = init[n + 2], a3 = init[n + 3];
-      int32_t a4 = init[n + 4], a5 = init[n + 5], a6 = init[n + 6], a7 = init[n + 7];
-#pragma GCC unroll 32
-      for (int32_t k = 0; k < kK; k += 4) group_8x1(x, w, a0, a1, a2, a3, a4, a5, a6, a7);
-      row[n] = rq(a0, n);
-      row[n + 1] = rq(a1, n + 1);
-      row[n + 2] = rq(a2, n + 2);
-      row[n + 3] = rq(a3, n + 3);
-      row[n + 4] = rq(a4, n + 4);
-      row[n + 5] = rq(a5, n + 5);
-      row[n + 6] = rq(a6, n + 6);
-      row[n + 7] = rq(a7, n + 7);
-    }
-    if (n < kN) {
-      const int8_t* x = in + r * kK;
-      int32_t a0 = init[n], a1 = init[n + 1], a2 = init[n + 2], a3 = init[n + 3];
-#pragma GCC unroll 32
-      for (int32_t k = 0; k < kK; k += 4) group_4x1(x, w, a0, a1, a2, a3);
-      row[n] = rq(a0, n);
-      row[n + 1] = rq(a1, n + 1);
-      row[n + 2] = rq(a2, n + 2);
-      row[n + 3] = rq(a3, n + 3);
-    }
+    gemm_row<kK, kN, kFast, kOutOffset, kActMin, kActMax>(in + r * kK, row, weights, q);
     memcpy(out + r * kN, row, kN);
+  }
+}
+
+// A convolution (groups 1) as one GEMM row per output pixel: the pixel's window is gathered
+// into `patch` in the weights' (ky, kx, c) order, taps outside the input set to the input zero
+// point (so that x + input_offset = 0 there, as the folded `init` assumes), and kK - taps
+// bytes of zeros that meet zero weights.
+template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, bool kFast,
+          int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+void conv_patches(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
+  alignas(4) int8_t patch[kK];
+  for (int32_t k = kKH * kKW * kCin; k < kK; ++k) patch[k] = 0;
+  for (int32_t oy = 0; oy < kOH; ++oy) {
+    for (int32_t ox = 0; ox < kOW; ++ox) {
+      int8_t* p = patch;
+      for (int32_t ky = 0; ky < kKH; ++ky) {
+        const int32_t iy = oy * kSH - kPH + ky;
+        for (int32_t kx = 0; kx < kKW; ++kx, p += kCin) {
+          const int32_t ix = ox * kSW - kPW + kx;
+          if (iy < 0 || iy >= kH || ix < 0 || ix >= kW) {
+            memset(p, kZeroPoint, kCin);
+          } else {
+            memcpy(p, in + (iy * kW + ix) * kCin, kCin);
+          }
+        }
+      }
+      gemm_row<kK, kN, kFast, kOutOffset, kActMin, kActMax>(patch, out + (oy * kOW + ox) * kN, weights, q);
+    }
   }
 }
 
@@ -791,8 +887,14 @@ def _pairs(name: str, w16: np.ndarray, per_line: int = 8) -> str:
 
 def _layer_source(l: GemmLayer, args: tuple) -> str:
     in_arg, out_arg = args
-    what = (f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels" if l.kind == "pointwise"
-            else f"fully connected {l.k} -> {l.n}, {l.rows} row(s)")
+    if l.kind == "conv":
+        h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+        what = (f"{kh}x{kw} convolution {cin} -> {l.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
+                f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {l.k} with padding)")
+    elif l.kind == "pointwise":
+        what = f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels"
+    else:
+        what = f"fully connected {l.k} -> {l.n}, {l.rows} row(s)"
     pre = f"k{l.name.title().replace('_', '')}"
     out = [f"// ---------------------------------------------------------------------------",
            f"// {l.name}: instruction {l.instruction} ({l.op}), {what}; {l.macs:,} MACs.",
@@ -813,8 +915,11 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
            "}  // namespace",
            "",
            f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
-           f"  gemm<{l.rows}, {l.k}, {l.n}, {str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
-           f"(in, out, {pre}Weights, {pre}Requant);",
+           (f"  conv_patches<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, "
+            f"{str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
+            f"(in, out, {pre}Weights, {pre}Requant);" if l.kind == "conv" else
+            f"  gemm<{l.rows}, {l.k}, {l.n}, {str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
+            f"(in, out, {pre}Weights, {pre}Requant);"),
            "}",
            "",
            f"Error {l.name}(const KernelContext& ctx) {{",
@@ -866,7 +971,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     return "\n".join(out)
 
 
-_IO_ARGS = {"pointwise": (0, 13), "linear": (0, 11)}
+_IO_ARGS = {"pointwise": (0, 13), "conv": (0, 13), "linear": (0, 11)}
 
 
 def _slug(op: str) -> str:
