@@ -34,6 +34,7 @@ FAILING = r"""// mcu-gen-kernel: op=cortex_m::quantized_conv2d.out fn=failing_co
 // mcu-gen-kernel: op=mcu::quantized_conv2d_pointwise_inplace.out fn=failing_conv sig=TTtLLLIITTIITOO dtypes=int8
 // mcu-gen-kernel: op=cortex_m::quantized_linear.out fn=failing_linear sig=TTttIIILLIIOO dtypes=int8
 // mcu-gen-kernel: op=cortex_m::quantized_depthwise_conv2d.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
+// mcu-gen-kernel: op=mcu::quantized_depthwise_conv2d_inplace.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
 // Test stand-ins for the library kernels: they always fail, so only generated layers succeed.
 #include "mcu/kernel.h"
 namespace mcu {
@@ -94,7 +95,7 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False) ->
     return p
 
 
-def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False) -> Program:
+def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False) -> Program:
     p = Program()
     x = p.add(TensorValue((1, c, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
     wt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
@@ -108,9 +109,12 @@ def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False) -> Progra
             p.add_scalar("int", -2), p.add(TensorValue(mults.shape, "int32", data=mults)),
             p.add(TensorValue(shifts.shape, "int32", data=shifts)), p.add_scalar("int", -128), p.add_scalar("int", 110),
             p.add(TensorValue((0,), "uint8")), out, out]
-    p.instructions.append(Instruction("cortex_m::quantized_depthwise_conv2d.out", args))
+    op = "mcu::quantized_depthwise_conv2d_inplace.out" if inplace else "cortex_m::quantized_depthwise_conv2d.out"
+    p.instructions.append(Instruction(op, args))
     p.inputs, p.outputs = [x], [out]
     planner.plan(p, allow_inplace=False)
+    if inplace:  # the output over the input, as the planner's depthwise_channel rule places it
+        p.tensor(out).offset = p.tensor(x).offset
     return p
 
 
@@ -186,6 +190,8 @@ CASES = [  # (kind, shape parameters)
     ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
     ("depthwise", dict(h=6, w=5, c=12, pad=0)),
     ("depthwise_left", dict(h=4, w=4, c=16, stride=2)),  # a left shift: requant_any
+    ("depthwise_inplace", dict(h=25, w=5, c=64)),  # KWS without CMSIS-NN: the in-place variant
+    ("depthwise_inplace", dict(h=7, w=6, c=8, stride=2)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
@@ -206,14 +212,14 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
         p = conv_program(rng, left_shift=kind == "conv_left", **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("depthwise"):
-        p = depthwise_program(rng, left_shift=kind == "depthwise_left", **shape)
+        p = depthwise_program(rng, left_shift=kind == "depthwise_left", inplace=kind == "depthwise_inplace", **shape)
         x = rng.integers(-128, 128, (1, shape["c"], shape["h"], shape["w"])).astype(np.int8)
     else:
         p = linear_program(rng, kernel_sum=kind == "linear", **shape)
         x = rng.integers(-128, 128, (shape["rows"], shape["k"])).astype(np.int8)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
-    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "conv", "linear", "linear_bias"))
+    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "depthwise_inplace", "conv", "linear", "linear_bias"))
     expected = run_int8_reference(p, [x])[0]
     rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
     assert rc == 0, "the generated layer did not run (the failing library kernel did)"

@@ -42,7 +42,8 @@ MODES = ("auto", "library", "generated")
 # Operators with a generated form, and what they compute.
 POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointwise_inplace.out")
 LINEAR_OPS = ("cortex_m::quantized_linear.out",)
-DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out",)
+DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out", "mcu::quantized_depthwise_conv2d_inplace.out")
+INPLACE_GROUP_BYTES = 4096  # stack for one channel group of an in-place depthwise input (H * W * 4)
 GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS
 MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * (int16) stays in int32
 
@@ -433,6 +434,9 @@ def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
     oh, ow = (h + 2 * int(pad[0]) - 3) // s_ + 1, (wd + 2 * int(pad[1]) - 3) // s_ + 1
     if tuple(out.shape) != (1, c, oh, ow):
         return "unexpected output shape"
+    inplace = ins.op != "cortex_m::quantized_depthwise_conv2d.out"
+    if inplace and h * wd * 4 > INPLACE_GROUP_BYTES:
+        return f"in place with a channel group of {h * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack)"
     bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
     mt, st = _t(program, a[9]), _t(program, a[10])
     if mt is None or st is None or mt.data is None or st.data is None or (bias is not None and bias.data is None):
@@ -456,7 +460,7 @@ def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
                           pad_h=int(pad[0]), pad_w=int(pad[1]),
                           weights=np.asarray(w.data, np.int64).reshape(9, c).astype(np.int16), bias=b,
                           in_offset=in_off, mults=mults.astype(np.int32), shifts=shifts.astype(np.int32),
-                          out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks)
+                          out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace)
 
 
 def _wrap32(v) -> np.ndarray:
@@ -473,8 +477,7 @@ def eligible(program: Program):
             r = _linear(program, idx, ins)
         elif ins.op in DEPTHWISE_OPS:
             r = _depthwise(program, idx, ins)
-        elif ins.op == "mcu::quantized_depthwise_conv2d_inplace.out":
-            r = "in-place depthwise variant (the generated 3x3 kernel needs a separate output)"
+
         else:
             continue
         if isinstance(r, str):
@@ -691,9 +694,10 @@ inline int8_t requant(int32_t acc, const Requant& q, int32_t n) {
                : requant_any(acc, q.mult[n], q.shift[n], kOutOffset, kActMin, kActMax);
 }
 
-// One row: y[n] = requant(init[n] + sum_k x[k] * w[n][k]) for n < kN.
+// One row: y[n] = requant(init[n] + sum_k x[k] * w[n][k]) for n < kN. Not inlined: the 8x1
+// block needs 14 registers, which GCC cannot always free inside a larger caller.
 template <int32_t kK, int32_t kN, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-inline void gemm_row(const int8_t* x_row, int8_t* y, const uint32_t* weights, const Requant& q) {
+__attribute__((noinline)) void gemm_row(const int8_t* x_row, int8_t* y, const uint32_t* weights, const Requant& q) {
   static_assert(kK % 4 == 0 && kN % 4 == 0, "the generator emits multiples of 4 only");
   const Requant local = q;
   const auto rq = [local](int32_t acc, int32_t n) { return requant<kFast, kOutOffset, kActMin, kActMax>(acc, local, n); };
@@ -785,14 +789,17 @@ inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1,
   a3 = smlatt(x13, w13, a3);
 }
 
+// One group of 4 channels (c..c+3) of the whole output. `src` points at channel c of pixel 0 of
+// the input, whose pixels are kXS bytes apart (kC: the input itself; 4: a copy of the group).
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
-          bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-void depthwise3x3(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* init, const uint8_t* row_class,
-                  const uint8_t* col_class, int32_t col_classes, const Requant& q) {
-  static_assert(kC % 4 == 0, "the generator emits multiples of 4 only");
+          int32_t kXS, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+inline void depthwise3x3_group(const int8_t* src, int8_t* out, int32_t c, const uint32_t* weights, const int32_t* init,
+                               const uint8_t* row_class, const uint8_t* col_class, int32_t col_classes,
+                               const Requant& q) {
   constexpr int32_t kTapWords = kC / 2;  // weight words per tap
   const Requant local = q;
   const auto rq = [local](int32_t acc, int32_t n) { return requant<kFast, kOutOffset, kActMin, kActMax>(acc, local, n); };
+  const uint32_t* w = weights + c / 2;
   for (int32_t oy = 0; oy < kOH; ++oy) {
     const int32_t iy0 = oy * kStride - kPadH;
     const int32_t ky0 = iy0 < 0 ? -iy0 : 0;
@@ -801,34 +808,58 @@ void depthwise3x3(const int8_t* in, int8_t* out, const uint32_t* weights, const 
       const int32_t ix0 = ox * kStride - kPadW;
       const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
       const int32_t kx1 = kW - ix0 < 3 ? kW - ix0 : 3;
-      const int32_t* start = init + (row_class[oy] * col_classes + col_class[ox]) * kC;
-      const bool interior = ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3;
-      int8_t* y = out + (oy * kOW + ox) * kC;
-      for (int32_t c = 0; c < kC; c += 4) {
-        int32_t a0 = start[c], a1 = start[c + 1], a2 = start[c + 2], a3 = start[c + 3];
-        const uint32_t* w = weights + c / 2;
-        if (interior) {
-          const int8_t* x = in + (iy0 * kW + ix0) * kC + c;
+      const int32_t* start = init + (row_class[oy] * col_classes + col_class[ox]) * kC + c;
+      int32_t a0 = start[0], a1 = start[1], a2 = start[2], a3 = start[3];
+      if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {  // interior: 9 taps at constant offsets
+        const int8_t* x = src + (iy0 * kW + ix0) * kXS;
 #pragma GCC unroll 3
-          for (int32_t ky = 0; ky < 3; ++ky) {
+        for (int32_t ky = 0; ky < 3; ++ky) {
 #pragma GCC unroll 3
-            for (int32_t kx = 0; kx < 3; ++kx) {
-              dw_tap(x + (ky * kW + kx) * kC, w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
-            }
-          }
-        } else {
-          for (int32_t ky = ky0; ky < ky1; ++ky) {
-            for (int32_t kx = kx0; kx < kx1; ++kx) {
-              dw_tap(in + ((iy0 + ky) * kW + ix0 + kx) * kC + c, w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
-            }
+          for (int32_t kx = 0; kx < 3; ++kx) {
+            dw_tap(x + (ky * kW + kx) * kXS, w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
           }
         }
-        y[c] = rq(a0, c);
-        y[c + 1] = rq(a1, c + 1);
-        y[c + 2] = rq(a2, c + 2);
-        y[c + 3] = rq(a3, c + 3);
+      } else {
+        for (int32_t ky = ky0; ky < ky1; ++ky) {
+          for (int32_t kx = kx0; kx < kx1; ++kx) {
+            dw_tap(src + ((iy0 + ky) * kW + ix0 + kx) * kXS, w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
+          }
+        }
       }
+      int8_t* y = out + (oy * kOW + ox) * kC + c;
+      y[0] = rq(a0, c);
+      y[1] = rq(a1, c + 1);
+      y[2] = rq(a2, c + 2);
+      y[3] = rq(a3, c + 3);
     }
+  }
+}
+
+// The output beside the input: channel groups straight from the input.
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
+          bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+void depthwise3x3(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* init, const uint8_t* row_class,
+                  const uint8_t* col_class, int32_t col_classes, const Requant& q) {
+  static_assert(kC % 4 == 0, "the generator emits multiples of 4 only");
+  for (int32_t c = 0; c < kC; c += 4) {
+    depthwise3x3_group<kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, kC, kFast, kOutOffset, kActMin, kActMax>(
+        in + c, out, c, weights, init, row_class, col_class, col_classes, q);
+  }
+}
+
+// The output over the input (mcu::quantized_depthwise_conv2d_inplace): each group of 4 channels
+// is first copied out of the input (4 bytes per pixel, on the stack), then computed from the copy;
+// its outputs land only on that group's input bytes (the output has no more pixels than the input).
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
+          bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+void depthwise3x3_inplace(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* init,
+                          const uint8_t* row_class, const uint8_t* col_class, int32_t col_classes, const Requant& q) {
+  static_assert(kC % 4 == 0 && kOH * kOW <= kH * kW, "the generator emits these only");
+  alignas(4) int8_t group[kH * kW * 4];
+  for (int32_t c = 0; c < kC; c += 4) {
+    for (int32_t p = 0; p < kH * kW; ++p) memcpy(group + 4 * p, in + p * kC + c, 4);
+    depthwise3x3_group<kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, 4, kFast, kOutOffset, kActMin, kActMax>(
+        group, out, c, weights, init, row_class, col_class, col_classes, q);
   }
 }
 
@@ -951,12 +982,12 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
            f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};",
            "",
            f"bool {l.name}_matches(const KernelContext& ctx) {{",
-           "  return " + " &&\n         ".join(l.checks + ["output_allowed(ctx, 0, 14, false)"]) + ";",
+           "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, 0, 14, {str(l.inplace_ok).lower()})"]) + ";",
            "}",
            "}  // namespace",
            "",
            f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
-           f"  depthwise3x3<{l.h}, {l.w}, {l.c}, {l.oh}, {l.ow}, {l.stride}, {l.pad_h}, {l.pad_w}, "
+           f"  depthwise3x3{'_inplace' if l.inplace_ok else ''}<{l.h}, {l.w}, {l.c}, {l.oh}, {l.ow}, {l.stride}, {l.pad_h}, {l.pad_w}, "
            f"{str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
            f"(in, out, {pre}Weights, {pre}Init, {pre}RowClass, {pre}ColClass, {len(cu)}, "
            f"{pre}Requant);",
