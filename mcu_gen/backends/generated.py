@@ -796,17 +796,18 @@ inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1,
   a3 = smlatt(x13, w13, a3);
 }
 
-// One group of 4 channels (c..c+3) of the whole output. `src` points at channel c of pixel 0 of
-// the input, whose pixels are kXS bytes apart (kC: the input itself; 4: a copy of the group).
+// kGroups groups of 4 channels (c0 .. c0 + 4 * kGroups - 1) of the whole output, pixel by pixel.
+// `src` points at channel c0 of pixel 0 of the input, whose pixels are kXS bytes apart (kC: the
+// input itself; 4: a copy of one group). The border class and the taps inside the input are
+// worked out once per pixel, for all its groups.
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
-          int32_t kXS, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-inline void depthwise3x3_group(const int8_t* src, int8_t* out, int32_t c, const uint32_t* weights, const int32_t* init,
-                               const uint8_t* row_class, const uint8_t* col_class, int32_t col_classes,
-                               const Requant& q) {
+          int32_t kXS, int32_t kGroups, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+inline void depthwise3x3_groups(const int8_t* src, int8_t* out, int32_t c0, const uint32_t* weights, const int32_t* init,
+                                const uint8_t* row_class, const uint8_t* col_class, int32_t col_classes,
+                                const Requant& q) {
   constexpr int32_t kTapWords = kC / 2;  // weight words per tap
   const Requant local = q;
   const auto rq = [local](int32_t acc, int32_t n) { return requant<kFast, kOutOffset, kActMin, kActMax>(acc, local, n); };
-  const uint32_t* w = weights + c / 2;
   for (int32_t oy = 0; oy < kOH; ++oy) {
     const int32_t iy0 = oy * kStride - kPadH;
     const int32_t ky0 = iy0 < 0 ? -iy0 : 0;
@@ -815,29 +816,34 @@ inline void depthwise3x3_group(const int8_t* src, int8_t* out, int32_t c, const 
       const int32_t ix0 = ox * kStride - kPadW;
       const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
       const int32_t kx1 = kW - ix0 < 3 ? kW - ix0 : 3;
-      const int32_t* start = init + (row_class[oy] * col_classes + col_class[ox]) * kC + c;
-      int32_t a0 = start[0], a1 = start[1], a2 = start[2], a3 = start[3];
-      if (ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3) {  // interior: 9 taps at constant offsets
-        const int8_t* x = src + (iy0 * kW + ix0) * kXS;
+      const int32_t* start = init + (row_class[oy] * col_classes + col_class[ox]) * kC + c0;
+      const bool interior = ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3;
+      const int32_t base = (iy0 * kW + ix0) * kXS;  // tap (0, 0)'s offset, possibly outside the input
+      int8_t* y = out + (oy * kOW + ox) * kC + c0;
+      for (int32_t g = 0; g < kGroups; ++g) {
+        const int32_t c = c0 + 4 * g;
+        const uint32_t* w = weights + c / 2;
+        int32_t a0 = start[4 * g], a1 = start[4 * g + 1], a2 = start[4 * g + 2], a3 = start[4 * g + 3];
+        if (interior) {  // 9 taps at constant offsets
 #pragma GCC unroll 3
-        for (int32_t ky = 0; ky < 3; ++ky) {
+          for (int32_t ky = 0; ky < 3; ++ky) {
 #pragma GCC unroll 3
-          for (int32_t kx = 0; kx < 3; ++kx) {
-            dw_tap(x + (ky * kW + kx) * kXS, w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
+            for (int32_t kx = 0; kx < 3; ++kx) {
+              dw_tap(src + (base + (ky * kW + kx) * kXS + 4 * g), w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
+            }
+          }
+        } else {
+          for (int32_t ky = ky0; ky < ky1; ++ky) {
+            for (int32_t kx = kx0; kx < kx1; ++kx) {
+              dw_tap(src + (base + (ky * kW + kx) * kXS + 4 * g), w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
+            }
           }
         }
-      } else {
-        for (int32_t ky = ky0; ky < ky1; ++ky) {
-          for (int32_t kx = kx0; kx < kx1; ++kx) {
-            dw_tap(src + ((iy0 + ky) * kW + ix0 + kx) * kXS, w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
-          }
-        }
+        y[4 * g] = rq(a0, c);
+        y[4 * g + 1] = rq(a1, c + 1);
+        y[4 * g + 2] = rq(a2, c + 2);
+        y[4 * g + 3] = rq(a3, c + 3);
       }
-      int8_t* y = out + (oy * kOW + ox) * kC + c;
-      y[0] = rq(a0, c);
-      y[1] = rq(a1, c + 1);
-      y[2] = rq(a2, c + 2);
-      y[3] = rq(a3, c + 3);
     }
   }
 }
@@ -848,10 +854,8 @@ template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t 
 void depthwise3x3(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* init, const uint8_t* row_class,
                   const uint8_t* col_class, int32_t col_classes, const Requant& q) {
   static_assert(kC % 4 == 0, "the generator emits multiples of 4 only");
-  for (int32_t c = 0; c < kC; c += 4) {
-    depthwise3x3_group<kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, kC, kFast, kOutOffset, kActMin, kActMax>(
-        in + c, out, c, weights, init, row_class, col_class, col_classes, q);
-  }
+  depthwise3x3_groups<kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, kC, kC / 4, kFast, kOutOffset, kActMin, kActMax>(
+      in, out, 0, weights, init, row_class, col_class, col_classes, q);
 }
 
 // The output over the input (mcu::quantized_depthwise_conv2d_inplace): each group of 4 channels
@@ -865,7 +869,7 @@ void depthwise3x3_inplace(const int8_t* in, int8_t* out, const uint32_t* weights
   alignas(4) int8_t group[kH * kW * 4];
   for (int32_t c = 0; c < kC; c += 4) {
     for (int32_t p = 0; p < kH * kW; ++p) memcpy(group + 4 * p, in + p * kC + c, 4);
-    depthwise3x3_group<kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, 4, kFast, kOutOffset, kActMin, kActMax>(
+    depthwise3x3_groups<kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, 4, 1, kFast, kOutOffset, kActMin, kActMax>(
         group, out, c, weights, init, row_class, col_class, col_classes, q);
   }
 }
