@@ -47,7 +47,7 @@ def cmd_build(args) -> int:
               quantize=args.quantize, io=args.io, calibration=args.calibration, framework=args.framework,
               backend=args.backend, cmsis_nn_path=args.cmsis_nn, npu=args.npu, ethos_u_driver=args.ethos_u_driver,
               value_cache=args.value_cache, upload=args.upload, frame_bytes=args.frame_bytes,
-              stack_bytes=args.stack_bytes)
+              stack_bytes=args.stack_bytes, kernels=args.kernels)
     rep = r.report
     if args.json:
         print(json.dumps(rep, indent=2))
@@ -97,7 +97,7 @@ def cmd_run(args) -> int:
     r = run(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
             n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration,
             progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn, value_cache=args.value_cache,
-            upload=args.upload, frame_bytes=args.frame_bytes)
+            upload=args.upload, frame_bytes=args.frame_bytes, kernels=args.kernels)
     bar.done()
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
@@ -227,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--value-cache", dest="value_cache", metavar="N|all", default=None,
                        help="program values the runtime decodes once at load (20 bytes of RAM each; default: all "
                             "with CMSIS-NN kernels, else 8); the rest are decoded on every use")
+        s.add_argument("--kernels", choices=["auto", "library", "generated"], default="auto",
+                       help="mcu-gen's per-layer generated int8 kernels (1x1 conv, fully connected; DSP cores "
+                            "without MVE): auto (where the core has them), generated (error where not), library (off)")
         s.add_argument("--npu", default=None, metavar="CONFIG",
                        help="run the int8 model's supported operators on an Arm Ethos-U NPU: ethos-u55-{32,64,128,256}, "
                             "ethos-u65-{256,512}, ethos-u85-{128..2048} (board corstone-300; needs --quantize int8 "

@@ -174,11 +174,13 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                    upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None,
                    npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
                    instruction_cache: int = DEFAULT_INSTRUCTION_CACHE, upload: bool = False,
-                   frame_bytes: int | None = None, stack_bytes: int | None = None) -> Path:
+                   frame_bytes: int | None = None, stack_bytes: int | None = None,
+                   generated_source: str = "") -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest.
     upload: give the firmware a program-upload buffer (LOAD_PROGRAM_*; `upload_size` sets its size, else
     upload_buffer_size()); without it the image has none and the upload requests answer BadRequest.
-    frame_bytes: protocol frame payload (frame_payload()); stack_bytes: the stack the link reserves."""
+    frame_bytes: protocol frame payload (frame_payload()); stack_bytes: the stack the link reserves.
+    generated_source: the per-layer kernels of mcu_gen/backends/generated.py (kernels/generated_kernels.cpp), if any."""
     env = _env()
     if dest.exists():
         shutil.rmtree(dest)
@@ -239,10 +241,15 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
     if npu_build is not None and npu_build.delegate_ids:
         table += kernel_registry.delegate_table_source(npu_build.delegate_ids)
     (dest / "src" / "kernel_table.cpp").write_text(table)
+    generated_sources = []
+    if generated_source:
+        (dest / "kernels" / "generated_kernels.cpp").write_text(generated_source)  # kernels/: built -O2
+        generated_sources = ["kernels/generated_kernels.cpp"]
 
     runtime_sources = [f"runtime/src/{f.name}" for f in sorted((RUNTIME_CORE / "src").glob("*.cpp"))]
     sources = (
         ["src/main.cpp", "src/model_pte.c", "src/kernel_table.cpp"]
+        + generated_sources
         + runtime_sources
         + [f"kernels/{f}" for f in kernel_files]
         + [f"board/{f.name}" for f in board.source_paths]
@@ -345,7 +352,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
           compile: bool = True, opt_level: str = "-O2", quantize=None, io: str = "float32",
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
           npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
-          frame_bytes: int | None = None, stack_bytes: int | None = None) -> BuildResult:
+          frame_bytes: int | None = None, stack_bytes: int | None = None,
+          kernels: str = "auto") -> BuildResult:
     """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
     default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
     reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink())."""
@@ -365,6 +373,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     backend_choice, data = apply_backend(b, program, data, sel, backend, cmsis_nn_path)
     sel = backend_choice.selection or sel
     sel.missing = [op for op in sel.missing if not op.startswith(pte.DELEGATE_PREFIX)]
+    gen = _generated_kernels(b, program, sel, kernels)
     if sel.missing:
         raise BuildError(
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
@@ -378,12 +387,13 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     (out / "model.pte").write_bytes(data)
     stored = pte.read(data)
     num_values, num_instructions = len(stored.values), len(stored.instructions)
-    cache = value_cache_size(value_cache, backend_choice.backend, num_values)
+    # Generated layers are chosen at load by prepare functions, which need every value decoded.
+    cache = value_cache_size(value_cache, "cmsis-nn" if gen.layers else backend_choice.backend, num_values)
     icache = num_instructions if cache >= num_values else DEFAULT_INSTRUCTION_CACHE
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
                              framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
                              value_cache=cache, instruction_cache=icache, upload=upload, frame_bytes=frame_bytes,
-                             stack_bytes=stack_bytes)
+                             stack_bytes=stack_bytes, generated_source=gen.source)
     elf = None
     stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
     if stop is not None:
@@ -432,6 +442,10 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
             report["int8_operator_error"] = operator_errors(program, spec)
     report["peak_ops"] = _write_plan_pictures(out, program)
     report["backend"] = backend_choice.report()
+    report["generated_kernels"] = {"mode": kernels, **gen.report()}
+    for layer in gen.layers:
+        report["operators"][layer.instruction]["backend"] = "generated"
+        report["operators"][layer.instruction]["kernel"] = layer.name
     report["value_cache"] = {"values": num_values, "cached_values": min(cache, num_values),
                              "instructions": num_instructions,
                              "cached_instructions": min(icache, num_instructions),
@@ -501,6 +515,26 @@ def relink(result: BuildResult, stack_bytes: int, measured: int | None = None) -
                   "rule": STACK_RULE}
     write_reports(result.out, r)
     return result
+
+
+def _generated_kernels(board: Board, program: Program, sel, mode: str):
+    """mcu-gen's per-layer kernels (mcu_gen/backends/generated.py) for this build, and the selection
+    rewired to reach them. ``mode``: auto (where the core has them: DSP without MVE), generated
+    (the same, an error where the core has none), library (none)."""
+    from mcu_gen.backends import generated
+
+    if mode not in generated.MODES:
+        raise BuildError(f"--kernels {mode}: choose one of {', '.join(generated.MODES)}")
+    if mode == "library" or not any(k.op in generated.GENERATED_OPS for k in sel.kernels):
+        return generated.Generated()
+    if not generated.board_supports(board):
+        if mode == "generated":
+            raise BuildError(f"--kernels generated: {board.name} ({board.core}) has no generated kernels "
+                             "(they need the DSP extension and no MVE: Cortex-M33, M4)")
+        return generated.Generated()
+    gen = generated.generate(program, sel.kernels)
+    sel.kernels = generated.hooked_kernels(sel.kernels, gen)
+    return gen
 
 
 def _cpu_operators(program: Program) -> list:

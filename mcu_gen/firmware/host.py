@@ -37,13 +37,13 @@ def runtime_sources() -> list:
 
 
 def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, error=RuntimeError,
-                 extra_objects=(), extra_includes=()) -> Path:
+                 extra_objects=(), extra_includes=(), extra_sources=()) -> Path:
     """Compile runtime_core's executor, `driver` (a main) and exactly these kernels with the
     generated kernel table into a native binary; reused while the compiler, flags and every
     source and header hash the same. `extra_objects` (already compiled, e.g. CMSIS-NN's C
-    sources) are linked in; `extra_includes` are more include folders."""
+    sources) are linked in; `extra_includes` are more include folders; `extra_sources` more .cpp files (generated kernels)."""
     table = kernel_registry.kernel_table_source(kernels)
-    sources = runtime_sources() + [driver]
+    sources = runtime_sources() + [driver] + [Path(p) for p in extra_sources]
     kernel_sources = list(dict.fromkeys(k.file for k in kernels))
     folders = sorted({k.file.parent for k in kernels})
     headers = sorted((RUNTIME_CORE / "include").rglob("*.h")) + sorted((RUNTIME_CORE / "src").glob("*.h"))

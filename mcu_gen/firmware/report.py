@@ -129,6 +129,19 @@ def markdown(r: dict) -> str:
     for i, op in enumerate(r["operators"]):
         lines.append(f"| {i} | `{op['name']}` | {op['backend']} | {op['dtype']} | {op.get('source', '')} |")
     lines.append("")
+    gen = r.get("generated_kernels") or {}
+    if gen.get("layers") or gen.get("skipped"):
+        lines += ["## Generated kernels", "",
+                  f"mcu-gen's per-layer int8 kernels (`--kernels {gen.get('mode', 'auto')}`; docs/generated_kernels.md). "
+                  f"Their pre-widened int16 weights take **{gen.get('prewidened_weight_bytes', 0):,} bytes of flash** "
+                  "(included in the firmware flash above), beside the program's int8 weights.", "",
+                  "| # | kind | shape | MACs | requantization | pre-widened weight bytes |", "|---|---|---|---|---|---|"]
+        for l in gen.get("layers", []):
+            lines.append(f"| {l['instruction']} | {l['kind']} | {l['shape']} | {l['macs']:,} | {l['requant']} | "
+                         f"{l['prewidened_weight_bytes']:,} |")
+        for sk in gen.get("skipped", []):
+            lines.append(f"| {sk['instruction']} | library kernel | {sk['reason']} | | | |")
+        lines.append("")
     if r.get("size"):
         from mcu_gen.firmware.size_report import markdown_table
 

@@ -1,0 +1,75 @@
+"""mcu-gen's generated int8 kernels (mcu_gen/backends/generated.py, issue 17) against the library
+kernels, per network, on the Cortex-M33 (QEMU mps2-an505), with and without CMSIS-NN, beside the
+best published MLPerf Tiny result on a Cortex-M33 at 160 MHz.
+
+    MCU_GEN_CMSIS_NN=/path/to/CMSIS-NN python bench/bench_generated.py [--examples ...] [--backends ...]
+
+Instructions per inference are exact (QEMU -icount, int8 I/O, outputs verified bit for bit
+against the host integer reference). They are not cycles: a single-issue Cortex-M33 retires at
+most one instruction per cycle, so `instructions / 160 MHz` is a lower bound on its latency
+(loads, taken branches and 64-bit multiplies take more than one cycle; no cycle model yet).
+"flash" is the firmware's flash bytes; "pre-widened" the int16 weight copies the generated
+layers keep (also in flash, beside the program's int8 weights).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from mcu_gen.device.runner import run  # noqa: E402
+from mcu_gen.firmware.builder import load_report  # noqa: E402
+
+EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
+# Best published MLPerf Tiny closed-division latency on a Cortex-M33 @ 160 MHz (NUCLEO-U575ZI,
+# mlcommons tiny_results v1.1-v1.3; DESIGN.md), in cycles.
+PUBLISHED_M33 = {"kws_dscnn": (4_640_000, "X-CUBE-AI 10.2"), "vww_mobilenet": (9_480_000, "X-CUBE-AI 10.2"),
+                 "ic_resnet8": (16_700_000, "Plumerai"), "ad_autoencoder": (510_000, "X-CUBE-AI 10.2")}
+CLOCK_HZ = 160e6
+
+
+def measure(example: str, backend: str, kernels: str, out: Path, cmsis_nn):
+    r = run(str(ROOT / "examples" / example / "model.py"), board="mps2-an505", out=out, quantize="int8", io="int8",
+            backend=backend, cmsis_nn_path=cmsis_nn, kernels=kernels, n_random=1)
+    return r, load_report(Path(r.out)).get("generated_kernels", {})
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--examples", nargs="+", default=EXAMPLES)
+    ap.add_argument("--backends", nargs="+", default=["cmsis-nn", "portable"])
+    args = ap.parse_args(argv)
+    cmsis_nn = os.environ.get("MCU_GEN_CMSIS_NN")
+    backends = [b for b in args.backends if b != "cmsis-nn" or cmsis_nn]
+    if len(backends) < len(args.backends):
+        print("CMSIS-NN not given (MCU_GEN_CMSIS_NN): measuring the portable backend only")
+    print("| backend | example | library kernels | generated | speed-up | flash library / generated | "
+          "pre-widened | >= ms @160 MHz | published best (cycles) | ratio | bit-exact |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="bench-gen-") as tmp:
+        for backend in backends:
+            for ex in args.examples:
+                try:
+                    lib, _ = measure(ex, backend, "library", Path(tmp) / f"{ex}-{backend}-lib", cmsis_nn)
+                    gen, info = measure(ex, backend, "auto", Path(tmp) / f"{ex}-{backend}-gen", cmsis_nn)
+                except Exception:  # one failure must not hide the others
+                    traceback.print_exc()
+                    continue
+                li, gi = lib.instructions_per_inference, gen.instructions_per_inference
+                best = PUBLISHED_M33.get(ex)
+                ratio = f"{gi / best[0]:.2f}x" if best else ""
+                print(f"| {backend} | {ex} | {li:,} | **{gi:,}** | {li / gi:.2f}x | {lib.flash_bytes:,} / "
+                      f"{gen.flash_bytes:,} | {info.get('prewidened_weight_bytes', 0):,} | {gi / CLOCK_HZ * 1e3:.1f} | "
+                      f"{f'{best[0]:,} ({best[1]})' if best else 'n/a'} | {ratio} | "
+                      f"{lib.bit_exact and gen.bit_exact} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

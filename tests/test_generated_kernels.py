@@ -1,0 +1,258 @@
+"""mcu-gen's generated int8 kernels (mcu_gen/backends/generated.py), natively under ASan/UBSan.
+
+Programs with generated shapes and parameters (1x1 convolutions, their in-place variant, fully
+connected layers) run through the real runtime with the generated kernel file; their outputs
+must equal the host integer reference (mcu_gen/reference/integer.py) bit for bit. The library
+kernel of each operator is replaced by one that always fails, so a correct output proves the
+generated layer ran; and a program whose weights differ from those the layer was generated for
+must reach the library kernel (and fail here).
+
+The host build uses the generated file's plain C++ definitions of SMLAD/SXTB16 (no
+__ARM_FEATURE_DSP); the ARM intrinsics run on QEMU (tests/test_generated_firmware.py).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mcu_gen.backends import generated, kernels
+from mcu_gen.firmware import host
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
+from mcu_gen.program.ir import Instruction, Program, TensorValue
+from mcu_gen.reference.integer import run_int8_reference
+from mcu_gen.paths import KERNELS_PORTABLE
+
+NHWC = (0, 2, 3, 1)
+
+FAILING = r"""// mcu-gen-kernel: op=cortex_m::quantized_conv2d.out fn=failing_conv sig=TTtLLLIITTIITOO dtypes=int8
+// mcu-gen-kernel: op=mcu::quantized_conv2d_pointwise_inplace.out fn=failing_conv sig=TTtLLLIITTIITOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::quantized_linear.out fn=failing_linear sig=TTttIIILLIIOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::quantized_depthwise_conv2d.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
+// mcu-gen-kernel: op=mcu::quantized_depthwise_conv2d_inplace.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
+// Test stand-ins for the library kernels: they always fail, so only generated layers succeed.
+#include "mcu/kernel.h"
+namespace mcu {
+namespace kernels {
+Error failing_conv(const KernelContext&) { return Error::KernelFailed; }
+Error failing_linear(const KernelContext&) { return Error::KernelFailed; }
+}  // namespace kernels
+}  // namespace mcu
+"""
+
+
+def _requant_params(rng, n, lo=-12, hi=-5, left_shift=True):
+    mults = rng.integers(2**30, 2**31 - 1, n).astype(np.int32)
+    shifts = rng.integers(lo, hi, n).astype(np.int32)
+    if n > 1 and left_shift:
+        shifts[0] = 1  # one channel with a left shift
+    return mults, shifts
+
+
+def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> Program:
+    p = Program()
+    x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
+    wt = rng.integers(-127, 128, (cout, 1, 1, cin)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+    mults, shifts = _requant_params(rng, cout, left_shift=left_shift)
+    out = p.add(TensorValue((1, cout, h, w), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+    args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
+            p.add_scalar("int_list", [1, 1]), p.add_scalar("int_list", [0, 0]), p.add_scalar("int_list", [1, 1]),
+            p.add_scalar("int", int(rng.integers(-128, 128))), p.add_scalar("int", -2),
+            p.add(TensorValue(mults.shape, "int32", data=mults)), p.add(TensorValue(shifts.shape, "int32", data=shifts)),
+            p.add_scalar("int", -128), p.add_scalar("int", 100), p.add(TensorValue((cin,), "int8")), out, out]
+    op = "mcu::quantized_conv2d_pointwise_inplace.out" if inplace else "cortex_m::quantized_conv2d.out"
+    p.instructions.append(Instruction(op, args))
+    p.inputs, p.outputs = [x], [out]
+    planner.plan(p, allow_inplace=False)
+    if inplace:  # the output over the input, as the planner's pointwise rule places it
+        p.tensor(out).offset = p.tensor(x).offset
+        p.arena_size = max(p.arena_size, p.tensor(x).offset + p.tensor(x).nbytes)
+    return p
+
+
+def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False) -> Program:
+    p = Program()
+    x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=-7))
+    wt = rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+    mults, shifts = _requant_params(rng, cout, -12, -8, left_shift=left_shift)
+    oh, ow = (h + 2 * pad[0] - kh) // stride[0] + 1, (w + 2 * pad[1] - kw) // stride[1] + 1
+    out = p.add(TensorValue((1, cout, oh, ow), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+    args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
+            p.add_scalar("int_list", list(stride)), p.add_scalar("int_list", list(pad)), p.add_scalar("int_list", [1, 1]),
+            p.add_scalar("int", 7), p.add_scalar("int", -2),
+            p.add(TensorValue(mults.shape, "int32", data=mults)), p.add(TensorValue(shifts.shape, "int32", data=shifts)),
+            p.add_scalar("int", -128), p.add_scalar("int", 127), p.add(TensorValue((0,), "uint8")), out, out]
+    p.instructions.append(Instruction("cortex_m::quantized_conv2d.out", args))
+    p.inputs, p.outputs = [x], [out]
+    planner.plan(p, allow_inplace=False)
+    return p
+
+
+def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False) -> Program:
+    p = Program()
+    x = p.add(TensorValue((1, c, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
+    wt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, c).astype(np.int32)
+    mults, shifts = _requant_params(rng, c, -10, -6, left_shift=left_shift)
+    oh, ow = (h + 2 * pad - 3) // stride + 1, (w + 2 * pad - 3) // stride + 1
+    out = p.add(TensorValue((1, c, oh, ow), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+    args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
+            p.add_scalar("int_list", [stride, stride]), p.add_scalar("int_list", [pad, pad]),
+            p.add_scalar("int_list", [1, 1]), p.add_scalar("int", 1), p.add_scalar("int", int(rng.integers(-128, 128))),
+            p.add_scalar("int", -2), p.add(TensorValue(mults.shape, "int32", data=mults)),
+            p.add(TensorValue(shifts.shape, "int32", data=shifts)), p.add_scalar("int", -128), p.add_scalar("int", 110),
+            p.add(TensorValue((0,), "uint8")), out, out]
+    op = "mcu::quantized_depthwise_conv2d_inplace.out" if inplace else "cortex_m::quantized_depthwise_conv2d.out"
+    p.instructions.append(Instruction(op, args))
+    p.inputs, p.outputs = [x], [out]
+    planner.plan(p, allow_inplace=False)
+    if inplace:  # the output over the input, as the planner's depthwise_channel rule places it
+        p.tensor(out).offset = p.tensor(x).offset
+    return p
+
+
+def linear_program(rng, rows, k, n, kernel_sum=True) -> Program:
+    p = Program()
+    x = p.add(TensorValue((rows, k), "int8", scale=0.1, zero_point=5))
+    wt = rng.integers(-127, 128, (n, k)).astype(np.int8)
+    in_off = int(rng.integers(-128, 128))
+    bias = rng.integers(-5000, 5000, n).astype(np.int64)
+    mults, shifts = _requant_params(rng, 1, -13, -11)
+    out = p.add(TensorValue((rows, n), "int8", scale=0.2, zero_point=1))
+    if kernel_sum:
+        ks = (bias + in_off * wt.astype(np.int64).sum(axis=1)).astype(np.int32)
+        b_arg, ks_arg = p.add_scalar("none"), p.add(TensorValue(ks.shape, "int32", data=ks))
+    else:
+        b_arg, ks_arg = p.add(TensorValue(bias.shape, "int32", data=bias.astype(np.int32))), p.add_scalar("none")
+    args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), b_arg, ks_arg, p.add_scalar("int", in_off),
+            p.add_scalar("int", 0), p.add_scalar("int", 1), p.add_scalar("int_list", [int(mults[0])]),
+            p.add_scalar("int_list", [int(shifts[0])]), p.add_scalar("int", 127), p.add_scalar("int", -128), out, out]
+    p.instructions.append(Instruction("cortex_m::quantized_linear.out", args))
+    p.inputs, p.outputs = [x], [out]
+    planner.plan(p, allow_inplace=False)
+    return p
+
+
+@pytest.fixture(scope="module")
+def failing_kernels(tmp_path_factory):
+    d = tmp_path_factory.mktemp("failing_kernels")
+    (d / "op_failing.cpp").write_text(FAILING)
+    return kernels.find_kernels(d, backend="test")
+
+
+def run_generated(program: Program, gen: generated.Generated, lib: dict, tmp_path: Path, x: np.ndarray):
+    """Runs `program` natively with `gen`'s kernel file; returns (returncode, output or None)."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler (g++)")
+    sel = [lib[op] for op in program.operators]
+    src = tmp_path / generated.GENERATED_FILE
+    src.write_text(gen.source)
+    flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=64", "-DMCU_INSTRUCTION_CACHE=8",
+                             "-I", str(KERNELS_PORTABLE)]
+    exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",
+                            generated.hooked_kernels(sel, gen), tmp_path / "cache", host.HostRunError,
+                            extra_sources=[src, host.RUNTIME_CORE / "src" / "crc32.cpp"])
+    out_t = program.tensor(program.outputs[0])
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "p.pte").write_bytes(pte.write(program))
+        xin = x.transpose(0, 2, 3, 1) if x.ndim == 4 else x  # NHWC memory
+        (tmp / "in_0.bin").write_bytes(np.ascontiguousarray(xin).tobytes())
+        r = subprocess.run([str(exe), str(tmp / "p.pte"), str(max(program.arena_size, 16)), str(tmp),
+                            str(tmp / "in_0.bin")], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            return r.returncode, None
+        y = np.frombuffer((tmp / "out_0.bin").read_bytes(), np.int8)
+        shape = out_t.shape
+        if len(shape) == 4:
+            n, c, h, w = shape
+            return 0, y.reshape(n, h, w, c).transpose(0, 3, 1, 2)
+        return 0, y.reshape(shape)
+
+
+CASES = [  # (kind, shape parameters)
+    ("pointwise", dict(h=5, w=5, cin=16, cout=8)),  # 25 pixels: odd, a 1-row tail
+    ("pointwise", dict(h=2, w=3, cin=4, cout=12)),
+    ("pointwise", dict(h=25, w=5, cin=64, cout=64)),  # KWS DS-CNN
+    ("pointwise_right", dict(h=7, w=3, cin=12, cout=20)),  # right shifts only: requant_right
+    ("pointwise_inplace", dict(h=3, w=5, cin=32, cout=32)),
+    ("pointwise_inplace", dict(h=4, w=3, cin=24, cout=8)),
+    ("depthwise", dict(h=25, w=5, c=64)),  # KWS DS-CNN
+    ("depthwise", dict(h=9, w=8, c=8, stride=2)),  # MobileNet's strided layers
+    ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
+    ("depthwise", dict(h=6, w=5, c=12, pad=0)),
+    ("depthwise_left", dict(h=4, w=4, c=16, stride=2)),  # a left shift: requant_any
+    ("depthwise_inplace", dict(h=25, w=5, c=64)),  # KWS without CMSIS-NN: the in-place variant
+    ("depthwise_inplace", dict(h=7, w=6, c=8, stride=2)),
+    ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
+    ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
+    ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
+    ("conv_left", dict(h=8, w=8, cin=8, cout=4, kh=1, kw=1, stride=(2, 2), pad=(0, 0))),  # strided 1x1 shortcut
+    ("linear", dict(rows=1, k=64, n=12)),  # KWS classifier
+    ("linear", dict(rows=3, k=40, n=8)),
+    ("linear_bias", dict(rows=2, k=128, n=20)),
+]
+
+
+@pytest.mark.parametrize("kind,shape", CASES, ids=[f"{k}-{'x'.join(map(str, s.values()))}" for k, s in CASES])
+def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
+    rng = np.random.default_rng(abs(hash((kind, tuple(shape.values())))) % 2**32)
+    if kind.startswith("pointwise"):
+        p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=kind != "pointwise_right", **shape)
+        x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
+    elif kind.startswith("conv"):
+        p = conv_program(rng, left_shift=kind == "conv_left", **shape)
+        x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
+    elif kind.startswith("depthwise"):
+        p = depthwise_program(rng, left_shift=kind == "depthwise_left", inplace=kind == "depthwise_inplace", **shape)
+        x = rng.integers(-128, 128, (1, shape["c"], shape["h"], shape["w"])).astype(np.int8)
+    else:
+        p = linear_program(rng, kernel_sum=kind == "linear", **shape)
+        x = rng.integers(-128, 128, (shape["rows"], shape["k"])).astype(np.int8)
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert len(gen.layers) == 1, gen.skipped
+    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "depthwise_inplace", "conv", "linear", "linear_bias"))
+    expected = run_int8_reference(p, [x])[0]
+    rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
+    assert rc == 0, "the generated layer did not run (the failing library kernel did)"
+    np.testing.assert_array_equal(got, expected)
+    assert len(np.unique(expected)) > min(10, expected.size // 2)  # a test that can tell outputs apart
+
+
+def test_other_weights_reach_the_library_kernel(failing_kernels, tmp_path):
+    rng = np.random.default_rng(7)
+    p = pointwise_program(rng, 3, 3, 8, 8)
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    w = p.values[p.instructions[0].args[1]]
+    w.data = w.data.copy()
+    w.data.flat[5] ^= 1  # one weight differs from what the layer was generated for
+    rc, _ = run_generated(p, gen, failing_kernels, tmp_path, np.zeros((1, 8, 3, 3), np.int8))
+    assert rc != 0
+
+
+def test_not_covered_layers_are_named():
+    rng = np.random.default_rng(1)
+    p = pointwise_program(rng, 2, 2, 6, 8)  # 6 input channels: not a multiple of 4
+    layers, skipped = generated.eligible(p)
+    assert layers == [] and "multiples of 4" in skipped[0][2]
+
+
+def test_packed_weight_order():
+    """Block of 8 channels (then 4), group of 4 inputs, channel, then (k, k+2, k+1, k+3)."""
+    w = np.arange(12 * 8, dtype=np.int16).reshape(12, 8)  # w[n][k] = 8n + k
+    l = generated.GemmLayer("l", 0, "op", "linear", 1, 8, 12, w, np.zeros(12, np.int32), np.zeros(12, np.int32),
+                            np.zeros(12, np.int32), 0, -128, 127, False)
+    packed = l.packed_weights()
+    assert list(packed[:8]) == [0, 2, 1, 3, 8, 10, 9, 11]  # channels 0 and 1, inputs 0..3
+    assert list(packed[32:36]) == [4, 6, 5, 7]  # channel 0, inputs 4..7
+    assert list(packed[64:68]) == [64, 66, 65, 67]  # the last block of 4: channel 8
+    assert list(packed[80:84]) == [68, 70, 69, 71]  # channel 8, inputs 4..7
+    assert l.weight_bytes == 192 and packed.size == 96
