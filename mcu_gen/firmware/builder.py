@@ -374,6 +374,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     sel = backend_choice.selection or sel
     sel.missing = [op for op in sel.missing if not op.startswith(pte.DELEGATE_PREFIX)]
     gen = _generated_kernels(b, program, sel, kernels)
+    if program.meta.get("replanned_for_generated"):
+        data = pte.write(program)
     if sel.missing:
         raise BuildError(
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
@@ -532,9 +534,32 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
             raise BuildError(f"--kernels generated: {board.name} ({board.core}) has no generated kernels "
                              "(they need the DSP extension and no MVE: Cortex-M33, M4)")
         return generated.Generated()
+    _replan_without_ungenerated_variants(program, sel)
     gen = generated.generate(program, sel.kernels)
     sel.kernels = generated.hooked_kernels(sel.kernels, gen)
     return gen
+
+
+def _replan_without_ungenerated_variants(program: Program, sel) -> None:
+    """The planner may have swapped a layer that has a generated form for an in-place variant that
+    has none (e.g. the row-by-row k x k convolution): that layer would then run the portable
+    variant, several times slower. Such layers go back to their base operator and the program is
+    planned again without those variants (speed over the bytes they would save)."""
+    from mcu_gen.backends import generated
+
+    registry = kernel_registry.find_kernels()
+    variant_of = {k.op: k.variant_of for k in registry.values() if k.variant_of}
+    dropped = {ins.op for ins in program.instructions
+               if ins.op not in generated.GENERATED_OPS and variant_of.get(ins.op) in generated.GENERATED_OPS}
+    if not dropped:
+        return
+    for ins in program.instructions:
+        if ins.op in dropped:
+            ins.op = variant_of[ins.op]
+    planner.plan(program, available={op: k for op, k in registry.items() if op not in dropped})
+    program.meta["replanned_for_generated"] = sorted(dropped)
+    new = kernel_registry.select(_cpu_operators(program), registry)
+    sel.kernels, sel.missing = new.kernels, new.missing
 
 
 def _cpu_operators(program: Program) -> list:
