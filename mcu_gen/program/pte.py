@@ -163,6 +163,8 @@ class _Writer:
             if v.is_constant:
                 fields.append((5, "u32", const_index))
             else:
+                if v.init is not None:  # a state tensor: planned, with its initial value (ExecuTorch's layout)
+                    fields.append((5, "u32", const_index))
                 if v.offset is None:
                     raise PteError(f"tensor '{v.name}' has no arena offset (plan the program first)")
                 key = ("alloc", v.offset)
@@ -203,7 +205,7 @@ class _Writer:
         ExecuTorch's emitter writes one value per argument; sharing them keeps the
         program metadata (which lives in flash) small."""
         p = self.p
-        used = set(p.inputs) | set(p.outputs)
+        used = set(p.inputs) | set(p.outputs) | set(p.states)
         for ins in p.instructions:
             used.update(ins.args)
         for i in list(used):
@@ -239,8 +241,8 @@ class _Writer:
         seg = bytearray()
         offsets = [0]
         for i, v in enumerate(self.values):
-            if isinstance(v, TensorValue) and v.is_constant:
-                arr = np.ascontiguousarray(v.data)
+            if isinstance(v, TensorValue) and (v.is_constant or v.init is not None):
+                arr = np.ascontiguousarray(v.data if v.is_constant else v.init)
                 if arr.nbytes != v.nbytes:
                     raise PteError(f"constant '{v.name}' holds {arr.nbytes} bytes, its shape needs {v.nbytes}")
                 seg.extend(b"\0" * (_align(len(seg), TENSOR_ALIGNMENT) - len(seg)))
@@ -470,6 +472,7 @@ def read(data: bytes) -> Program:
                 t = TensorValue(shape, CODE_DTYPES[dtype_code], dim_order=dim_order, name=f"v{i}")
                 cidx = _scalar(val, 5, N.Uint32Flags)
                 alloc = _sub(val, 6)
+                raw = None
                 if cidx:
                     if const_seg is not None:
                         if cidx >= len(const_offsets):
@@ -482,12 +485,18 @@ def read(data: bytes) -> Program:
                         raw = bytes(inline_buffers[cidx])[: t.nbytes]
                     if len(raw) != t.nbytes:
                         raise PteError(f"value {i}: constant data truncated")
-                    t.data = np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(_stored_shape(t)).copy()
-                elif alloc is not None:
+                    raw = np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(_stored_shape(t)).copy()
+                if alloc is not None:
                     lo = _scalar(alloc, 1, N.Uint32Flags)
                     hi = _scalar(alloc, 2, N.Uint32Flags)
                     t.offset = lo | (hi << 32)
                     t.meta_memory_id = _scalar(alloc, 0, N.Uint32Flags)
+                    if raw is not None:  # planned with an initial value: a state tensor (mutable buffer)
+                        t.init = raw
+                        prog.states.append(i)
+                        prog.state_names.append(t.name)
+                elif raw is not None:
+                    t.data = raw
                 prog.values.append(t)
             elif tag == K_NULL or tag == 0:
                 prog.values.append(ScalarValue("none"))

@@ -290,6 +290,7 @@ def execute_instruction(mem: _Memory, ins) -> None:
     (_run_cortex_m if is_int8_op(ins.op) else _execute)(mem, ins)
 
 
-def run_int8_reference(program: Program, inputs) -> list:
-    """Run ``program`` on ``inputs`` (numpy arrays in logical layout, one per program input)."""
-    return interpret(planned(program), inputs, execute_instruction)[0]
+def run_int8_reference(program: Program, inputs, state: dict | None = None) -> list:
+    """Run ``program`` on ``inputs`` (numpy arrays in logical layout, one per program input);
+    ``state`` as in interpreter.interpret."""
+    return interpret(planned(program), inputs, execute_instruction, state=state)[0]
