@@ -214,7 +214,8 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"] + extra_includes,
         defines={"MCU_MAX_OPERATORS": max_ops, "MCU_VALUE_CACHE": max(1, value_cache),
                  "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
-                 **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}), **extra_defines},
+                 **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
+                 **({"MCU_PROGRAM_HAS_STATE": 1} if program.states else {}), **extra_defines},
         opt_level=opt_level,
     )
     if framework == "baremetal":  # a framework project builds with PlatformIO only

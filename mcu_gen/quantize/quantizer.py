@@ -249,11 +249,20 @@ def fold_batch_norm(gm: torch.fx.GraphModule) -> None:
     gm.recompile()
 
 
+class StatefulModelError(ValueError):
+    """A model with mutable buffers (state): not quantized yet."""
+
+
 def capture_for_quantization(module: torch.nn.Module, example_inputs: tuple, fold_bn: bool = True
                              ) -> torch.fx.GraphModule:
     """torch.export the model for PT2E (guards off: torch 2.13 adds a _guards_fn call otherwise),
     fold eval BatchNorm and drop eval dropout."""
     ep = torch.export.export(module.eval(), tuple(example_inputs))
+    mutated = sorted(set(ep.graph_signature.buffers_to_mutate.values()))
+    if mutated:
+        raise StatefulModelError(
+            f"the model keeps state in buffers that forward writes ({', '.join(mutated)}); stateful models are "
+            "fp32 only for now (run without --quantize int8)")
     gm = ep.module(check_guards=False)
     _remove_eval_noops(gm)
     if fold_bn:

@@ -153,7 +153,12 @@ TensorRef Executor::decode_tensor(int32_t v) const {
   const uint32_t f_const = t.field(kTensorConst);
   const uint32_t c = f_const ? fb::u32(t.t + f_const) : 0u;
   const uint8_t* data;
+#if MCU_PROGRAM_HAS_STATE
+  // A state tensor (planned, with an initial value in the constants) lives in the arena.
+  if (c != 0 && t.field(kTensorAlloc) == 0) {
+#else
   if (c != 0) {
+#endif
     if (constant_offsets_ != nullptr) {
       data = constants_ + fb::u64(constant_offsets_ + 8 * c);
     } else {
@@ -275,7 +280,14 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
       p = storage + 4;
     }
     if (!pow2_aligned(p, alignment_of(dt))) return Error::Misaligned;
-    return Error::Ok;
+#if MCU_PROGRAM_HAS_STATE
+    // Planned and with an initial value: a state tensor (ExecuTorch's initialized mutable
+    // buffer), copied from the constants into the arena at load and on reset_state().
+    if (alloc == nullptr) return Error::Ok;
+#else
+    // A state tensor needs firmware built with MCU_PROGRAM_HAS_STATE.
+    return alloc == nullptr ? Error::Ok : Error::UnsupportedProgram;
+#endif
   }
   if (alloc == nullptr) {
     // Neither constant nor planned: ExecuTorch uses these for tensors whose
@@ -362,7 +374,14 @@ uint32_t accepted_tags(char sig) {
     const int32_t v = fb::i32(args + 4 + 4 * k);
     if (v < 0 || v >= num_values_) return Error::InvalidProgram;
     if (((accepted_tags(sig[k]) >> value_type(v)) & 1u) == 0) return Error::BadArgument;
+#if MCU_PROGRAM_HAS_STATE
+    if (sig[k] == 'O' && fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0 &&
+        fb::ref(value_table(v), kTensorAlloc) == nullptr) {
+      return Error::BadArgument;  // a constant (a state tensor, planned, may be written)
+    }
+#else
     if (sig[k] == 'O' && fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0) return Error::BadArgument;
+#endif
   }
   return Error::Ok;
 }
@@ -666,8 +685,29 @@ uint32_t accepted_tags(char sig) {
   if (kernels.prepare != nullptr) prepare_calls(kernels);
 #endif
   loaded_ = true;
+#if MCU_PROGRAM_HAS_STATE
+  reset_state();
+#endif
   return Error::Ok;
 }
+
+#if MCU_PROGRAM_HAS_STATE
+// Every state tensor (planned, with an initial value; verified at load) gets its initial value.
+void Executor::reset_state() {
+  if (!loaded_) return;
+  for (int32_t v = 0; v < num_values_; ++v) {
+    if (value_type(v) != kTensor) continue;
+    const uint8_t* t = value_table(v);
+    const uint32_t c = fb::scalar<uint32_t>(t, kTensorConst, 0);
+    if (c == 0 || fb::ref(t, kTensorAlloc) == nullptr) continue;
+    const uint8_t* init = constant_offsets_ != nullptr
+                              ? constants_ + fb::u64(constant_offsets_ + 8 * c)
+                              : fb::vec_data(fb::ref(fb::vec_table(constant_buffers_, c), 0));
+    const TensorRef r = decode_tensor(v);
+    memcpy(r.data, init, r.nbytes());
+  }
+}
+#endif
 
 Executor::Call Executor::decode_call(int32_t i) const {
   const uint8_t* kc = fb::ref(fb::vec_table(instructions_, static_cast<uint32_t>(i)), 1);
