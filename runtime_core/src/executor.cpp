@@ -285,8 +285,11 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
     // buffer), copied from the constants into the arena at load and on reset_state().
     if (alloc == nullptr) return Error::Ok;
 #else
-    // A state tensor needs firmware built with MCU_PROGRAM_HAS_STATE.
-    return alloc == nullptr ? Error::Ok : Error::UnsupportedProgram;
+    // Without state support a planned tensor with an initial value is read as the constant it
+    // holds; no kernel may write it ('O' arguments, delegate arguments and program inputs and
+    // outputs must not be constants: verify_instruction, load), so a program that updates
+    // its state is rejected, never run with writes into the program.
+    return Error::Ok;
 #endif
   }
   if (alloc == nullptr) {
