@@ -344,6 +344,12 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         "inputs": [_io(program, i) for i in program.inputs],
         "outputs": [_io(program, i) for i in program.outputs],
     }
+    if program.states:
+        n = len(program.instructions)
+        report["state"] = [{"name": name, "shape": list(program.tensor(i).shape), "dtype": program.tensor(i).dtype,
+                            "offset": program.tensor(i).offset, "bytes": program.tensor(i).nbytes,
+                            "live_steps": [0, max(n - 1, 0)]}
+                           for i, name in zip(program.states, program.state_names)]
     if quantize is not None:
         report["quantize"] = quantize
         report["io"] = io

@@ -154,6 +154,12 @@ class Executor {
   DecodedValue cache_[MCU_VALUE_CACHE] = {};  // decoded values
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
+#if MCU_PROGRAM_HAS_STATE
+  const uint8_t* state_data_ = nullptr;     // mutable data segment: initial values of state tensors
+  size_t state_size_ = 0;
+  const uint8_t* state_offsets_ = nullptr;  // vector<uint64> data
+  int32_t num_state_offsets_ = 0;
+#endif
 };
 
 }  // namespace mcu
