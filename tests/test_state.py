@@ -189,3 +189,18 @@ def test_stateless_firmware_rejects_a_program_that_updates_state(tmp_path, qemu_
         with pytest.raises(mcu_gen.device.link.LinkError, match="does not know RESET"):
             link.reset()
         link.exit(0)
+
+
+@pytest.mark.qemu
+def test_streaming_kws_example_verifies_two_utterances_on_qemu(tmp_path, qemu_tools):
+    """examples/streaming_kws: a causal conv1d over a ring of frames and a GRU cell, 49 frames per
+    utterance, every frame compared with PyTorch, RESET between utterances checked."""
+    r = mcu_gen.run("examples/streaming_kws/model.py", board="mps2-an505", out=tmp_path / "skws")
+    assert r.verified and r.reset_identical is True
+    assert r.n_sequences == 2 and r.n_inferences == 2 * 49
+    assert r.state_bytes == (10 * 3 + 48) * 4
+    rep = json.loads((tmp_path / "skws" / "report.json").read_text())
+    assert [s["name"] for s in rep["state"]] == ["frames", "h"]
+    # the two state tensors never share bytes
+    a, b = rep["state"]
+    assert a["offset"] + a["bytes"] <= b["offset"] or b["offset"] + b["bytes"] <= a["offset"]
