@@ -14,8 +14,8 @@ from mcu_gen.plan import planner
 from mcu_gen.program import pte
 from mcu_gen.reference import run_reference
 
-MODELS = ["state_ring", "state_mean", "state_gru"]
-STATES = {"state_ring": ["hist"], "state_mean": ["mean", "count"], "state_gru": ["h"]}
+MODELS = ["state_ring", "state_mean", "state_gru", "state_lstm"]
+STATES = {"state_ring": ["hist"], "state_mean": ["mean", "count"], "state_gru": ["h"], "state_lstm": ["h", "c"]}
 
 
 def _spec(name):
@@ -204,3 +204,53 @@ def test_streaming_kws_example_verifies_two_utterances_on_qemu(tmp_path, qemu_to
     # the two state tensors never share bytes
     a, b = rep["state"]
     assert a["offset"] + a["bytes"] <= b["offset"] or b["offset"] + b["bytes"] <= a["offset"]
+
+
+def _state_seeds():
+    seeds = {}
+    for name in MODELS:
+        for fuse in (True, False):
+            p = export_model(_spec(name), fuse=fuse)
+            planner.plan(p)
+            seeds[f"{name}{'' if fuse else '_unfused'}"] = pte.write(p)
+    return seeds
+
+
+def test_corrupt_state_programs_are_rejected_without_crashing_under_sanitizers(tmp_path):
+    """The loader with state support (mutable data segment, state tensors, reset at load) under
+    libFuzzer + ASan + UBSan: the state programs replay cleanly, a bounded fuzz run finds nothing,
+    and an initial value pointing past its segment is refused."""
+    from mcu_gen.dev import fuzz
+
+    if fuzz.find_clang() is None:
+        pytest.skip("clang++ not found: fuzzing needs clang with libFuzzer (apt-get install clang)")
+    exe = fuzz.build_fuzzer(state=True)
+    seeds = _state_seeds()
+    for name, data in seeds.items():
+        r = fuzz.replay(exe, data, tmp_path)
+        assert r.returncode == 0, f"{name}:\n{r.stderr[-3000:]}"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, data in seeds.items():
+        (corpus / f"{name}.pte").write_bytes(data)
+    artifacts = tmp_path / "artifacts"
+    r = fuzz.run_fuzzer(exe, corpus, 30, artifacts)
+    found = sorted(p.name for p in artifacts.iterdir())
+    assert r.returncode == 0 and not found, f"fuzzer found {found}:\n{r.stderr[-4000:]}"
+
+
+def test_reader_refuses_an_initial_value_outside_its_segment():
+    p = export_model(_spec("state_ring"))
+    planner.plan(p)
+    data = bytearray(pte.write(p))
+    q = pte.read(bytes(data))
+    init = q.tensor(q.states[0]).init.astype(np.float32).tobytes()
+    at = bytes(data).rfind(init)
+    assert at > 0
+    # shrink the mutable segment (the last DataSegment's size) so the initial value runs past it
+    size = len(init).to_bytes(8, "little")
+    k = bytes(data).rfind(size)
+    assert k > 0
+    data[k:k + 8] = (len(init) - 4).to_bytes(8, "little")
+    with pytest.raises(pte.PteError, match="past its segment"):
+        pte.read(bytes(data))

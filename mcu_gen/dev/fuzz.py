@@ -36,13 +36,15 @@ def find_clang() -> str | None:
     return None
 
 
-def build_fuzzer() -> Path:
-    """Build (or reuse, keyed by the sources' hash) the fuzz_program binary."""
+def build_fuzzer(state: bool = False) -> Path:
+    """Build (or reuse, keyed by the sources' hash) the fuzz_program binary; ``state``: with
+    MCU_PROGRAM_HAS_STATE (the loader's state tensors and mutable data segment, reset at load)."""
     cxx = find_clang()
     if cxx is None:
         raise FuzzError("clang++ not found: install it with `sudo apt-get install clang` (Debian 12: clang-14)")
     kernels = sorted(kernel_registry.find_kernels().values(), key=lambda k: k.op)
-    return build_native(cxx, FLAGS, RUNTIME_CORE / "tools" / "fuzz_program.cpp", kernels, CACHE, FuzzError)
+    flags = FLAGS + (["-DMCU_PROGRAM_HAS_STATE=1"] if state else [])
+    return build_native(cxx, flags, RUNTIME_CORE / "tools" / "fuzz_program.cpp", kernels, CACHE, FuzzError)
 
 
 def seed_programs(examples=SEED_EXAMPLES) -> dict:

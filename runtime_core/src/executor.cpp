@@ -787,10 +787,11 @@ Error Executor::execute() {
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
   for (; i < n && e == Error::Ok; ++i) {
     Call decoded;
-    const Call* call = &calls_[i];
-    if (i >= cached) {
+    const Call* call = &decoded;  // &calls_[i] only inside the cache (past it, forming the address is UB)
+    if (i < cached) {
+      call = &calls_[i];
+    } else {
       decoded = decode_call(i);
-      call = &decoded;
     }
     ctx.args_ = call->args;
     ctx.num_args_ = call->num_args;
