@@ -23,7 +23,7 @@ import torch.fx
 from torch.export.graph_signature import InputKind, OutputKind
 
 from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
-from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
+from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, ScalarValue, TensorValue
 from mcu_gen.capture.model_file import ModelSpec
 from mcu_gen.capture.passes import FREE_VIEWS, ConstGraph, run_passes
 from mcu_gen.errors import McuGenError
@@ -360,9 +360,50 @@ class _Lowering:
         if s.shape != t.shape or s.dtype != t.dtype:
             raise ExportError(f"buffer {t.name}: the model writes a {s.dtype} {list(s.shape)} value into a "
                               f"{t.dtype} {list(t.shape)} buffer")
+        if self._write_in_place(state, src):
+            return
         fmt = self.program.add_scalar("none")
         self.program.instructions.append(
             Instruction("aten::clone.out", [src, fmt, state, state], source_line(node, self.user_file)))
+
+    def _tensor_uses(self, ins) -> list:
+        out = []
+        for a in ins.args:
+            v = self.program.values[a]
+            if isinstance(v, TensorValue):
+                out.append(a)
+            elif v.kind in ("tensor_list", "optional_tensor_list"):
+                out.extend(j for j in v.value if j is not None and j >= 0)
+        return out
+
+    def _write_in_place(self, state: int, src: int) -> bool:
+        """The instruction that computes a state's new value writes it straight into the state
+        (no copy), when nothing reads the old value from that instruction on, and the new value
+        is an instruction's own out (not a view, an input, a constant or a graph output)."""
+        p = self.program
+        if src in self.aliases or src in p.inputs or src in p.outputs or p.tensor(src).is_constant or src in p.states:
+            return False
+        if any(self._root(a) == src for a in self.aliases):
+            return False  # views of the new value: keep it simple, copy
+        producers = [k for k, ins in enumerate(p.instructions) if src in self._tensor_uses(ins)]
+        if not producers:
+            return False
+        step = producers[0]
+        ins = p.instructions[step]
+        if ins.op.startswith("delegate:") or ins.args[-1] != src:  # the out (and return) is the last argument
+            return False
+        state_views = {state} | {a for a in self.aliases if self._root(a) == state}
+        for k in range(step, len(p.instructions)):
+            if state_views & set(self._tensor_uses(p.instructions[k])):
+                return False  # the old value is still read
+        for k in range(step, len(p.instructions)):  # later uses of the new value read the state
+            other = p.instructions[k]
+            other.args = [state if a == src else a for a in other.args]
+            for a in other.args:
+                v = p.values[a]
+                if isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
+                    v.value = [state if j == src else j for j in v.value]
+        return True
 
     def _root(self, v: int) -> int:
         while v in self.aliases:

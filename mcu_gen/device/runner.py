@@ -172,6 +172,9 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
 
     from mcu_gen.reference.integer import run_int8_reference
 
+    if result.program.states:  # a program with state: `inputs` are steps of one sequence, or sequences
+        seqs = inputs if inputs and isinstance(inputs[0], list) else [list(inputs)]
+        return check_sequences(link, result, seqs, progress)
     program, spec, b = result.program, result.spec, result.board
     hello = link.hello()
     if hello.program_id != result.program_id:
@@ -327,7 +330,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
     from mcu_gen.device.qemu import QemuSession
 
     with QemuSession(b, result.elf, run_timeout=timeout) as link:
-        c = check_sequences(link, result, inputs, progress) if stateful else check_link(link, result, inputs, progress)
+        c = check_link(link, result, inputs, progress)
         link.exit(0)
     r = result.report
     return RunResult(

@@ -124,6 +124,8 @@ def cat_slices(program: Program, ins: Instruction) -> Optional[dict]:
     out = _activation(program, out_v)
     if not isinstance(items, list) or not items or not isinstance(dim, int) or out is None:
         return None
+    if out_v in program.states:  # producers would write the state while others still read its old value
+        return None
     rank = len(out.shape)
     if rank == 0 or not -rank <= dim < rank or not _contiguous(out):
         return None
