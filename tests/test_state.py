@@ -284,3 +284,34 @@ def test_verify_on_a_serial_port_runs_sequences_with_and_without_the_model(tmp_p
         assert r.n_inferences == 16
     finally:
         session.close()
+
+
+@pytest.mark.qemu
+def test_an_executorch_exported_state_program_runs_on_mcu_gen_firmware(tmp_path, qemu_tools):
+    """ExecuTorch's own program for the ring-buffer model (initialized mutable buffer, updated by
+    aten::copy_) on QEMU: every step equals PyTorch running the module, and RESET works."""
+    exir = pytest.importorskip("executorch.exir")
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.firmware.builder import build
+
+    spec = _spec("state_ring")
+    ep = torch.export.export(copy.deepcopy(spec.module), spec.example_inputs)
+    et = exir.to_edge(ep).to_executorch(exir.ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["hist"])]))
+    path = tmp_path / "et_ring.pte"
+    path.write_bytes(et.buffer)
+    res = build(pte_path=path, board="mps2-an505", out=tmp_path / "b")
+    assert "aten::copy_" in res.program.operators and len(res.program.states) == 1
+    seq = _sequence(spec, 16, seed=5)
+    want = _torch_steps(spec.module, seq)
+    with QemuSession(res.board, res.elf) as link:
+        link.reset()
+        first = [link.infer(list(s), rerun=False)[0] for s in seq]
+        link.reset()
+        again = [link.infer(list(s), rerun=False)[0] for s in seq]
+        link.exit(0)
+    for got, w in zip(first, want):
+        np.testing.assert_allclose(got[0], w[0], rtol=1e-5, atol=1e-6)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(first, again))
+

@@ -126,6 +126,11 @@ def _decode(mem: _Memory, index: int, type_str: str):
 
 
 def _execute(mem: _Memory, ins) -> None:
+    if ins.op == "aten::copy_":  # in place: self = src (ExecuTorch's mutable-buffer update)
+        if len(ins.args) < 2:
+            raise ReferenceError(f"{ins.op}: {len(ins.args)} arguments, needs self and src")
+        mem.write(ins.args[0], mem.tensor(ins.args[1]).clone())
+        return
     out_op = resolve_op(ins.op)
     fn = find_functional(out_op)
     if fn is None:

@@ -196,8 +196,10 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   if (tag > kOptTensorList) return Error::InvalidProgram;
   const uint8_t* t = c.ref(ev, 1, &ok);
   if (!ok) return Error::InvalidProgram;
+  // A None/Null may carry a table too: program_field reads its vtable, so it must be one.
+  if (t != nullptr && !c.table(t)) return Error::InvalidProgram;
   if (tag == kNone || tag == kNull) return Error::Ok;
-  if (t == nullptr || !c.table(t)) return Error::InvalidProgram;
+  if (t == nullptr) return Error::InvalidProgram;
   switch (tag) {
     case kInt:
     case kDouble:
