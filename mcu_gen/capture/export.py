@@ -23,7 +23,7 @@ import torch.fx
 from torch.export.graph_signature import InputKind, OutputKind
 
 from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
-from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
+from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, ScalarValue, TensorValue
 from mcu_gen.capture.model_file import ModelSpec
 from mcu_gen.capture.passes import FREE_VIEWS, ConstGraph, run_passes
 from mcu_gen.errors import McuGenError
@@ -192,19 +192,27 @@ def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
 
 def to_const_graph(ep: torch.export.ExportedProgram) -> tuple:
     """Turn parameters, buffers and lifted constants into get_attr nodes.
-    Returns (ConstGraph, user input placeholders, user output nodes)."""
+    Returns (ConstGraph, user input placeholders, output kinds, states): a buffer the model
+    mutates stays a placeholder (a state tensor), ``states`` maps its placeholder name to
+    (buffer name, initial value); ``output kinds`` has, per output of the graph, None for a user
+    output or the buffer name a BUFFER_MUTATION output writes."""
     gm = ep.graph_module
     graph = gm.graph
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     first_op = next(n for n in graph.nodes if n.op != "placeholder")
     cg = ConstGraph(gm)
-    user_inputs = []
+    mutated = set(ep.graph_signature.buffers_to_mutate.values())
+    user_inputs, states = [], {}
     for spec in ep.graph_signature.input_specs:
         node = placeholders[spec.arg.name]
         if spec.kind == InputKind.USER_INPUT:
             if not isinstance(node.meta.get("val"), torch.Tensor):
                 raise ExportError(f"input {node.name}: only tensor inputs are supported")
             user_inputs.append(node)
+            continue
+        if spec.kind == InputKind.BUFFER and spec.target in mutated:
+            tensor = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
+            states[node.name] = (spec.target, tensor.detach().clone())
             continue
         if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             tensor = ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target]
@@ -215,15 +223,17 @@ def to_const_graph(ep: torch.export.ExportedProgram) -> tuple:
         new = cg.add_const(tensor, first_op, "p")
         node.replace_all_uses_with(new)
         graph.erase_node(node)
-    out_node = next(n for n in graph.nodes if n.op == "output")
-    outs = list(out_node.args[0])
-    user_outputs = []
-    for spec, node in zip(ep.graph_signature.output_specs, outs):
-        if spec.kind != OutputKind.USER_OUTPUT:
-            raise ExportError(f"the model mutates {spec.target} ({spec.kind.name}); only pure models are supported")
-        user_outputs.append(node)
+    kinds = []
+    for spec in ep.graph_signature.output_specs:
+        if spec.kind == OutputKind.USER_OUTPUT:
+            kinds.append(None)
+        elif spec.kind == OutputKind.BUFFER_MUTATION and spec.target in mutated:
+            kinds.append(spec.target)
+        else:
+            raise ExportError(f"the model mutates {spec.target} ({spec.kind.name}); mcu-gen supports models "
+                              f"that mutate registered buffers (state), not {spec.kind.name}")
     cg.cleanup()
-    return cg, user_inputs, user_outputs
+    return cg, user_inputs, kinds, states
 
 
 # -- lowering -----------------------------------------------------------------------------------
@@ -305,9 +315,26 @@ class _Lowering:
         raise ExportError(f"cannot represent argument {value!r} of type {type_str}")
 
     # nodes
-    def lower(self, user_inputs, user_outputs) -> Program:
+    def lower(self, user_inputs, user_outputs, states=None, mutations=()) -> Program:
+        """``states``: placeholder name -> (buffer name, initial value) of the state tensors;
+        ``mutations``: (buffer name, node) pairs, the new value of each state after a run."""
+        states = states or {}
+        state_value = {}
         for node in self.cg.graph.nodes:
-            if node.op == "placeholder":
+            if node.op == "placeholder" and node.name in states:
+                target, init = states[node.name]
+                v = self.tensor_value(node, node.meta["val"])
+                t = self.program.tensor(v)
+                if tuple(init.shape) != t.shape or torch_dtype_name(init.dtype) != t.dtype:
+                    raise ExportError(f"buffer {target}: initial value {tuple(init.shape)} {init.dtype} does not "
+                                      f"match the graph's {t.shape} {t.dtype}")
+                t.init = np.ascontiguousarray(init.contiguous().numpy())
+                t.name = target
+                self.env[node] = v
+                state_value[target] = v
+                self.program.states.append(v)
+                self.program.state_names.append(target)
+            elif node.op == "placeholder":
                 self.env[node] = self.tensor_value(node, node.meta["val"])
                 self.program.inputs.append(self.env[node])
             elif node.op == "get_attr":
@@ -316,8 +343,67 @@ class _Lowering:
                 self.lower_call(node)
         for node in user_outputs:
             self.program.outputs.append(self.output_value(node))
+        for target, node in mutations:
+            self.state_update(state_value[target], node)
         self.program.meta["aliases"] = dict(self.aliases)
         return self.program
+
+    def state_update(self, state: int, node) -> None:
+        """The end of a run writes a state's new value into it (a copy, as ExecuTorch's emitter
+        does with copy_; the planner keeps the state live for the whole run)."""
+        if not isinstance(node, torch.fx.Node):
+            raise ExportError(f"the new value of buffer {self.program.tensor(state).name} is not a tensor")
+        src = self.env[node]
+        if self._root(src) == state:
+            return  # written in place already (or unchanged)
+        s, t = self.program.tensor(src), self.program.tensor(state)
+        if s.shape != t.shape or s.dtype != t.dtype:
+            raise ExportError(f"buffer {t.name}: the model writes a {s.dtype} {list(s.shape)} value into a "
+                              f"{t.dtype} {list(t.shape)} buffer")
+        if self._write_in_place(state, src):
+            return
+        fmt = self.program.add_scalar("none")
+        self.program.instructions.append(
+            Instruction("aten::clone.out", [src, fmt, state, state], source_line(node, self.user_file)))
+
+    def _tensor_uses(self, ins) -> list:
+        out = []
+        for a in ins.args:
+            v = self.program.values[a]
+            if isinstance(v, TensorValue):
+                out.append(a)
+            elif v.kind in ("tensor_list", "optional_tensor_list"):
+                out.extend(j for j in v.value if j is not None and j >= 0)
+        return out
+
+    def _write_in_place(self, state: int, src: int) -> bool:
+        """The instruction that computes a state's new value writes it straight into the state
+        (no copy), when nothing reads the old value from that instruction on, and the new value
+        is an instruction's own out (not a view, an input, a constant or a graph output)."""
+        p = self.program
+        if src in self.aliases or src in p.inputs or src in p.outputs or p.tensor(src).is_constant or src in p.states:
+            return False
+        if any(self._root(a) == src for a in self.aliases):
+            return False  # views of the new value: keep it simple, copy
+        producers = [k for k, ins in enumerate(p.instructions) if src in self._tensor_uses(ins)]
+        if not producers:
+            return False
+        step = producers[0]
+        ins = p.instructions[step]
+        if ins.op.startswith("delegate:") or ins.args[-1] != src:  # the out (and return) is the last argument
+            return False
+        state_views = {state} | {a for a in self.aliases if self._root(a) == state}
+        for k in range(step, len(p.instructions)):
+            if state_views & set(self._tensor_uses(p.instructions[k])):
+                return False  # the old value is still read
+        for k in range(step, len(p.instructions)):  # later uses of the new value read the state
+            other = p.instructions[k]
+            other.args = [state if a == src else a for a in other.args]
+            for a in other.args:
+                v = p.values[a]
+                if isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
+                    v.value = [state if j == src else j for j in v.value]
+        return True
 
     def _root(self, v: int) -> int:
         while v in self.aliases:
@@ -413,11 +499,15 @@ def export_model(spec: ModelSpec, fuse: bool = True,
     ``has_kernel(op)`` gets an out-variant name such as ``"aten::relu.out"`` or
     ``"mcu::conv2d.out"`` and says whether the target has a kernel for it."""
     ep = capture(spec)
-    cg, user_inputs, user_outputs = to_const_graph(ep)
+    cg, user_inputs, kinds, states = to_const_graph(ep)
     run_passes(cg, fuse=fuse)
     out_node = next(n for n in cg.graph.nodes if n.op == "output")
-    user_outputs = list(out_node.args[0])  # passes may have replaced output nodes
-    program = _Lowering(cg, _user_file(spec), has_kernel).lower(user_inputs, user_outputs)
+    outs = list(out_node.args[0])  # passes may have replaced output nodes
+    user_outputs = [n for n, k in zip(outs, kinds) if k is None]
+    mutations = [(k, n) for n, k in zip(outs, kinds) if k is not None]
+    if has_kernel is not None and mutations and not has_kernel("aten::clone.out"):
+        raise UnsupportedOperatorError("a model with state needs aten::clone.out, which this target lacks")
+    program = _Lowering(cg, _user_file(spec), has_kernel).lower(user_inputs, user_outputs, states, mutations)
     program.meta["model"] = spec.name
     program.meta["fused"] = fuse
     return program

@@ -4,7 +4,9 @@ A model file is either
 
 - a Python file defining ``model()`` (returns an ``nn.Module``) and
   ``example_inputs()`` (a tuple of tensors), and optionally
-  ``calibration_inputs()`` and ``test_inputs()`` (iterables of input tuples), or
+  ``calibration_inputs()`` and ``test_inputs()`` (iterables of input tuples) and, for a
+  model with state, ``test_sequences()`` (an iterable of sequences, each a list of input
+  tuples fed one step at a time), or
 - a ``.pt2`` file written by ``torch.export.save``.
 """
 from __future__ import annotations
@@ -32,6 +34,7 @@ class ModelSpec:
     name: str = "model"
     exported_program: Optional[torch.export.ExportedProgram] = None
     path: Optional[str] = None  # the model file, used to find the user's source lines
+    test_sequences: Optional[list] = None  # list of sequences (lists of input tuples), stateful models
 
 
 def load_model_file(path) -> ModelSpec:
@@ -89,6 +92,7 @@ def _load_python(path: Path) -> ModelSpec:
         calibration_inputs=_input_list(module, "calibration_inputs", path),
         name=_model_name(path),
         path=str(path.resolve()),
+        test_sequences=_sequence_list(module, path),
     )
 
 
@@ -112,3 +116,19 @@ def _input_list(module, fn_name, path) -> Optional[list]:
     except TypeError:
         raise ModelFileError(f"{path}: {fn_name}() must return an iterable of input tuples") from None
     return [_input_tuple(item, path, f"each item of {fn_name}()") for item in items]
+
+
+def _sequence_list(module, path) -> Optional[list]:
+    fn = getattr(module, "test_sequences", None)
+    if fn is None:
+        return None
+    if not callable(fn):
+        raise ModelFileError(f"{path}: `test_sequences` must be a function")
+    try:
+        seqs = [list(seq) for seq in fn()]
+    except TypeError:
+        raise ModelFileError(f"{path}: test_sequences() must return an iterable of sequences "
+                             "(each a list of input tuples)") from None
+    if not seqs or any(not seq for seq in seqs):
+        raise ModelFileError(f"{path}: test_sequences() must return at least one non-empty sequence")
+    return [[_input_tuple(step, path, "each step of test_sequences()") for step in seq] for seq in seqs]

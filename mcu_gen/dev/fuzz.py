@@ -91,12 +91,14 @@ def _cmsis_nn_objects(root: Path, adapters) -> list:
     return objects
 
 
-def build_fuzzer(harness: str = "program") -> Path:
-    """Build (or reuse, keyed by the sources' hash) one harness (a HARNESSES key)."""
+def build_fuzzer(harness: str = "program", state: bool = False) -> Path:
+    """Build (or reuse, keyed by the sources' hash) one harness (a HARNESSES key); ``state``: the
+    program harness with MCU_PROGRAM_HAS_STATE (state tensors and the mutable data segment)."""
     cxx = _clang()
     tools = RUNTIME_CORE / "tools"
     if harness == "program":
-        return build_native(cxx, FLAGS, tools / "fuzz_program.cpp", _portable(), CACHE, FuzzError)
+        flags = FLAGS + (["-DMCU_PROGRAM_HAS_STATE=1"] if state else [])
+        return build_native(cxx, flags, tools / "fuzz_program.cpp", _portable(), CACHE, FuzzError)
     if harness == "protocol":
         return build_native(cxx, FLAGS, tools / "fuzz_protocol.cpp", _portable(), CACHE, FuzzError)
     if harness == "delegate":

@@ -278,6 +278,17 @@ class Link:
             raise self._unsupported(Msg.RUN_RANGE, e) from None
         return struct.unpack("<Q", body[:8])[0]
 
+    def reset(self) -> None:
+        """RESET: the active program's state tensors back to their initial values (a program
+        with state; firmware without state support answers BadRequest)."""
+        try:
+            self.request(Msg.RESET)
+        except DeviceError as e:
+            if e.code == Error.BadRequest and e.detail == Msg.RESET:
+                raise LinkError("the firmware does not know RESET: it was built for a program without state "
+                                f"(rebuild it for this program){self._context()}") from None
+            raise
+
     def read_value(self, index: int, nbytes: int) -> bytes:
         """The bytes (memory order) of any tensor value of the active program: arena or constant."""
         out, chunk = bytearray(), self.chunk()
@@ -305,9 +316,11 @@ class Link:
             self.write_input(i, np.ascontiguousarray(arr).tobytes())
 
     # --- whole inferences -------------------------------------------------------
-    def infer(self, inputs: list) -> tuple[list, int]:
+    def infer(self, inputs: list, rerun: bool = True) -> tuple[list, int]:
         """Writes every input, runs once, reads every output: (outputs as numpy arrays, ticks).
-        Arrays are in logical (PyTorch) layout; channels-last tensors are permuted here."""
+        Arrays are in logical (PyTorch) layout; channels-last tensors are permuted here.
+        ``rerun=False`` (programs with state, where a second run would advance the state):
+        a lost RUN request or reply raises instead of running again."""
         # RUN is not resent on its own: a run may overwrite its inputs (the plan reuses their memory),
         # so after a lost RUN request or reply the inputs are written again and the program rerun.
         for attempt in range(1 + self.retries):
@@ -316,7 +329,7 @@ class Link:
                 status, ticks = self.run()
                 break
             except LinkTimeout:
-                if attempt == self.retries:
+                if attempt == self.retries or not rerun:
                     raise
         info = self.info
         if status != Error.Ok:

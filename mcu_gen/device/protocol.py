@@ -35,6 +35,7 @@ class Msg(enum.IntEnum):
     RUN_PROFILED = 0x0D
     RUN_RANGE = 0x0E
     READ_VALUE = 0x0F
+    RESET = 0x10
 
 
 class Error(enum.IntEnum):

@@ -43,6 +43,11 @@ class RunResult:
     upload: bool = False
     # per output: max_abs_error, rms_error against fp32, top1_agreement ((N, K) outputs)
     quant_output_errors: list | None = None
+    # Programs with state: sequences run step by step (n_inferences counts the steps), and whether
+    # RESET + the same sequence again gave identical outputs.
+    n_sequences: int = 0
+    reset_identical: bool | None = None
+    state_bytes: int = 0
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -164,6 +169,8 @@ class LinkCheck:
     quant_output_errors: list | None = None
     identical: bool = True  # every output equal, bit for bit, to what the device had to match
     reference_max_abs_error: float = 0.0  # against what the device had to match (fp32: = max_abs_error)
+    reset_identical: bool | None = None  # programs with state: RESET + the same sequence gave the same outputs
+    steps: int = 0  # programs with state: steps run (every sequence once)
 
 
 def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCheck:
@@ -175,6 +182,9 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
 
     from mcu_gen.reference.integer import run_int8_reference
 
+    if result.program.states:  # a program with state: `inputs` are steps of one sequence, or sequences
+        seqs = inputs if inputs and isinstance(inputs[0], list) else [list(inputs)]
+        return check_sequences(link, result, seqs, progress)
     program, spec, b = result.program, result.spec, result.board
     hello = link.hello()
     if hello.program_id != result.program_id:
@@ -237,6 +247,91 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
     return c
 
 
+SEQUENCE_STEPS = 16  # steps of the seeded random sequence a stateful model without test_sequences() gets
+
+
+def default_sequences(result: BuildResult, n_steps: int = SEQUENCE_STEPS, seed: int = 0) -> list:
+    """The sequences a program with state is verified on: the model file's test_sequences(),
+    else one seeded random sequence of ``n_steps`` steps."""
+    spec = result.spec
+    seqs = getattr(spec, "test_sequences", None) if spec is not None else None
+    if seqs:
+        return [[tuple(to_numpy(x) for x in step) for step in seq] for seq in seqs]
+    return [random_inputs(result.program, n_steps, seed=seed)]
+
+
+def _module_steps(module, seq: list) -> list:
+    """PyTorch running ``seq`` step by step on a fresh copy of ``module`` (its buffers as built)."""
+    import copy
+
+    import torch
+
+    m = copy.deepcopy(module).eval()
+    outs = []
+    with torch.no_grad():
+        for step in seq:
+            out = m(*[torch.from_numpy(np.ascontiguousarray(x)) for x in step])
+            outs.append([to_numpy(o) for o in (out if isinstance(out, (tuple, list)) else [out])])
+    return outs
+
+
+def check_sequences(link, result: BuildResult, sequences: list, progress=None, initial_module=None) -> LinkCheck:
+    """A program with state: each sequence is fed one step at a time after a RESET and every step's
+    outputs are compared with PyTorch running the same module step by step (a fresh copy per sequence;
+    without a model, the reference interpreter carrying the state); then RESET and the same sequence
+    again must give identical outputs (RESET restores the initial state)."""
+    from mcu_gen.reference import run_reference
+
+    program, spec, b = result.program, result.spec, result.board
+    hello = link.hello()
+    if hello.program_id != result.program_id:
+        raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
+                           f"{result.program_id:016x}: flash or rebuild the firmware first")
+    if result.report.get("quantize"):
+        raise RuntimeError("stateful models are fp32 only for now")
+    module = initial_module
+    if module is None and spec is not None:
+        module = spec.module if spec.module is not None else spec.exported_program.module()
+    int8 = is_int8_program(program)
+    c = LinkCheck(verified=True, max_abs_error=0.0, tolerance=0.0, reference="", counts=[], outputs=[],
+                  firmware_version=hello.firmware_version)
+    c.reset_identical = True
+    total = sum(len(seq) for seq in sequences)
+    for seq in sequences:
+        if module is not None and not int8:
+            wants, c.reference = _module_steps(module, seq), "pytorch, step by step"
+        else:
+            state: dict = {}
+            wants = [[np.asarray(o) for o in run_reference(program, list(step), state)] for step in seq]
+            c.reference = (INT8_REFERENCE if int8 else "reference interpreter (torch ops)") + ", step by step"
+        link.reset()
+        first = []
+        for step, want in zip(seq, wants):
+            got, ticks = link.infer(list(step), rerun=False)
+            err, tol, ok = verify_outputs(got, want)
+            if int8:
+                exact = identical_outputs(got, want)
+                c.bit_exact = exact and c.bit_exact is not False
+                ok = ok and exact
+            c.max_abs_error, c.tolerance = max(c.max_abs_error, err), max(c.tolerance, tol)
+            c.reference_max_abs_error = c.max_abs_error
+            c.identical = c.identical and equal_values(got, want)
+            c.verified = c.verified and ok
+            c.counts.append(count_from_ticks(b, ticks))
+            c.outputs.append(got)
+            first.append(got)
+            c.steps += 1
+            if progress:
+                progress(c.steps, total)
+        link.reset()  # the same sequence again from the initial state: the same outputs, bit for bit
+        for step, before in zip(seq, first):
+            again, _ = link.infer(list(step), rerun=False)
+            same = identical_outputs(again, before)
+            c.reset_identical = c.reset_identical and same
+        c.verified = c.verified and c.reset_identical
+    return c
+
+
 def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, inputs=None, n_random: int | None = None,
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
@@ -256,8 +351,9 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
             f"(`mcu-gen flash --board {b.name} --build {result.out}`), then check it with "
             f"`mcu-gen verify --port PORT --build {result.out}`"
         )
+    stateful = bool(result.program.states)
     if inputs is None:
-        inputs = default_inputs(result, n_random, max_inputs)
+        inputs = default_sequences(result) if stateful else default_inputs(result, n_random, max_inputs)
     elif max_inputs is not None:
         inputs = inputs[:max_inputs]
     from mcu_gen.device.qemu import QemuSession
@@ -293,13 +389,16 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         board=b.name, verified=c.verified, max_abs_error=c.max_abs_error, tolerance=c.tolerance,
         arena_bytes=r["arena_bytes"], arena_lower_bound_bytes=r["arena_lower_bound_bytes"], pte_bytes=r["pte_bytes"],
         flash_bytes=r["flash_bytes"], ram_bytes=r["ram_bytes"],
-        instructions_per_inference=max(c.counts) if c.counts else None, n_inferences=len(inputs),
+        instructions_per_inference=max(c.counts) if c.counts else None,
+        n_inferences=len(c.counts),
         reference=c.reference, out=str(result.out), outputs=c.outputs, instructions=c.counts,
         quantize=quantize, io=io if quantize else "float32", bit_exact=c.bit_exact,
         quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement,
         stack_used_bytes=used or None, stack_reserved_bytes=r["stack"]["reserved_bytes"],
         ram=dict((r.get("size") or {}).get("ram", {})), upload=bool(upload),
         quant_output_errors=c.quant_output_errors,
+        n_sequences=len(inputs) if stateful else 0, reset_identical=c.reset_identical,
+        state_bytes=sum(result.program.tensor(i).nbytes for i in result.program.states),
     )
 
 

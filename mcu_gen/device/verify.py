@@ -20,7 +20,7 @@ from mcu_gen.program import pte
 from mcu_gen.boards import get_board
 from mcu_gen.firmware.builder import BuildResult
 from mcu_gen.device.link import Link, LinkError
-from mcu_gen.device.runner import check_link
+from mcu_gen.device.runner import check_link, default_sequences
 from mcu_gen.device.session import default_inputs
 from mcu_gen.plan.views import read_program
 
@@ -74,7 +74,8 @@ def load_build(build_dir, model=None) -> BuildResult:
 def verify_link(link: Link, result: BuildResult, inputs=None, n_random: int | None = None, port: str = "",
                 progress=None) -> VerifyResult:
     """The checks of `mcu-gen run` (fp32 within tolerance, int8 bit-exact) against the device behind `link`."""
-    inputs = default_inputs(result, n_random) if inputs is None else inputs
+    if inputs is None:
+        inputs = default_sequences(result) if result.program.states else default_inputs(result, n_random)
     try:
         c = check_link(link, result, inputs, progress)
     except RuntimeError as e:
@@ -83,7 +84,7 @@ def verify_link(link: Link, result: BuildResult, inputs=None, n_random: int | No
         raise LinkError(str(e)) from None
     b = result.board
     return VerifyResult(board=b.name, port=port, verified=c.verified, max_abs_error=c.max_abs_error,
-                        tolerance=c.tolerance, n_inferences=len(inputs), reference=c.reference,
+                        tolerance=c.tolerance, n_inferences=len(c.counts), reference=c.reference,
                         ticks_unit=b.ticks_unit, ticks_per_inference=max(c.counts) if c.counts else None,
                         firmware_version=c.firmware_version, ticks=c.counts, bit_exact=c.bit_exact,
                         quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement)

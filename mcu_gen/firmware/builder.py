@@ -264,7 +264,8 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         defines={"MCU_MAX_OPERATORS": max_ops, "MCU_VALUE_CACHE": max(1, value_cache),
                  "MCU_MAX_PAYLOAD": frame_payload(program, frame_bytes), "MCU_UPLOADS": int(upload_size > 0),
                  "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
-                 **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}), **extra_defines},
+                 **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
+                 **({"MCU_PROGRAM_HAS_STATE": 1} if program.states else {}), **extra_defines},
         opt_level=opt_level,
     )
     if framework == "baremetal":  # a framework project builds with PlatformIO only
@@ -434,6 +435,12 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         "inputs": [_io(program, i) for i in program.inputs],
         "outputs": [_io(program, i) for i in program.outputs],
     }
+    if program.states:
+        n = len(program.instructions)
+        report["state"] = [{"name": name, "shape": list(program.tensor(i).shape), "dtype": program.tensor(i).dtype,
+                            "offset": program.tensor(i).offset, "bytes": program.tensor(i).nbytes,
+                            "live_steps": [0, max(n - 1, 0)]}
+                           for i, name in zip(program.states, program.state_names)]
     if quantize is not None:
         report["quantize"] = quantize
         report["io"] = io

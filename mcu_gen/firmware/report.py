@@ -141,6 +141,16 @@ def markdown(r: dict) -> str:
                          f"{l['prewidened_weight_bytes']:,} |")
         for sk in gen.get("skipped", []):
             lines.append(f"| {sk['instruction']} | library kernel | {sk['reason']} | | | |")
+
+    if r.get("state"):
+        lines += ["## State (kept in the arena from one run to the next)", "",
+                  "Each state tensor is live at every step, never shares bytes with another tensor, is set "
+                  "to its initial value (stored with the constants) at load and on RESET, and is written at "
+                  "the end of each run.", "",
+                  "| buffer | shape | dtype | arena offset | bytes | live steps |", "|---|---|---|---:|---:|---|"]
+        for t in r["state"]:
+            lines.append(f"| `{t['name']}` | {t['shape']} | {t['dtype']} | {t['offset']:,} | {t['bytes']:,} | "
+                         f"{t['live_steps'][0]}-{t['live_steps'][1]} (all) |")
         lines.append("")
     if r.get("size"):
         from mcu_gen.firmware.size_report import markdown_table

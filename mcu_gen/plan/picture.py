@@ -27,7 +27,8 @@ def rows(program: Program) -> list:
     out = []
     for root, it in sorted(iv.items(), key=lambda kv: (kv[1].start, kv[0])):
         t = program.values[root]
-        kind = "input" if root in program.inputs else ("output" if root in program.outputs else "")
+        kind = ("input" if root in program.inputs else "output" if root in program.outputs
+                else "state" if root in program.states else "")
         out.append({"value": root, "name": t.name or f"v{root}", "dtype": t.dtype, "shape": list(t.shape),
                     "offset": t.offset, "bytes": it.size, "first_step": it.start, "last_step": it.end, "kind": kind})
     return out

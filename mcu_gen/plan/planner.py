@@ -128,19 +128,20 @@ def lifetimes(program: Program) -> dict:
             it.start = min(it.start, step)
             it.end = max(it.end, step)
 
-    for v in program.inputs:
+    for v in list(program.inputs) + list(program.states):
         touch(v, 0)
     for step, ins in enumerate(program.instructions):
         for a in _tensor_args(program, ins.args):
             touch(a, step)
-    for v in program.outputs:
+    for v in list(program.outputs) + list(program.states):
         touch(v, max(n - 1, 0))
-    # Inputs live from the start, outputs to the end.
-    for v in program.inputs:
+    # Inputs live from the start, outputs to the end, state tensors (kept from one run to the
+    # next) for the whole run.
+    for v in list(program.inputs) + list(program.states):
         t = program.values[v]
         if isinstance(t, TensorValue) and not t.is_constant:
             iv[_alias_root(aliases, v)].start = 0
-    for v in program.outputs:
+    for v in list(program.outputs) + list(program.states):
         t = program.values[v]
         if isinstance(t, TensorValue) and not t.is_constant:
             iv[_alias_root(aliases, v)].end = max(n - 1, 0)
@@ -402,6 +403,7 @@ def find_inplace(program: Program, iv: dict, available: dict) -> list:
     (never over or into a concatenation output that holds slices)."""
     aliases = links(program)
     outputs = {_alias_root(aliases, v) for v in program.outputs}
+    states = {_alias_root(aliases, v) for v in program.states}
     sliced = _sliced_roots(program, aliases)
     tail = {}  # buffer head -> its latest member
     head = {}
@@ -410,7 +412,8 @@ def find_inplace(program: Program, iv: dict, available: dict) -> list:
         for kernel, ip in inplace_rules.options(program, ins, available):
             o = inplace_rules.out_value(ins, kernel.signature)
             ro, ri = _alias_root(aliases, o), _alias_root(aliases, ins.args[ip.arg])
-            if ro == ri or ro not in iv or ri not in iv or ri in outputs or ro in sliced or ri in sliced:
+            if (ro == ri or ro not in iv or ri not in iv or ri in outputs or ro in sliced or ri in sliced
+                    or ro in states or ri in states):
                 continue
             if iv[ri].end != step or iv[ro].start != step or ro in head:
                 continue

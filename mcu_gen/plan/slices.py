@@ -101,6 +101,7 @@ def remove_noop_copies(program: Program) -> list:
             root = _root(aliases, src)
             ok = (
                 out not in aliases and out not in slices and out not in program.inputs
+                and out not in program.states and root not in program.states  # a state keeps its own bytes
                 and _activation(program, root) is not None
                 # a graph output keeps bytes of its own, apart from the graph inputs
                 and not (out in program.outputs and root in program.inputs)
@@ -123,6 +124,8 @@ def cat_slices(program: Program, ins: Instruction) -> Optional[dict]:
     out = _activation(program, out_v)
     if not isinstance(items, list) or not items or not isinstance(dim, int) or out is None:
         return None
+    if out_v in program.states:  # producers would write the state while others still read its old value
+        return None
     rank = len(out.shape)
     if rank == 0 or not -rank <= dim < rank or not _contiguous(out):
         return None
@@ -141,7 +144,7 @@ def cat_slices(program: Program, ins: Instruction) -> Optional[dict]:
             return None
         if any(t.shape[d] != out.shape[d] for d in range(rank) if d != dim):
             return None
-        if v in program.inputs or v in aliases or v in slices or v in output_roots or v == out_v:
+        if v in program.inputs or v in program.states or v in aliases or v in slices or v in output_roots or v == out_v:
             return None
         result[v] = (out_v, disp)
         disp += t.numel * DTYPE_SIZES[t.dtype]

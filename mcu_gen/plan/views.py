@@ -48,7 +48,7 @@ def planned_views(program: Program) -> dict:
 
     written, views = set(), {}
     at = {}  # arena offset -> the value last written there
-    for i in program.inputs:
+    for i in list(program.inputs) + list(program.states):
         if planned(i):
             written.add(i)
             at[program.values[i].offset] = i

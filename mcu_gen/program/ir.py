@@ -58,6 +58,9 @@ class TensorValue:
     # Quantization parameters (per tensor or per channel) for int8 tensors.
     scale: Any = None
     zero_point: Any = None
+    # A state tensor (a mutable buffer): an arena tensor that keeps its value from one run
+    # to the next, set to ``init`` (stored layout) at load and on RESET.
+    init: Optional[np.ndarray] = None
 
     def __post_init__(self):
         self.shape = tuple(int(s) for s in self.shape)
@@ -121,6 +124,10 @@ class Program:
     # Filled by the planner: bytes live at the peak step, ignoring alignment.
     lower_bound: int = 0
     meta: dict = field(default_factory=dict)
+    # State tensors (value indices, each a TensorValue with ``init``): always live in the arena,
+    # kept across runs; ``state_names`` are the module buffers they hold (same order).
+    states: list = field(default_factory=list)
+    state_names: list = field(default_factory=list)
 
     # -- construction helpers -------------------------------------------------
     def add(self, value: Value) -> int:
@@ -153,3 +160,7 @@ class Program:
 
     def constant_bytes(self) -> int:
         return sum(v.nbytes for v in self.values if isinstance(v, TensorValue) and v.is_constant)
+
+    @property
+    def has_state(self) -> bool:
+        return bool(self.states)

@@ -163,6 +163,8 @@ class _Writer:
             if v.is_constant:
                 fields.append((5, "u32", const_index))
             else:
+                if v.init is not None:  # a state tensor: planned, with its initial value (ExecuTorch's layout)
+                    fields.append((5, "u32", const_index))
                 if v.offset is None:
                     raise PteError(f"tensor '{v.name}' has no arena offset (plan the program first)")
                 key = ("alloc", v.offset)
@@ -203,7 +205,7 @@ class _Writer:
         ExecuTorch's emitter writes one value per argument; sharing them keeps the
         program metadata (which lives in flash) small."""
         p = self.p
-        used = set(p.inputs) | set(p.outputs)
+        used = set(p.inputs) | set(p.outputs) | set(p.states)
         for ins in p.instructions:
             used.update(ins.args)
         for i in list(used):
@@ -238,6 +240,18 @@ class _Writer:
         const_index = {}
         seg = bytearray()
         offsets = [0]
+        # Initial values of state tensors: ExecuTorch's mutable data segment (its own segment,
+        # Program.mutable_data_segments[0]; index 0 reserved), copied into the arena at load.
+        state_index, state_seg, state_offsets = {}, bytearray(), [0]
+        for i, v in enumerate(self.values):
+            if isinstance(v, TensorValue) and not v.is_constant and v.init is not None:
+                arr = np.ascontiguousarray(v.init)
+                if arr.nbytes != v.nbytes:
+                    raise PteError(f"state '{v.name}' has {arr.nbytes} bytes of initial value, its shape needs {v.nbytes}")
+                state_seg.extend(b"\0" * (_align(len(state_seg), TENSOR_ALIGNMENT) - len(state_seg)))
+                state_index[i] = len(state_offsets)
+                state_offsets.append(len(state_seg))
+                state_seg.extend(arr.tobytes())
         for i, v in enumerate(self.values):
             if isinstance(v, TensorValue) and v.is_constant:
                 arr = np.ascontiguousarray(v.data)
@@ -250,7 +264,7 @@ class _Writer:
         # EValues: the IR's, then the Int values that IntLists refer to.
         evalues = []
         for i, v in enumerate(self.values):
-            evalues.append(self.evalue(v, const_index.get(i, 0)))
+            evalues.append(self.evalue(v, const_index.get(i, state_index.get(i, 0))))
         k = 0
         while k < len(self.extra_values):
             evalues.append(self.evalue(self.extra_values[k], 0))
@@ -314,6 +328,13 @@ class _Writer:
             ],
         )
         plans = self.vec_offsets([plan])
+        mutable = None
+        if state_index:  # after the constants and the delegates
+            start = _align(seg_end, SEGMENT_ALIGNMENT)
+            delegate_segs.append((start, bytes(state_seg)))
+            seg_end = start + len(state_seg)
+            mutable = self.vec_offsets([self.table(2, [(0, "u32", len(delegate_segs)),
+                                                       (1, "off", self.vec_u64(state_offsets))])])
         seg_tables = [self.table(2, [(0, "u64", 0), (1, "u64", len(seg))])]
         seg_tables += [self.table(2, [(0, "u64", start), (1, "u64", len(data))]) for start, data in delegate_segs]
         segments = self.vec_offsets(seg_tables)
@@ -329,7 +350,7 @@ class _Writer:
                 (2, "off", self.vec_offsets([])),
                 (4, "off", segments),
                 (5, "off", const_seg),
-            ],
+            ] + ([(6, "off", mutable)] if mutable is not None else []),
         )
         b.Finish(root, file_identifier=IDENTIFIER)
         fb = bytes(b.Output())
@@ -449,6 +470,14 @@ def read(data: bytes) -> Program:
             if const_offsets and si < len(segments):
                 const_seg = segments[si]
         inline_buffers = [_vec(bt, 0, N.Uint8Flags, 1) for bt in _vec_tables(root, 2)]
+        mutable = _vec_tables(root, 6)  # initial values of planned tensors (ExecuTorch's mutable buffers)
+        state_offsets, state_seg = [], None
+        if mutable:
+            state_offsets = _vec(mutable[0], 1, N.Uint64Flags, 8)
+            si = _scalar(mutable[0], 0, N.Uint32Flags)
+            if si >= len(segments):
+                raise PteError(f"mutable data in segment {si} of {len(segments)}")
+            state_seg = segments[si]
 
         prog = Program(name=_string(plan, 0) or "forward")
         raw_values = _vec_tables(plan, 2)
@@ -470,7 +499,19 @@ def read(data: bytes) -> Program:
                 t = TensorValue(shape, CODE_DTYPES[dtype_code], dim_order=dim_order, name=f"v{i}")
                 cidx = _scalar(val, 5, N.Uint32Flags)
                 alloc = _sub(val, 6)
-                if cidx:
+                raw = None
+                if cidx and alloc is not None:  # planned, with an initial value in the mutable data segment
+                    if state_seg is None or cidx >= len(state_offsets):
+                        raise PteError(f"value {i}: initial value {cidx} of a planned tensor is not in the program's "
+                                       f"mutable data segment")
+                    if state_offsets[cidx] + t.nbytes > state_seg[1]:
+                        raise PteError(f"value {i}: initial value runs past its segment")
+                    start = info.segment_base + state_seg[0] + state_offsets[cidx]
+                    raw = np.frombuffer(data[start: start + t.nbytes], dtype=_np_dtype(t.dtype))
+                    if raw.nbytes != t.nbytes:
+                        raise PteError(f"value {i}: initial value truncated")
+                    raw = raw.reshape(_stored_shape(t)).copy()
+                elif cidx:
                     if const_seg is not None:
                         if cidx >= len(const_offsets):
                             raise PteError(f"value {i}: constant index {cidx} out of range")
@@ -482,12 +523,18 @@ def read(data: bytes) -> Program:
                         raw = bytes(inline_buffers[cidx])[: t.nbytes]
                     if len(raw) != t.nbytes:
                         raise PteError(f"value {i}: constant data truncated")
-                    t.data = np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(_stored_shape(t)).copy()
-                elif alloc is not None:
+                    raw = np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(_stored_shape(t)).copy()
+                if alloc is not None:
                     lo = _scalar(alloc, 1, N.Uint32Flags)
                     hi = _scalar(alloc, 2, N.Uint32Flags)
                     t.offset = lo | (hi << 32)
                     t.meta_memory_id = _scalar(alloc, 0, N.Uint32Flags)
+                    if raw is not None:  # planned with an initial value: a state tensor (mutable buffer)
+                        t.init = raw
+                        prog.states.append(i)
+                        prog.state_names.append(t.name)
+                elif raw is not None:
+                    t.data = raw
                 prog.values.append(t)
             elif tag == K_NULL or tag == 0:
                 prog.values.append(ScalarValue("none"))

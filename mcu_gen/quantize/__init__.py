@@ -77,10 +77,14 @@ def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool
             f"{spec.name}{where}: int8 quantization needs calibration data: define calibration_inputs() in the "
             "model file (a list of input tuples, e.g. 8-100 real samples) or pass --calibration FILE "
             "(torch.save of such a list). mcu-gen never calibrates on random data.")
+    from mcu_gen.quantize.quantizer import StatefulModelError
+
     try:
         return quantize_ptq(module, spec.example_inputs, data), False
     except QuantizeError:
         raise
+    except StatefulModelError as e:
+        raise QuantizeError(f"{spec.name}: {e}") from None
     except Exception as e:
         raise QuantizeError(f"{spec.name}: quantization failed: {type(e).__name__}: {e}") from e
 

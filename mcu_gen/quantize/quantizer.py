@@ -282,11 +282,33 @@ def fold_batch_norm(gm: torch.fx.GraphModule) -> None:
     gm.recompile()
 
 
+def _mutated_buffers(ep: torch.export.ExportedProgram) -> list:
+    """Buffers that forward writes: in the graph before decomposition, an in-place op on a buffer."""
+    from torch.export.graph_signature import InputKind
+
+    buffers = {sp.arg.name: sp.target for sp in ep.graph_signature.input_specs if sp.kind == InputKind.BUFFER}
+    found = set(ep.graph_signature.buffers_to_mutate.values())
+    for n in ep.graph.nodes:
+        if (n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable
+                and n.args and isinstance(n.args[0], torch.fx.Node) and n.args[0].name in buffers):
+            found.add(buffers[n.args[0].name])
+    return sorted(found)
+
+
+class StatefulModelError(ValueError):
+    """A model with mutable buffers (state): not quantized yet."""
+
+
 def capture_for_quantization(module: torch.nn.Module, example_inputs: tuple, fold_bn: bool = True
                              ) -> torch.fx.GraphModule:
     """torch.export the model for PT2E (guards off: torch 2.13 adds a _guards_fn call otherwise),
     fold eval BatchNorm and drop eval dropout."""
     ep = torch.export.export(module.eval(), tuple(example_inputs))
+    mutated = _mutated_buffers(ep)
+    if mutated:
+        raise StatefulModelError(
+            f"the model keeps state in buffers that forward writes ({', '.join(mutated)}); stateful models are "
+            "fp32 only for now (run without --quantize int8)")
     gm = ep.module(check_guards=False)
     _remove_eval_noops(gm)
     if fold_bn:

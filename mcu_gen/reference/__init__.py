@@ -10,13 +10,14 @@ from mcu_gen.reference.integer import execute_instruction, is_int8_op, run_int8_
 from mcu_gen.reference.interpreter import ReferenceError, _execute, interpret  # noqa: F401
 
 
-def run_reference(program: Program, inputs) -> list:
+def run_reference(program: Program, inputs, state: dict | None = None) -> list:
     """Run ``program`` on ``inputs`` (numpy arrays, one per program input).
     Programs with int8 (cortex_m::) operators run on the integer reference,
-    which is bit-exact with the device kernels."""
+    which is bit-exact with the device kernels. ``state``: see interpreter.interpret (a dict
+    carried from one call to the next runs a sequence the way the device does)."""
     if any(is_int8_op(ins.op) for ins in program.instructions):
-        return run_int8_reference(program, inputs)
-    return interpret(program, inputs, _execute)[0]
+        return run_int8_reference(program, inputs, state)
+    return interpret(program, inputs, _execute, state=state)[0]
 
 
 class PlannedExecutionError(ReferenceError):

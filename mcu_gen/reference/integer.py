@@ -462,6 +462,7 @@ def execute_instruction(mem: _Memory, ins) -> None:
     (_run_cortex_m if is_int8_op(ins.op) else _execute)(mem, ins)
 
 
-def run_int8_reference(program: Program, inputs) -> list:
-    """Run ``program`` on ``inputs`` (numpy arrays in logical layout, one per program input)."""
-    return interpret(program, inputs, execute_instruction)[0]  # every tensor in its own buffer
+def run_int8_reference(program: Program, inputs, state: dict | None = None) -> list:
+    """Run ``program`` on ``inputs`` (numpy arrays in logical layout, one per program input), every
+    tensor in its own buffer; ``state`` as in interpreter.interpret."""
+    return interpret(program, inputs, execute_instruction, state=state)[0]

@@ -143,6 +143,11 @@ def _decode(mem: _Memory, index: int, type_str: str):
 
 
 def _execute(mem: _Memory, ins) -> None:
+    if ins.op == "aten::copy_":  # in place: self = src (ExecuTorch's mutable-buffer update)
+        if len(ins.args) < 2:
+            raise ReferenceError(f"{ins.op}: {len(ins.args)} arguments, needs self and src")
+        mem.write(ins.args[0], mem.tensor(ins.args[1]).clone())
+        return
     out_op = resolve_op(ins.op)
     fn = find_functional(out_op)
     if fn is None:
@@ -180,11 +185,26 @@ def _record_file_views(program: Program) -> None:
         program.meta["aliases"] = planned_views(program)
 
 
-def interpret(program: Program, inputs, execute, trace: bool = False, shared_arena: bool = False) -> tuple[list, list]:
+def initial_state(program: Program) -> dict:
+    """State tensor (value index) -> its initial value in logical layout (what load and RESET set)."""
+    out = {}
+    for i in program.states:
+        v = program.tensor(i)
+        arr = np.asarray(v.init)
+        if list(v.dim_order) != list(range(len(v.shape))):
+            arr = arr.reshape([v.shape[d] for d in v.dim_order]).transpose([v.dim_order.index(k) for k in range(len(v.shape))])
+        out[i] = np.ascontiguousarray(arr.reshape(v.shape))
+    return out
+
+
+def interpret(program: Program, inputs, execute, trace: bool = False, shared_arena: bool = False,
+              state: dict | None = None) -> tuple[list, list]:
     """Runs ``program`` on ``inputs`` (one array per program input, cast to its dtype), calling
     ``execute(mem, ins)`` for every instruction: (outputs, trace). With ``trace``, trace[k] maps
     each value instruction k wrote to a copy of it (logical layout) taken right after it.
-    Every tensor in its own buffer, or (``shared_arena``) all in one arena at the planned offsets."""
+    Every tensor in its own buffer, or (``shared_arena``) all in one arena at the planned offsets.
+    ``state`` (programs with state tensors): value index -> value before the run (missing: the
+    initial value), updated in place to the values after the run, as the device keeps them."""
     if len(inputs) != len(program.inputs):
         raise ReferenceError(f"program has {len(program.inputs)} inputs, got {len(inputs)}")
     _record_file_views(program)
@@ -195,6 +215,11 @@ def interpret(program: Program, inputs, execute, trace: bool = False, shared_are
         if tuple(x.shape) != v.shape:
             raise ReferenceError(f"input value {index}: shape {tuple(x.shape)}, program expects {v.shape}")
         mem.write(index, x.to(_torch_dtype(v.dtype)))
+    if program.states:
+        before = initial_state(program)
+        before.update(state or {})
+        for index in program.states:
+            mem.write(index, torch.as_tensor(np.ascontiguousarray(before[index])))
     steps, written = [], []
     if trace:
         plain_write = mem.write
@@ -211,6 +236,9 @@ def interpret(program: Program, inputs, execute, trace: bool = False, shared_are
         if trace:
             steps.append({i: mem.tensor(i).detach().clone().contiguous().numpy() for i in dict.fromkeys(written)})
     outputs = [mem.tensor(i).detach().clone().contiguous().numpy() for i in program.outputs]
+    if state is not None:
+        for index in program.states:
+            state[index] = mem.tensor(index).detach().clone().contiguous().numpy()
     return outputs, steps
 
 

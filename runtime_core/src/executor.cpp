@@ -8,7 +8,8 @@ namespace mcu {
 namespace {
 
 // Slot numbers from docs/schema/program.fbs.
-enum ProgramSlot { kProgVersion = 0, kProgPlans = 1, kProgConstBuffers = 2, kProgSegments = 4, kProgConstSegment = 5 };
+enum ProgramSlot { kProgVersion = 0, kProgPlans = 1, kProgConstBuffers = 2, kProgSegments = 4, kProgConstSegment = 5,
+                   kProgMutableData = 6 };
 enum PlanSlot { kPlanValues = 2, kPlanInputs = 3, kPlanOutputs = 4, kPlanChains = 5, kPlanOperators = 6,
                 kPlanDelegates = 7, kPlanBufferSizes = 8 };
 enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTensorConst = 5, kTensorAlloc = 6 };
@@ -156,7 +157,12 @@ TensorRef Executor::decode_tensor(int32_t v) const {
   const uint32_t f_const = t.field(kTensorConst);
   const uint32_t c = f_const ? fb::u32(t.t + f_const) : 0u;
   const uint8_t* data;
+#if MCU_PROGRAM_HAS_STATE
+  // A state tensor (planned, with an initial value in the constants) lives in the arena.
+  if (c != 0 && t.field(kTensorAlloc) == 0) {
+#else
   if (c != 0) {
+#endif
     if (constant_offsets_ != nullptr) {
       data = constants_ + fb::u64(constant_offsets_ + 8 * c);
     } else {
@@ -263,6 +269,16 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   uint32_t cidx = fb::scalar<uint32_t>(t, kTensorConst, 0);
   const uint8_t* alloc = c.ref(t, kTensorAlloc, &ok);
   if (!ok) return Error::InvalidProgram;
+#if MCU_PROGRAM_HAS_STATE
+  if (cidx != 0 && alloc != nullptr) {
+    // A state tensor (ExecuTorch's mutable buffer with an initial value): planned, and its
+    // initial value is entry cidx of the mutable data segment (copied in by reset_state()).
+    if (cidx >= static_cast<uint32_t>(num_state_offsets_)) return Error::ConstantOutOfBounds;
+    const uint64_t off = fb::u64(state_offsets_ + 8 * cidx);
+    if (off > state_size_ || nbytes > state_size_ - off) return Error::ConstantOutOfBounds;
+    cidx = 0;  // verified as a planned tensor below
+  }
+#endif
   if (cidx != 0) {
     const uint8_t* p = nullptr;
     if (constant_offsets_ != nullptr) {
@@ -280,6 +296,9 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
       p = storage + 4;
     }
     if (!pow2_aligned(p, alignment_of(dt))) return Error::Misaligned;
+    // Without state support a planned tensor with an initial value is taken for a constant;
+    // no kernel may write a constant ('O' arguments, delegate arguments, program inputs and
+    // outputs: verify_instruction, load), so a program that updates state is rejected there.
     return Error::Ok;
   }
   if (alloc == nullptr) {
@@ -356,7 +375,12 @@ uint32_t accepted_tags(char sig) {
     const int32_t v = fb::i32(args + 4 + 4 * k);
     if (v < 0 || v >= num_values_) return Error::InvalidProgram;
     if (((accepted_tags(sig[k]) >> value_type(v)) & 1u) == 0) return Error::BadArgument;
+#if MCU_PROGRAM_HAS_STATE
+    // a constant may not be an out tensor; a state tensor (constant data and a planned place) may
+    if (sig[k] == 'O' && is_constant(v) && fb::ref(value_table(v), kTensorAlloc) == nullptr) return Error::BadArgument;
+#else
     if (sig[k] == 'O' && is_constant(v)) return Error::BadArgument;
+#endif
     if (sig[k] == 'Y') {  // every tensor of an out list lives in the arena
       const uint8_t* items = fb::ref(value_table(v), 0);
       for (uint32_t j = 0; j < fb::vec_len(items); ++j) {
@@ -519,6 +543,36 @@ uint32_t accepted_tags(char sig) {
     num_constant_buffers_ = static_cast<int32_t>(fb::vec_len(bufs));
   }
 
+#if MCU_PROGRAM_HAS_STATE
+  // Initial values of state tensors: the first mutable data segment (ExecuTorch's layout).
+  state_data_ = nullptr;
+  state_offsets_ = nullptr;
+  num_state_offsets_ = 0;
+  state_size_ = 0;
+  {
+    const uint8_t* mutables = c.ref(root, kProgMutableData, &ok);
+    if (!ok || (mutables != nullptr && !c.vector(mutables, 4))) return Error::InvalidProgram;
+    if (fb::vec_len(mutables) > 0) {
+      const uint8_t* m = c.vec_table(mutables + 4, 0);
+      if (m == nullptr || !c.field_fits(m, 0, 4) || !has_header) return Error::InvalidProgram;
+      const uint8_t* moffs = c.ref(m, 1, &ok);
+      if (!ok || (moffs != nullptr && !c.vector(moffs, 8))) return Error::InvalidProgram;
+      const uint8_t* segs = c.ref(root, kProgSegments, &ok);
+      if (!ok || segs == nullptr || !c.vector(segs, 4)) return Error::InvalidProgram;
+      const uint32_t si = fb::scalar<uint32_t>(m, 0, 0);
+      if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
+      const uint8_t* seg = c.vec_table(segs + 4, si);
+      if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+      const uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
+      if (off > seg_size || len > seg_size - off) return Error::ConstantOutOfBounds;
+      state_data_ = data + seg_base + off;
+      state_size_ = static_cast<size_t>(len);
+      state_offsets_ = fb::vec_data(moffs);
+      num_state_offsets_ = static_cast<int32_t>(fb::vec_len(moffs));
+    }
+  }
+#endif
+
   // Arena.
   const uint8_t* bsizes = c.ref(plan, kPlanBufferSizes, &ok);
   if (!ok || (bsizes != nullptr && !c.vector(bsizes, 8))) return Error::InvalidProgram;
@@ -668,8 +722,26 @@ uint32_t accepted_tags(char sig) {
   if (kernels.prepare != nullptr) prepare_calls(kernels);
 #endif
   loaded_ = true;
+#if MCU_PROGRAM_HAS_STATE
+  reset_state();
+#endif
   return Error::Ok;
 }
+
+#if MCU_PROGRAM_HAS_STATE
+// Every state tensor (planned, with an initial value; verified at load) gets its initial value.
+void Executor::reset_state() {
+  if (!loaded_) return;
+  for (int32_t v = 0; v < num_values_; ++v) {
+    if (value_type(v) != kTensor) continue;
+    const uint8_t* t = value_table(v);
+    const uint32_t c = fb::scalar<uint32_t>(t, kTensorConst, 0);
+    if (c == 0 || fb::ref(t, kTensorAlloc) == nullptr) continue;
+    const TensorRef r = decode_tensor(v);
+    memcpy(r.data, state_data_ + fb::u64(state_offsets_ + 8 * c), r.nbytes());
+  }
+}
+#endif
 
 Executor::Call Executor::decode_call(int32_t i) const {
   const uint8_t* kc = fb::ref(fb::vec_table(instructions_, static_cast<uint32_t>(i)), 1);

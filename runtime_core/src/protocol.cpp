@@ -207,6 +207,11 @@ class Server {
       case Msg::RunProfiled: return run_profiled(p, n);
       case Msg::RunRange: return run_range(p, n);
       case Msg::ReadValue: return read_value(p, n);
+#if MCU_PROGRAM_HAS_STATE
+      case Msg::Reset: return reset_request(n);
+#else
+      case Msg::Reset: break;  // no state support in this firmware: BadRequest
+#endif
     }
     send_error(Error::BadRequest, g_request.type);
   }
@@ -303,6 +308,17 @@ class Server {
     w.u64(ticks);
     send(g_reply, w.size());
   }
+
+#if MCU_PROGRAM_HAS_STATE
+  // RESET: the active program's state tensors back to their initial values.
+  void reset_request(size_t n) {
+    if (n != 0) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+    active_.reset_state();
+    Writer w = ok_reply();
+    send(g_reply, w.size());
+  }
+#endif
 
   void read_output(const uint8_t* p, size_t n) {
     if (n != 7) return send_error(Error::BadLength, static_cast<int32_t>(n));

@@ -31,6 +31,12 @@
 #ifndef MCU_KERNEL_PREPARE
 #define MCU_KERNEL_PREPARE 0
 #endif
+// 1: programs may have state tensors (mutable buffers: planned tensors with an initial
+// value, kept from one execute() to the next; reset_state()). mcu-gen sets it only for
+// programs with state; without it the loader rejects them (UnsupportedProgram).
+#ifndef MCU_PROGRAM_HAS_STATE
+#define MCU_PROGRAM_HAS_STATE 0
+#endif
 
 namespace mcu {
 
@@ -66,6 +72,10 @@ class Executor {
   // On failure `error_detail()` is i. Out of range: Error::BadIndex.
   Error execute_one(int32_t i);
   int32_t num_values() const { return num_values_; }
+#if MCU_PROGRAM_HAS_STATE
+  // Sets every state tensor to its initial value (load does it too).
+  void reset_state();
+#endif
 
   // Decoding used by KernelContext (values are verified at load).
   TensorRef tensor_at(int32_t value_index) const {
@@ -145,6 +155,12 @@ class Executor {
   DecodedValue cache_[MCU_VALUE_CACHE] = {};  // decoded values
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
+#if MCU_PROGRAM_HAS_STATE
+  const uint8_t* state_data_ = nullptr;     // mutable data segment: initial values of state tensors
+  size_t state_size_ = 0;
+  const uint8_t* state_offsets_ = nullptr;  // vector<uint64> data
+  int32_t num_state_offsets_ = 0;
+#endif
 };
 
 }  // namespace mcu

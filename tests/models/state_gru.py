@@ -1,0 +1,25 @@
+"""Stateful test model: an nn.GRUCell whose hidden state is a registered buffer, then a linear head."""
+import torch
+from torch import nn
+
+
+class GruStep(nn.Module):
+    def __init__(self, features=10, hidden=16, classes=4):
+        super().__init__()
+        self.cell = nn.GRUCell(features, hidden)
+        self.register_buffer("h", torch.zeros(1, hidden))
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        h = self.cell(x, self.h)
+        self.h.copy_(h)
+        return self.head(h)
+
+
+def model():
+    torch.manual_seed(1)
+    return GruStep()
+
+
+def example_inputs():
+    return (torch.randn(1, 10),)

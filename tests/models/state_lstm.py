@@ -1,0 +1,27 @@
+"""Stateful test model: an nn.LSTMCell whose hidden and cell states are registered buffers."""
+import torch
+from torch import nn
+
+
+class LstmStep(nn.Module):
+    def __init__(self, features=10, hidden=12, classes=4):
+        super().__init__()
+        self.cell = nn.LSTMCell(features, hidden)
+        self.register_buffer("h", torch.zeros(1, hidden))
+        self.register_buffer("c", torch.zeros(1, hidden))
+        self.head = nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        h, c = self.cell(x, (self.h, self.c))
+        self.h.copy_(h)
+        self.c.copy_(c)
+        return self.head(h)
+
+
+def model():
+    torch.manual_seed(2)
+    return LstmStep()
+
+
+def example_inputs():
+    return (torch.randn(1, 10),)

@@ -1,0 +1,317 @@
+"""Stateful models (mutable buffers): export, plan, program format, reference, and on QEMU step by step
+against PyTorch with RESET checked (issue 19). Test models: tests/models/state_*.py."""
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import mcu_gen
+from mcu_gen.capture.export import export_model
+from mcu_gen.capture.model_file import load_model_file
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
+from mcu_gen.reference import run_reference
+
+MODELS = ["state_ring", "state_mean", "state_gru", "state_lstm"]
+STATES = {"state_ring": ["hist"], "state_mean": ["mean", "count"], "state_gru": ["h"], "state_lstm": ["h", "c"]}
+
+
+def _spec(name):
+    return load_model_file(f"tests/models/{name}.py")
+
+
+def _torch_steps(module, seq):
+    m = copy.deepcopy(module)
+    outs = []
+    with torch.no_grad():
+        for step in seq:
+            out = m(*[torch.from_numpy(x) for x in step])
+            outs.append([o.numpy() for o in (out if isinstance(out, tuple) else (out,))])
+    return outs
+
+
+def _sequence(spec, n=16, seed=3):
+    rng = np.random.RandomState(seed)
+    return [tuple(rng.randn(*x.shape).astype(np.float32) for x in spec.example_inputs) for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_mutated_buffers_become_planned_state_never_overlapped(name):
+    spec = _spec(name)
+    p = export_model(spec)
+    assert p.state_names == STATES[name]
+    planner.plan(p)
+    planner.check_plan(p)
+    iv = planner.lifetimes(p)
+    n = len(p.instructions)
+    for s in p.states:
+        t = p.tensor(s)
+        assert t.init is not None and not t.is_constant and t.offset is not None
+        assert np.array_equal(t.init, dict(spec.module.named_buffers())[t.name].numpy())
+        assert (iv[s].start, iv[s].end) == (0, n - 1)  # live for the whole run
+        lo, hi = t.offset, t.offset + t.nbytes
+        for root, it in iv.items():  # no other tensor ever shares its bytes
+            if root == s:
+                continue
+            o = p.tensor(root)
+            assert o.offset + it.size <= lo or o.offset >= hi, f"{o.name} overlaps state {t.name}"
+    # each state is written once, by the instruction computing its new value (no copy) when nothing
+    # reads the old value from that step on, else by a copy at the end
+    for s in p.states:
+        writers = [k for k, ins in enumerate(p.instructions) if ins.args[-1] == s]
+        assert len(writers) == 1
+    copies = [ins for ins in p.instructions if ins.op == "aten::clone.out"]
+    assert len(copies) == {"state_mean": 1}.get(name, 0)  # count + 1 reads and writes count in one step
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_program_keeps_state_as_executorch_does_and_reference_matches_torch_step_by_step(name):
+    spec = _spec(name)
+    p = export_model(spec)
+    planner.plan(p)
+    q = pte.read(pte.write(p))
+    assert len(q.states) == len(p.states)
+    for a, b in zip(p.states, q.states):  # planned and with its initial value in the constant segment
+        assert q.tensor(b).offset == p.tensor(a).offset
+        assert np.array_equal(q.tensor(b).init, p.tensor(a).init)
+    seq = _sequence(spec)
+    want = _torch_steps(spec.module, seq)
+    for prog in (p, q):
+        state = {}
+        for step, w in zip(seq, want):
+            got = run_reference(prog, list(step), state)
+            for g, x in zip(got, w):
+                np.testing.assert_allclose(g, x, rtol=1e-5, atol=1e-5)
+    # without carrying the state, step 2 differs from PyTorch (the model really is stateful)
+    got = run_reference(p, list(seq[1]))
+    assert not all(np.allclose(g, x, atol=1e-6) for g, x in zip(got, want[1]))
+
+
+def test_executorch_runtime_runs_an_mcu_gen_state_program():
+    rt = pytest.importorskip("executorch.runtime")
+    spec = _spec("state_ring")
+    p = export_model(spec, fuse=False)
+    planner.plan(p)
+    data = pte.write(p)  # kept alive: the runtime reads the program in place
+    program = rt.Runtime.get().load_program(data)
+    method = program.load_method("forward")
+    seq = _sequence(spec, 10)
+    for step, w in zip(seq, _torch_steps(spec.module, seq)):
+        got = method.execute([torch.from_numpy(x) for x in step])
+        np.testing.assert_allclose(got[0].numpy(), w[0], rtol=1e-5, atol=1e-6)
+
+
+def test_executorch_state_program_reads_as_state():
+    exir = pytest.importorskip("executorch.exir")
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("acc", torch.arange(4.0).reshape(1, 4))
+
+        def forward(self, x):
+            self.acc.add_(x)
+            return self.acc * 2
+
+    ep = torch.export.export(M(), (torch.ones(1, 4),))
+    et = exir.to_edge(ep).to_executorch(exir.ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["acc"])]))
+    q = pte.read(et.buffer)
+    assert len(q.states) == 1
+    s = q.tensor(q.states[0])
+    assert s.offset is not None and np.array_equal(s.init.reshape(-1), np.arange(4.0, dtype=np.float32))
+
+
+def test_int8_stateful_model_stops_with_a_clear_error(tmp_path):
+    src = (open("tests/models/state_gru.py").read()
+           + "\n\ndef calibration_inputs():\n    return [(torch.randn(1, 10),) for _ in range(4)]\n")
+    f = tmp_path / "gru_cal.py"
+    f.write_text(src)
+    with pytest.raises(mcu_gen.errors.McuGenError, match="stateful models are fp32 only"):
+        mcu_gen.build(str(f), board="mps2-an505", out=tmp_path / "o", quantize="int8", compile=False)
+
+
+def test_test_sequences_are_read_from_the_model_file():
+    spec = _spec("state_mean")
+    assert len(spec.test_sequences) == 1 and len(spec.test_sequences[0]) == 16
+    assert spec.test_sequences[0][0][0].shape == (1, 6)
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", MODELS)
+def test_stateful_model_verifies_step_by_step_on_qemu_with_reset(name, tmp_path, qemu_tools):
+    r = mcu_gen.run(f"tests/models/{name}.py", board="mps2-an505", out=tmp_path / name)
+    assert r.verified, f"max abs error {r.max_abs_error} > {r.tolerance}"
+    assert r.reference == "pytorch, step by step"
+    assert r.n_sequences == 1 and r.n_inferences == 16 and r.reset_identical is True
+    assert r.max_abs_error <= r.tolerance
+    rep = json.loads((tmp_path / name / "report.json").read_text())
+    assert [s["name"] for s in rep["state"]] == STATES[name]
+    md = (tmp_path / name / "report.md").read_text()
+    assert "## State" in md and all(f"`{s}`" in md for s in STATES[name])
+
+
+@pytest.mark.qemu
+def test_reset_restores_the_initial_state_on_the_device(tmp_path, qemu_tools):
+    """Without RESET the same inputs give other outputs (the state moved on); after RESET they give
+    the first outputs again, bit for bit; a fresh PyTorch copy agrees with the first pass."""
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.firmware.builder import build
+
+    res = build("tests/models/state_ring.py", board="mps2-an505", out=tmp_path / "ring")
+    seq = _sequence(res.spec, 4, seed=11)
+    with QemuSession(res.board, res.elf) as link:
+        first = [link.infer(list(s), rerun=False)[0] for s in seq]
+        second = [link.infer(list(s), rerun=False)[0] for s in seq]
+        link.reset()
+        third = [link.infer(list(s), rerun=False)[0] for s in seq]
+        link.exit(0)
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(first, second))
+    assert all(np.array_equal(a[0], c[0]) for a, c in zip(first, third))
+    for got, want in zip(first, _torch_steps(res.spec.module, seq)):
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.qemu
+def test_stateless_firmware_rejects_a_program_that_updates_state(tmp_path, qemu_tools):
+    """A firmware built without state support (MNIST) refuses an uploaded state program: the state
+    would otherwise be written into the program's constants."""
+    from mcu_gen.device.protocol import Error
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.firmware.builder import build
+
+    res = build("examples/mnist/model.py", board="mps2-an505", out=tmp_path / "mnist")
+    p = export_model(_spec("state_mean"))
+    planner.plan(p)
+    with QemuSession(res.board, res.elf) as link:
+        err, detail = link.load_program(pte.write(p))
+        # its initial value indexes the mutable data segment, unknown there: out of the constants'
+        # range, or else a constant that a kernel writes ('O' argument)
+        assert err in (Error.ConstantOutOfBounds, Error.BadArgument), (err, detail)
+        assert link.hello().program_source == "builtin"  # the builtin program keeps running
+        with pytest.raises(mcu_gen.device.link.LinkError, match="does not know RESET"):
+            link.reset()
+        link.exit(0)
+
+
+@pytest.mark.qemu
+def test_streaming_kws_example_verifies_two_utterances_on_qemu(tmp_path, qemu_tools):
+    """examples/streaming_kws: a causal conv1d over a ring of frames and a GRU cell, 49 frames per
+    utterance, every frame compared with PyTorch, RESET between utterances checked."""
+    r = mcu_gen.run("examples/streaming_kws/model.py", board="mps2-an505", out=tmp_path / "skws")
+    assert r.verified and r.reset_identical is True
+    assert r.n_sequences == 2 and r.n_inferences == 2 * 49
+    assert r.state_bytes == (10 * 3 + 48) * 4
+    rep = json.loads((tmp_path / "skws" / "report.json").read_text())
+    assert [s["name"] for s in rep["state"]] == ["frames", "h"]
+    # the two state tensors never share bytes
+    a, b = rep["state"]
+    assert a["offset"] + a["bytes"] <= b["offset"] or b["offset"] + b["bytes"] <= a["offset"]
+
+
+def _state_seeds():
+    seeds = {}
+    for name in MODELS:
+        for fuse in (True, False):
+            p = export_model(_spec(name), fuse=fuse)
+            planner.plan(p)
+            seeds[f"{name}{'' if fuse else '_unfused'}"] = pte.write(p)
+    return seeds
+
+
+def test_corrupt_state_programs_are_rejected_without_crashing_under_sanitizers(tmp_path):
+    """The loader with state support (mutable data segment, state tensors, reset at load) under
+    libFuzzer + ASan + UBSan: the state programs replay cleanly, a bounded fuzz run finds nothing,
+    and an initial value pointing past its segment is refused."""
+    from mcu_gen.dev import fuzz
+
+    if fuzz.find_clang() is None:
+        pytest.skip("clang++ not found: fuzzing needs clang with libFuzzer (apt-get install clang)")
+    exe = fuzz.build_fuzzer(state=True)
+    seeds = _state_seeds()
+    for name, data in seeds.items():
+        r = fuzz.replay(exe, data, tmp_path)
+        assert r.returncode == 0, f"{name}:\n{r.stderr[-3000:]}"
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, data in seeds.items():
+        (corpus / f"{name}.pte").write_bytes(data)
+    artifacts = tmp_path / "artifacts"
+    r = fuzz.run_fuzzer(exe, corpus, 30, artifacts)
+    found = sorted(p.name for p in artifacts.iterdir())
+    assert r.returncode == 0 and not found, f"fuzzer found {found}:\n{r.stderr[-4000:]}"
+
+
+def test_reader_refuses_an_initial_value_outside_its_segment():
+    p = export_model(_spec("state_ring"))
+    planner.plan(p)
+    data = bytearray(pte.write(p))
+    q = pte.read(bytes(data))
+    init = q.tensor(q.states[0]).init.astype(np.float32).tobytes()
+    at = bytes(data).rfind(init)
+    assert at > 0
+    # shrink the mutable segment (the last DataSegment's size) so the initial value runs past it
+    size = len(init).to_bytes(8, "little")
+    k = bytes(data).rfind(size)
+    assert k > 0
+    data[k:k + 8] = (len(init) - 4).to_bytes(8, "little")
+    with pytest.raises(pte.PteError, match="past its segment"):
+        pte.read(bytes(data))
+
+
+@pytest.mark.qemu
+def test_verify_on_a_serial_port_runs_sequences_with_and_without_the_model(tmp_path, qemu_tools):
+    """`mcu-gen verify` on a flashed board (QEMU's pty): with the model file, PyTorch step by step;
+    from the build alone, the reference interpreter carrying the state read from the .pte."""
+    from mcu_gen.boards import get_board
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.device.verify import verify_port
+    from mcu_gen.firmware.builder import build
+
+    res = build("tests/models/state_mean.py", board="mps2-an505", out=tmp_path / "mean")
+    session = QemuSession(get_board("mps2-an505"), res.elf)
+    session.start()
+    port = session.port.port
+    session.port.close()
+    session.port = None
+    try:
+        r = verify_port(port, res.out, model="tests/models/state_mean.py")
+        assert r.verified and r.reference == "pytorch, step by step" and r.n_inferences == 16
+        r = verify_port(port, res.out)
+        assert r.verified and r.reference == "reference interpreter (torch ops), step by step"
+        assert r.n_inferences == 16
+    finally:
+        session.close()
+
+
+@pytest.mark.qemu
+def test_an_executorch_exported_state_program_runs_on_mcu_gen_firmware(tmp_path, qemu_tools):
+    """ExecuTorch's own program for the ring-buffer model (initialized mutable buffer, updated by
+    aten::copy_) on QEMU: every step equals PyTorch running the module, and RESET works."""
+    exir = pytest.importorskip("executorch.exir")
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.firmware.builder import build
+
+    spec = _spec("state_ring")
+    ep = torch.export.export(copy.deepcopy(spec.module), spec.example_inputs)
+    et = exir.to_edge(ep).to_executorch(exir.ExecutorchBackendConfig(passes=[InitializedMutableBufferPass(["hist"])]))
+    path = tmp_path / "et_ring.pte"
+    path.write_bytes(et.buffer)
+    res = build(pte_path=path, board="mps2-an505", out=tmp_path / "b")
+    assert "aten::copy_" in res.program.operators and len(res.program.states) == 1
+    seq = _sequence(spec, 16, seed=5)
+    want = _torch_steps(spec.module, seq)
+    with QemuSession(res.board, res.elf) as link:
+        link.reset()
+        first = [link.infer(list(s), rerun=False)[0] for s in seq]
+        link.reset()
+        again = [link.infer(list(s), rerun=False)[0] for s in seq]
+        link.exit(0)
+    for got, w in zip(first, want):
+        np.testing.assert_allclose(got[0], w[0], rtol=1e-5, atol=1e-6)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(first, again))
+
