@@ -282,7 +282,8 @@ void copy_rows(uint8_t* dst, const uint8_t* src, const LoopNest& loop) {
     E* d = d0 + od;
     const E* s = s0 + os;
     if (sd == 1 && ss == 1) {
-      memcpy(d, s, static_cast<size_t>(len) * sizeof(E));
+      memmove(d, s,  // memmove: a corrupt plan may overlap input and output; no UB then
+              static_cast<size_t>(len) * sizeof(E));
     } else {
       for (int32_t i = 0; i < len; ++i) d[i * sd] = s[i * ss];
     }

@@ -182,7 +182,7 @@ def test_stateless_firmware_rejects_a_program_that_updates_state(tmp_path, qemu_
     from mcu_gen.device.qemu import QemuSession
     from mcu_gen.firmware.builder import build
 
-    res = build("examples/mnist/model.py", board="mps2-an505", out=tmp_path / "mnist")
+    res = build("examples/mnist/model.py", board="mps2-an505", out=tmp_path / "mnist", upload=True)  # takes uploads
     p = export_model(_spec("state_mean"))
     planner.plan(p)
     with QemuSession(res.board, res.elf) as link:
