@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from mcu_gen.program.pte import DELEGATE_PREFIX
+
 
 def _fp32_node_values(spec, inputs) -> dict:
     """{fx node name: fp32 tensor} of the captured (not quantized) model."""
@@ -42,6 +44,8 @@ def operator_errors(program, spec) -> list:
     results = program.meta.get("int8_results") or {}
     if spec is None or spec.module is None or not results or program.meta.get("prequantized"):
         return []  # (a model quantized already, e.g. by QAT, has no fp32 twin here)
+    if any(ins.op.startswith(DELEGATE_PREFIX) for ins in program.instructions):
+        return []  # the host cannot run an NPU's part of the program
     inputs = (spec.calibration_inputs or [spec.example_inputs])[0]
     try:
         fp = _fp32_node_values(spec, inputs)
