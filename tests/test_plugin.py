@@ -7,7 +7,7 @@ import pytest
 pytest_plugins = ["pytester"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLUGIN = "mcu_gen.dev.pytest_plugin"  # the pytest11 entry point "mcu_gen.pytest_plugin" loads it; `-p` is then a no-op
+PLUGIN = "mcu_gen.pytest_plugin"  # the name of the pytest11 entry point (mcu_gen.dev.pytest_plugin): `-p` is then a no-op
 
 
 def run_user_tests(pytester, source, *args):

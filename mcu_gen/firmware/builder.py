@@ -328,25 +328,34 @@ def plan_check_inputs(program: Program, seed: int = 0) -> list:
     return out
 
 
-def check_program_plan(program: Program, available=None) -> None:
+def check_program_plan(program: Program, available=None) -> bool:
     """Every build's memory plan, a .pte's as it came included (docs/memory_planning.md):
     check_plan proves it, then the program runs on the host twice, each tensor in its own
-    buffer and all in the planned arena, and the outputs must be identical."""
-    from mcu_gen.reference.interpreter import ReferenceError
-    from mcu_gen.reference import check_planned_execution
+    buffer and all in the planned arena, and the outputs must be identical. A .pte whose plan
+    puts an output over an input that its kernel here cannot overwrite in place (another
+    runtime's kernels may) is planned again by mcu-gen; returns True then (re-write the bytes)."""
+    from mcu_gen.reference import PlannedExecutionError, ReferenceError, check_planned_execution
 
+    replanned = False
     if "read_from" in program.meta and not program.meta.get("inplace"):  # a .pte as it came
         program.meta["inplace"] = planner.inplace_from_offsets(program, available)
     try:
         planner.check_plan(program, available)
     except planner.PlanError as e:
-        raise BuildError(f"the memory plan is wrong: {e}") from None
+        if "read_from" not in program.meta:
+            raise BuildError(f"the memory plan is wrong: {e}") from None
+        planner.plan(program, available=available)
+        planner.check_plan(program, available)
+        replanned = True
     if any(ins.op.startswith(pte.DELEGATE_PREFIX) for ins in program.instructions):
-        return  # the host cannot run an NPU's part of the program
+        return replanned  # the host cannot run an NPU's part of the program
     try:
         check_planned_execution(program, plan_check_inputs(program))
-    except ReferenceError as e:
+    except PlannedExecutionError as e:
         raise BuildError(f"the memory plan is wrong: {e}") from None
+    except ReferenceError:
+        pass  # the host reference cannot run this program (e.g. an operator it lacks): check_plan alone
+    return replanned
 
 
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
@@ -354,7 +363,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
           npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
           frame_bytes: int | None = None, stack_bytes: int | None = None,
-          kernels: str = "auto") -> BuildResult:
+          kernels: str = "library") -> BuildResult:
     """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
     default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
     reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink())."""
@@ -382,7 +391,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
             "see `mcu-gen kernels`)"
         )
-    check_program_plan(program, available)
+    if check_program_plan(program, available):
+        data = pte.write(program)
     precheck_fits(b, program, data)
     name = spec.name if spec is not None else Path(pte_path).stem
     out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"

@@ -68,7 +68,7 @@ def lower_island(fp: _Lowering, node: torch.fx.Node, activations: dict, constant
     except Exception as e:
         raise ExportError(f"{what}: cannot decompose it to core ATen for an fp32 island: "
                           f"{type(e).__name__}: {e}") from e
-    cg, inputs, outputs = to_const_graph(ep)
+    cg, inputs = to_const_graph(ep)[:2]
     run_passes(cg, fuse=True)
     out_node = next(n for n in cg.graph.nodes if n.op == "output")
     outputs = list(out_node.args[0])
