@@ -264,6 +264,22 @@ def _list_check(arg: int, items) -> str:
     return f"list_is(ctx, {arg}, {{{', '.join(str(int(v)) for v in items)}}})"
 
 
+def _requant_args(program: Program, a, mi: int, in_off_i: int, act_i: int):
+    """The requantization arguments of a quantized conv/linear call ``a`` (bias at a[2], multipliers
+    and shifts at a[mi], a[mi + 1], input/output offsets at a[in_off_i], a[in_off_i + 1], activation
+    range at a[act_i], a[act_i + 1]): (bias, multipliers, shifts, in_off, out_off, act_min, act_max,
+    multipliers and shifts as int64 arrays), or why they cannot be generated."""
+    bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
+    mt, st = _t(program, a[mi]), _t(program, a[mi + 1])
+    if mt is None or st is None or mt.data is None or st.data is None or (bias is not None and bias.data is None):
+        return "requantization parameters not constant"
+    in_off, out_off = int(_s(program, a[in_off_i])), int(_s(program, a[in_off_i + 1]))
+    act_min, act_max = int(_s(program, a[act_i])), int(_s(program, a[act_i + 1]))
+    mults = np.asarray(mt.data, np.int64).reshape(-1)
+    shifts = np.asarray(st.data, np.int64).reshape(-1)
+    return bias, mt, st, in_off, out_off, act_min, act_max, mults, shifts
+
+
 def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[13])
@@ -289,14 +305,10 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
         return "too many input channels"
     if tuple(out.shape) != (n_, cout, h, wd):
         return "unexpected output shape"
-    bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
-    mt, st = _t(program, a[8]), _t(program, a[9])
-    if mt is None or st is None or mt.data is None or st.data is None or (bias is not None and bias.data is None):
-        return "requantization parameters not constant"
-    in_off, out_off = int(_s(program, a[6])), int(_s(program, a[7]))
-    act_min, act_max = int(_s(program, a[10])), int(_s(program, a[11]))
-    mults = np.asarray(mt.data, np.int64).reshape(-1)
-    shifts = np.asarray(st.data, np.int64).reshape(-1)
+    q = _requant_args(program, a, mi=8, in_off_i=6, act_i=10)
+    if isinstance(q, str):
+        return q
+    bias, mt, st, in_off, out_off, act_min, act_max, mults, shifts = q
     if mults.size != cout or shifts.size != cout or abs(in_off) > 256:
         return "unexpected parameter sizes"
     if shifts.min() < -63 or shifts.max() > 31 or not (-128 <= act_min <= act_max <= 127):
@@ -333,14 +345,10 @@ def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
     oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
     if tuple(out.shape) != (1, cout, oh, ow) or tuple(out.dim_order or ()) != (0, 2, 3, 1):
         return "unexpected output shape or layout"
-    bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
-    mt, st = _t(program, a[8]), _t(program, a[9])
-    if mt is None or st is None or mt.data is None or st.data is None or (bias is not None and bias.data is None):
-        return "requantization parameters not constant"
-    in_off, out_off = int(_s(program, a[6])), int(_s(program, a[7]))
-    act_min, act_max = int(_s(program, a[10])), int(_s(program, a[11]))
-    mults = np.asarray(mt.data, np.int64).reshape(-1)
-    shifts = np.asarray(st.data, np.int64).reshape(-1)
+    q = _requant_args(program, a, mi=8, in_off_i=6, act_i=10)
+    if isinstance(q, str):
+        return q
+    bias, mt, st, in_off, out_off, act_min, act_max, mults, shifts = q
     if mults.size != cout or shifts.size != cout or not (-128 <= -in_off <= 127):
         return "unexpected parameter sizes or input offset"
     if shifts.min() < -63 or shifts.max() > 31 or not (-128 <= act_min <= act_max <= 127):
@@ -437,14 +445,10 @@ def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
     inplace = ins.op != "cortex_m::quantized_depthwise_conv2d.out"
     if inplace and h * wd * 4 > INPLACE_GROUP_BYTES:
         return f"in place with a channel group of {h * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack)"
-    bias = _t(program, a[2]) if not _is_none(program, a[2]) else None
-    mt, st = _t(program, a[9]), _t(program, a[10])
-    if mt is None or st is None or mt.data is None or st.data is None or (bias is not None and bias.data is None):
-        return "requantization parameters not constant"
-    in_off, out_off = int(_s(program, a[7])), int(_s(program, a[8]))
-    act_min, act_max = int(_s(program, a[11])), int(_s(program, a[12]))
-    mults = np.asarray(mt.data, np.int64).reshape(-1)
-    shifts = np.asarray(st.data, np.int64).reshape(-1)
+    q = _requant_args(program, a, mi=9, in_off_i=7, act_i=11)
+    if isinstance(q, str):
+        return q
+    bias, mt, st, in_off, out_off, act_min, act_max, mults, shifts = q
     if mults.size != c or shifts.size != c or abs(in_off) > 256:
         return "unexpected parameter sizes"
     if shifts.min() < -63 or shifts.max() > 31 or not (-128 <= act_min <= act_max <= 127):
