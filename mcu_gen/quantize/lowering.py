@@ -596,15 +596,23 @@ class QuantLowering:
         self._finish(node, qnode, act, out)
         return None
 
-    def _permute(self, node, qnode, act):
-        """transpose / permute of an int8 activation: free, a view with another dim_order."""
+    def _same_qparams_input(self, node, qnode, act, what: str):
+        """(value, tensor) of the int8 input of an operator that keeps its input's quantization
+        parameters (a data movement), or why it cannot run in int8."""
         v = self.quant_of(node.args[0])
         if v is None:
             return "input is not int8"
         t = self.program.tensor(v)
-        s_out, zp_out = self._qparams(qnode)
-        if (s_out, zp_out) != (t.scale, t.zero_point) or act is not None:
-            return "a permute that changes quantization parameters"
+        if self._qparams(qnode) != (t.scale, t.zero_point) or act is not None:
+            return f"{what} that changes quantization parameters"
+        return v, t
+
+    def _permute(self, node, qnode, act):
+        """transpose / permute of an int8 activation: free, a view with another dim_order."""
+        r = self._same_qparams_input(node, qnode, act, "a permute")
+        if isinstance(r, str):
+            return r
+        v, t = r
         nd = len(t.shape)
         if node.target is aten.transpose.int:
             d0, d1 = node.args[1] % nd, node.args[2] % nd
@@ -706,13 +714,11 @@ class QuantLowering:
 
     def _upsample_nearest(self, node, qnode, act):
         """Nearest upsampling: a byte copy (aten::upsample_nearest2d.vec_out on int8, NCHW order)."""
-        v = self.quant_of(node.args[0])
-        if v is None:
-            return "input is not int8"
-        t = self.program.tensor(v)
-        s_out, zp_out = self._qparams(qnode)
-        if (s_out, zp_out) != (t.scale, t.zero_point) or act is not None:
-            return "upsampling that changes quantization parameters"
+        r = self._same_qparams_input(node, qnode, act, "upsampling")
+        if isinstance(r, str):
+            return r
+        v, t = r
+        s_out, zp_out = t.scale, t.zero_point
         v = self._to_nchw(v, node)
         shape = _shape(node)
         out = self._int8(shape, s_out, zp_out, (0, 1, 2, 3), qnode.name)
