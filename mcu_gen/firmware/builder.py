@@ -341,12 +341,14 @@ def check_program_plan(program: Program, available=None) -> bool:
         program.meta["inplace"] = planner.inplace_from_offsets(program, available)
     try:
         planner.check_plan(program, available)
-    except planner.PlanError as e:
+    except planner.InplaceNotAllowed as e:
         if "read_from" not in program.meta:
             raise BuildError(f"the memory plan is wrong: {e}") from None
         planner.plan(program, available=available)
         planner.check_plan(program, available)
         replanned = True
+    except planner.PlanError as e:  # tensors live together overlap, or out of the arena: a wrong plan
+        raise BuildError(f"the memory plan is wrong: {e}") from None
     if any(ins.op.startswith(pte.DELEGATE_PREFIX) for ins in program.instructions):
         return replanned  # the host cannot run an NPU's part of the program
     try:

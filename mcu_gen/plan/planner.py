@@ -49,6 +49,11 @@ class PlanError(McuGenError, ValueError):
     pass
 
 
+class InplaceNotAllowed(PlanError):
+    """An output planned over an input its kernel here cannot overwrite in place. Another
+    runtime's kernels may allow it, so a .pte's plan is then planned again, not rejected."""
+
+
 @dataclass
 class Interval:
     value: int  # representative value index (alias root)
@@ -603,7 +608,7 @@ def _allowed_inplace(program: Program, iv: dict, available: dict) -> set:
         opts = inplace_rules.options(program, ins, {ins.op: kernel} if kernel else {})
         if not any(_alias_root(aliases, inplace_rules.out_value(ins, k.signature)) == out
                    and _alias_root(aliases, ins.args[o.arg]) == src and k.op == ins.op for k, o in opts):
-            raise PlanError(f"step {step} ({ins.op}): its kernel does not allow its out {out} over {src}")
+            raise InplaceNotAllowed(f"step {step} ({ins.op}): its kernel does not allow its out {out} over {src}")
         ok.add((out, src))
     return ok
 
