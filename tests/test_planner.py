@@ -337,6 +337,35 @@ def test_views_planned_at_their_source_offset_survive_replanning():
     np.testing.assert_array_equal(got, np.maximum(xv, 0).reshape(16))
 
 
+def test_a_program_output_that_is_a_dropped_view_reads_its_source():
+    """The last reshape before a program output is dropped the same way: the output is planned at the
+    classifier's offset and nothing writes it. Read back from the .pte it must be recorded as a view
+    (mcu-gen verify of an int8 build read model.pte and compared the device with all zeros), and a
+    program output that nothing writes at all is an error of the host reference, never zeros."""
+    from mcu_gen.plan.views import read_program
+    from mcu_gen.program import pte
+    from mcu_gen.program.ir import Instruction, Program, TensorValue
+    from mcu_gen.reference import ReferenceError, run_reference
+
+    p = Program()
+    x = p.add(TensorValue((2, 8), offset=0))
+    a = p.add(TensorValue((2, 8), offset=64))      # relu(x)
+    view = p.add(TensorValue((16,), offset=64))    # the output: a reshaped, never written
+    p.inputs.append(x)
+    p.outputs.append(view)
+    p.instructions.append(Instruction("aten::relu.out", [x, a, a]))
+    p.arena_size = 128
+    read = read_program(pte.write(p))
+    assert read.meta["aliases"] == {view: a}
+    xv = np.random.default_rng(1).standard_normal((2, 8)).astype(np.float32)
+    np.testing.assert_array_equal(run_on_host(read, [xv])[0], np.maximum(xv, 0).reshape(16))
+    read.values[view].offset = 96  # now nothing writes the output's bytes
+    read.meta.pop("aliases")
+    read.arena_size = 160
+    with pytest.raises(ReferenceError, match="never written"):
+        run_reference(read, [xv])
+
+
 def test_kernel_scratch_is_not_taken_for_a_view():
     """A kernel's scratch tensor is also read before anything writes it, often planned over a dead
     tensor: plan.views.planned_views must not tie it to that tensor (re-planning would then let the

@@ -35,7 +35,7 @@ def planned_views(program: Program) -> dict:
     """ExecuTorch drops a view (e.g. the reshape before a classifier) by planning it at its
     source's arena offset: nothing writes it, the memory plan makes it hold the right bytes.
     Returns {view value: the value it shares memory with} for every planned tensor that an
-    instruction reads before any instruction writes it, paired with the latest earlier output
+    instruction reads before any instruction writes it (or a program output that nothing writes), paired with the latest earlier output
     (or input) at the same offset, so that re-planning (mcu_gen.firmware.backend_step.apply_backend) keeps
     them together. Outputs are the kernel signatures' 'O' arguments (else the last argument).
     A view has its source's dtype and byte size (a reshape); kernels' scratch arguments, which
@@ -67,4 +67,10 @@ def planned_views(program: Program) -> dict:
             if planned(o):
                 written.add(o)
                 at[program.values[o].offset] = o
+    for a in program.outputs:  # a program output that is a dropped view (e.g. of the classifier's result)
+        if a not in written and a not in views and planned(a):
+            src = at.get(program.values[a].offset)
+            if src is not None and src != a and (program.values[src].dtype, program.values[src].nbytes) == (
+                    program.values[a].dtype, program.values[a].nbytes):
+                views[a] = src
     return views

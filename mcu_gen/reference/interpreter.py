@@ -66,6 +66,21 @@ class _Memory:
             size = max([program.arena_size] + [v.offset + v.nbytes for v in acts])
             self.arena = torch.zeros(size, dtype=torch.uint8)
         self.buffers = {}  # root value -> its own bytes
+        self.written = set()  # values an input, a state or an instruction wrote
+
+    def holds_data(self, index: int) -> bool:
+        """Whether value `index` was written, directly, through the view it is, or by its slices."""
+        seen = set()
+        while index not in seen:
+            seen.add(index)
+            if index in self.written or self.program.values[index].is_constant:
+                return True
+            if any(out == index and s in self.written for s, (out, _d) in self.slices.items()):
+                return True
+            if index not in self.aliases:
+                return False
+            index = self.aliases[index]
+        return False
 
     def _storage(self, index: int, depth: int = 0) -> tuple:
         """(byte tensor, byte offset) where value `index` lives."""
@@ -107,6 +122,7 @@ class _Memory:
         if tuple(value.shape) != v.shape:
             raise ReferenceError(f"value {index}: result shape {tuple(value.shape)} != planned {v.shape}")
         self.tensor(index).copy_(value)
+        self.written.add(index)
 
 
 def _decode(mem: _Memory, index: int, type_str: str):
@@ -235,6 +251,10 @@ def interpret(program: Program, inputs, execute, trace: bool = False, shared_are
             raise ReferenceError(f"{ins.op}{where}: {type(e).__name__}: {e}") from e
         if trace:
             steps.append({i: mem.tensor(i).detach().clone().contiguous().numpy() for i in dict.fromkeys(written)})
+    for i in program.outputs:
+        if not mem.holds_data(i):
+            raise ReferenceError(f"program output value {i} ('{program.values[i].name}') is never written: "
+                                 "no instruction writes it and it is no view of a value that is")
     outputs = [mem.tensor(i).detach().clone().contiguous().numpy() for i in program.outputs]
     if state is not None:
         for index in program.states:
