@@ -28,7 +28,12 @@ from mcu_gen.paths import BOARDS
 
 PLUGIN_DIR = BOARDS / "common" / "qemu_plugin"
 PLUGIN_SOURCE = PLUGIN_DIR / "insn_classes.c"
-CACHE = Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "qemu-plugin"
+
+
+def cache_dir() -> Path:
+    """Where built plugins are kept ($MCU_GEN_CACHE/qemu-plugin, default ~/.cache/mcu-gen/qemu-plugin)."""
+    return Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "qemu-plugin"
+
 CFLAGS = ["-O2", "-std=c11", "-shared", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
 # The firmware reads its tick counter with mcu_pal_ticks() right before and right after an inference
 # (runtime_core/src/protocol.cpp, run_program): its entry delimits the plugin's segments.
@@ -171,7 +176,7 @@ def parse_output(text: str) -> tuple[list, ClassCounts | None]:
     names = tuple(lines[0].split()[1:])
     if names != CLASSES:
         raise CyclesUnavailable(f"the QEMU plugin's classes {names} are not mcu_gen.device.cycles.CLASSES: "
-                                f"rebuild it (delete {CACHE})")
+                                f"rebuild it (delete {cache_dir()})")
     k = len(CLASSES)
     segments, total = [], None
     for line in lines[1:]:
@@ -231,7 +236,7 @@ def build_plugin(cc: str | None = None) -> Path:
     h = hashlib.sha256(" ".join([cc, *CFLAGS]).encode())
     for src in sorted(PLUGIN_DIR.glob("*.[ch]")):
         h.update(src.name.encode() + src.read_bytes())
-    out = CACHE / h.hexdigest()[:20] / "insn_classes.so"
+    out = cache_dir() / h.hexdigest()[:20] / "insn_classes.so"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -266,7 +271,8 @@ class CycleCounter:
             mark = elf_symbol(elf, MARK_SYMBOL)
             if mark is None:
                 raise CyclesUnavailable(f"{Path(elf).name} has no symbol {MARK_SYMBOL} to delimit inferences")
-            return cls(board, elf, build_plugin(), mark)
+            given = os.environ.get("MCU_GEN_QEMU_PLUGIN")  # a prebuilt plugin instead of building one
+            return cls(board, elf, Path(given) if given else build_plugin(), mark)
         except CyclesUnavailable as e:
             return cls(board, elf, reason=str(e))
         except OSError as e:  # an unreadable ELF, a cache that cannot be written

@@ -421,10 +421,15 @@ def _verify_on_qemu(b, result: BuildResult, inputs, timeout: float, progress, cy
     session = QemuSession(b, result.elf, run_timeout=timeout, extra_args=args)
     try:
         link = session.start()
+        if args:
+            link.hello()  # QEMU opens the serial pty before it loads plugins: a bad plugin shows here
     except LinkError as e:
         if not args:
             raise
-        counter.disable(f"QEMU did not start with the cycle-counting plugin ({str(e).splitlines()[0]})")
+        session.close()
+        said = [line for line in session.log if "plugin" in line.lower()]
+        counter.disable("QEMU did not start with the cycle-counting plugin: "
+                        + (said[-1] if said else str(e).splitlines()[0]))
         session = QemuSession(b, result.elf, run_timeout=timeout)
         link = session.start()
     try:
