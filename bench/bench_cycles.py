@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     print("| network | core (board) | instructions | est. cycles | range | cycles/instr | est. ms @160 MHz | "
           "published best (M33 @160 MHz) | ratio | bit-exact |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    failed = 0
+    failed, where = 0, []
     with tempfile.TemporaryDirectory(prefix="bench-cycles-") as tmp:
         for ex in args.examples:
             for board in args.boards:
@@ -73,6 +73,12 @@ def main(argv=None) -> int:
                 print(f"| {ex} | {core} ({board}) | {n:,} | **{cyc:,}** | {lo:,}-{hi:,} | {cyc / n:.2f} | "
                       f"{ms:.2f} ({lo / CLOCK_HZ * 1e3:.2f}-{hi / CLOCK_HZ * 1e3:.2f}) | {pub} | {ratio} | "
                       f"{r.bit_exact} |")
+                top = list(r.estimated_cycles_by_class.items())[:6]
+                where.append(f"{ex} on {core}: " + ", ".join(
+                    f"{name} {c / cyc:.0%} ({r.instruction_classes.get(name, 0):,} instr)" for name, c in top))
+    print("\nWhere the estimated cycles go (largest classes, share of the cycles; docs/cycles.md):")
+    for line in where:
+        print(f"- {line}")
     return 1 if failed else 0
 
 

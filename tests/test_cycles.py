@@ -118,6 +118,7 @@ def check_run_json(d: dict, board: str) -> None:
     assert d["clock_hz"] == get_board(board).clock_hz
     assert d["estimated_ms_per_inference"] == pytest.approx(cyc / d["clock_hz"] * 1e3)
     assert len(d["estimated_cycles"]) == d["n_inferences"]
+    assert sum(d["estimated_cycles_by_class"].values()) == pytest.approx(cyc, abs=len(CLASSES))
 
 
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547"])

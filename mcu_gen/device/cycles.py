@@ -151,6 +151,20 @@ class Estimate:
     high: int  # ... and at its highest (P = 3, slowest divide, stores 2)
 
 
+def cycles_by_class(c: ClassCounts, core: str) -> dict:
+    """Nominal estimated cycles of each class with any (largest first)."""
+    table = CYCLES.get(core)
+    if table is None:
+        raise CyclesUnavailable(f"no cycle table for {core} (known: {', '.join(sorted(CYCLES))})")
+    out = {}
+    for name in CLASSES:
+        cost = table[name]
+        n = cost.base * c.counts.get(name, 0) + cost.per_reg * c.regs.get(name, 0) + cost.taken * c.taken.get(name, 0)
+        if n:
+            out[name] = round(n)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def estimate(c: ClassCounts, core: str) -> Estimate:
     """Estimated cycles of the span `c` on `core`, with the range the table allows."""
     table = CYCLES.get(core)

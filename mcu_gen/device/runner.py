@@ -59,6 +59,7 @@ class RunResult:
     cycles_unavailable: str | None = None
     estimated_cycles: list = field(default_factory=list)  # per inference (None: not found)
     instruction_classes: dict = field(default_factory=dict)  # executed per class, that inference
+    estimated_cycles_by_class: dict = field(default_factory=dict)  # its estimated cycles per class
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -445,7 +446,7 @@ def _verify_on_qemu(b, result: BuildResult, inputs, timeout: float, progress, cy
 
 def _cycle_fields(b, counter, counts: list) -> dict:
     """RunResult's estimate fields from what the plugin counted (reason when none)."""
-    from mcu_gen.device.cycles import CyclesUnavailable, estimate
+    from mcu_gen.device.cycles import CyclesUnavailable, cycles_by_class, estimate
 
     found = getattr(counter, "found", None) or [None] * len(counts)
     fields = {"clock_hz": b.clock_hz}
@@ -463,6 +464,7 @@ def _cycle_fields(b, counter, counts: list) -> dict:
             "estimated_cycles_range": [worst.low, worst.high],
             "estimated_ms_per_inference": worst.cycles / b.clock_hz * 1e3,
             "cycle_model": f"{b.core} (mcu_gen/device/cycles.py, docs/cycles.md)",
-            "estimated_cycles": [e.cycles for e in ests], "instruction_classes": found[k].nonzero()}
+            "estimated_cycles": [e.cycles for e in ests], "instruction_classes": found[k].nonzero(),
+            "estimated_cycles_by_class": cycles_by_class(found[k], b.core)}
 
 
