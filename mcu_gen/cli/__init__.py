@@ -271,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("-n", type=int, default=None, help="random inputs when the model has no test_inputs()")
             s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
             s.add_argument("--no-cycles", dest="cycles", action="store_false",
-                           help="do not estimate cycles (the QEMU plugin counting instructions by class, docs/cycles.md)")
+                           help="no cycle estimate (the QEMU plugin counting instructions by class, docs/cycles.md)")
         s.set_defaults(fn=fn)
 
     s = sub.add_parser("inspect", help="operators, tensors, plan and sizes of a .pte")

@@ -49,7 +49,7 @@ class RunResult:
     reset_identical: bool | None = None
     state_bytes: int = 0
     # Estimated cycles (QEMU plugin counting instructions by class x the core's cycle table,
-    # mcu_gen/device/cycles.py, docs/cycles.md), of the inference with the most instructions;
+    # mcu_gen/device/cycles.py, docs/cycles.md), of the inference with the most estimated cycles;
     # None with the reason in cycles_unavailable when there is no estimate.
     estimated_cycles_per_inference: int | None = None
     estimated_cycles_range: list | None = None  # [low, high] the table's ranges allow
@@ -370,13 +370,13 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         inputs = default_sequences(result) if stateful else default_inputs(result, n_random, max_inputs)
     elif max_inputs is not None:
         inputs = inputs[:max_inputs]
-    first_stack, c, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
+    first_stack, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
     used = first_stack
     if measure_stack and c.verified and first_stack:
         from mcu_gen.firmware.builder import relink, stack_reserve
 
         relink(result, stack_reserve(first_stack), measured=first_stack)
-        used, c, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
+        used, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
         reserved = result.report["stack"]["reserved_bytes"]
         if used is None or used >= reserved:
             raise RuntimeError(f"the stack overflowed its {reserved:,} B (measured {first_stack:,} B before): "
@@ -405,19 +405,23 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         quant_output_errors=c.quant_output_errors,
         n_sequences=len(inputs) if stateful else 0, reset_identical=c.reset_identical,
         state_bytes=sum(result.program.tensor(i).nbytes for i in result.program.states),
-        **_cycle_fields(b, counter, c.counts),
+        **_cycle_fields(b, counter.reason, classes, c.counts),
     )
 
 
 def _verify_on_qemu(b, result: BuildResult, inputs, timeout: float, progress, cycles: bool):
     """One QEMU session of check_link, with the cycle-counting plugin when it can be had:
-    (the device's stack high-water mark, LinkCheck, CycleCounter). A QEMU that does not start
-    with the plugin is started again without it (the counter then says why)."""
+    (the device's stack high-water mark, LinkCheck, ClassCounts per inference (None where none),
+    CycleCounter). A QEMU that does not start with the plugin is started again without it (the
+    counter's reason then says why)."""
     from mcu_gen.device.cycles import CycleCounter
     from mcu_gen.device.link import LinkError
     from mcu_gen.device.qemu import QemuSession
 
-    counter = CycleCounter.for_board(b, result.elf) if cycles else CycleCounter(b, result.elf, reason="not asked for")
+    if cycles:
+        counter = CycleCounter.for_board(b, result.elf)
+    else:
+        counter = CycleCounter(b, result.elf, reason="not asked for (--no-cycles)")
     args = counter.qemu_args()
     session = QemuSession(b, result.elf, run_timeout=timeout, extra_args=args)
     try:
@@ -439,16 +443,15 @@ def _verify_on_qemu(b, result: BuildResult, inputs, timeout: float, progress, cy
         link.exit(0)
     finally:
         session.close()
-    counter.found = counter.per_inference(c.counts)
+    classes = counter.per_inference(c.counts)
     counter.close()
-    return stack, c, counter
+    return stack, c, classes, counter
 
 
-def _cycle_fields(b, counter, counts: list) -> dict:
-    """RunResult's estimate fields from what the plugin counted (reason when none)."""
+def _cycle_fields(b, reason: str, found: list, counts: list) -> dict:
+    """RunResult's estimate fields from what the plugin counted per inference (`reason` when nothing)."""
     from mcu_gen.device.cycles import CyclesUnavailable, cycles_by_class, estimate
 
-    found = getattr(counter, "found", None) or [None] * len(counts)
     fields = {"clock_hz": b.clock_hz}
     try:
         ests = [estimate(f, b.core) if f is not None else None for f in found]
@@ -456,7 +459,7 @@ def _cycle_fields(b, counter, counts: list) -> dict:
         return {**fields, "cycles_unavailable": str(e)}
     if not counts or any(e is None for e in ests):
         missing = sum(e is None for e in ests)
-        why = counter.reason or f"{missing} of {len(counts)} inferences were not found in the plugin's output"
+        why = reason or f"{missing} of {len(counts)} inferences were not found in the plugin's output"
         return {**fields, "cycles_unavailable": why, "estimated_cycles": [e and e.cycles for e in ests]}
     k = max(range(len(ests)), key=lambda i: (ests[i].cycles, counts[i]))
     worst = ests[k]
