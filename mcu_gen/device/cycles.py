@@ -83,7 +83,8 @@ _M33 = {
     "load_pipelined": Cost(1),               # ... 1 when the next load/store single pipelines with it (note b)
     "store": Cost(1, high=2),                # STR: the data phase overlaps the next instruction (write buffer;
                                              #   M3 TRM DDI 0337 "Load/store timings"); Table 3-1 lists 2
-    "ldrd": Cost(3),                         # LDRD: 1 + N, N = 2
+    "ldrd": Cost(3, low=2),                  # LDRD: 1 + N, N = 2 (2 if it pipelines with a neighbour,
+                                             #   as single loads do: not in the TRM, hence only the range)
     "strd": Cost(3),                         # STRD: 1 + N, N = 2
     "ldm": Cost(1, per_reg=1),               # LDM, POP: 1 + N
     "stm": Cost(1, per_reg=1),               # STM, PUSH: 1 + N
