@@ -181,9 +181,13 @@ def test_build_and_run_mnist_fp32_and_int8(fresh):
     assert (work / "b" / "firmware.elf").is_file() and (work / "b" / "firmware" / "CMakeLists.txt").is_file()
     assert (work / "b" / "firmware" / "platformio.ini").is_file()
     # int8 says BIT-EXACT: the device's integers equal the host integer reference's
+    # (a cache of its own: the cycle-counting QEMU plugin is compiled from the wheel's copy of its source)
+    run_env = dict(env, MCU_GEN_CACHE=str(work / "cache"))
     for extra, status in (([], "VERIFIED"), (["--quantize", "int8"], "BIT-EXACT")):
-        r = _run([mcu_gen, "run", "--board", "mps2-an505", "--model", "./my_model.py", *extra], work, env)
+        r = _run([mcu_gen, "run", "--board", "mps2-an505", "--model", "./my_model.py", *extra], work, run_env)
         assert re.search(rf"^{status}: 3 inference\(s\) on mps2-an505", r.stdout, re.M), r.stdout + r.stderr
+        assert re.search(r"^  estimated cycles per inference: [\d,]+ ", r.stdout, re.M), r.stdout + r.stderr
+    assert list((work / "cache" / "qemu-plugin").glob("*/insn_classes.so"))
     assert (work / "mcu-gen-out").is_dir()
 
 

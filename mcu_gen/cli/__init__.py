@@ -97,7 +97,7 @@ def cmd_run(args) -> int:
     r = run(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
             n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration,
             progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn, value_cache=args.value_cache,
-            upload=args.upload, frame_bytes=args.frame_bytes, kernels=args.kernels)
+            upload=args.upload, frame_bytes=args.frame_bytes, kernels=args.kernels, cycles=args.cycles)
     bar.done()
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
@@ -108,6 +108,7 @@ def cmd_run(args) -> int:
         top1 = f", top-1 agreement {r.top1_agreement:.0%}" if r.top1_agreement is not None else ""
         print(f"  quantization error vs fp32: max abs {r.quant_max_abs_error:.3g}{top1}")
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
+        _print_cycles(r)
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
@@ -120,10 +121,20 @@ def cmd_run(args) -> int:
             print(f"  state {r.state_bytes:,} B: {r.n_inferences} steps in {r.n_sequences} sequence(s), each "
                   f"compared step by step; after RESET the same sequence gave {reset} outputs")
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
+        _print_cycles(r)
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
     return 0 if r.verified else 2
+
+
+def _print_cycles(r) -> None:
+    if r.estimated_cycles_per_inference is not None:
+        lo, hi = r.estimated_cycles_range
+        print(f"  estimated cycles per inference: {r.estimated_cycles_per_inference:,} ({lo:,} to {hi:,}), "
+              f"{r.estimated_ms_per_inference:.3g} ms at {r.clock_hz / 1e6:g} MHz ({r.cycle_model})")
+    elif r.cycles_unavailable:
+        print(f"  no cycle estimate: {r.cycles_unavailable}")
 
 
 def _print_stack(r) -> None:
@@ -259,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "run":
             s.add_argument("-n", type=int, default=None, help="random inputs when the model has no test_inputs()")
             s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
+            s.add_argument("--no-cycles", dest="cycles", action="store_false",
+                           help="no cycle estimate (the QEMU plugin counting instructions by class, docs/cycles.md)")
         s.set_defaults(fn=fn)
 
     s = sub.add_parser("inspect", help="operators, tensors, plan and sizes of a .pte")

@@ -48,6 +48,18 @@ class RunResult:
     n_sequences: int = 0
     reset_identical: bool | None = None
     state_bytes: int = 0
+    # Estimated cycles (QEMU plugin counting instructions by class x the core's cycle table,
+    # mcu_gen/device/cycles.py, docs/cycles.md), of the inference with the most estimated cycles;
+    # None with the reason in cycles_unavailable when there is no estimate.
+    estimated_cycles_per_inference: int | None = None
+    estimated_cycles_range: list | None = None  # [low, high] the table's ranges allow
+    estimated_ms_per_inference: float | None = None  # at clock_hz
+    clock_hz: int | None = None
+    cycle_model: str | None = None
+    cycles_unavailable: str | None = None
+    estimated_cycles: list = field(default_factory=list)  # per inference (None: not found)
+    instruction_classes: dict = field(default_factory=dict)  # executed per class, that inference
+    estimated_cycles_by_class: dict = field(default_factory=dict)  # its estimated cycles per class
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -336,11 +348,13 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
         value_cache=None, upload: bool = False, frame_bytes: int | None = None,
-        measure_stack: bool = True, kernels: str = "library") -> RunResult:
+        measure_stack: bool = True, kernels: str = "library", cycles: bool = True) -> RunResult:
     """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
     the linker script's stack; the device's stack high-water mark after the runs decides the stack of the
     deployable image (builder.stack_reserve), which is relinked and verified again: the figures returned are
-    the deployable image's."""
+    the deployable image's. With ``cycles`` (default) the final session also counts instructions by
+    class (a QEMU plugin) for estimated cycles (docs/cycles.md); without it, or when the plugin cannot
+    be had, the estimate fields are None and ``cycles_unavailable`` says why."""
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
                    calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache,
                    upload=upload, frame_bytes=frame_bytes, kernels=kernels)
@@ -356,21 +370,13 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         inputs = default_sequences(result) if stateful else default_inputs(result, n_random, max_inputs)
     elif max_inputs is not None:
         inputs = inputs[:max_inputs]
-    from mcu_gen.device.qemu import QemuSession
-
-    with QemuSession(b, result.elf, run_timeout=timeout) as link:
-        c = check_link(link, result, inputs, progress)
-        first_stack = link.hello().stack_used
-        link.exit(0)
+    first_stack, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
     used = first_stack
     if measure_stack and c.verified and first_stack:
         from mcu_gen.firmware.builder import relink, stack_reserve
 
         relink(result, stack_reserve(first_stack), measured=first_stack)
-        with QemuSession(b, result.elf, run_timeout=timeout) as link:
-            c = check_link(link, result, inputs, progress)
-            used = link.hello().stack_used
-            link.exit(0)
+        used, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
         reserved = result.report["stack"]["reserved_bytes"]
         if used is None or used >= reserved:
             raise RuntimeError(f"the stack overflowed its {reserved:,} B (measured {first_stack:,} B before): "
@@ -399,6 +405,69 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         quant_output_errors=c.quant_output_errors,
         n_sequences=len(inputs) if stateful else 0, reset_identical=c.reset_identical,
         state_bytes=sum(result.program.tensor(i).nbytes for i in result.program.states),
+        **_cycle_fields(b, counter.reason, classes, c.counts),
     )
+
+
+def _verify_on_qemu(b, result: BuildResult, inputs, timeout: float, progress, cycles: bool):
+    """One QEMU session of check_link, with the cycle-counting plugin when it can be had:
+    (the device's stack high-water mark, LinkCheck, ClassCounts per inference (None where none),
+    CycleCounter). A QEMU that does not start with the plugin is started again without it (the
+    counter's reason then says why)."""
+    from mcu_gen.device.cycles import CycleCounter
+    from mcu_gen.device.link import LinkError
+    from mcu_gen.device.qemu import QemuSession
+
+    if cycles:
+        counter = CycleCounter.for_board(b, result.elf)
+    else:
+        counter = CycleCounter(b, result.elf, reason="not asked for (--no-cycles)")
+    args = counter.qemu_args()
+    session = QemuSession(b, result.elf, run_timeout=timeout, extra_args=args)
+    try:
+        link = session.start()
+        if args:
+            link.hello()  # QEMU opens the serial pty before it loads plugins: a bad plugin shows here
+    except LinkError as e:
+        if not args:
+            raise
+        session.close()
+        said = [line for line in session.log if "plugin" in line.lower()]
+        counter.disable("QEMU did not start with the cycle-counting plugin: "
+                        + (said[-1] if said else str(e).splitlines()[0]))
+        session = QemuSession(b, result.elf, run_timeout=timeout)
+        link = session.start()
+    try:
+        c = check_link(link, result, inputs, progress)
+        stack = link.hello().stack_used
+        link.exit(0)
+    finally:
+        session.close()
+    classes = counter.per_inference(c.counts)
+    counter.close()
+    return stack, c, classes, counter
+
+
+def _cycle_fields(b, reason: str, found: list, counts: list) -> dict:
+    """RunResult's estimate fields from what the plugin counted per inference (`reason` when nothing)."""
+    from mcu_gen.device.cycles import CyclesUnavailable, cycles_by_class, estimate
+
+    fields = {"clock_hz": b.clock_hz}
+    try:
+        ests = [estimate(f, b.core) if f is not None else None for f in found]
+    except CyclesUnavailable as e:
+        return {**fields, "cycles_unavailable": str(e)}
+    if not counts or any(e is None for e in ests):
+        missing = sum(e is None for e in ests)
+        why = reason or f"{missing} of {len(counts)} inferences were not found in the plugin's output"
+        return {**fields, "cycles_unavailable": why, "estimated_cycles": [e and e.cycles for e in ests]}
+    k = max(range(len(ests)), key=lambda i: (ests[i].cycles, counts[i]))
+    worst = ests[k]
+    return {**fields, "estimated_cycles_per_inference": worst.cycles,
+            "estimated_cycles_range": [worst.low, worst.high],
+            "estimated_ms_per_inference": worst.cycles / b.clock_hz * 1e3,
+            "cycle_model": f"{b.core} (mcu_gen/device/cycles.py, docs/cycles.md)",
+            "estimated_cycles": [e.cycles for e in ests], "instruction_classes": found[k].nonzero(),
+            "estimated_cycles_by_class": cycles_by_class(found[k], b.core)}
 
 
