@@ -470,11 +470,11 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
         value_cache=None, upload: bool = False, frame_bytes: int | None = None,
-        measure_stack: bool = True, kernels: str = "library") -> RunResult:
+        measure_stack: bool = True, kernels: str = "library", methods: list | None = None) -> RunResult:
     """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
     the linker script's stack; the device's stack high-water mark after the runs decides the stack of the
     deployable image (builder.stack_reserve), which is relinked and verified again: the figures returned are
-    the deployable image's."""
+    the deployable image's. ``methods``: of a program with several, verify only these (names)."""
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
                    calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache,
                    upload=upload, frame_bytes=frame_bytes, kernels=kernels)
@@ -486,8 +486,15 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
             f"`mcu-gen verify --port PORT --build {result.out}`"
         )
     stateful = bool(result.program.states)
+    if methods:
+        unknown = [n for n in methods if n not in result.program.method_names]
+        if unknown:
+            raise RuntimeError(f"--method {', '.join(unknown)}: the program has no such method (it has "
+                               f"{', '.join(result.program.method_names)})")
     if result.program.more_methods:
         inputs = inputs if isinstance(inputs, dict) else method_inputs(result, n_random or METHOD_CALLS)
+        if methods:
+            inputs = {n: inputs[n] for n in methods}
         stateful = False  # verified as a schedule of method calls (check_methods_link)
     elif inputs is None:
         inputs = default_sequences(result) if stateful else default_inputs(result, n_random, max_inputs)

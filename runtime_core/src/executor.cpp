@@ -581,7 +581,7 @@ uint32_t accepted_tags(char sig) {
   seg_base_ = seg_base;
   seg_size_ = seg_size;
   for (uint32_t k = num_plans_; k-- > 0;) {
-    const Error e = bind_plan(k, kernels);
+    const Error e = bind_plan(k, kernels, true);
     if (e != Error::Ok) return e;
   }
   active_method_ = 0;
@@ -600,9 +600,10 @@ uint32_t accepted_tags(char sig) {
 }
 
 #if MCU_PROGRAM_METHODS
-// Plan k of the program: verified (every check of docs/loader.md), then its values, instructions and
-// operators become the ones execute() runs. load() runs it for every plan; select_method() again for one.
-[[gnu::cold]] Error Executor::bind_plan(uint32_t k, const KernelTable& kernels) {
+// Plan k of the program: verified (every check of docs/loader.md; with `check` false, the values and
+// instructions are taken as verified at load), then its values, instructions and operators become the
+// ones execute() runs. load() runs it for every plan; select_method() again for one, without `check`.
+[[gnu::cold]] Error Executor::bind_plan(uint32_t k, const KernelTable& kernels, bool check) {
   fb::Checked c(data_, size_);
   bool ok = true;
   const uint8_t* root = data_ + fb::u32(data_);
@@ -614,19 +615,20 @@ uint32_t accepted_tags(char sig) {
   if (plan == nullptr) return Error::InvalidProgram;
   const uint8_t* plan_name = c.ref(plan, kPlanName, &ok);
   if (!ok || (plan_name != nullptr && !c.string(plan_name))) return Error::InvalidProgram;
+  cached_ = 0;  // the caches are the previous method's until they are decoded again below
+  cached_calls_ = 0;
 #else
 // The first plan (load's only caller, inlined there: a firmware for one method pays nothing for it).
 [[gnu::always_inline]] inline Error Executor::bind_plan(const uint8_t* plan, const uint8_t* root, uint64_t seg_base,
                                                         uint64_t seg_size, const KernelTable& kernels) {
   fb::Checked c(data_, size_);
   bool ok = true;
+  constexpr bool check = true;
   (void)root;
   (void)seg_base;
   (void)seg_size;
   if (plan == nullptr) return Error::InvalidProgram;
 #endif
-  cached_ = 0;
-  cached_calls_ = 0;
   // Arena.
   const uint8_t* bsizes = c.ref(plan, kPlanBufferSizes, &ok);
   if (!ok || (bsizes != nullptr && !c.vector(bsizes, 8))) return Error::InvalidProgram;
@@ -659,7 +661,7 @@ uint32_t accepted_tags(char sig) {
   if (!ok || values == nullptr || !c.vector(values, 4)) return Error::InvalidProgram;
   values_ = values + 4;
   num_values_ = static_cast<int32_t>(fb::vec_len(values));
-  for (int32_t i = 0; i < num_values_; ++i) {
+  for (int32_t i = 0; check && i < num_values_; ++i) {
     Error e = verify_value(i);
     if (e != Error::Ok) {
       detail_ = i;
@@ -667,7 +669,7 @@ uint32_t accepted_tags(char sig) {
     }
   }
   // List items must refer to values of the right type.
-  for (int32_t i = 0; i < num_values_; ++i) {
+  for (int32_t i = 0; check && i < num_values_; ++i) {
     int32_t tag = value_type(i);
     if (tag != kIntList && tag != kTensorList && tag != kOptTensorList) continue;
     const uint8_t* v = fb::ref(value_table(i), 0);
@@ -752,7 +754,7 @@ uint32_t accepted_tags(char sig) {
     instructions_ = fb::vec_data(list);
     num_instructions_ = static_cast<int32_t>(fb::vec_len(list));
   }
-  for (int32_t i = 0; i < num_instructions_; ++i) {
+  for (int32_t i = 0; check && i < num_instructions_; ++i) {
     Error e = verify_instruction(i, kernels);
     if (e != Error::Ok) {
       detail_ = i;
@@ -787,10 +789,10 @@ Error Executor::select_method(uint32_t k) {
     return Error::MethodMissing;
   }
   if (k == active_method_) return Error::Ok;
-  // Verified at load already; binding checks it again (cold code, no second copy of the loader).
-  // The arena, and with it every state tensor, is left as it is.
+  // Verified at load (the program's bytes do not change while it is loaded): binding skips the
+  // per-value and per-instruction checks. The arena, and every state tensor in it, is left as it is.
   loaded_ = false;
-  const Error e = bind_plan(k, *kernels_);
+  const Error e = bind_plan(k, *kernels_, false);
   if (e != Error::Ok) return e;
   active_method_ = k;
   loaded_ = true;

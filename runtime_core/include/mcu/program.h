@@ -107,7 +107,7 @@ class Executor {
 
  private:
 #if MCU_PROGRAM_METHODS
-  Error bind_plan(uint32_t k, const KernelTable& kernels);
+  Error bind_plan(uint32_t k, const KernelTable& kernels, bool check);
 #if MCU_PROGRAM_HAS_STATE
   void reset_plan_state();
 #endif
