@@ -477,15 +477,14 @@ def _restore(program: Program, snap: tuple) -> None:
         program.meta.pop("slices", None)
 
 
-def _place_around(bufs, time_limit: float, fixed: dict | None) -> Placement:
+def _place_around(bufs, time_limit: float, fixed: dict | None, reserve: int = 0) -> Placement:
     """place(), except that the buffers of the values in ``fixed`` (value -> offset: state tensors
-    shared by several methods) keep their offsets and every other buffer goes above all of them."""
-    if not fixed:
-        return place(bufs, time_limit)
+    shared by several methods) keep their offsets and every other buffer goes above them and above
+    ``reserve`` bytes (the state of every method)."""
+    fixed = fixed or {}
     pinned = {k: fixed[m] for k, b in enumerate(bufs) for m in b.members if m in fixed}
     free = [k for k in range(len(bufs)) if k not in pinned]
-    reserve = max((fixed[m] + _align(b.size) for b in bufs for m in b.members if m in fixed), default=0)
-    reserve = max(reserve, fixed.get("__reserve__", 0))
+    reserve = max([reserve] + [fixed[m] + _align(b.size) for b in bufs for m in b.members if m in fixed])
     if not pinned and reserve == 0:
         return place(bufs, time_limit)
     pl = place([bufs[k] for k in free], time_limit)
@@ -496,20 +495,20 @@ def _place_around(bufs, time_limit: float, fixed: dict | None) -> Placement:
 
 
 def _layout(program: Program, time_limit: float, allow_inplace: bool, available: dict,
-            fixed: dict | None = None) -> _Layout:
+            fixed: dict | None = None, reserve: int = 0) -> _Layout:
     """Place the program's buffers, with in-place where it makes the arena smaller
     (switching instructions to in-place variants in that case)."""
     iv = lifetimes(program)
     layer_bound = lower_bound(list(iv.values()))
     plain_bufs = make_buffers(iv, [])
-    best = _Layout(_place_around(plain_bufs, time_limit, fixed), plain_bufs, [], layer_bound)
+    best = _Layout(_place_around(plain_bufs, time_limit, fixed, reserve), plain_bufs, [], layer_bound)
     if allow_inplace:
         pairs = find_inplace(program, iv, available)
         if pairs:
             snap = _snapshot(program)
             _apply_inplace(program, pairs)
             bufs = make_buffers(lifetimes(program), pairs)
-            pl = _place_around(bufs, time_limit, fixed)
+            pl = _place_around(bufs, time_limit, fixed, reserve)
             if pl.top < best.placement.top:
                 best = _Layout(pl, bufs, pairs, layer_bound)
             else:  # no gain: keep the program as it was
@@ -518,26 +517,26 @@ def _layout(program: Program, time_limit: float, allow_inplace: bool, available:
 
 
 def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None,
-         remove_copies: bool = True, fixed: dict | None = None) -> Program:
+         remove_copies: bool = True, fixed: dict | None = None, reserve: int = 0) -> Program:
     """Assign arena offsets in place; sets program.arena_size, program.lower_bound and
     program.meta["plan"] (strategy, bounds, in-place pairs, peak steps, removed copies).
 
     With ``remove_copies`` (mcu_gen/plan/slices.py): no-op pads/permutes become views, and
     concatenations whose inputs can be written straight into slices of the output
     disappear, if that does not make the arena larger. ``fixed`` (plan_methods): value -> offset of
-    the state tensors several methods share, kept there; everything else is planned above them
-    (key "__reserve__": the bytes of every method's shared state)."""
+    the state tensors several methods share, kept there; everything else is planned above them and
+    above ``reserve`` bytes (the state of every method)."""
     available = _default_kernels() if available is None else available
     removed = slice_rules.remove_noop_copies(program) if remove_copies else []
     before = _snapshot(program)
-    layout = _layout(program, time_limit, allow_inplace, available, fixed)
+    layout = _layout(program, time_limit, allow_inplace, available, fixed, reserve)
     cats = 0
     if remove_copies and any(slice_rules.cat_slices(program, ins) for ins in program.instructions):
         without = _snapshot(program)
         without_layout = layout
         _restore(program, before)
         cats = slice_rules.slice_concatenations(program)
-        layout = _layout(program, time_limit, allow_inplace, available, fixed)
+        layout = _layout(program, time_limit, allow_inplace, available, fixed, reserve)
         if layout.placement.top > without_layout.placement.top:  # slices made it worse: copy instead
             _restore(program, without)
             layout, cats = without_layout, 0
@@ -718,8 +717,7 @@ def plan_methods(program: Program, time_limit: float = TIME_LIMIT, allow_inplace
             top += _align(t.nbytes)
     for m in methods:
         fixed = {i: where[name][0] for i, name in zip(m.states, m.state_names)}
-        fixed["__reserve__"] = top
-        plan(m, time_limit, allow_inplace, available, remove_copies, fixed=fixed)
+        plan(m, time_limit, allow_inplace, available, remove_copies, fixed=fixed, reserve=top)
     check_methods(program, available)
     return program
 

@@ -1,10 +1,12 @@
 """Reading and writing programs in ExecuTorch's PTE format (ET12).
 
 The schema is docs/schema/program.fbs; slot numbers below follow its field
-order. The writer emits one execution plan ("forward") with one chain, arena
+order. The writer emits one execution plan per method (``Program.methods``:
+"forward", or a model file's methods, docs/methods.md) with one chain each, arena
 tensors in memory 1 (``non_const_buffer_sizes = [0, arena]``) and constants in
-one 128-byte-aligned segment after the flatbuffer, each constant 16-byte
-aligned, so the device reads weights in place from flash.
+one 128-byte-aligned segment after the flatbuffer shared by every plan (each
+distinct constant once), each constant 16-byte aligned, so the device reads
+weights in place from flash.
 """
 from __future__ import annotations
 
