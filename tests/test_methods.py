@@ -5,6 +5,7 @@ verifying every method on QEMU, and ExecuTorch interop both ways.
 Test models: tests/models/methods_encode_classify.py, tests/models/methods_forward_reset.py."""
 import copy
 import json
+import struct
 
 import numpy as np
 import pytest
@@ -303,3 +304,82 @@ def test_the_device_rejects_a_corrupt_second_method(tmp_path, qemu_tools):
         ok, _ = link.load_program(res.pte_bytes)  # the good program loads
         assert ok == Error.Ok and link.hello().num_methods == 2
         link.exit(0)
+
+
+@pytest.mark.qemu
+def test_verify_on_a_serial_port_checks_every_method_with_and_without_the_model(tmp_path, qemu_tools):
+    """`mcu-gen verify` on a flashed board (QEMU's pty) for a program with two methods sharing state:
+    with the model file, PyTorch calling the methods; from the build alone, the reference interpreter
+    carrying the state by name from method to method."""
+    from mcu_gen.boards import get_board
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.device.verify import verify_port
+    from mcu_gen.firmware.builder import build
+
+    res = build(RING, board="mps2-an505", out=tmp_path / "ring")
+    session = QemuSession(get_board("mps2-an505"), res.elf)
+    session.start()
+    port = session.port.port
+    session.port.close()
+    session.port = None
+    try:
+        r = verify_port(port, res.out, model=RING)
+        assert r.verified and r.reference == "pytorch, method by method" and r.n_inferences == 16
+        r = verify_port(port, res.out)
+        assert r.verified and r.reference == "reference interpreter (torch ops), method by method"
+        assert r.n_inferences == 16
+    finally:
+        session.close()
+
+
+def test_the_protocol_server_for_several_methods_under_sanitizers(tmp_path):
+    """The real server of firmware for several methods (MCU_PROGRAM_METHODS, with state), its builtin
+    program the forward/reset pair, under ASan + UBSan: SELECT_METHOD switches (and reports the index),
+    an unknown or empty name is MethodMissing with the number of methods, the state survives a switch,
+    and a bounded fuzz run over such sessions finds nothing."""
+    from mcu_gen.dev import fuzz
+    from mcu_gen.device.protocol import Error, FrameDecoder, Msg
+
+    if fuzz.find_clang() is None:
+        pytest.skip("clang++ not found: fuzzing needs clang with libFuzzer (apt-get install clang)")
+    exe = fuzz.build_fuzzer("protocol", methods=True)
+    _, p = _program(RING)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "builtin.pte").write_bytes(pte.write(p))
+    env = {"MCU_FUZZ_BUILTIN": str(work / "builtin.pte"), "MCU_FUZZ_REPLIES": str(tmp_path / "replies.bin")}
+    f = fuzz._frame
+    x = np.ones((1, 4), np.float32).tobytes()
+    stream = b"".join([
+        f(Msg.HELLO, 1),
+        f(Msg.SELECT_METHOD, 2, b"classify"),
+        f(Msg.SELECT_METHOD, 3, b""),
+        f(Msg.WRITE_INPUT, 4, struct.pack("<BI", 0, 0) + x),
+        f(Msg.RUN, 5),
+        f(Msg.SELECT_METHOD, 6, b"reset"),
+        f(Msg.WRITE_INPUT, 7, struct.pack("<BI", 0, 0) + x),  # reset has no inputs
+        f(Msg.RUN, 8),
+        f(Msg.SELECT_METHOD, 9, b"forward"),
+        f(Msg.HELLO, 10),
+        f(Msg.RESET, 11),
+    ])
+    r = fuzz.replay(exe, stream, tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    frames = FrameDecoder().feed((tmp_path / "replies.bin").read_bytes())
+    got = [(fr.type & 0x7F, Error(fr.payload[0])) for fr in frames]
+    assert got == [(Msg.HELLO, Error.Ok), (Msg.SELECT_METHOD, Error.MethodMissing),
+                   (Msg.SELECT_METHOD, Error.MethodMissing), (Msg.WRITE_INPUT, Error.Ok), (Msg.RUN, Error.Ok),
+                   (Msg.SELECT_METHOD, Error.Ok), (Msg.WRITE_INPUT, Error.BadIndex), (Msg.RUN, Error.Ok),
+                   (Msg.SELECT_METHOD, Error.Ok), (Msg.HELLO, Error.Ok), (Msg.RESET, Error.Ok)], got
+    missing = struct.unpack_from("<i", frames[1].payload, 1)[0]
+    assert missing == 2  # detail: the number of methods
+    assert frames[5].payload[1:3] == bytes([1, 2])  # reset is method 1 of 2
+    hello = frames[0].payload
+    assert hello[-2:] == bytes([2, 0]) and frames[9].payload[-2:] == bytes([2, 0])  # num_methods, active
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "session.bin").write_bytes(stream)
+    artifacts = tmp_path / "artifacts"
+    r = fuzz.run_fuzzer(exe, corpus, 20, artifacts, env={"MCU_FUZZ_BUILTIN": env["MCU_FUZZ_BUILTIN"]})
+    found = sorted(q.name for q in artifacts.iterdir())
+    assert r.returncode == 0 and not found, f"fuzzer found {found}:\n{r.stderr[-4000:]}"

@@ -101,8 +101,9 @@ def build_fuzzer(harness: str = "program", state: bool = False, methods: bool = 
         flags = FLAGS + (["-DMCU_PROGRAM_HAS_STATE=1"] if state or methods else [])
         flags += ["-DMCU_PROGRAM_METHODS=1"] if methods else []
         return build_native(cxx, flags, tools / "fuzz_program.cpp", _portable(), CACHE, FuzzError)
-    if harness == "protocol":
-        return build_native(cxx, FLAGS, tools / "fuzz_protocol.cpp", _portable(), CACHE, FuzzError)
+    if harness == "protocol":  # ``methods``: the server of firmware for several methods (SELECT_METHOD)
+        flags = FLAGS + (["-DMCU_PROGRAM_HAS_STATE=1", "-DMCU_PROGRAM_METHODS=1"] if methods else [])
+        return build_native(cxx, flags, tools / "fuzz_protocol.cpp", _portable(), CACHE, FuzzError)
     if harness == "delegate":
         return build_native(cxx, FLAGS + ["-DMCU_MAX_DELEGATES=2"], tools / "fuzz_program.cpp", _portable(), CACHE,
                             FuzzError)
