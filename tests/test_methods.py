@@ -109,6 +109,16 @@ def test_check_methods_rejects_a_method_that_overwrites_another_methods_state():
         planner.check_methods(p)
 
 
+def test_hello_reads_the_method_fields_only_when_the_firmware_sends_them():
+    from mcu_gen.device.protocol import HelloInfo
+
+    body = struct.pack("<HHQBBBBIIIB", 1, 1024, 0xAABB, 1, 0, 1, 1, 4096, 192, 0, 3) + b"v1x"
+    old = HelloInfo.parse(body + struct.pack("<I", 900))
+    assert (old.stack_used, old.num_methods, old.active_method, old.multi_method_firmware) == (900, 1, 0, False)
+    new = HelloInfo.parse(body + struct.pack("<I", 900) + bytes([2, 1]))
+    assert (new.stack_used, new.num_methods, new.active_method, new.multi_method_firmware) == (900, 2, 1, True)
+
+
 def test_int8_with_several_methods_stops_with_a_clear_error(tmp_path):
     with pytest.raises(mcu_gen.errors.McuGenError, match="several methods .* fp32 only"):
         mcu_gen.build(ENC, board="mps2-an505", out=tmp_path / "o", quantize="int8", compile=False)
