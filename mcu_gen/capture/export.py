@@ -511,3 +511,43 @@ def export_model(spec: ModelSpec, fuse: bool = True,
     program.meta["model"] = spec.name
     program.meta["fused"] = fuse
     return program
+
+
+class _Method(torch.nn.Module):
+    """``owner.attr`` as a module's forward, for torch.export (its weights and buffers are owner's,
+    named ``owner.<name>`` in the export)."""
+
+    def __init__(self, owner: torch.nn.Module, attr: str):
+        super().__init__()
+        self.owner = owner
+        self.attr = attr
+
+    def forward(self, *args):
+        return getattr(self.owner, self.attr)(*args)
+
+
+def export_methods(spec: ModelSpec, fuse: bool = True,
+                   has_kernel: Optional[Callable[[str], bool]] = None) -> Program:
+    """Every method of a model file's ``methods(model)`` (docs/methods.md) as one Program: method 0
+    is the Program returned, the others are its ``more_methods``. A state tensor is named by its
+    buffer's path in the root module in every method, so methods that update the same buffer share it
+    (planner.plan_methods puts it at one offset). A spec without methods gives export_model's Program."""
+    if not spec.methods:
+        return export_model(spec, fuse=fuse, has_kernel=has_kernel)
+    programs = []
+    for m in spec.methods:
+        sub = ModelSpec(_Method(m.owner, m.attr), tuple(m.example_inputs), name=spec.name, path=spec.path)
+        try:
+            p = export_model(sub, fuse=fuse, has_kernel=has_kernel)
+        except ExportError as e:
+            raise type(e)(f"method {m.name}: {e}") from None
+        prefix = f"{m.path}." if m.path else ""
+        names = [prefix + n[len("owner."):] if n.startswith("owner.") else prefix + n for n in p.state_names]
+        for i, n in zip(p.states, names):
+            p.tensor(i).name = n
+        p.state_names = names
+        p.name = m.name
+        programs.append(p)
+    first = programs[0]
+    first.more_methods = programs[1:]
+    return first

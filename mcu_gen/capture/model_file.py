@@ -6,7 +6,11 @@ A model file is either
   ``example_inputs()`` (a tuple of tensors), and optionally
   ``calibration_inputs()`` and ``test_inputs()`` (iterables of input tuples) and, for a
   model with state, ``test_sequences()`` (an iterable of sequences, each a list of input
-  tuples fed one step at a time), or
+  tuples fed one step at a time), and, for a program with several methods (docs/methods.md),
+  ``methods(model)``: given the module ``model()`` returned, a dict ``{name: (callable, example
+  inputs)}`` or ``{name: (callable, example inputs, test inputs)}``, in method order; each callable is
+  a method of that module (``model.encode``) or one of its submodules, so the methods share its
+  weights and buffers. With ``methods``, ``example_inputs()`` is optional; or
 - a ``.pt2`` file written by ``torch.export.save``.
 """
 from __future__ import annotations
@@ -35,6 +39,24 @@ class ModelSpec:
     exported_program: Optional[torch.export.ExportedProgram] = None
     path: Optional[str] = None  # the model file, used to find the user's source lines
     test_sequences: Optional[list] = None  # list of sequences (lists of input tuples), stateful models
+    methods: Optional[list] = None  # MethodSpec per method (a model file's methods(model)), else one method
+
+
+@dataclass
+class MethodSpec:
+    """One method of a model with several: ``owner`` is the submodule of the root module whose method
+    ``attr`` it is (``path`` its name in the root, "" for the root itself), called with ``example_inputs``."""
+    name: str
+    owner: torch.nn.Module
+    attr: str
+    path: str
+    example_inputs: tuple
+    test_inputs: Optional[list] = None
+
+    def call(self, root: torch.nn.Module):
+        """The method, bound to ``root`` or a copy of it (the same submodule path)."""
+        owner = root.get_submodule(self.path) if self.path else root
+        return getattr(owner, self.attr)
 
 
 def load_model_file(path) -> ModelSpec:
@@ -77,15 +99,21 @@ def _load_python(path: Path) -> ModelSpec:
         sys.modules.pop(mod_name, None)
         raise ModelFileError(f"{path}: error while importing: {type(e).__name__}: {e}") from e
 
-    for required in ("model", "example_inputs"):
+    has_methods = getattr(module, "methods", None) is not None
+    for required in ("model",) + (() if has_methods else ("example_inputs",)):
         if not callable(getattr(module, required, None)):
             raise ModelFileError(f"{path}: must define a function `{required}()`")
 
     net = module.model()
     if not isinstance(net, torch.nn.Module):
         raise ModelFileError(f"{path}: model() must return a torch.nn.Module, got {type(net).__name__}")
-    example = _input_tuple(module.example_inputs(), path, "example_inputs()")
+    methods = _method_list(module, net, path) if has_methods else None
+    if callable(getattr(module, "example_inputs", None)):
+        example = _input_tuple(module.example_inputs(), path, "example_inputs()")
+    else:
+        example = methods[0].example_inputs
     return ModelSpec(
+        methods=methods,
         module=net,
         example_inputs=example,
         test_inputs=_input_list(module, "test_inputs", path),
@@ -132,3 +160,43 @@ def _sequence_list(module, path) -> Optional[list]:
     if not seqs or any(not seq for seq in seqs):
         raise ModelFileError(f"{path}: test_sequences() must return at least one non-empty sequence")
     return [[_input_tuple(step, path, "each step of test_sequences()") for step in seq] for seq in seqs]
+
+
+def _method_list(module, net: torch.nn.Module, path) -> list:
+    """The model file's methods(model) as MethodSpecs (see the module docstring)."""
+    fn = getattr(module, "methods")
+    if not callable(fn):
+        raise ModelFileError(f"{path}: `methods` must be a function methods(model)")
+    table = fn(net)
+    if not isinstance(table, dict) or not table:
+        raise ModelFileError(f"{path}: methods(model) must return a non-empty dict {{name: (callable, example "
+                             f"inputs)}}, got {type(table).__name__}")
+    paths = {id(m): p for p, m in net.named_modules()}
+    out = []
+    for name, entry in table.items():
+        what = f"methods()[{name!r}]"
+        if not isinstance(name, str) or not name.isidentifier() or len(name.encode()) > 64:
+            raise ModelFileError(f"{path}: method name {name!r} must be an identifier of at most 64 bytes")
+        if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
+            raise ModelFileError(f"{path}: {what} must be (callable, example inputs) or "
+                                 f"(callable, example inputs, test inputs)")
+        target = entry[0]
+        if isinstance(target, torch.nn.Module):
+            owner, attr = target, "forward"
+        elif callable(target) and isinstance(getattr(target, "__self__", None), torch.nn.Module):
+            owner, attr = target.__self__, target.__name__
+        else:
+            raise ModelFileError(f"{path}: {what}: give a method of the module model() returned (model.encode) "
+                                 f"or one of its submodules, not {type(target).__name__}")
+        if id(owner) not in paths:
+            raise ModelFileError(f"{path}: {what}: {type(owner).__name__} is not part of the module model() "
+                                 f"returned: the methods must share its weights")
+        example = _input_tuple(entry[1], path, f"{what}'s example inputs")
+        tests = None
+        if len(entry) == 3:
+            try:
+                tests = [_input_tuple(t, path, f"each test input of {what}") for t in entry[2]]
+            except TypeError:
+                raise ModelFileError(f"{path}: {what}'s test inputs must be an iterable of input tuples") from None
+        out.append(MethodSpec(name, owner, attr, paths[id(owner)], example, tests))
+    return out

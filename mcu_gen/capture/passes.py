@@ -148,6 +148,12 @@ def remove_noops(cg: ConstGraph) -> None:
 _NEVER_FOLD = {aten.rand.default, aten.randn.default, aten.randint.default, aten.empty.memory_format}
 
 
+# Creation ops whose value depends only on their first argument's shape and dtype: folded to a constant
+# even when that argument is not one (``buffer.zero_()`` becomes full_like(buffer, 0)).
+_SHAPE_ONLY = {torch.ops.aten.full_like.default, torch.ops.aten.zeros_like.default,
+               torch.ops.aten.ones_like.default}
+
+
 def fold_constants(cg: ConstGraph) -> None:
     for node in call_nodes(cg.graph):
         if node.target in _NEVER_FOLD or node.target is operator.getitem:
@@ -157,6 +163,18 @@ def fold_constants(cg: ConstGraph) -> None:
         if node.target._schema.is_mutable or not isinstance(node.meta.get("val"), torch.Tensor):
             continue
         inputs = node.all_input_nodes
+        if node.target in _SHAPE_ONLY and not isinstance(node.args[0], torch.fx.Node):
+            continue
+        if node.target in _SHAPE_ONLY:  # the value depends on the input's shape only (a reset's zero_())
+            like = node.args[0].meta.get("val")
+            if not isinstance(like, torch.Tensor) or any(not isinstance(s, int) for s in like.shape):
+                continue
+            args = (torch.empty(like.shape, dtype=like.dtype),) + tuple(node.args[1:])
+            kwargs = dict(node.kwargs)
+            with torch.no_grad():
+                result = node.target(*args, **kwargs)
+            cg.replace(node, cg.add_const(result, node, "fold"))
+            continue
         if not all(cg.is_const(n) for n in inputs):
             continue
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), cg.const)

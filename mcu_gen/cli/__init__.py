@@ -97,7 +97,8 @@ def cmd_run(args) -> int:
     r = run(args.model, board=args.board, pte_path=args.pte, out=args.out, fuse=not args.no_fuse,
             n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration,
             progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn, value_cache=args.value_cache,
-            upload=args.upload, frame_bytes=args.frame_bytes, kernels=args.kernels, cycles=args.cycles)
+             upload=args.upload, frame_bytes=args.frame_bytes, kernels=args.kernels, cycles=args.cycles,
+             methods=args.method)
     bar.done()
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
@@ -120,6 +121,13 @@ def cmd_run(args) -> int:
             reset = "identical" if r.reset_identical else "DIFFERENT"
             print(f"  state {r.state_bytes:,} B: {r.n_inferences} steps in {r.n_sequences} sequence(s), each "
                   f"compared step by step; after RESET the same sequence gave {reset} outputs")
+        for m in r.methods:
+            print(f"  method {m['name']}: {'verified' if m['verified'] else 'MISMATCH'}, {m['calls']} call(s), "
+                  f"max abs error {m['max_abs_error']:.3g}, {m['instructions'] or 0:,} instructions per call, "
+                  f"{m['select_instructions'] or 0:,} to select it")
+        if r.methods and r.reset_identical is not None:
+            reset = "identical" if r.reset_identical else "DIFFERENT"
+            print(f"  shared state {r.state_bytes:,} B: after RESET the same calls gave {reset} outputs")
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         _print_cycles(r)
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
@@ -167,6 +175,8 @@ def cmd_inspect(args) -> int:
         "instructions": [{"op": i.op, "args": i.args} for i in p.instructions],
         "inputs": p.inputs,
         "outputs": p.outputs,
+        "methods": [{"name": m.name, "instructions": len(m.instructions), "arena_bytes": m.arena_size,
+                     "inputs": m.inputs, "outputs": m.outputs} for m in p.methods],
         "tensors": [
             {"value": i, "shape": list(v.shape), "dtype": v.dtype, "bytes": v.nbytes,
              "place": "constant" if v.is_constant else f"arena+{v.offset}"}
@@ -179,6 +189,10 @@ def cmd_inspect(args) -> int:
     print(f"{args.pte}: {len(data):,} bytes (program {info['flatbuffer_bytes']:,}, constants {info['constant_bytes']:,})")
     print(f"arena {p.arena_size:,} bytes, lower bound {lb:,} bytes")
     print(f"operators ({len(p.operators)}): " + ", ".join(p.operators))
+    if p.more_methods:
+        print(f"methods ({len(p.methods)}; shown: {p.name}): " + ", ".join(
+            f"{m.name} ({len(m.instructions)} instructions, arena {m.arena_size:,} B, {len(m.inputs)} in, "
+            f"{len(m.outputs)} out)" for m in p.methods))
     print("instructions:")
     for k, ins in enumerate(p.instructions):
         print(f"  {k:3d} {ins.op}({', '.join(map(str, ins.args))})")
@@ -269,6 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "(rp2350: USB serial via Arduino-Pico; needs network to build)")
         if name == "run":
             s.add_argument("-n", type=int, default=None, help="random inputs when the model has no test_inputs()")
+            s.add_argument("--method", action="append", default=None, metavar="NAME",
+                           help="verify only this method of a program with several (repeatable; default: all)")
             s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
             s.add_argument("--no-cycles", dest="cycles", action="store_false",
                            help="no cycle estimate (the QEMU plugin counting instructions by class, docs/cycles.md)")

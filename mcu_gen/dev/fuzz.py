@@ -91,16 +91,19 @@ def _cmsis_nn_objects(root: Path, adapters) -> list:
     return objects
 
 
-def build_fuzzer(harness: str = "program", state: bool = False) -> Path:
+def build_fuzzer(harness: str = "program", state: bool = False, methods: bool = False) -> Path:
     """Build (or reuse, keyed by the sources' hash) one harness (a HARNESSES key); ``state``: the
-    program harness with MCU_PROGRAM_HAS_STATE (state tensors and the mutable data segment)."""
+    program harness with MCU_PROGRAM_HAS_STATE (state tensors and the mutable data segment);
+    ``methods``: with MCU_PROGRAM_METHODS too (every execution plan verified, each method run)."""
     cxx = _clang()
     tools = RUNTIME_CORE / "tools"
     if harness == "program":
-        flags = FLAGS + (["-DMCU_PROGRAM_HAS_STATE=1"] if state else [])
+        flags = FLAGS + (["-DMCU_PROGRAM_HAS_STATE=1"] if state or methods else [])
+        flags += ["-DMCU_PROGRAM_METHODS=1"] if methods else []
         return build_native(cxx, flags, tools / "fuzz_program.cpp", _portable(), CACHE, FuzzError)
-    if harness == "protocol":
-        return build_native(cxx, FLAGS, tools / "fuzz_protocol.cpp", _portable(), CACHE, FuzzError)
+    if harness == "protocol":  # ``methods``: the server of firmware for several methods (SELECT_METHOD)
+        flags = FLAGS + (["-DMCU_PROGRAM_HAS_STATE=1", "-DMCU_PROGRAM_METHODS=1"] if methods else [])
+        return build_native(cxx, flags, tools / "fuzz_protocol.cpp", _portable(), CACHE, FuzzError)
     if harness == "delegate":
         return build_native(cxx, FLAGS + ["-DMCU_MAX_DELEGATES=2"], tools / "fuzz_program.cpp", _portable(), CACHE,
                             FuzzError)

@@ -289,6 +289,23 @@ class Link:
                                 f"(rebuild it for this program){self._context()}") from None
             raise
 
+    def select_method(self, name: str) -> tuple[int, int]:
+        """SELECT_METHOD: RUN, TENSOR_INFO, WRITE_INPUT and READ_OUTPUT address method `name` from now on
+        (the arena, and the state in it, are left as they are). Returns (its index, ticks of the switch).
+        A name the program lacks raises LinkError naming it; firmware for one method raises LinkError too."""
+        try:
+            body = self.request(Msg.SELECT_METHOD, name.encode())
+        except DeviceError as e:
+            if e.code == Error.BadRequest and e.detail == Msg.SELECT_METHOD:
+                raise LinkError(f"the firmware does not know SELECT_METHOD: it was built for a program with one "
+                                f"method (rebuild it for a program with several){self._context()}") from None
+            if e.code == Error.MethodMissing:
+                raise LinkError(f"the program on the device has no method {name!r} (it has {e.detail} "
+                                f"method(s)){self._context()}") from None
+            raise
+        self.info = None  # its inputs and outputs are another method's: HELLO again
+        return body[0], struct.unpack_from("<Q", body, 2)[0]
+
     def read_value(self, index: int, nbytes: int) -> bytes:
         """The bytes (memory order) of any tensor value of the active program: arena or constant."""
         out, chunk = bytearray(), self.chunk()

@@ -36,6 +36,7 @@ class Msg(enum.IntEnum):
     RUN_RANGE = 0x0E
     READ_VALUE = 0x0F
     RESET = 0x10
+    SELECT_METHOD = 0x11
 
 
 class Error(enum.IntEnum):
@@ -53,6 +54,7 @@ class Error(enum.IntEnum):
     Misaligned = 9
     KernelFailed = 16
     NotLoaded = 17
+    MethodMissing = 18
     BadFrame = 32
     BadCrc = 33
     BadRequest = 34
@@ -201,6 +203,11 @@ class HelloInfo:
     stack_used: "int | None" = None
     inputs: list = field(default_factory=list)  # TensorInfo, filled by Link.hello()
     outputs: list = field(default_factory=list)
+    # Firmware built for several methods (MCU_PROGRAM_METHODS) sends how many the program has and which
+    # one is active after stack_used; others send nothing: one method, method 0.
+    num_methods: int = 1
+    active_method: int = 0
+    multi_method_firmware: bool = False
 
     FIXED = struct.Struct("<HHQBBBBIIIB")
 
@@ -210,4 +217,8 @@ class HelloInfo:
         end = cls.FIXED.size + vlen
         version = body[cls.FIXED.size : end].decode("ascii", "replace")
         stack = struct.unpack_from("<I", body, end)[0] if len(body) >= end + 4 else None
-        return cls(ver, maxp, pid, SOURCES.get(src, str(src)), bstat, nin, nout, arena, used, upload, version, stack)
+        info = cls(ver, maxp, pid, SOURCES.get(src, str(src)), bstat, nin, nout, arena, used, upload, version, stack)
+        if len(body) >= end + 6:
+            info.num_methods, info.active_method = body[end + 4], body[end + 5]
+            info.multi_method_firmware = True
+        return info

@@ -60,6 +60,9 @@ class RunResult:
     estimated_cycles: list = field(default_factory=list)  # per inference (None: not found)
     instruction_classes: dict = field(default_factory=dict)  # executed per class, that inference
     estimated_cycles_by_class: dict = field(default_factory=dict)  # its estimated cycles per class
+    # Programs with several methods: per method its name, calls, max abs error, tolerance, verified,
+    # instructions per call (max) and the instructions SELECT_METHOD took to switch to it (max).
+    methods: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -183,6 +186,7 @@ class LinkCheck:
     reference_max_abs_error: float = 0.0  # against what the device had to match (fp32: = max_abs_error)
     reset_identical: bool | None = None  # programs with state: RESET + the same sequence gave the same outputs
     steps: int = 0  # programs with state: steps run (every sequence once)
+    methods: list = field(default_factory=list)  # programs with several methods: one row per method
 
 
 def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCheck:
@@ -194,6 +198,8 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
 
     from mcu_gen.reference.integer import run_int8_reference
 
+    if result.program.more_methods:  # several methods: `inputs` is {method: [input tuples]} or None
+        return check_methods_link(link, result, inputs if isinstance(inputs, dict) else None, progress)
     if result.program.states:  # a program with state: `inputs` are steps of one sequence, or sequences
         seqs = inputs if inputs and isinstance(inputs[0], list) else [list(inputs)]
         return check_sequences(link, result, seqs, progress)
@@ -344,17 +350,147 @@ def check_sequences(link, result: BuildResult, sequences: list, progress=None, i
     return c
 
 
+METHOD_CALLS = 8  # calls per method a program with several methods is verified on (without test inputs)
+METHOD_BLOCK = 4  # consecutive calls of one method before the next method is called
+
+
+def method_inputs(result: BuildResult, n: int = METHOD_CALLS, seed: int = 0) -> dict:
+    """{method name: input tuples} a program with several methods is verified on: each method's test inputs
+    from the model file's methods() (third item), else ``n`` seeded random ones."""
+    specs = {m.name: m for m in (getattr(result.spec, "methods", None) or [])}
+    out = {}
+    for k, m in enumerate(result.program.methods):
+        ms = specs.get(m.name)
+        if ms is not None and ms.test_inputs:
+            out[m.name] = [tuple(to_numpy(x) for x in t) for t in ms.test_inputs]
+        else:
+            out[m.name] = random_inputs(m, n, seed=seed + k)
+    return out
+
+
+def method_schedule(inputs: dict, block: int = METHOD_BLOCK) -> list:
+    """(method, inputs) calls: ``block`` calls of each method in turn, round after round, so every method
+    is called after every other and several times in a row (state carried from call to call)."""
+    calls, j = [], 0
+    longest = max((len(v) for v in inputs.values()), default=0)
+    while j < longest:
+        for name, items in inputs.items():
+            calls += [(name, x) for x in items[j: j + block]]
+        j += block
+    return calls
+
+
+def _expected_method_calls(result: BuildResult, calls: list) -> tuple[list, str]:
+    """What every call of the schedule must return: PyTorch calling the methods, in order, on one fresh
+    copy of the model (buffers as built), else the reference interpreter carrying the state by name."""
+    import copy
+
+    import torch
+
+    spec = result.spec
+    if spec is not None and getattr(spec, "methods", None):
+        root = copy.deepcopy(spec.module).eval()
+        fns = {m.name: m.call(root) for m in spec.methods}
+        wants = []
+        with torch.no_grad():
+            for name, x in calls:
+                out = fns[name](*[torch.from_numpy(np.ascontiguousarray(a)) for a in x])
+                outs = [] if out is None else (list(out) if isinstance(out, (tuple, list)) else [out])
+                wants.append([to_numpy(o) for o in outs])
+        return wants, "pytorch, method by method"
+    from mcu_gen.reference import run_reference
+
+    named: dict = {}
+    wants = []
+    for name, x in calls:
+        m = result.program.method(name)
+        state = {i: named[n] for i, n in zip(m.states, m.state_names) if n in named}
+        wants.append([np.asarray(o) for o in run_reference(m, list(x), state)])
+        named.update({n: state[i] for i, n in zip(m.states, m.state_names) if i in state})
+    return wants, "reference interpreter (torch ops), method by method"
+
+
+def check_methods_link(link, result: BuildResult, inputs: dict | None = None, progress=None) -> LinkCheck:
+    """A program with several methods (docs/methods.md): a schedule of calls (method_schedule) runs on the
+    device, SELECT_METHOD before each change of method, and every call's outputs are compared with PyTorch
+    calling the same methods in the same order on one copy of the model (fp32 within the usual tolerance).
+    With state, RESET first, and RESET + the same schedule again must give identical outputs."""
+    program, b = result.program, result.board
+    hello = link.hello()
+    if hello.program_id != result.program_id:
+        raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
+                           f"{result.program_id:016x}: flash or rebuild the firmware first")
+    if result.report.get("quantize") or is_int8_program(program):
+        raise RuntimeError("programs with several methods are fp32 only for now")
+    inputs = inputs if inputs is not None else method_inputs(result)
+    unknown = [n for n in inputs if n not in program.method_names]
+    if unknown:
+        raise RuntimeError(f"no method {', '.join(map(repr, unknown))} in the program (it has "
+                           f"{', '.join(program.method_names)})")
+    calls = method_schedule(inputs)
+    wants, reference = _expected_method_calls(result, calls)
+    stateful = bool(program.all_states)
+    c = LinkCheck(verified=True, max_abs_error=0.0, tolerance=0.0, reference=reference, counts=[], outputs=[],
+                  firmware_version=hello.firmware_version)
+    rows = {m.name: {"name": m.name, "calls": 0, "max_abs_error": 0.0, "tolerance": 0.0, "verified": True,
+                     "instructions": None, "select_instructions": None} for m in program.methods}
+
+    def play(record: bool) -> list:
+        active, outs = None, []
+        if stateful:
+            link.reset()
+        for k, ((name, x), want) in enumerate(zip(calls, wants)):
+            if name != active:
+                _, ticks = link.select_method(name)
+                active = name
+                if record:
+                    row = rows[name]
+                    n = count_from_ticks(b, ticks)
+                    row["select_instructions"] = max(row["select_instructions"] or 0, n)
+            got, ticks = link.infer(list(x), rerun=not stateful)
+            outs.append(got)
+            if not record:
+                continue
+            err, tol, ok = verify_outputs(got, want)
+            row = rows[name]
+            row["calls"] += 1
+            row["max_abs_error"], row["tolerance"] = max(row["max_abs_error"], err), max(row["tolerance"], tol)
+            row["verified"] = row["verified"] and ok
+            n = count_from_ticks(b, ticks)
+            row["instructions"] = max(row["instructions"] or 0, n)
+            c.max_abs_error, c.tolerance = max(c.max_abs_error, err), max(c.tolerance, tol)
+            c.reference_max_abs_error = c.max_abs_error
+            c.identical = c.identical and equal_values(got, want)
+            c.verified = c.verified and ok
+            c.counts.append(n)
+            c.outputs.append(got)
+            if progress:
+                progress(k + 1, len(calls))
+        return outs
+
+    first = play(True)
+    if stateful:  # RESET restores every method's state: the same schedule gives the same outputs
+        again = play(False)
+        c.reset_identical = all(identical_outputs(a, f) for a, f in zip(again, first))
+        c.verified = c.verified and c.reset_identical
+        c.steps = len(calls)
+    c.methods = list(rows.values())
+    return c
+
+
 def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, inputs=None, n_random: int | None = None,
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
         value_cache=None, upload: bool = False, frame_bytes: int | None = None,
-        measure_stack: bool = True, kernels: str = "library", cycles: bool = True) -> RunResult:
+        measure_stack: bool = True, kernels: str = "library", cycles: bool = True,
+        methods: list | None = None) -> RunResult:
     """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
     the linker script's stack; the device's stack high-water mark after the runs decides the stack of the
     deployable image (builder.stack_reserve), which is relinked and verified again: the figures returned are
     the deployable image's. With ``cycles`` (default) the final session also counts instructions by
     class (a QEMU plugin) for estimated cycles (docs/cycles.md); without it, or when the plugin cannot
-    be had, the estimate fields are None and ``cycles_unavailable`` says why."""
+    be had, the estimate fields are None and ``cycles_unavailable`` says why. ``methods``: of a program
+    with several, verify only these (names)."""
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
                    calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache,
                    upload=upload, frame_bytes=frame_bytes, kernels=kernels)
@@ -366,7 +502,17 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
             f"`mcu-gen verify --port PORT --build {result.out}`"
         )
     stateful = bool(result.program.states)
-    if inputs is None:
+    if methods:
+        unknown = [n for n in methods if n not in result.program.method_names]
+        if unknown:
+            raise RuntimeError(f"--method {', '.join(unknown)}: the program has no such method (it has "
+                               f"{', '.join(result.program.method_names)})")
+    if result.program.more_methods:
+        inputs = inputs if isinstance(inputs, dict) else method_inputs(result, n_random or METHOD_CALLS)
+        if methods:
+            inputs = {n: inputs[n] for n in methods}
+        stateful = False  # verified as a schedule of method calls (check_methods_link)
+    elif inputs is None:
         inputs = default_sequences(result) if stateful else default_inputs(result, n_random, max_inputs)
     elif max_inputs is not None:
         inputs = inputs[:max_inputs]
@@ -404,8 +550,9 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         ram=dict((r.get("size") or {}).get("ram", {})), upload=bool(upload),
         quant_output_errors=c.quant_output_errors,
         n_sequences=len(inputs) if stateful else 0, reset_identical=c.reset_identical,
-        state_bytes=sum(result.program.tensor(i).nbytes for i in result.program.states),
+        state_bytes=sum(m.tensor(i).nbytes for _, m, i in result.program.all_states),
         **_cycle_fields(b, counter.reason, classes, c.counts),
+        methods=c.methods,
     )
 
 

@@ -104,7 +104,8 @@ def frame_payload(program: Program, frame_bytes: int | None = None) -> int:
     """MCU_MAX_PAYLOAD for a build: `frame_bytes` (--frame-bytes) if given, else the largest input/output
     window (nbytes + 8) capped at DEFAULT_FRAME_PAYLOAD; rounded up to 16, within [128, 1024]."""
     if frame_bytes is None:
-        largest = max((program.tensor(i).nbytes for i in list(program.inputs) + list(program.outputs)), default=0)
+        largest = max((m.tensor(i).nbytes for m in program.methods for i in list(m.inputs) + list(m.outputs)),
+                      default=0)
         frame_bytes = max(MIN_FRAME_PAYLOAD, min(DEFAULT_FRAME_PAYLOAD, largest + 8))
     elif not MIN_FRAME_PAYLOAD <= int(frame_bytes) <= MAX_FRAME_PAYLOAD:
         raise BuildError(f"--frame-bytes {frame_bytes}: give {MIN_FRAME_PAYLOAD}..{MAX_FRAME_PAYLOAD}")
@@ -114,7 +115,7 @@ def frame_payload(program: Program, frame_bytes: int | None = None) -> int:
 def upload_buffer_size(board: Board, program: Program, data: bytes) -> int:
     """Bytes of the program-upload buffer of an --upload build: room to upload a program of this size again
     (LOAD_PROGRAM_*, model updates and the verifier tests), plus 4 KiB; 0 if the board has no RAM to spare."""
-    spare = board.ram.size - program.arena_size - 64 * 1024
+    spare = board.ram.size - program.max_arena_size - 64 * 1024
     size = (len(data) + 4095) // 4096 * 4096 + 4096
     return size if size <= spare else 0
 
@@ -151,11 +152,18 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
         except pte.PteError as e:
             raise BuildError(f"{pte_path}: {e}") from None
         return program, data, None
-    from mcu_gen.capture.export import export_model
+    from mcu_gen.capture.export import export_methods, export_model
     from mcu_gen.capture.model_file import load_model_file
 
     spec = load_model_file(model)
     has_kernel = (lambda op: op in available) if available is not None else None
+    if spec.methods:  # several methods (docs/methods.md)
+        if quantize is not None:
+            raise BuildError(f"{model}: a model with several methods (methods()) is fp32 only for now: "
+                             f"--quantize int8 is not supported for it")
+        program = export_methods(spec, fuse=fuse, has_kernel=has_kernel)
+        planner.plan_methods(program)
+        return program, pte.write(program), spec
     if quantize == "int8":
         from mcu_gen.quantize import QuantizeError, export_quantized
 
@@ -215,7 +223,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
     for f in board.files:
         shutil.copy2(f, dest / "board" / f.name)
 
-    max_ops = max(1, len(program.operators))
+    max_ops = max(1, max(len(m.operators) for m in program.methods))
     if not upload:
         upload_size = 0
     elif upload_size is None:
@@ -224,7 +232,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
     (dest / "include" / "mcu_config.h").write_text(
         env.get_template("firmware/mcu_config.h.j2").render(
             board_name=board.name,
-            arena_size=max(program.arena_size, 16),
+            arena_size=max(program.max_arena_size, 16),
             upload_size=upload_size,
             program_id=program_id(data),
             max_operators=max_ops,
@@ -265,7 +273,8 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                  "MCU_MAX_PAYLOAD": frame_payload(program, frame_bytes), "MCU_UPLOADS": int(upload_size > 0),
                  "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
-                 **({"MCU_PROGRAM_HAS_STATE": 1} if program.states else {}), **extra_defines},
+                 **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
+                 **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}), **extra_defines},
         opt_level=opt_level,
     )
     if framework == "baremetal":  # a framework project builds with PlatformIO only
@@ -307,7 +316,7 @@ def check_fits(board: Board, usage: dict) -> None:
 
 def precheck_fits(board: Board, program: Program, data: bytes) -> None:
     """Fail early, before compiling, when the program alone cannot fit."""
-    check_fits(board, {"flash_bytes": len(data), "ram_bytes": program.arena_size + board.stack_bytes})
+    check_fits(board, {"flash_bytes": len(data), "ram_bytes": program.max_arena_size + board.stack_bytes})
 
 
 def plan_check_inputs(program: Program, seed: int = 0) -> list:
@@ -329,6 +338,21 @@ def plan_check_inputs(program: Program, seed: int = 0) -> list:
 
 
 def check_program_plan(program: Program, available=None) -> bool:
+    """check_method_plan for every method of the program, then planner.check_methods (shared state at one
+    offset, never overwritten by another method's tensors). True when a method was planned again."""
+    if not program.more_methods:
+        return check_method_plan(program, available)
+    replanned = False
+    for m in program.methods:
+        replanned = check_method_plan(m, available) or replanned
+    try:
+        planner.check_methods(program, available)
+    except planner.PlanError as e:
+        raise BuildError(f"the memory plan is wrong: {e}") from None
+    return replanned
+
+
+def check_method_plan(program: Program, available=None) -> bool:
     """Every build's memory plan, a .pte's as it came included (docs/memory_planning.md):
     check_plan proves it, then the program runs on the host twice, each tensor in its own
     buffer and all in the planned arena, and the outputs must be identical. A .pte whose plan
@@ -377,12 +401,18 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
                                        calibration=calibration)
     npu_build = None
+    if program.more_methods and (npu is not None or kernels != "library" or backend == "cmsis-nn"):
+        raise BuildError(f"a program with several methods ({', '.join(program.method_names)}) runs on the portable "
+                         f"kernels only for now: --npu, --kernels generated and --backend cmsis-nn are not supported")
     if npu is not None:  # Ethos-U: NPU subgraphs become delegate calls (mcu_gen/backends/ethosu/)
         program, data, npu_build = _delegate_to_npu(b, program, npu, quantize, ethos_u_driver)
     sel = kernel_registry.select(_cpu_operators(program), available)
-    from mcu_gen.firmware.backend_step import apply_backend
+    from mcu_gen.firmware.backend_step import BackendChoice, apply_backend
 
-    backend_choice, data = apply_backend(b, program, data, sel, backend, cmsis_nn_path)
+    if program.more_methods:
+        backend_choice = BackendChoice("portable", requested=backend, how="a program with several methods")
+    else:
+        backend_choice, data = apply_backend(b, program, data, sel, backend, cmsis_nn_path)
     sel = backend_choice.selection or sel
     sel.missing = [op for op in sel.missing if not op.startswith(pte.DELEGATE_PREFIX)]
     gen = _generated_kernels(b, program, sel, kernels)
@@ -401,7 +431,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     out.mkdir(parents=True, exist_ok=True)
     (out / "model.pte").write_bytes(data)
     stored = pte.read(data)
-    num_values, num_instructions = len(stored.values), len(stored.instructions)
+    num_values = max(len(m.values) for m in stored.methods)
+    num_instructions = max(len(m.instructions) for m in stored.methods)
     # Generated layers are chosen at load by prepare functions, which need every value decoded.
     cache = value_cache_size(value_cache, "cmsis-nn" if gen.layers else backend_choice.backend, num_values)
     icache = num_instructions if cache >= num_values else DEFAULT_INSTRUCTION_CACHE
@@ -431,7 +462,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         "board": b.name,
         "core": b.core,
         "program_id": f"{program_id(data):016x}",
-        "arena_bytes": program.arena_size,
+        "arena_bytes": program.max_arena_size,
         "arena_lower_bound_bytes": program.lower_bound or planner.lower_bound(planner.lifetimes(program).values()),
         "pte_bytes": len(data),
         "constant_bytes": program.constant_bytes(),
@@ -447,12 +478,14 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         "inputs": [_io(program, i) for i in program.inputs],
         "outputs": [_io(program, i) for i in program.outputs],
     }
-    if program.states:
-        n = len(program.instructions)
-        report["state"] = [{"name": name, "shape": list(program.tensor(i).shape), "dtype": program.tensor(i).dtype,
-                            "offset": program.tensor(i).offset, "bytes": program.tensor(i).nbytes,
-                            "live_steps": [0, max(n - 1, 0)]}
-                           for i, name in zip(program.states, program.state_names)]
+    if program.all_states:
+        report["state"] = [{"name": name, "shape": list(m.tensor(i).shape), "dtype": m.tensor(i).dtype,
+                            "offset": m.tensor(i).offset, "bytes": m.tensor(i).nbytes,
+                            "live_steps": [0, max(len(m.instructions) - 1, 0)],
+                            "methods": [o.name for o in program.methods if name in o.state_names]}
+                           for name, m, i in program.all_states]
+    if program.more_methods:
+        report["methods"] = [method_row(m, sel) for m in program.methods]
     if quantize is not None:
         report["quantize"] = quantize
         report["io"] = io
@@ -582,8 +615,19 @@ def _replan_without_ungenerated_variants(program: Program, sel) -> None:
 
 
 def _cpu_operators(program: Program) -> list:
-    """The operators that need kernels (delegate calls run on their backend)."""
-    return [op for op in program.operators if not op.startswith(pte.DELEGATE_PREFIX)]
+    """The operators that need kernels, over every method (delegate calls run on their backend)."""
+    return [op for op in program.all_operators if not op.startswith(pte.DELEGATE_PREFIX)]
+
+
+def method_row(m: Program, sel) -> dict:
+    """report.json's entry for one method of a program with several: its plan and I/O."""
+    return {"name": m.name, "arena_bytes": m.arena_size,
+            "arena_lower_bound_bytes": m.lower_bound or planner.lower_bound(planner.lifetimes(m).values()),
+            "instructions": len(m.instructions), "plan_strategy": (m.meta.get("plan") or {}).get("strategy"),
+            "inputs": [_io(m, i) for i in m.inputs], "outputs": [_io(m, i) for i in m.outputs],
+            "state": [{"name": n, "offset": m.tensor(i).offset, "bytes": m.tensor(i).nbytes}
+                      for i, n in zip(m.states, m.state_names)],
+            "operators": operator_rows(m, sel)}
 
 
 def _delegate_to_npu(board: Board, program: Program, npu: str, quantize, driver_path):

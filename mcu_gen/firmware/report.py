@@ -105,6 +105,32 @@ def ram_section(r: dict) -> list:
     return lines
 
 
+def methods_section(r: dict) -> list:
+    """A program with several methods (docs/methods.md): each method's plan, I/O and operators."""
+    def io(ts):
+        return ", ".join(f"{t['dtype']} {t['shape']}" for t in ts) or "none"
+
+    lines = ["## Methods", "",
+             f"{len(r['methods'])} methods share one constant segment ({r.get('constant_bytes', 0):,} B of "
+             "constants, each stored once) and one arena, sized by the largest method; each method's plan is "
+             "checked on its own (check_plan) and against the others (shared state at one offset, never "
+             "overwritten by another method's tensors). `SELECT_METHOD name` makes a method the one RUN executes.",
+             "", "| # | method | inputs | outputs | instructions | arena | lower bound | state (offset, bytes) | plan |",
+             "|---|---|---|---|---:|---:|---:|---|---|"]
+    for k, m in enumerate(r["methods"]):
+        state = ", ".join(f"`{t['name']}` ({t['offset']:,}, {t['bytes']:,})" for t in m["state"]) or "none"
+        lines.append(f"| {k} | `{m['name']}` | {io(m['inputs'])} | {io(m['outputs'])} | {m['instructions']} | "
+                     f"{m['arena_bytes']:,} | {m['arena_lower_bound_bytes']:,} | {state} | {m.get('plan_strategy') or ''} |")
+    lines.append("")
+    for m in r["methods"][1:]:
+        lines += [f"### Operators of method `{m['name']}`", "", "| # | operator | backend | dtype | source |",
+                  "|---|---|---|---|---|"]
+        for i, op in enumerate(m["operators"]):
+            lines.append(f"| {i} | `{op['name']}` | {op['backend']} | {op['dtype']} | {op.get('source', '')} |")
+        lines.append("")
+    return lines
+
+
 def markdown(r: dict) -> str:
     lines = [
         f"# mcu-gen build: {r.get('model', '?')} for {r['board']}",
@@ -120,8 +146,10 @@ def markdown(r: dict) -> str:
         "",
     ]
     lines += ram_section(r)
+    if r.get("methods"):
+        lines += methods_section(r)
     lines += [
-        "## Operators",
+        "## Operators" + (f" (method `{r['methods'][0]['name']}`)" if r.get("methods") else ""),
         "",
         "| # | operator | backend | dtype | source |",
         "|---|---|---|---|---|",
@@ -149,8 +177,9 @@ def markdown(r: dict) -> str:
                   "the end of each run.", "",
                   "| buffer | shape | dtype | arena offset | bytes | live steps |", "|---|---|---|---:|---:|---|"]
         for t in r["state"]:
+            used_by = f"; methods {', '.join(t['methods'])}" if r.get("methods") else ""
             lines.append(f"| `{t['name']}` | {t['shape']} | {t['dtype']} | {t['offset']:,} | {t['bytes']:,} | "
-                         f"{t['live_steps'][0]}-{t['live_steps'][1]} (all) |")
+                         f"{t['live_steps'][0]}-{t['live_steps'][1]} (all){used_by} |")
         lines.append("")
     if r.get("size"):
         from mcu_gen.firmware.size_report import markdown_table

@@ -477,20 +477,38 @@ def _restore(program: Program, snap: tuple) -> None:
         program.meta.pop("slices", None)
 
 
-def _layout(program: Program, time_limit: float, allow_inplace: bool, available: dict) -> _Layout:
+def _place_around(bufs, time_limit: float, fixed: dict | None, reserve: int = 0) -> Placement:
+    """place(), except that the buffers of the values in ``fixed`` (value -> offset: state tensors
+    shared by several methods) keep their offsets and every other buffer goes above them and above
+    ``reserve`` bytes (the state of every method)."""
+    fixed = fixed or {}
+    pinned = {k: fixed[m] for k, b in enumerate(bufs) for m in b.members if m in fixed}
+    free = [k for k in range(len(bufs)) if k not in pinned]
+    reserve = max([reserve] + [fixed[m] + _align(b.size) for b in bufs for m in b.members if m in fixed])
+    if not pinned and reserve == 0:
+        return place(bufs, time_limit)
+    pl = place([bufs[k] for k in free], time_limit)
+    offsets = {k: pinned[k] for k in pinned}
+    offsets.update({k: reserve + pl.offsets[j] for j, k in enumerate(free)})
+    return Placement(reserve + pl.top, offsets, f"{pl.strategy}, above {reserve} B of shared state",
+                     reserve + pl.bound, pl.exact_complete, {k: reserve + v for k, v in pl.tried.items()})
+
+
+def _layout(program: Program, time_limit: float, allow_inplace: bool, available: dict,
+            fixed: dict | None = None, reserve: int = 0) -> _Layout:
     """Place the program's buffers, with in-place where it makes the arena smaller
     (switching instructions to in-place variants in that case)."""
     iv = lifetimes(program)
     layer_bound = lower_bound(list(iv.values()))
     plain_bufs = make_buffers(iv, [])
-    best = _Layout(place(plain_bufs, time_limit), plain_bufs, [], layer_bound)
+    best = _Layout(_place_around(plain_bufs, time_limit, fixed, reserve), plain_bufs, [], layer_bound)
     if allow_inplace:
         pairs = find_inplace(program, iv, available)
         if pairs:
             snap = _snapshot(program)
             _apply_inplace(program, pairs)
             bufs = make_buffers(lifetimes(program), pairs)
-            pl = place(bufs, time_limit)
+            pl = _place_around(bufs, time_limit, fixed, reserve)
             if pl.top < best.placement.top:
                 best = _Layout(pl, bufs, pairs, layer_bound)
             else:  # no gain: keep the program as it was
@@ -499,24 +517,26 @@ def _layout(program: Program, time_limit: float, allow_inplace: bool, available:
 
 
 def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None,
-         remove_copies: bool = True) -> Program:
+         remove_copies: bool = True, fixed: dict | None = None, reserve: int = 0) -> Program:
     """Assign arena offsets in place; sets program.arena_size, program.lower_bound and
     program.meta["plan"] (strategy, bounds, in-place pairs, peak steps, removed copies).
 
     With ``remove_copies`` (mcu_gen/plan/slices.py): no-op pads/permutes become views, and
     concatenations whose inputs can be written straight into slices of the output
-    disappear, if that does not make the arena larger."""
+    disappear, if that does not make the arena larger. ``fixed`` (plan_methods): value -> offset of
+    the state tensors several methods share, kept there; everything else is planned above them and
+    above ``reserve`` bytes (the state of every method)."""
     available = _default_kernels() if available is None else available
     removed = slice_rules.remove_noop_copies(program) if remove_copies else []
     before = _snapshot(program)
-    layout = _layout(program, time_limit, allow_inplace, available)
+    layout = _layout(program, time_limit, allow_inplace, available, fixed, reserve)
     cats = 0
     if remove_copies and any(slice_rules.cat_slices(program, ins) for ins in program.instructions):
         without = _snapshot(program)
         without_layout = layout
         _restore(program, before)
         cats = slice_rules.slice_concatenations(program)
-        layout = _layout(program, time_limit, allow_inplace, available)
+        layout = _layout(program, time_limit, allow_inplace, available, fixed, reserve)
         if layout.placement.top > without_layout.placement.top:  # slices made it worse: copy instead
             _restore(program, without)
             layout, cats = without_layout, 0
@@ -670,3 +690,61 @@ def check_plan(program: Program, available=None) -> None:
                     f"[{tb.offset}, {tb.offset + b.size}) are live together at steps "
                     f"{max(a.start, b.start)}..{min(a.end, b.end)} and overlap"
                 )
+
+
+# -- programs with several methods -----------------------------------------------------------------
+def plan_methods(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None,
+                 remove_copies: bool = True) -> Program:
+    """Plans every method of ``program`` (docs/methods.md). State tensors are shared by name: each is
+    placed once, at the bottom of the arena, at the same offset in every method that uses it, and every
+    method plans its other tensors above all shared state (so a method never overwrites a state that
+    only another method uses). Each method's plan is proven by check_plan, then check_methods.
+    The firmware's arena is the largest method's (Program.max_arena_size)."""
+    methods = program.methods
+    if len(methods) == 1:
+        return plan(program, time_limit, allow_inplace, available, remove_copies)
+    where, top = {}, 0
+    for m in methods:
+        for i, name in zip(m.states, m.state_names):
+            t = m.tensor(i)
+            if name in where:
+                first = where[name][1]
+                if (first.shape, first.dtype, first.dim_order) != (t.shape, t.dtype, t.dim_order):
+                    raise PlanError(f"state {name} is {list(first.shape)} {first.dtype} in one method and "
+                                    f"{list(t.shape)} {t.dtype} in method {m.name}")
+                continue
+            where[name] = (top, t)
+            top += _align(t.nbytes)
+    for m in methods:
+        fixed = {i: where[name][0] for i, name in zip(m.states, m.state_names)}
+        plan(m, time_limit, allow_inplace, available, remove_copies, fixed=fixed, reserve=top)
+    check_methods(program, available)
+    return program
+
+
+def check_methods(program: Program, available=None) -> None:
+    """check_plan for every method, and across methods: a state tensor (by name) has one shape and one
+    offset in every method, and no method places another tensor over the bytes of any state, its own
+    or another method's (the state must survive a call of any method)."""
+    states = {}
+    for m in program.methods:
+        check_plan(m, available)
+        for i, name in zip(m.states, m.state_names):
+            t = m.tensor(i)
+            if name in states and (states[name][0], states[name][2]) != (t.offset, t.nbytes):
+                raise PlanError(f"state {name} is at offset {t.offset} ({t.nbytes} B) in method {m.name}, at "
+                                f"{states[name][0]} ({states[name][2]} B) in method {states[name][1]}")
+            states.setdefault(name, (t.offset, m.name, t.nbytes))
+    if len(program.methods) == 1:
+        return
+    for m in program.methods:
+        iv = lifetimes(m)
+        own = {_alias_root(links(m), s) for s in m.states}
+        for root, it in iv.items():
+            if root in own or it.size == 0:
+                continue
+            lo = m.values[root].offset
+            for name, (off, owner, nbytes) in states.items():
+                if lo < off + nbytes and off < lo + it.size:
+                    raise PlanError(f"method {m.name}: tensor {root} [{lo}, {lo + it.size}) overlaps state {name} "
+                                    f"[{off}, {off + nbytes}) of method {owner}")

@@ -15,9 +15,10 @@ from mcu_gen.program.ir import Program, TensorValue
 def read_program(data: bytes) -> Program:
     """A .pte as an IR Program, with the views its memory plan implies recorded as aliases."""
     prog = pte.read(data)
-    views = planned_views(prog)
-    if views:
-        prog.meta["aliases"] = views
+    for m in prog.methods:  # every method of a program with several
+        views = planned_views(m)
+        if views:
+            m.meta["aliases"] = views
     return prog
 
 

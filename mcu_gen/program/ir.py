@@ -128,6 +128,11 @@ class Program:
     # kept across runs; ``state_names`` are the module buffers they hold (same order).
     states: list = field(default_factory=list)
     state_names: list = field(default_factory=list)
+    # A program with several methods (ExecuTorch's several execution plans sharing one constant
+    # segment): this Program is method 0, ``more_methods`` holds methods 1.. (Programs of their own;
+    # their ``more_methods`` stay empty). State tensors of the same name are one buffer, planned at
+    # the same arena offset in every method (planner.plan_methods).
+    more_methods: list = field(default_factory=list)
 
     # -- construction helpers -------------------------------------------------
     def add(self, value: Value) -> int:
@@ -164,3 +169,42 @@ class Program:
     @property
     def has_state(self) -> bool:
         return bool(self.states)
+
+    @property
+    def methods(self) -> list:
+        """Every method of the program, method 0 (this Program) first."""
+        return [self] + list(self.more_methods)
+
+    @property
+    def method_names(self) -> list:
+        return [m.name for m in self.methods]
+
+    def method(self, name: str) -> "Program":
+        for m in self.methods:
+            if m.name == name:
+                return m
+        raise KeyError(f"the program has no method {name!r} (it has {', '.join(self.method_names)})")
+
+    @property
+    def all_operators(self) -> list:
+        """Distinct operator names over every method, in first-use order."""
+        seen = []
+        for m in self.methods:
+            seen += [op for op in m.operators if op not in seen]
+        return seen
+
+    @property
+    def all_states(self) -> list:
+        """(name, method, value index) of every state tensor, once per name (first method using it)."""
+        out, seen = [], set()
+        for m in self.methods:
+            for i, name in zip(m.states, m.state_names):
+                if name not in seen:
+                    seen.add(name)
+                    out.append((name, m, i))
+        return out
+
+    @property
+    def max_arena_size(self) -> int:
+        """The arena every method fits in: the largest method's."""
+        return max(m.arena_size for m in self.methods)

@@ -1,10 +1,12 @@
 """Reading and writing programs in ExecuTorch's PTE format (ET12).
 
 The schema is docs/schema/program.fbs; slot numbers below follow its field
-order. The writer emits one execution plan ("forward") with one chain, arena
+order. The writer emits one execution plan per method (``Program.methods``:
+"forward", or a model file's methods, docs/methods.md) with one chain each, arena
 tensors in memory 1 (``non_const_buffer_sizes = [0, arena]``) and constants in
-one 128-byte-aligned segment after the flatbuffer, each constant 16-byte
-aligned, so the device reads weights in place from flash.
+one 128-byte-aligned segment after the flatbuffer shared by every plan (each
+distinct constant once), each constant 16-byte aligned, so the device reads
+weights in place from flash.
 """
 from __future__ import annotations
 
@@ -231,36 +233,71 @@ class _Writer:
                 values[k] = ScalarValue(v.kind, [remap[j] if j is not None and j >= 0 else -1 for j in v.value])
         return values, remap
 
-    def write(self) -> bytes:
-        p, b = self.p, self.b
-        self._int_cache = {}
-        self._vec_cache = {}
-        self.values, remap = self.compact()
-        # Constants: index 0 is reserved (no data), as in ExecuTorch.
-        const_index = {}
-        seg = bytearray()
-        offsets = [0]
-        # Initial values of state tensors: ExecuTorch's mutable data segment (its own segment,
-        # Program.mutable_data_segments[0]; index 0 reserved), copied into the arena at load.
-        state_index, state_seg, state_offsets = {}, bytearray(), [0]
-        for i, v in enumerate(self.values):
-            if isinstance(v, TensorValue) and not v.is_constant and v.init is not None:
-                arr = np.ascontiguousarray(v.init)
-                if arr.nbytes != v.nbytes:
-                    raise PteError(f"state '{v.name}' has {arr.nbytes} bytes of initial value, its shape needs {v.nbytes}")
-                state_seg.extend(b"\0" * (_align(len(state_seg), TENSOR_ALIGNMENT) - len(state_seg)))
-                state_index[i] = len(state_offsets)
-                state_offsets.append(len(state_seg))
-                state_seg.extend(arr.tobytes())
-        for i, v in enumerate(self.values):
-            if isinstance(v, TensorValue) and v.is_constant:
-                arr = np.ascontiguousarray(v.data)
-                if arr.nbytes != v.nbytes:
-                    raise PteError(f"constant '{v.name}' holds {arr.nbytes} bytes, its shape needs {v.nbytes}")
-                seg.extend(b"\0" * (_align(len(seg), TENSOR_ALIGNMENT) - len(seg)))
-                const_index[i] = len(offsets)
-                offsets.append(len(seg))
-                seg.extend(arr.tobytes())
+    def _segments(self, methods):
+        """The constant segment and the mutable data segment (initial values of state tensors) of
+        every method: each distinct constant once (methods share their weights; equal bytes of the
+        same dtype are stored once), each distinct initial value once. Index 0 of both is reserved
+        (no data), as in ExecuTorch. Returns per method {value index -> constant / state index}."""
+        const_key, state_key = {}, {}
+        seg, offsets = bytearray(), [0]
+        state_seg, state_offsets = bytearray(), [0]
+        per_method = []
+        for m, values in methods:
+            const_index, state_index = {}, {}
+            for i, v in enumerate(values):  # initial values first, then constants (the order ExecuTorch writes)
+                if isinstance(v, TensorValue) and not v.is_constant and v.init is not None:
+                    arr = np.ascontiguousarray(v.init)
+                    if arr.nbytes != v.nbytes:
+                        raise PteError(f"state '{v.name}' has {arr.nbytes} bytes of initial value, its shape needs {v.nbytes}")
+                    raw = arr.tobytes()  # only the initial bytes: equal ones are stored once
+                    key = (hashlib.sha256(raw).digest(), len(raw))
+                    if key not in state_key:
+                        state_seg.extend(b"\0" * (_align(len(state_seg), TENSOR_ALIGNMENT) - len(state_seg)))
+                        state_key[key] = len(state_offsets)
+                        state_offsets.append(len(state_seg))
+                        state_seg.extend(raw)
+                    state_index[i] = state_key[key]
+            for i, v in enumerate(values):
+                if isinstance(v, TensorValue) and v.is_constant:
+                    arr = np.ascontiguousarray(v.data)
+                    if arr.nbytes != v.nbytes:
+                        raise PteError(f"constant '{v.name}' holds {arr.nbytes} bytes, its shape needs {v.nbytes}")
+                    raw = arr.tobytes()
+                    key = (v.dtype, hashlib.sha256(raw).digest(), len(raw))
+                    if key not in const_key:
+                        seg.extend(b"\0" * (_align(len(seg), TENSOR_ALIGNMENT) - len(seg)))
+                        const_key[key] = len(offsets)
+                        offsets.append(len(seg))
+                        seg.extend(raw)
+                    const_index[i] = const_key[key]
+            per_method.append((const_index, state_index))
+        return seg, offsets, state_seg, state_offsets, per_method
+
+    def _delegates(self, m) -> list:
+        """Method ``m``'s BackendDelegates; their processed data go in segments after the constant
+        segment, 128-byte aligned (self._delegate_segs)."""
+        b = self.b
+        delegate_offs = []
+        for k, d in enumerate(m.meta.get("delegates", [])):
+            start = _align(self._seg_end, SEGMENT_ALIGNMENT)
+            self._delegate_segs.append((start, bytes(d["processed"])))
+            self._seg_end = start + len(d["processed"])
+            specs = []
+            for key, value in d.get("compile_specs", []):
+                ko = b.CreateString(key)
+                vo = self.vec_u8(bytes(value))
+                specs.append(self.table(2, [(0, "off", ko), (1, "off", vo)]))
+            specs_vec = self.vec_offsets(specs)
+            ref = self.table(2, [(0, "i8", LOC_SEGMENT), (1, "u32", 1 + k)])
+            did = b.CreateString(d["id"])
+            delegate_offs.append(self.table(3, [(0, "off", did), (1, "off", ref), (2, "off", specs_vec)]))
+        return delegate_offs
+
+    def _plan(self, m, values, int_cache, const_index, state_index):
+        """One ExecutionPlan table: method ``m`` with its compacted ``values``."""
+        b = self.b
+        self.p, self.values, self._int_cache, self.extra_values = m, values, int_cache, []
+        remap = self._remap
         # EValues: the IR's, then the Int values that IntLists refer to.
         evalues = []
         for i, v in enumerate(self.values):
@@ -272,7 +309,7 @@ class _Writer:
         ev_offs = [self.table(2, [(0, "u8", tag), (1, "off", off)]) for tag, off in evalues]
         values_vec = self.vec_offsets(ev_offs)
         # Operators and instructions (delegate calls are not operators).
-        ops = [op for op in p.operators if not op.startswith(DELEGATE_PREFIX)]
+        ops = [op for op in m.operators if not op.startswith(DELEGATE_PREFIX)]
         op_index = {name: i for i, name in enumerate(ops)}
         op_offs = []
         for name in ops:
@@ -282,7 +319,7 @@ class _Writer:
             op_offs.append(self.table(2, [(0, "off", n), (1, "off", o)]))
         ops_vec = self.vec_offsets(op_offs)
         ins_offs = []
-        for ins in p.instructions:
+        for ins in m.instructions:
             args = self.vec_i32([remap[a] for a in ins.args])
             if ins.op.startswith(DELEGATE_PREFIX):
                 dc = self.table(2, [(0, "i32", int(ins.op[len(DELEGATE_PREFIX):])), (1, "off", args)])
@@ -291,30 +328,15 @@ class _Writer:
             kc = self.table(2, [(0, "i32", op_index[ins.op]), (1, "off", args)])
             ins_offs.append(self.table(2, [(0, "u8", I_KERNEL_CALL), (1, "off", kc)]))
         ins_vec = self.vec_offsets(ins_offs)
-        inputs = [remap[i] for i in p.inputs]
-        outputs = [remap[i] for i in p.outputs]
+        inputs = [remap[i] for i in m.inputs]
+        outputs = [remap[i] for i in m.outputs]
         # The chain and the plan list the same inputs and outputs: one vector each.
         inputs_vec, outputs_vec = self.shared_vec("i32", inputs), self.shared_vec("i32", outputs)
         chain = self.table(4, [(0, "off", inputs_vec), (1, "off", outputs_vec), (2, "off", ins_vec)])
         chains = self.vec_offsets([chain])
-        # Delegates: processed data in segments after the constant segment, 128-byte aligned.
-        delegate_offs, delegate_segs = [], []
-        seg_end = len(seg)
-        for k, d in enumerate(p.meta.get("delegates", [])):
-            start = _align(seg_end, SEGMENT_ALIGNMENT)
-            delegate_segs.append((start, bytes(d["processed"])))
-            seg_end = start + len(d["processed"])
-            specs = []
-            for key, value in d.get("compile_specs", []):
-                ko = b.CreateString(key)
-                vo = self.vec_u8(bytes(value))
-                specs.append(self.table(2, [(0, "off", ko), (1, "off", vo)]))
-            specs_vec = self.vec_offsets(specs)
-            ref = self.table(2, [(0, "i8", LOC_SEGMENT), (1, "u32", 1 + k)])
-            did = b.CreateString(d["id"])
-            delegate_offs.append(self.table(3, [(0, "off", did), (1, "off", ref), (2, "off", specs_vec)]))
-        name = b.CreateString(p.name)
-        plan = self.table(
+        delegate_offs = self._delegates(m)
+        name = b.CreateString(m.name)
+        return self.table(
             10,
             [
                 (0, "off", name),
@@ -324,12 +346,35 @@ class _Writer:
                 (5, "off", chains),
                 (6, "off", ops_vec),
                 (7, "off", self.vec_offsets(delegate_offs)),
-                (8, "off", self.vec_i64([0, p.arena_size])),
+                (8, "off", self.vec_i64([0, m.arena_size])),
             ],
         )
-        plans = self.vec_offsets([plan])
+
+    def write(self) -> bytes:
+        root_program, b = self.p, self.b
+        methods = root_program.methods
+        names = [m.name for m in methods]
+        if len(set(names)) != len(names) or not all(names):
+            raise PteError(f"method names must be distinct and not empty: {names}")
+        if len(methods) > 1 and any(m.meta.get("delegates") for m in methods):
+            raise PteError("delegates (--npu) in a program with several methods are not supported")
+        self._vec_cache = {}
+        compacted = []
+        for m in methods:
+            self.p, self._int_cache = m, {}
+            values, remap = self.compact()
+            compacted.append((m, values, remap, self._int_cache))
+        seg, offsets, state_seg, state_offsets, per_method = self._segments([(m, v) for m, v, _, _ in compacted])
+        self._seg_end, self._delegate_segs = len(seg), []
+        plan_offs = []
+        for (m, values, remap, int_cache), (const_index, state_index) in zip(compacted, per_method):
+            self._remap = remap
+            plan_offs.append(self._plan(m, values, int_cache, const_index, state_index))
+        self.p = root_program
+        plans = self.vec_offsets(plan_offs)
+        seg_end, delegate_segs = self._seg_end, self._delegate_segs
         mutable = None
-        if state_index:  # after the constants and the delegates
+        if len(state_offsets) > 1:  # after the constants and the delegates
             start = _align(seg_end, SEGMENT_ALIGNMENT)
             delegate_segs.append((start, bytes(state_seg)))
             seg_end = start + len(state_seg)
@@ -460,7 +505,6 @@ def read(data: bytes) -> Program:
         plans = _vec_tables(root, 1)
         if not plans:
             raise PteError("program has no execution plan")
-        plan = plans[0]
         segments = [(_scalar(s, 0, N.Uint64Flags), _scalar(s, 1, N.Uint64Flags)) for s in _vec_tables(root, 4)]
         cseg = _sub(root, 5)
         const_offsets, const_seg = [], None
@@ -479,146 +523,157 @@ def read(data: bytes) -> Program:
                 raise PteError(f"mutable data in segment {si} of {len(segments)}")
             state_seg = segments[si]
 
-        prog = Program(name=_string(plan, 0) or "forward")
-        raw_values = _vec_tables(plan, 2)
-        int_values = {}
-        decoded = []
-        for i, ev in enumerate(raw_values):
-            tag = _scalar(ev, 0, N.Uint8Flags)
-            val = _sub(ev, 1)
-            decoded.append((tag, val))
-            if tag == K_INT:
-                int_values[i] = _scalar(val, 0, N.Int64Flags)
-        for i, (tag, val) in enumerate(decoded):
-            if tag == K_TENSOR:
-                dtype_code = _scalar(val, 0, N.Int8Flags)
-                if dtype_code not in CODE_DTYPES:
-                    raise PteError(f"value {i}: unsupported scalar type {dtype_code}")
-                shape = tuple(_vec(val, 2, N.Int32Flags, 4))
-                dim_order = tuple(_vec(val, 3, N.Uint8Flags, 1)) or None
-                t = TensorValue(shape, CODE_DTYPES[dtype_code], dim_order=dim_order, name=f"v{i}")
-                cidx = _scalar(val, 5, N.Uint32Flags)
-                alloc = _sub(val, 6)
-                raw = None
-                if cidx and alloc is not None:  # planned, with an initial value in the mutable data segment
-                    if state_seg is None or cidx >= len(state_offsets):
-                        raise PteError(f"value {i}: initial value {cidx} of a planned tensor is not in the program's "
-                                       f"mutable data segment")
-                    if state_offsets[cidx] + t.nbytes > state_seg[1]:
-                        raise PteError(f"value {i}: initial value runs past its segment")
-                    start = info.segment_base + state_seg[0] + state_offsets[cidx]
-                    raw = np.frombuffer(data[start: start + t.nbytes], dtype=_np_dtype(t.dtype))
-                    if raw.nbytes != t.nbytes:
-                        raise PteError(f"value {i}: initial value truncated")
-                    raw = raw.reshape(_stored_shape(t)).copy()
-                elif cidx:
-                    if const_seg is not None:
-                        if cidx >= len(const_offsets):
-                            raise PteError(f"value {i}: constant index {cidx} out of range")
-                        start = info.segment_base + const_seg[0] + const_offsets[cidx]
-                        raw = data[start : start + t.nbytes]
-                    else:
-                        if cidx >= len(inline_buffers):
-                            raise PteError(f"value {i}: constant buffer {cidx} out of range")
-                        raw = bytes(inline_buffers[cidx])[: t.nbytes]
-                    if len(raw) != t.nbytes:
-                        raise PteError(f"value {i}: constant data truncated")
-                    raw = np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(_stored_shape(t)).copy()
-                if alloc is not None:
-                    lo = _scalar(alloc, 1, N.Uint32Flags)
-                    hi = _scalar(alloc, 2, N.Uint32Flags)
-                    t.offset = lo | (hi << 32)
-                    t.meta_memory_id = _scalar(alloc, 0, N.Uint32Flags)
-                    if raw is not None:  # planned with an initial value: a state tensor (mutable buffer)
-                        t.init = raw
-                        prog.states.append(i)
-                        prog.state_names.append(t.name)
-                elif raw is not None:
-                    t.data = raw
-                prog.values.append(t)
-            elif tag == K_NULL or tag == 0:
-                prog.values.append(ScalarValue("none"))
-            elif tag == K_INT:
-                prog.values.append(ScalarValue("int", int_values[i]))
-            elif tag == K_BOOL:
-                prog.values.append(ScalarValue("bool", bool(_scalar(val, 0, N.BoolFlags, False))))
-            elif tag == K_DOUBLE:
-                prog.values.append(ScalarValue("float", _scalar(val, 0, N.Float64Flags, 0.0)))
-            elif tag == K_STRING:
-                prog.values.append(ScalarValue("string", _string(val, 0)))
-            elif tag == K_INT_LIST:
-                items = _vec(val, 0, N.Int64Flags, 8)
-                try:
-                    prog.values.append(ScalarValue("int_list", [int_values[j] for j in items]))
-                except KeyError as e:
-                    raise PteError(f"value {i}: int list refers to a non-int value {e}") from None
-            elif tag == K_DOUBLE_LIST:
-                prog.values.append(ScalarValue("float_list", _vec(val, 0, N.Float64Flags, 8)))
-            elif tag == K_BOOL_LIST:
-                prog.values.append(ScalarValue("bool_list", [bool(x) for x in _vec(val, 0, N.BoolFlags, 1)]))
-            elif tag == K_TENSOR_LIST:
-                prog.values.append(ScalarValue("tensor_list", _vec(val, 0, N.Int32Flags, 4)))
-            elif tag == K_OPT_TENSOR_LIST:
-                prog.values.append(ScalarValue("optional_tensor_list", _vec(val, 0, N.Int32Flags, 4)))
-            else:
-                raise PteError(f"value {i}: unknown value type {tag}")
-        prog.inputs = _vec(plan, 3, N.Int32Flags, 4)
-        prog.outputs = _vec(plan, 4, N.Int32Flags, 4)
-        sizes = _vec(plan, 8, N.Int64Flags, 8)
-        prog.arena_size = int(sizes[1]) if len(sizes) > 1 else 0
-        if len(sizes) > 2 and any(sizes[2:]):
-            raise PteError("program uses more than one planned memory buffer")
-        ops = [f"{_string(o, 0)}.{_string(o, 1)}" if _string(o, 1) else _string(o, 0) for o in _vec_tables(plan, 6)]
-        delegates = []
-        for d in _vec_tables(plan, 7):
-            ref = _sub(d, 1)
-            loc = _scalar(ref, 0, N.Int8Flags) if ref is not None else LOC_INLINE
-            idx = _scalar(ref, 1, N.Uint32Flags) if ref is not None else 0
-            if loc == LOC_SEGMENT:
-                if idx >= len(segments):
-                    raise PteError(f"delegate data in segment {idx} of {len(segments)}")
-                off, size = segments[idx]
-                start = info.segment_base + off
-                if start + size > len(data):
-                    raise PteError("delegate data runs past the end of the file")
-                processed = bytes(data[start: start + size])
-            else:
-                inline = _vec_tables(root, 3)
-                if idx >= len(inline):
-                    raise PteError(f"delegate data {idx} of {len(inline)} inline buffers")
-                processed = bytes(_vec(inline[idx], 0, N.Uint8Flags, 1))
-            specs = [(_string(c, 0), bytes(_vec(c, 1, N.Uint8Flags, 1))) for c in _vec_tables(d, 2)]
-            delegates.append({"id": _string(d, 0), "processed": processed, "compile_specs": specs})
-        if delegates:
-            prog.meta["delegates"] = delegates
-        chains = _vec_tables(plan, 5)
-        for chain in chains[:1]:
-            for ins in _vec_tables(chain, 2):
-                tag = _scalar(ins, 0, N.Uint8Flags)
-                if tag == I_DELEGATE_CALL:
-                    dc = _sub(ins, 1)
-                    di = _scalar(dc, 0, N.Int32Flags)
-                    if not 0 <= di < len(delegates):
-                        raise PteError(f"instruction refers to delegate {di} of {len(delegates)}")
-                    prog.instructions.append(Instruction(f"{DELEGATE_PREFIX}{di}", _vec(dc, 1, N.Int32Flags, 4)))
-                    continue
-                if tag != I_KERNEL_CALL:
-                    raise PteError(f"instruction type {tag} is not supported (only kernel and delegate calls)")
-                kc = _sub(ins, 1)
-                oi = _scalar(kc, 0, N.Int32Flags)
-                if not 0 <= oi < len(ops):
-                    raise PteError(f"instruction refers to operator {oi} of {len(ops)}")
-                prog.instructions.append(Instruction(ops[oi], _vec(kc, 1, N.Int32Flags, 4)))
-        if len(chains) > 1:
-            raise PteError("programs with more than one chain are not supported")
+        def read_plan(plan) -> Program:
+            prog = Program(name=_string(plan, 0) or "forward")
+            raw_values = _vec_tables(plan, 2)
+            int_values = {}
+            decoded = []
+            for i, ev in enumerate(raw_values):
+                tag = _scalar(ev, 0, N.Uint8Flags)
+                val = _sub(ev, 1)
+                decoded.append((tag, val))
+                if tag == K_INT:
+                    int_values[i] = _scalar(val, 0, N.Int64Flags)
+            for i, (tag, val) in enumerate(decoded):
+                if tag == K_TENSOR:
+                    dtype_code = _scalar(val, 0, N.Int8Flags)
+                    if dtype_code not in CODE_DTYPES:
+                        raise PteError(f"value {i}: unsupported scalar type {dtype_code}")
+                    shape = tuple(_vec(val, 2, N.Int32Flags, 4))
+                    dim_order = tuple(_vec(val, 3, N.Uint8Flags, 1)) or None
+                    t = TensorValue(shape, CODE_DTYPES[dtype_code], dim_order=dim_order, name=f"v{i}")
+                    cidx = _scalar(val, 5, N.Uint32Flags)
+                    alloc = _sub(val, 6)
+                    raw = None
+                    if cidx and alloc is not None:  # planned, with an initial value in the mutable data segment
+                        if state_seg is None or cidx >= len(state_offsets):
+                            raise PteError(f"value {i}: initial value {cidx} of a planned tensor is not in the program's "
+                                           f"mutable data segment")
+                        if state_offsets[cidx] + t.nbytes > state_seg[1]:
+                            raise PteError(f"value {i}: initial value runs past its segment")
+                        start = info.segment_base + state_seg[0] + state_offsets[cidx]
+                        raw = np.frombuffer(data[start: start + t.nbytes], dtype=_np_dtype(t.dtype))
+                        if raw.nbytes != t.nbytes:
+                            raise PteError(f"value {i}: initial value truncated")
+                        raw = raw.reshape(_stored_shape(t)).copy()
+                    elif cidx:
+                        if const_seg is not None:
+                            if cidx >= len(const_offsets):
+                                raise PteError(f"value {i}: constant index {cidx} out of range")
+                            start = info.segment_base + const_seg[0] + const_offsets[cidx]
+                            raw = data[start : start + t.nbytes]
+                        else:
+                            if cidx >= len(inline_buffers):
+                                raise PteError(f"value {i}: constant buffer {cidx} out of range")
+                            raw = bytes(inline_buffers[cidx])[: t.nbytes]
+                        if len(raw) != t.nbytes:
+                            raise PteError(f"value {i}: constant data truncated")
+                        raw = np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(_stored_shape(t)).copy()
+                    if alloc is not None:
+                        lo = _scalar(alloc, 1, N.Uint32Flags)
+                        hi = _scalar(alloc, 2, N.Uint32Flags)
+                        t.offset = lo | (hi << 32)
+                        t.meta_memory_id = _scalar(alloc, 0, N.Uint32Flags)
+                        if raw is not None:  # planned with an initial value: a state tensor (mutable buffer)
+                            t.init = raw
+                            prog.states.append(i)
+                            prog.state_names.append(t.name)
+                    elif raw is not None:
+                        t.data = raw
+                    prog.values.append(t)
+                elif tag == K_NULL or tag == 0:
+                    prog.values.append(ScalarValue("none"))
+                elif tag == K_INT:
+                    prog.values.append(ScalarValue("int", int_values[i]))
+                elif tag == K_BOOL:
+                    prog.values.append(ScalarValue("bool", bool(_scalar(val, 0, N.BoolFlags, False))))
+                elif tag == K_DOUBLE:
+                    prog.values.append(ScalarValue("float", _scalar(val, 0, N.Float64Flags, 0.0)))
+                elif tag == K_STRING:
+                    prog.values.append(ScalarValue("string", _string(val, 0)))
+                elif tag == K_INT_LIST:
+                    items = _vec(val, 0, N.Int64Flags, 8)
+                    try:
+                        prog.values.append(ScalarValue("int_list", [int_values[j] for j in items]))
+                    except KeyError as e:
+                        raise PteError(f"value {i}: int list refers to a non-int value {e}") from None
+                elif tag == K_DOUBLE_LIST:
+                    prog.values.append(ScalarValue("float_list", _vec(val, 0, N.Float64Flags, 8)))
+                elif tag == K_BOOL_LIST:
+                    prog.values.append(ScalarValue("bool_list", [bool(x) for x in _vec(val, 0, N.BoolFlags, 1)]))
+                elif tag == K_TENSOR_LIST:
+                    prog.values.append(ScalarValue("tensor_list", _vec(val, 0, N.Int32Flags, 4)))
+                elif tag == K_OPT_TENSOR_LIST:
+                    prog.values.append(ScalarValue("optional_tensor_list", _vec(val, 0, N.Int32Flags, 4)))
+                else:
+                    raise PteError(f"value {i}: unknown value type {tag}")
+            prog.inputs = _vec(plan, 3, N.Int32Flags, 4)
+            prog.outputs = _vec(plan, 4, N.Int32Flags, 4)
+            sizes = _vec(plan, 8, N.Int64Flags, 8)
+            prog.arena_size = int(sizes[1]) if len(sizes) > 1 else 0
+            if len(sizes) > 2 and any(sizes[2:]):
+                raise PteError("program uses more than one planned memory buffer")
+            ops = [f"{_string(o, 0)}.{_string(o, 1)}" if _string(o, 1) else _string(o, 0) for o in _vec_tables(plan, 6)]
+            delegates = []
+            for d in _vec_tables(plan, 7):
+                ref = _sub(d, 1)
+                loc = _scalar(ref, 0, N.Int8Flags) if ref is not None else LOC_INLINE
+                idx = _scalar(ref, 1, N.Uint32Flags) if ref is not None else 0
+                if loc == LOC_SEGMENT:
+                    if idx >= len(segments):
+                        raise PteError(f"delegate data in segment {idx} of {len(segments)}")
+                    off, size = segments[idx]
+                    start = info.segment_base + off
+                    if start + size > len(data):
+                        raise PteError("delegate data runs past the end of the file")
+                    processed = bytes(data[start: start + size])
+                else:
+                    inline = _vec_tables(root, 3)
+                    if idx >= len(inline):
+                        raise PteError(f"delegate data {idx} of {len(inline)} inline buffers")
+                    processed = bytes(_vec(inline[idx], 0, N.Uint8Flags, 1))
+                specs = [(_string(c, 0), bytes(_vec(c, 1, N.Uint8Flags, 1))) for c in _vec_tables(d, 2)]
+                delegates.append({"id": _string(d, 0), "processed": processed, "compile_specs": specs})
+            if delegates:
+                prog.meta["delegates"] = delegates
+            chains = _vec_tables(plan, 5)
+            for chain in chains[:1]:
+                for ins in _vec_tables(chain, 2):
+                    tag = _scalar(ins, 0, N.Uint8Flags)
+                    if tag == I_DELEGATE_CALL:
+                        dc = _sub(ins, 1)
+                        di = _scalar(dc, 0, N.Int32Flags)
+                        if not 0 <= di < len(delegates):
+                            raise PteError(f"instruction refers to delegate {di} of {len(delegates)}")
+                        prog.instructions.append(Instruction(f"{DELEGATE_PREFIX}{di}", _vec(dc, 1, N.Int32Flags, 4)))
+                        continue
+                    if tag != I_KERNEL_CALL:
+                        raise PteError(f"instruction type {tag} is not supported (only kernel and delegate calls)")
+                    kc = _sub(ins, 1)
+                    oi = _scalar(kc, 0, N.Int32Flags)
+                    if not 0 <= oi < len(ops):
+                        raise PteError(f"instruction refers to operator {oi} of {len(ops)}")
+                    prog.instructions.append(Instruction(ops[oi], _vec(kc, 1, N.Int32Flags, 4)))
+            if len(chains) > 1:
+                raise PteError("programs with more than one chain are not supported")
+            return prog
+
+        methods = [read_plan(plan) for plan in plans]
+        names = [m.name for m in methods]
+        if len(set(names)) != len(names):
+            raise PteError(f"two execution plans have the same method name: {names}")
+        prog = methods[0]
+        prog.more_methods = methods[1:]
     except PteError:
         raise
     except Exception as e:  # malformed flatbuffer: offsets out of range and such
         raise PteError(f"malformed program: {type(e).__name__}: {e}") from None
-    prog.meta["pte_bytes"] = len(data)
-    prog.meta["read_from"] = hashlib.sha256(bytes(data)).hexdigest()  # see device_indices
-    prog.meta["flatbuffer_bytes"] = info.program_size
-    prog.meta["segment_bytes"] = info.segment_size
+    digest = hashlib.sha256(bytes(data)).hexdigest()
+    for m in prog.methods:
+        m.meta["pte_bytes"] = len(data)
+        m.meta["read_from"] = digest  # see device_indices
+        m.meta["flatbuffer_bytes"] = info.program_size
+        m.meta["segment_bytes"] = info.segment_size
     return prog
 
 

@@ -10,7 +10,7 @@ namespace {
 // Slot numbers from docs/schema/program.fbs.
 enum ProgramSlot { kProgVersion = 0, kProgPlans = 1, kProgConstBuffers = 2, kProgSegments = 4, kProgConstSegment = 5,
                    kProgMutableData = 6 };
-enum PlanSlot { kPlanValues = 2, kPlanInputs = 3, kPlanOutputs = 4, kPlanChains = 5, kPlanOperators = 6,
+enum PlanSlot { kPlanName = 0, kPlanValues = 2, kPlanInputs = 3, kPlanOutputs = 4, kPlanChains = 5, kPlanOperators = 6,
                 kPlanDelegates = 7, kPlanBufferSizes = 8 };
 enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTensorConst = 5, kTensorAlloc = 6 };
 enum ValueTag : uint8_t { kNone = 0, kNull = 1, kInt = 2, kBool = 3, kDouble = 4, kTensor = 5, kString = 6,
@@ -467,6 +467,9 @@ uint32_t accepted_tags(char sig) {
   cached_ = 0;
   cached_calls_ = 0;
   detail_ = -1;
+#if MCU_PROGRAM_METHODS
+  kernels_ = &kernels;
+#endif
   data_ = data;
   size_ = size;
   arena_ = arena;
@@ -510,8 +513,6 @@ uint32_t accepted_tags(char sig) {
   }
   const uint8_t* plans = c.ref(root, kProgPlans, &ok);
   if (!ok || plans == nullptr || !c.vector(plans, 4) || fb::vec_len(plans) < 1) return Error::InvalidProgram;
-  const uint8_t* plan = c.vec_table(plans + 4, 0);
-  if (plan == nullptr) return Error::InvalidProgram;
 
   // Constants: a segment (current format) or inline buffers (legacy).
   const uint8_t* cseg = c.ref(root, kProgConstSegment, &ok);
@@ -573,6 +574,61 @@ uint32_t accepted_tags(char sig) {
   }
 #endif
 
+#if MCU_PROGRAM_METHODS
+  // Every execution plan (method) is verified; the last one bound is method 0, the active one.
+  plans_ = plans + 4;
+  num_plans_ = fb::vec_len(plans);
+  seg_base_ = seg_base;
+  seg_size_ = seg_size;
+  for (uint32_t k = num_plans_; k-- > 0;) {
+    const Error e = bind_plan(k, kernels, true);
+    if (e != Error::Ok) return e;
+  }
+  active_method_ = 0;
+#else
+  // One method: the first execution plan (a firmware built for one method never reads the others).
+  {
+    const Error e = bind_plan(c.vec_table(plans + 4, 0), root, seg_base, seg_size, kernels);
+    if (e != Error::Ok) return e;
+  }
+#endif
+  loaded_ = true;
+#if MCU_PROGRAM_HAS_STATE
+  reset_state();
+#endif
+  return Error::Ok;
+}
+
+#if MCU_PROGRAM_METHODS
+// Plan k of the program: verified (every check of docs/loader.md; with `check` false, the values and
+// instructions are taken as verified at load), then its values, instructions and operators become the
+// ones execute() runs. load() runs it for every plan; select_method() again for one, without `check`.
+[[gnu::cold]] Error Executor::bind_plan(uint32_t k, const KernelTable& kernels, bool check) {
+  fb::Checked c(data_, size_);
+  bool ok = true;
+  const uint8_t* root = data_ + fb::u32(data_);
+  const uint64_t seg_base = seg_base_, seg_size = seg_size_;
+  (void)root;
+  (void)seg_base;
+  (void)seg_size;
+  const uint8_t* plan = c.vec_table(plans_, k);
+  if (plan == nullptr) return Error::InvalidProgram;
+  const uint8_t* plan_name = c.ref(plan, kPlanName, &ok);
+  if (!ok || (plan_name != nullptr && !c.string(plan_name))) return Error::InvalidProgram;
+  cached_ = 0;  // the caches are the previous method's until they are decoded again below
+  cached_calls_ = 0;
+#else
+// The first plan (load's only caller, inlined there: a firmware for one method pays nothing for it).
+[[gnu::always_inline]] inline Error Executor::bind_plan(const uint8_t* plan, const uint8_t* root, uint64_t seg_base,
+                                                        uint64_t seg_size, const KernelTable& kernels) {
+  fb::Checked c(data_, size_);
+  bool ok = true;
+  constexpr bool check = true;
+  (void)root;
+  (void)seg_base;
+  (void)seg_size;
+  if (plan == nullptr) return Error::InvalidProgram;
+#endif
   // Arena.
   const uint8_t* bsizes = c.ref(plan, kPlanBufferSizes, &ok);
   if (!ok || (bsizes != nullptr && !c.vector(bsizes, 8))) return Error::InvalidProgram;
@@ -582,7 +638,7 @@ uint32_t accepted_tags(char sig) {
   }
   int64_t need = nb > 1 ? fb::i64(bsizes + 4 + 8) : 0;
   if (need < 0) return Error::InvalidProgram;
-  if (static_cast<uint64_t>(need) > arena_size) {
+  if (static_cast<uint64_t>(need) > arena_size_) {
     detail_ = static_cast<int32_t>(need > 0x7FFFFFFF ? 0x7FFFFFFF : need);
     return Error::ArenaTooSmall;
   }
@@ -605,7 +661,7 @@ uint32_t accepted_tags(char sig) {
   if (!ok || values == nullptr || !c.vector(values, 4)) return Error::InvalidProgram;
   values_ = values + 4;
   num_values_ = static_cast<int32_t>(fb::vec_len(values));
-  for (int32_t i = 0; i < num_values_; ++i) {
+  for (int32_t i = 0; check && i < num_values_; ++i) {
     Error e = verify_value(i);
     if (e != Error::Ok) {
       detail_ = i;
@@ -613,7 +669,7 @@ uint32_t accepted_tags(char sig) {
     }
   }
   // List items must refer to values of the right type.
-  for (int32_t i = 0; i < num_values_; ++i) {
+  for (int32_t i = 0; check && i < num_values_; ++i) {
     int32_t tag = value_type(i);
     if (tag != kIntList && tag != kTensorList && tag != kOptTensorList) continue;
     const uint8_t* v = fb::ref(value_table(i), 0);
@@ -698,7 +754,7 @@ uint32_t accepted_tags(char sig) {
     instructions_ = fb::vec_data(list);
     num_instructions_ = static_cast<int32_t>(fb::vec_len(list));
   }
-  for (int32_t i = 0; i < num_instructions_; ++i) {
+  for (int32_t i = 0; check && i < num_instructions_; ++i) {
     Error e = verify_instruction(i, kernels);
     if (e != Error::Ok) {
       detail_ = i;
@@ -721,17 +777,59 @@ uint32_t accepted_tags(char sig) {
 #if MCU_KERNEL_PREPARE
   if (kernels.prepare != nullptr) prepare_calls(kernels);
 #endif
-  loaded_ = true;
-#if MCU_PROGRAM_HAS_STATE
-  reset_state();
-#endif
   return Error::Ok;
 }
 
+
+#if MCU_PROGRAM_METHODS
+Error Executor::select_method(uint32_t k) {
+  if (!loaded_) return Error::NotLoaded;
+  if (k >= num_plans_) {
+    detail_ = static_cast<int32_t>(num_plans_);
+    return Error::MethodMissing;
+  }
+  if (k == active_method_) return Error::Ok;
+  // Verified at load (the program's bytes do not change while it is loaded): binding skips the
+  // per-value and per-instruction checks. The arena, and every state tensor in it, is left as it is.
+  loaded_ = false;
+  const Error e = bind_plan(k, *kernels_, false);
+  if (e != Error::Ok) return e;
+  active_method_ = k;
+  loaded_ = true;
+  return Error::Ok;
+}
+
+int32_t Executor::find_method(const char* name, size_t length) const {
+  if (!loaded_) return -1;
+  for (uint32_t k = 0; k < num_plans_; ++k) {
+    const uint8_t* s = fb::ref(fb::vec_table(plans_, k), kPlanName);  // a verified string, or absent
+    const size_t n = s != nullptr ? fb::u32(s) : 0;
+    if (n == length && (n == 0 || memcmp(s + 4, name, n) == 0)) return static_cast<int32_t>(k);
+  }
+  return -1;
+}
+#endif
+
 #if MCU_PROGRAM_HAS_STATE
-// Every state tensor (planned, with an initial value; verified at load) gets its initial value.
+// Every state tensor (planned, with an initial value; verified at load) gets its initial value:
+// those of every method (several methods share a state at one offset).
 void Executor::reset_state() {
   if (!loaded_) return;
+#if MCU_PROGRAM_METHODS
+  const uint8_t* const active_values = values_;
+  const int32_t active_count = num_values_;
+  for (uint32_t k = 0; k < num_plans_; ++k) {
+    const uint8_t* values = fb::ref(fb::vec_table(plans_, k), kPlanValues);
+    values_ = values + 4;
+    num_values_ = static_cast<int32_t>(fb::vec_len(values));
+    reset_plan_state();
+  }
+  values_ = active_values;
+  num_values_ = active_count;
+}
+
+void Executor::reset_plan_state() {
+#endif
   for (int32_t v = 0; v < num_values_; ++v) {
     if (value_type(v) != kTensor) continue;
     const uint8_t* t = value_table(v);
@@ -947,6 +1045,7 @@ int64_t IntList::operator[](int32_t i) const {
     case Error::Misaligned: return "Misaligned";
     case Error::KernelFailed: return "KernelFailed";
     case Error::NotLoaded: return "NotLoaded";
+    case Error::MethodMissing: return "MethodMissing";
     case Error::BadFrame: return "BadFrame";
     case Error::BadCrc: return "BadCrc";
     case Error::BadRequest: return "BadRequest";

@@ -212,6 +212,11 @@ class Server {
 #else
       case Msg::Reset: break;  // no state support in this firmware: BadRequest
 #endif
+#if MCU_PROGRAM_METHODS
+      case Msg::SelectMethod: return select_method(p, n);
+#else
+      case Msg::SelectMethod: break;  // firmware for one method: BadRequest
+#endif
     }
     send_error(Error::BadRequest, g_request.type);
   }
@@ -236,6 +241,10 @@ class Server {
     w.u8(static_cast<uint8_t>(len));
     w.put(version, len);
     w.u32(mcu_pal_stack_used());
+#if MCU_PROGRAM_METHODS
+    w.u8(static_cast<uint8_t>(active_.num_methods()));
+    w.u8(static_cast<uint8_t>(active_.active_method()));
+#endif
     send(g_reply, w.size());
   }
 
@@ -308,6 +317,26 @@ class Server {
     w.u64(ticks);
     send(g_reply, w.size());
   }
+
+#if MCU_PROGRAM_METHODS
+  // SELECT_METHOD(name): the method RUN (and TENSOR_INFO, WRITE_INPUT, ...) addresses from now on.
+  // Replies u8 index, u8 number of methods, u64 ticks of the switch; MethodMissing (detail = the
+  // number of methods) for a name the program does not have.
+  void select_method(const uint8_t* p, size_t n) {
+    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+    const int32_t k = active_.find_method(reinterpret_cast<const char*>(p), n);
+    if (k < 0) return send_error(Error::MethodMissing, static_cast<int32_t>(active_.num_methods()));
+    const uint64_t start = mcu_pal_ticks();
+    const Error e = active_.select_method(static_cast<uint32_t>(k));
+    const uint64_t ticks = mcu_pal_ticks() - start;
+    if (e != Error::Ok) return send_error(e, active_.error_detail());
+    Writer w = ok_reply();
+    w.u8(static_cast<uint8_t>(k));
+    w.u8(static_cast<uint8_t>(active_.num_methods()));
+    w.u64(ticks);
+    send(g_reply, w.size());
+  }
+#endif
 
 #if MCU_PROGRAM_HAS_STATE
   // RESET: the active program's state tensors back to their initial values.

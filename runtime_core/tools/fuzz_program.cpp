@@ -9,7 +9,8 @@
 // build (MCU_KERNEL_PREPARE=1, every value and instruction cached, CMSIS-NN
 // adapters when their sources are available); the delegate build
 // (MCU_MAX_DELEGATES=2: the Ethos-U backend's load-time checks and a stub
-// backend that reads its whole blob and writes every argument tensor).
+// backend that reads its whole blob and writes every argument tensor); the methods build
+// (MCU_PROGRAM_METHODS=1 with state: every execution plan verified, each method selected and run).
 //
 // Mutation is structure-aware (fuzz_mutator.h) two times in three, libFuzzer's
 // own byte-level mutation otherwise.
@@ -93,12 +94,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (g_exec.load(p, size, mcu::kKernelTable, g_arena, kArenaSize) == mcu::Error::Ok) {
     // Load again with an arena of exactly the planned size, so a kernel that
     // writes past the plan is caught too.
-    const size_t used = g_exec.arena_used();
+    size_t used = g_exec.arena_used();
+#if MCU_PROGRAM_METHODS
+    // Several methods: the largest method's arena; then every method runs, switched to by select_method.
+    for (uint32_t k = 1; k < g_exec.num_methods(); ++k) {
+      if (g_exec.select_method(k) == mcu::Error::Ok && g_exec.arena_used() > used) used = g_exec.arena_used();
+    }
+#endif
     void* arena = nullptr;
     if (posix_memalign(&arena, 16, used > 0 ? used : 1) == 0) {
       memset(arena, 0, used);
       if (g_exec.load(p, size, mcu::kKernelTable, static_cast<uint8_t*>(arena), used) == mcu::Error::Ok) {
         (void)g_exec.execute();
+#if MCU_PROGRAM_METHODS
+        for (uint32_t k = g_exec.num_methods(); k-- > 0;) {
+          if (g_exec.select_method(k) == mcu::Error::Ok) (void)g_exec.execute();
+        }
+#if MCU_PROGRAM_HAS_STATE
+        g_exec.reset_state();
+#endif
+#endif
       }
       free(arena);
     }

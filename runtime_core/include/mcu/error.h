@@ -20,6 +20,7 @@ enum class Error : uint8_t {
   // Execution.
   KernelFailed = 16,         // a kernel rejected its arguments (shape/dtype)
   NotLoaded = 17,            // no valid program
+  MethodMissing = 18,        // no method of that name (or index) in the program
   // Protocol.
   BadFrame = 32,
   BadCrc = 33,

@@ -38,6 +38,13 @@
 #define MCU_PROGRAM_HAS_STATE 0
 #endif
 
+// 1: programs may have several methods (execution plans sharing the constant segment,
+// docs/methods.md): load() verifies every plan and binds method 0; select_method() switches.
+// mcu-gen sets it for programs with several methods; without it only the first plan is read.
+#ifndef MCU_PROGRAM_METHODS
+#define MCU_PROGRAM_METHODS 0
+#endif
+
 namespace mcu {
 
 class Executor {
@@ -73,8 +80,17 @@ class Executor {
   Error execute_one(int32_t i);
   int32_t num_values() const { return num_values_; }
 #if MCU_PROGRAM_HAS_STATE
-  // Sets every state tensor to its initial value (load does it too).
+  // Sets every state tensor (of every method) to its initial value (load does it too).
   void reset_state();
+#endif
+#if MCU_PROGRAM_METHODS
+  uint32_t num_methods() const { return loaded_ ? num_plans_ : 0; }
+  uint32_t active_method() const { return active_method_; }
+  // Makes method k the one execute() runs; the arena (state tensors, inputs written) is untouched.
+  // k out of range: Error::MethodMissing, error_detail() = the number of methods.
+  Error select_method(uint32_t k);
+  // The index of the method called `name` (`length` bytes, no terminator), or -1.
+  int32_t find_method(const char* name, size_t length) const;
 #endif
 
   // Decoding used by KernelContext (values are verified at load).
@@ -90,6 +106,15 @@ class Executor {
   const uint8_t* value_field(int32_t value_index, int32_t* tag) const;
 
  private:
+#if MCU_PROGRAM_METHODS
+  Error bind_plan(uint32_t k, const KernelTable& kernels, bool check);
+#if MCU_PROGRAM_HAS_STATE
+  void reset_plan_state();
+#endif
+#else
+  Error bind_plan(const uint8_t* plan, const uint8_t* root, uint64_t seg_base, uint64_t seg_size,
+                  const KernelTable& kernels);
+#endif
   Error verify_value(int32_t i);
   Error verify_instruction(int32_t i, const KernelTable& kernels);
 #if MCU_MAX_DELEGATES > 0
@@ -155,6 +180,14 @@ class Executor {
   DecodedValue cache_[MCU_VALUE_CACHE] = {};  // decoded values
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
+#if MCU_PROGRAM_METHODS
+  const uint8_t* plans_ = nullptr;  // vector<ExecutionPlan> data
+  uint32_t num_plans_ = 0;
+  uint32_t active_method_ = 0;
+  const KernelTable* kernels_ = nullptr;
+  uint64_t seg_base_ = 0;
+  uint64_t seg_size_ = 0;
+#endif
 #if MCU_PROGRAM_HAS_STATE
   const uint8_t* state_data_ = nullptr;     // mutable data segment: initial values of state tensors
   size_t state_size_ = 0;

@@ -48,6 +48,7 @@ enum class Msg : uint8_t {
   RunRange = 0x0E,     // u16 begin, u16 end: executes instructions [begin, end) only (debugging)
   ReadValue = 0x0F,    // u32 value index, u32 offset, u16 length: bytes of any tensor value
   Reset = 0x10,        // (empty): state tensors back to their initial values (firmware with MCU_PROGRAM_HAS_STATE)
+  SelectMethod = 0x11, // method name: the method RUN executes (firmware with MCU_PROGRAM_METHODS)
 };
 
 enum class ProgramSource : uint8_t { None = 0, Builtin = 1, Uploaded = 2 };
