@@ -664,49 +664,12 @@ inline int8_t requant_fast(int32_t acc, int32_t mult, int32_t right, int32_t rou
   return static_cast<int8_t>(r > kActMax ? kActMax : r);
 }
 
-// One group of 4 inputs x[0..3] for 8 (or 4) output channels of one row:
+// One group of 4 inputs x[0..3] for 4 output channels of one row:
 //   a[c] += x[0]*w[c][0] + x[1]*w[c][1] + x[2]*w[c][2] + x[3]*w[c][3]
 // `w` points at the group's weight words, per channel the int16 pairs (w[c][0], w[c][2]) and
 // (w[c][1], w[c][3]); x advances by 4 bytes, w by 2 words per channel.
-// Per 32 MACs: 1 LDR, 2 SXTB16, 8 LDRD, 16 SMLAD.
+// Per 16 MACs: 1 LDR, 2 SXTB16, 4 LDRD, 8 SMLAD.
 #if defined(__ARM_FEATURE_DSP)
-inline void group_8x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3,
-                      int32_t& a4, int32_t& a5, int32_t& a6, int32_t& a7) {
-  uint32_t x02, x13, w02, w13;
-  __asm__ volatile(
-      "ldr    %[x13], [%[x]], #4\n\t"
-      "sxtb16 %[x02], %[x13]\n\t"
-      "sxtb16 %[x13], %[x13], ror #8\n\t"
-      "ldrd   %[w02], %[w13], [%[w]], #64\n\t"
-      "smlad  %[a0], %[x02], %[w02], %[a0]\n\t"
-      "smlad  %[a0], %[x13], %[w13], %[a0]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-56]\n\t"
-      "smlad  %[a1], %[x02], %[w02], %[a1]\n\t"
-      "smlad  %[a1], %[x13], %[w13], %[a1]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-48]\n\t"
-      "smlad  %[a2], %[x02], %[w02], %[a2]\n\t"
-      "smlad  %[a2], %[x13], %[w13], %[a2]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-40]\n\t"
-      "smlad  %[a3], %[x02], %[w02], %[a3]\n\t"
-      "smlad  %[a3], %[x13], %[w13], %[a3]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-32]\n\t"
-      "smlad  %[a4], %[x02], %[w02], %[a4]\n\t"
-      "smlad  %[a4], %[x13], %[w13], %[a4]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-24]\n\t"
-      "smlad  %[a5], %[x02], %[w02], %[a5]\n\t"
-      "smlad  %[a5], %[x13], %[w13], %[a5]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-16]\n\t"
-      "smlad  %[a6], %[x02], %[w02], %[a6]\n\t"
-      "smlad  %[a6], %[x13], %[w13], %[a6]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-8]\n\t"
-      "smlad  %[a7], %[x02], %[w02], %[a7]\n\t"
-      "smlad  %[a7], %[x13], %[w13], %[a7]\n\t"
-      : [x] "+r"(x), [w] "+r"(w), [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4),
-        [a5] "+r"(a5), [a6] "+r"(a6), [a7] "+r"(a7), [x02] "=&r"(x02), [x13] "=&r"(x13), [w02] "=&r"(w02),
-        [w13] "=&r"(w13)
-      :
-      : "memory");
-}
 inline void group_4x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
   uint32_t x02, x13, w02, w13;
   __asm__ volatile(
@@ -741,13 +704,17 @@ inline void group_4x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t
   x += 4;
   w += 8;
 }
+#endif
+// 8 channels as two blocks of 4 (the weights of a block of 8 are channels 0-3, then 4-7). One
+// 8-channel block of inline assembly needs 14 registers, which GCC cannot always free in a caller
+// ("'asm' operand has impossible constraints": tests/models_int8/se_hardswish, K 4, N 16); the
+// smmlar GEMM that nearly every layer takes is stand-alone assembly (gemm_asm) and has all of them.
 inline void group_8x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3,
                       int32_t& a4, int32_t& a5, int32_t& a6, int32_t& a7) {
   const int8_t* x1 = x;
   group_4x1(x1, w, a0, a1, a2, a3);
   group_4x1(x, w, a4, a5, a6, a7);
 }
-#endif
 
 // ---------------------------------------------------------------------------
 // The GEMM all generated layers share, specialized by its template arguments:
@@ -1051,6 +1018,58 @@ inline void dw_taps(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1
   }
 }
 
+// Four accumulator starts (two LDRD) and four smmlar requantizations of a full int8 range (per
+// output LDRD mult/ra, LDR right, ADD, SMMLAR, ASR, SSAT, STRB) as blocks of assembly on the DSP
+// cores: GCC's schedule of the same C++ loaded each word on its own and moved the accumulators.
+inline void dw_start(const int32_t* s, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
+#if defined(__ARM_FEATURE_DSP)
+  __asm__("ldrd %[a0], %[a1], [%[s]]\n\tldrd %[a2], %[a3], [%[s], #8]"
+          : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
+          : [s] "r"(s)
+          : "memory");
+#else
+  a0 = s[0], a1 = s[1], a2 = s[2], a3 = s[3];
+#endif
+}
+
+#if defined(__ARM_FEATURE_DSP)
+inline void rq4_smmlar(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int32_t* q, int8_t* y) {
+  int32_t m, ra, r;
+  __asm__ volatile(  // volatile: its only effect is the stores
+      "ldrd   %[m], %[ra], [%[q], #0]\n\t"
+      "ldr    %[r], [%[q], #8]\n\t"
+      "add    %[ra], %[ra], %[a0], asr #31\n\t"
+      "smmlar %[a0], %[a0], %[m], %[ra]\n\t"
+      "asr    %[a0], %[a0], %[r]\n\t"
+      "ssat   %[a0], #8, %[a0]\n\t"
+      "strb   %[a0], [%[y], #0]\n\t"
+      "ldrd   %[m], %[ra], [%[q], #12]\n\t"
+      "ldr    %[r], [%[q], #20]\n\t"
+      "add    %[ra], %[ra], %[a1], asr #31\n\t"
+      "smmlar %[a1], %[a1], %[m], %[ra]\n\t"
+      "asr    %[a1], %[a1], %[r]\n\t"
+      "ssat   %[a1], #8, %[a1]\n\t"
+      "strb   %[a1], [%[y], #1]\n\t"
+      "ldrd   %[m], %[ra], [%[q], #24]\n\t"
+      "ldr    %[r], [%[q], #32]\n\t"
+      "add    %[ra], %[ra], %[a2], asr #31\n\t"
+      "smmlar %[a2], %[a2], %[m], %[ra]\n\t"
+      "asr    %[a2], %[a2], %[r]\n\t"
+      "ssat   %[a2], #8, %[a2]\n\t"
+      "strb   %[a2], [%[y], #2]\n\t"
+      "ldrd   %[m], %[ra], [%[q], #36]\n\t"
+      "ldr    %[r], [%[q], #44]\n\t"
+      "add    %[ra], %[ra], %[a3], asr #31\n\t"
+      "smmlar %[a3], %[a3], %[m], %[ra]\n\t"
+      "asr    %[a3], %[a3], %[r]\n\t"
+      "ssat   %[a3], #8, %[a3]\n\t"
+      "strb   %[a3], [%[y], #3]\n\t"
+      : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [m] "=&r"(m), [ra] "=&r"(ra), [r] "=&r"(r)
+      : [q] "r"(q), [y] "r"(y)
+      : "memory");
+}
+#endif
+
 // `count` output pixels of one row that share a border class: taps ky in [kKY0, kKY1), kx in
 // [kKX0, kKX1) inside the input (compile-time, so every pixel's taps are unrolled at constant
 // offsets). `x` points at tap (0, 0) of channel c0 of the first pixel (possibly outside the input;
@@ -1069,10 +1088,17 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x, int8_t* y, int32_t cou
     const int32_t* s = start;
     for (int32_t g = 0; g < kGroups; ++g, wg += 18, s += 4) {
       const int8_t* xg = x + 4 * g;
-      int32_t a0 = s[0], a1 = s[1], a2 = s[2], a3 = s[3];
+      int32_t a0, a1, a2, a3;
+      dw_start(s, a0, a1, a2, a3);
       dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS>(xg, wg, a0, a1, a2, a3);
       const int32_t c = c0 + 4 * g;
       int8_t* yg = y + 4 * g;
+#if defined(__ARM_FEATURE_DSP)
+      if constexpr (kMode == kSmmlar && kActMin == -128 && kActMax == 127) {
+        rq4_smmlar(a0, a1, a2, a3, local.mult + 3 * c, yg);
+        continue;
+      }
+#endif
       yg[0] = rq(a0, c);
       yg[1] = rq(a1, c + 1);
       yg[2] = rq(a2, c + 2);
@@ -1336,7 +1362,7 @@ def _gemm_fn_name(l) -> str:
     return f"mcu_gen_gemm_k{l.k}{'_t4' if tail else ''}_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}"
 
 
-CONV_CHUNK_BYTES = 512  # gathered windows per GEMM call of a generated convolution (stack)
+CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
 
 
 def _smmlar_layer_source(l: GemmLayer, args: tuple) -> str:
