@@ -347,3 +347,14 @@ def test_generated_source_compiles_for_the_dsp_cores(cpu, failing_kernels, tmp_p
                             "-I", str(RUNTIME_CORE / "include"), "-I", str(KERNELS_PORTABLE), "-c", str(src),
                             "-o", str(tmp_path / f"gen_{n}.o")], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{kind} {shape}: {r.stderr[-3000:]}"
+
+
+def test_widening_in_place_pointwise_is_left_to_its_base_form():
+    """A widening 1x1 convolution planned in place (output over the input, shifted) has no generated form;
+    its base operator has one, so the builder plans that variant out again (builder._replan_without_ungenerated_variants)."""
+    rng = np.random.default_rng(2)
+    p = pointwise_program(rng, 3, 3, 8, 16, inplace=True)
+    layers, skipped = generated.eligible(p)
+    assert layers == [] and "widening in place" in skipped[0][2]
+    assert not generated.covers(p, 0, "mcu::quantized_conv2d_pointwise_inplace.out")
+    assert generated.covers(p, 0, "cortex_m::quantized_conv2d.out")

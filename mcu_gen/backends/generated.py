@@ -377,6 +377,8 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
         return f"channels {cin}->{cout} not multiples of 4"
     if cin > MAX_K:
         return "too many input channels"
+    if ins.op != POINTWISE_OPS[0] and cout > cin:
+        return "widening in place (the output over the input, shifted): no generated form"
     if tuple(out.shape) != (n_, cout, h, wd):
         return "unexpected output shape"
     q = _requant_args(program, a, mi=8, in_off_i=6, act_i=10)
@@ -543,6 +545,15 @@ def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
 
 def _wrap32(v) -> np.ndarray:
     return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+def covers(program: Program, idx: int, op: str) -> bool:
+    """Whether the generator takes instruction ``idx`` if it were operator ``op`` (same arguments)."""
+    from dataclasses import replace
+
+    ins = replace(program.instructions[idx], op=op)
+    match = _pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else _depthwise if op in DEPTHWISE_OPS else None
+    return match is not None and not isinstance(match(program, idx, ins), str)
 
 
 def eligible(program: Program):
