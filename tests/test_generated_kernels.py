@@ -256,3 +256,105 @@ def test_packed_weight_order():
     assert list(packed[64:68]) == [64, 66, 65, 67]  # the last block of 4: channel 8
     assert list(packed[80:84]) == [68, 70, 69, 71]  # channel 8, inputs 4..7
     assert l.weight_bytes == 192 and packed.size == 96
+
+
+def _smmlar_emulated(acc, consts, act_min, act_max):
+    """generated.py's requant_smmlar on the doubled accumulator, in Python integers (SMMLAR exactly)."""
+    m, ra, right = (int(v) for v in consts)
+    acc2 = 2 * int(acc)
+    t = ra + (-1 if acc2 < 0 else 0)
+    r = (t * 2**32 + acc2 * m + 2**31) >> 32  # SMMLAR: the top word of the 64-bit sum
+    assert -2**31 <= r < 2**31
+    return min(max(r >> right, -128, act_min), 127, act_max)
+
+
+def test_smmlar_requantization_equals_the_reference():
+    """The one-rounding form (SMMLAR + ASR, offset folded into ra) gives CMSIS-NN's two roundings bit for
+    bit, ties included (acc * mult exactly halfway at either rounding), for both signs."""
+    from mcu_gen.reference.integer import requantize
+
+    rng = np.random.default_rng(17)
+    checked = 0
+    for _ in range(300):
+        m = int(rng.integers(2**30, 2**31))
+        shift = int(rng.integers(-20, 0))
+        off = int(rng.integers(-128, 128))
+        bound = int(rng.integers(1, 2**30))
+        consts = generated.smmlar_consts([m], [shift], [bound], off)
+        if consts is None:
+            continue
+        right = -shift
+        accs = list(rng.integers(-bound, bound + 1, 40))
+        # accumulators at the rounding ties: h exactly k * 2^right + 2^(right - 1) (second rounding) and
+        # acc * m = j * 2^31 + 2^30 (first rounding), when such an acc exists in range
+        for k in rng.integers(-200, 200, 10):
+            h = int(k) * 2**right + 2**(right - 1)
+            acc = (h * 2**31) // m
+            accs += [acc - 1, acc, acc + 1]
+        for acc in accs:
+            if abs(acc) > bound:
+                continue
+            want = int(np.clip(requantize(np.int64(acc), m, shift) + off, -128, 127))
+            assert _smmlar_emulated(acc, consts[0], -128, 127) == want, (acc, m, shift, off)
+            checked += 1
+    assert checked > 5000
+
+
+def test_smmlar_needs_what_it_proves():
+    assert generated.smmlar_consts([2**30], [1], [100], 0) is None  # a left shift
+    assert generated.smmlar_consts([2**30], [-3], [2**30], 0) is None  # the doubled accumulator would overflow
+    assert generated.smmlar_consts([-5], [-3], [100], 0) is None  # a negative multiplier
+    assert generated.smmlar_consts([2**31 - 1], [-31], [1000], 100) is None  # offset * 2^31 does not fit
+    assert generated.smmlar_consts([2**30], [-8], [1000], -5) is not None
+
+
+CROSS_CASES = [  # (kind, shape, left_shift): the requant_any GEMM (old path) and the smmlar paths
+    ("pointwise", dict(h=3, w=3, cin=4, cout=16), True),  # se_hardswish's K 4, N 16: "impossible constraints"
+    ("pointwise", dict(h=3, w=3, cin=4, cout=16), False),
+    ("pointwise", dict(h=2, w=2, cin=8, cout=12), False),  # a last block of 4
+    ("pointwise_inplace", dict(h=3, w=5, cin=32, cout=32), False),
+    ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1)), False),
+    ("depthwise", dict(h=6, w=6, c=16, stride=1), False),
+    ("depthwise_inplace", dict(h=7, w=6, c=8, stride=2), False),
+]
+
+
+@pytest.mark.parametrize("cpu", ["cortex-m33", "cortex-m4"])
+def test_generated_source_compiles_for_the_dsp_cores(cpu, failing_kernels, tmp_path):
+    """The DSP build (inline and stand-alone assembly) of generated layers compiles with the firmware's flags,
+    among them the shape whose 8x1 block once ran out of registers (tests/models_int8/se_hardswish)."""
+    cxx = shutil.which("arm-none-eabi-g++")
+    if cxx is None:
+        pytest.skip("no arm-none-eabi-g++ (gcc-arm-none-eabi)")
+    from mcu_gen.paths import RUNTIME_CORE
+
+    fpu = {"cortex-m33": "fpv5-sp-d16", "cortex-m4": "fpv4-sp-d16"}[cpu]
+    rng = np.random.default_rng(3)
+    for n, (kind, shape, left) in enumerate(CROSS_CASES):
+        if kind.startswith("pointwise"):
+            p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=left, **shape)
+        elif kind == "conv":
+            p = conv_program(rng, **shape)
+        else:
+            p = depthwise_program(rng, inplace=kind.endswith("inplace"), **shape)
+        gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+        assert len(gen.layers) == 1
+        assert (gen.layers[0].requant_kind == "smmlar") == (not left)
+        src = tmp_path / f"gen_{n}.cpp"
+        src.write_text(gen.source)
+        r = subprocess.run([cxx, f"-mcpu={cpu}", "-mthumb", f"-mfpu={fpu}", "-mfloat-abi=hard", "-O2", "-std=c++17",
+                            "-fno-exceptions", "-fno-rtti", "-ffunction-sections", "-Wall", "-Werror=return-type",
+                            "-I", str(RUNTIME_CORE / "include"), "-I", str(KERNELS_PORTABLE), "-c", str(src),
+                            "-o", str(tmp_path / f"gen_{n}.o")], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{kind} {shape}: {r.stderr[-3000:]}"
+
+
+def test_widening_in_place_pointwise_is_left_to_its_base_form():
+    """A widening 1x1 convolution planned in place (output over the input, shifted) has no generated form;
+    its base operator has one, so the builder plans that variant out again (builder._replan_without_ungenerated_variants)."""
+    rng = np.random.default_rng(2)
+    p = pointwise_program(rng, 3, 3, 8, 16, inplace=True)
+    layers, skipped = generated.eligible(p)
+    assert layers == [] and "widening in place" in skipped[0][2]
+    assert not generated.covers(p, 0, "mcu::quantized_conv2d_pointwise_inplace.out")
+    assert generated.covers(p, 0, "cortex_m::quantized_conv2d.out")

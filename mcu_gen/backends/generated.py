@@ -104,6 +104,34 @@ class GemmLayer:
     def right_shift_only(self) -> bool:
         return fast_requant(self.mults, self.shifts, self.acc_bound())
 
+    def smmlar(self):
+        """smmlar_consts for this layer (None: the requant_fast / requant_any path)."""
+        return smmlar_consts(self.mults, self.shifts, self.acc_bound(), self.out_offset)
+
+    @property
+    def requant_kind(self) -> str:
+        return "smmlar" if self.smmlar() is not None else ("fast" if self.right_shift_only else "any")
+
+    def stream(self):
+        """(uint32 words, words before the last block of 4) of the smmlar GEMM: per block of 8
+        output channels (a last block of 4 when n % 8 == 4): the doubled accumulator starts, the
+        block's doubled weights as packed_weights() orders them, then (mult, ra, right) per channel."""
+        consts = self.smmlar()
+        w = self.packed_weights().astype(np.int64) * 2
+        pairs = (w[0::2] & 0xFFFF) | ((w[1::2] & 0xFFFF) << 16)
+        init = self.acc_init.astype(np.int64) * 2
+        words, n0, pos, end8 = [], 0, 0, None
+        while n0 < self.n:
+            b = 8 if n0 + 8 <= self.n else 4
+            if b == 4:
+                end8 = sum(len(x) for x in words)
+            nw = b * self.k // 2
+            words += [init[n0:n0 + b], pairs[pos:pos + nw], consts[n0:n0 + b].reshape(-1)]
+            pos += nw
+            n0 += b
+        out = np.concatenate(words) & 0xFFFFFFFF
+        return out, (end8 if end8 is not None else len(out))
+
 
 @dataclass
 class ConvLayer(GemmLayer):
@@ -154,6 +182,13 @@ class DepthwiseLayer:
     def right_shift_only(self) -> bool:
         return fast_requant(self.mults, self.shifts, self.acc_bound())
 
+    def smmlar(self):
+        return smmlar_consts(self.mults, self.shifts, self.acc_bound(), self.out_offset)
+
+    @property
+    def requant_kind(self) -> str:
+        return "smmlar" if self.smmlar() is not None else ("fast" if self.right_shift_only else "any")
+
     @staticmethod
     def _taps(o: int, stride: int, pad: int, size: int) -> tuple:
         i0 = o * stride - pad
@@ -177,9 +212,20 @@ class DepthwiseLayer:
         return _wrap32(np.array(rows))
 
     def packed_weights(self) -> np.ndarray:
-        """int16: per tap, per group of 4 channels: w[c], w[c+2], w[c+1], w[c+3]."""
-        w = self.weights.reshape(9, self.c // 4, 4)[..., [0, 2, 1, 3]]
+        """int16: per group of 4 channels, per tap: w[c], w[c+2], w[c+1], w[c+3]."""
+        w = self.weights.reshape(9, self.c // 4, 4)[..., [0, 2, 1, 3]].transpose(1, 0, 2)
         return np.ascontiguousarray(w).reshape(-1).astype(np.int16)
+
+    @staticmethod
+    def runs(classes) -> list:
+        """[(first, end, class)]: runs of consecutive output rows (or columns) of one border class."""
+        out = []
+        for o, c in enumerate(classes):
+            if out and out[-1][2] == c:
+                out[-1][1] = o + 1
+            else:
+                out.append([o, o + 1, c])
+        return out
 
 
 @dataclass
@@ -192,7 +238,7 @@ class Generated:
     def report(self) -> dict:
         return {
             "layers": [{"instruction": l.instruction, "op": l.op, "kind": l.kind, "function": l.name,
-                        "shape": _shape_text(l), "macs": l.macs, "requant": "fast" if l.right_shift_only else "any",
+                        "shape": _shape_text(l), "macs": l.macs, "requant": l.requant_kind,
                         "prewidened_weight_bytes": l.weight_bytes} for l in self.layers],
             "prewidened_weight_bytes": sum(l.weight_bytes for l in self.layers),
             "skipped": [{"instruction": i, "op": op, "reason": r} for i, op, r in self.skipped],
@@ -209,6 +255,34 @@ def fast_requant(mults, shifts, acc_bound) -> bool:
     bound = np.minimum(np.asarray(acc_bound, np.int64), 2**31)
     high = (bound * np.abs(m)) // 2**31 + 1
     return bool(np.all(high + (1 << (-s - 1)) < 2**31))
+
+
+def smmlar_consts(mults, shifts, acc_bound, out_offset: int):
+    """int64 [n, 3] rows (mult, ra, right) of the single-rounding requantization, or None where it
+    does not apply. With the accumulator doubled (weights and init x 2, so |acc| < 2^30 is needed),
+    CMSIS-NN's two roundings (doubling high multiply, then rounding division by 2^right, ties away
+    from zero) and the output offset are one SMMLAR and one arithmetic shift:
+        out = (ra + (acc2 >> 31) + ((acc2 * mult + 2^31) >> 32)) >> right,  ra = 2^(right-1) + offset * 2^right
+    (``floor((floor(z) + a) / 2^r) = floor((z + a) / 2^r)`` for integer a; a negative accumulator
+    has h <= 0 and rounds its ties down, hence the -1). Needs every shift a right shift of 1..31,
+    0 <= mult < 2^31 and, per channel, |h| + |ra| + 1 < 2^31 for the largest h the layer can produce."""
+    m = np.asarray(mults, np.int64).reshape(-1)
+    s = np.asarray(shifts, np.int64).reshape(-1)
+    bound = np.asarray(acc_bound, np.int64).reshape(-1)
+    if s.min() < -31 or s.max() > -1 or m.min() < 0 or bound.max() >= 2**30:
+        return None
+    right = -s
+    ra = (np.int64(1) << (right - 1)) + int(out_offset) * (np.int64(1) << right)
+    high = (bound * m) // 2**31 + 1
+    if np.any(high + np.abs(ra) + 1 >= 2**31):
+        return None
+    return np.stack([m, ra, right], axis=1)
+
+
+def _u32_array(name: str, values, per_line: int = 8, align: int = 8) -> str:
+    vals = [f"0x{int(v) & 0xFFFFFFFF:08x}u" for v in np.asarray(values).reshape(-1)]
+    lines = ["  " + ", ".join(vals[i:i + per_line]) + "," for i in range(0, len(vals), per_line)]
+    return f"alignas({align}) const uint32_t {name}[{len(vals)}] = {{\n" + "\n".join(lines) + "\n};"
 
 
 def _round_array(name: str, l) -> str:
@@ -303,6 +377,8 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
         return f"channels {cin}->{cout} not multiples of 4"
     if cin > MAX_K:
         return "too many input channels"
+    if ins.op != POINTWISE_OPS[0] and cout > cin:
+        return "widening in place (the output over the input, shifted): no generated form"
     if tuple(out.shape) != (n_, cout, h, wd):
         return "unexpected output shape"
     q = _requant_args(program, a, mi=8, in_off_i=6, act_i=10)
@@ -471,6 +547,15 @@ def _wrap32(v) -> np.ndarray:
     return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
+def covers(program: Program, idx: int, op: str) -> bool:
+    """Whether the generator takes instruction ``idx`` if it were operator ``op`` (same arguments)."""
+    from dataclasses import replace
+
+    ins = replace(program.instructions[idx], op=op)
+    match = _pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else _depthwise if op in DEPTHWISE_OPS else None
+    return match is not None and not isinstance(match(program, idx, ins), str)
+
+
 def eligible(program: Program):
     """(layers, skipped): a GemmLayer for every instruction the generator covers."""
     layers, skipped = [], []
@@ -590,49 +675,12 @@ inline int8_t requant_fast(int32_t acc, int32_t mult, int32_t right, int32_t rou
   return static_cast<int8_t>(r > kActMax ? kActMax : r);
 }
 
-// One group of 4 inputs x[0..3] for 8 (or 4) output channels of one row:
+// One group of 4 inputs x[0..3] for 4 output channels of one row:
 //   a[c] += x[0]*w[c][0] + x[1]*w[c][1] + x[2]*w[c][2] + x[3]*w[c][3]
 // `w` points at the group's weight words, per channel the int16 pairs (w[c][0], w[c][2]) and
 // (w[c][1], w[c][3]); x advances by 4 bytes, w by 2 words per channel.
-// Per 32 MACs: 1 LDR, 2 SXTB16, 8 LDRD, 16 SMLAD.
+// Per 16 MACs: 1 LDR, 2 SXTB16, 4 LDRD, 8 SMLAD.
 #if defined(__ARM_FEATURE_DSP)
-inline void group_8x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3,
-                      int32_t& a4, int32_t& a5, int32_t& a6, int32_t& a7) {
-  uint32_t x02, x13, w02, w13;
-  __asm__ volatile(
-      "ldr    %[x13], [%[x]], #4\n\t"
-      "sxtb16 %[x02], %[x13]\n\t"
-      "sxtb16 %[x13], %[x13], ror #8\n\t"
-      "ldrd   %[w02], %[w13], [%[w]], #64\n\t"
-      "smlad  %[a0], %[x02], %[w02], %[a0]\n\t"
-      "smlad  %[a0], %[x13], %[w13], %[a0]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-56]\n\t"
-      "smlad  %[a1], %[x02], %[w02], %[a1]\n\t"
-      "smlad  %[a1], %[x13], %[w13], %[a1]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-48]\n\t"
-      "smlad  %[a2], %[x02], %[w02], %[a2]\n\t"
-      "smlad  %[a2], %[x13], %[w13], %[a2]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-40]\n\t"
-      "smlad  %[a3], %[x02], %[w02], %[a3]\n\t"
-      "smlad  %[a3], %[x13], %[w13], %[a3]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-32]\n\t"
-      "smlad  %[a4], %[x02], %[w02], %[a4]\n\t"
-      "smlad  %[a4], %[x13], %[w13], %[a4]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-24]\n\t"
-      "smlad  %[a5], %[x02], %[w02], %[a5]\n\t"
-      "smlad  %[a5], %[x13], %[w13], %[a5]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-16]\n\t"
-      "smlad  %[a6], %[x02], %[w02], %[a6]\n\t"
-      "smlad  %[a6], %[x13], %[w13], %[a6]\n\t"
-      "ldrd   %[w02], %[w13], [%[w], #-8]\n\t"
-      "smlad  %[a7], %[x02], %[w02], %[a7]\n\t"
-      "smlad  %[a7], %[x13], %[w13], %[a7]\n\t"
-      : [x] "+r"(x), [w] "+r"(w), [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [a4] "+r"(a4),
-        [a5] "+r"(a5), [a6] "+r"(a6), [a7] "+r"(a7), [x02] "=&r"(x02), [x13] "=&r"(x13), [w02] "=&r"(w02),
-        [w13] "=&r"(w13)
-      :
-      : "memory");
-}
 inline void group_4x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
   uint32_t x02, x13, w02, w13;
   __asm__ volatile(
@@ -667,13 +715,17 @@ inline void group_4x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t
   x += 4;
   w += 8;
 }
+#endif
+// 8 channels as two blocks of 4 (the weights of a block of 8 are channels 0-3, then 4-7). One
+// 8-channel block of inline assembly needs 14 registers, which GCC cannot always free in a caller
+// ("'asm' operand has impossible constraints": tests/models_int8/se_hardswish, K 4, N 16); the
+// smmlar GEMM that nearly every layer takes is stand-alone assembly (gemm_asm) and has all of them.
 inline void group_8x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3,
                       int32_t& a4, int32_t& a5, int32_t& a6, int32_t& a7) {
   const int8_t* x1 = x;
   group_4x1(x1, w, a0, a1, a2, a3);
   group_4x1(x, w, a4, a5, a6, a7);
 }
-#endif
 
 // ---------------------------------------------------------------------------
 // The GEMM all generated layers share, specialized by its template arguments:
@@ -684,26 +736,161 @@ inline void group_8x1(const int8_t*& x, const uint32_t*& w, int32_t& a0, int32_t
 // out, so the output may start at the input's address when kN <= kK (in-place pointwise).
 struct Requant {
   const int32_t* init;   // bias, kernel sum and input offset folded: the accumulator's start
-  const int32_t* mult;
+  const int32_t* mult;   // kSmmlar: per channel (mult, ra, right), see requant_smmlar
   const int32_t* shift;  // kFast: the right shift (-shift), else the shift
   const int32_t* round;  // kFast: 2^(right - 1), else unused
 };
 
+// The three requantization paths a layer can take (generated.py: requant_kind).
+constexpr int32_t kAny = 0, kFast = 1, kSmmlar = 2;
+
+// SMMLAR: ra + ((a * b + 2^31) >> 32), the rounded high word of a 64-bit product plus ra.
+#if defined(__ARM_FEATURE_DSP)
+inline int32_t smmlar(int32_t a, int32_t b, int32_t ra) {
+  int32_t r;
+  __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(ra));
+  return r;
+}
+#else
+inline int32_t smmlar(int32_t a, int32_t b, int32_t ra) {
+  const int64_t v = static_cast<int64_t>(ra) * 4294967296LL + static_cast<int64_t>(a) * b + 2147483648LL;
+  return static_cast<int32_t>(static_cast<uint64_t>(v) >> 32);
+}
+#endif
+
+// Requantization of a doubled accumulator (acc2 = 2 * acc, |acc| < 2^30) in one rounding, equal to
+// requant_any bit for bit where the generator proved it (generated.py: smmlar_consts):
+//   out = clamp((ra + (acc2 >> 31) + ((acc2 * mult + 2^31) >> 32)) >> right),  ra = 2^(right-1) + offset * 2^right
+template <int32_t kActMin, int32_t kActMax>
+inline int8_t requant_smmlar(int32_t acc2, int32_t mult, int32_t ra, int32_t right) {
+  int32_t r = smmlar(acc2, mult, ra + (acc2 >> 31)) >> right;
+#if defined(__ARM_FEATURE_SAT)
+  r = __ssat(r, 8);
+#else
+  r = r < -128 ? -128 : (r > 127 ? 127 : r);
+#endif
+  if (kActMin > -128 && r < kActMin) r = kActMin;
+  if (kActMax < 127 && r > kActMax) r = kActMax;
+  return static_cast<int8_t>(r);
+}
+
 // The output offset and activation range are template arguments (immediates in the code), the
 // per-channel constants are read through local pointers: int8 stores may alias anything, and
 // locals keep the compiler from reloading the parameters after every store.
-template <bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+template <int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 inline int8_t requant(int32_t acc, const Requant& q, int32_t n) {
-  return kFast ? requant_fast<kOutOffset, kActMin, kActMax>(acc, q.mult[n], q.shift[n], q.round[n])
-               : requant_any(acc, q.mult[n], q.shift[n], kOutOffset, kActMin, kActMax);
+  if (kMode == kSmmlar) return requant_smmlar<kActMin, kActMax>(acc, q.mult[3 * n], q.mult[3 * n + 1], q.mult[3 * n + 2]);
+  return kMode == kFast ? requant_fast<kOutOffset, kActMin, kActMax>(acc, q.mult[n], q.shift[n], q.round[n])
+                        : requant_any(acc, q.mult[n], q.shift[n], kOutOffset, kActMin, kActMax);
+}
+
+// ---------------------------------------------------------------------------
+// The smmlar GEMM: out[r][n] = requant_smmlar(init2[n] + sum_k in[r][k] * w2[n][k]) for r < rows,
+// reading one stream of words (GemmLayer.stream()): per block of 8 output channels (a last block
+// of 4 when N % 8 == 4) the doubled accumulator starts, the block's doubled int16 weight pairs in
+// loop order, then (mult, ra, right) per channel. On the DSP cores one assembly function per
+// (K, tail, activation range) runs it (gemm_asm in generated.py: per 4 inputs and 8 channels 1 LDR,
+// 2 SXTB16, 8 LDRD, 16 SMLAD; per output LDM, ADD, SMMLAR, ASR, SSAT, STRB); this is the same in C++.
+struct GemmDesc {
+  const uint32_t* stream;
+  const uint32_t* end8;  // where the last block of 4 starts (== the end when N % 8 == 0)
+};
+
+template <int32_t kB, int32_t kK, int32_t kActMin, int32_t kActMax>
+inline const uint32_t* gemm_block_c(const int8_t* x, const uint32_t* p, int8_t* y) {
+  int32_t a[kB];
+  for (int32_t c = 0; c < kB; ++c) a[c] = static_cast<int32_t>(p[c]);
+  p += kB;
+  for (int32_t k = 0; k < kK; k += 4, p += 2 * kB) {
+    const uint32_t v = load32(x + k);
+    const uint32_t x02 = sxtb16(v), x13 = sxtb16_ror8(v);
+    for (int32_t c = 0; c < kB; ++c) a[c] = smlad(x13, p[2 * c + 1], smlad(x02, p[2 * c], a[c]));
+  }
+  for (int32_t c = 0; c < kB; ++c, p += 3) {
+    y[c] = requant_smmlar<kActMin, kActMax>(a[c], static_cast<int32_t>(p[0]), static_cast<int32_t>(p[1]),
+                                            static_cast<int32_t>(p[2]));
+  }
+  return p;
+}
+
+template <int32_t kK, bool kTail, int32_t kActMin, int32_t kActMax>
+void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) {
+  for (int32_t r = 0; r < rows; ++r, x += kK) {
+    const uint32_t* p = d->stream;
+    while (p != d->end8) {
+      p = gemm_block_c<8, kK, kActMin, kActMax>(x, p, y);
+      y += 8;
+    }
+    if (kTail) {
+      gemm_block_c<4, kK, kActMin, kActMax>(x, p, y);
+      y += 4;
+    }
+  }
+}
+
+using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);
+
+// The in-place pointwise variant (output over the input, N <= K): each row into `row`, then copied.
+template <int32_t kRows, int32_t kK, int32_t kN>
+void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
+  alignas(4) int8_t row[kN];
+  for (int32_t r = 0; r < kRows; ++r) {
+    fn(in + r * kK, &d, row, 1);
+    memcpy(out + r * kN, row, kN);
+  }
+}
+
+// A convolution (groups 1) on the smmlar GEMM: windows of up to kChunk output pixels are gathered
+// into `patch` in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so
+// that x + input_offset = 0 there as the folded init assumes; kK - taps bytes of zeros that meet zero
+// weights), then run as kChunk GEMM rows. A window row inside the input is one copy of kKW * kCin bytes.
+template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk>
+void conv_stream(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
+  constexpr int32_t kSpan = kKW * kCin;
+  alignas(4) int8_t patch[kChunk * kK];
+  for (int32_t r = 0; r < kChunk; ++r) {
+    for (int32_t k = kKH * kSpan; k < kK; ++k) patch[r * kK + k] = 0;
+  }
+  int32_t rows = 0;
+  for (int32_t oy = 0; oy < kOH; ++oy) {
+    for (int32_t ox = 0; ox < kOW; ++ox) {
+      int8_t* p = patch + rows * kK;
+      const int32_t ix0 = ox * kSW - kPW;
+      const bool inside_x = ix0 >= 0 && ix0 + kKW <= kW;
+      for (int32_t ky = 0; ky < kKH; ++ky, p += kSpan) {
+        const int32_t iy = oy * kSH - kPH + ky;
+        if (iy < 0 || iy >= kH) {
+          memset(p, kZeroPoint, kSpan);
+        } else if (inside_x) {
+          memcpy(p, in + (iy * kW + ix0) * kCin, kSpan);
+        } else {
+          for (int32_t kx = 0; kx < kKW; ++kx) {
+            const int32_t ix = ix0 + kx;
+            if (ix < 0 || ix >= kW) {
+              memset(p + kx * kCin, kZeroPoint, kCin);
+            } else {
+              memcpy(p + kx * kCin, in + (iy * kW + ix) * kCin, kCin);
+            }
+          }
+        }
+      }
+      if (++rows == kChunk) {
+        fn(patch, &d, out, rows);
+        out += rows * kN;
+        rows = 0;
+      }
+    }
+  }
+  if (rows) fn(patch, &d, out, rows);
 }
 
 // One row: y[n] = requant(init[n] + sum_k x[k] * w[n][k]) for n < kN.
-template <int32_t kK, int32_t kN, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+template <int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 inline void gemm_row(const int8_t* x_row, int8_t* y, const uint32_t* weights, const Requant& q) {
   static_assert(kK % 4 == 0 && kN % 4 == 0, "the generator emits multiples of 4 only");
   const Requant local = q;
-  const auto rq = [local](int32_t acc, int32_t n) { return requant<kFast, kOutOffset, kActMin, kActMax>(acc, local, n); };
+  const auto rq = [local](int32_t acc, int32_t n) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, n); };
   const int32_t* const init = local.init;
   const uint32_t* w = weights;
   int32_t n = 0;
@@ -734,23 +921,25 @@ inline void gemm_row(const int8_t* x_row, int8_t* y, const uint32_t* weights, co
   }
 }
 
-// kRows rows. A row is computed into `row` and then copied out, so the output may start at the
-// input's address when kN <= kK (the in-place pointwise variant).
-template <int32_t kRows, int32_t kK, int32_t kN, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
-  int8_t row[kN];
-  for (int32_t r = 0; r < kRows; ++r) {
-    gemm_row<kK, kN, kFast, kOutOffset, kActMin, kActMax>(in + r * kK, row, weights, q);
-    memcpy(out + r * kN, row, kN);
-  }
-}
-
 // gemm_row as a function of its own: the 8x1 block needs 14 registers, which GCC cannot always
 // free inside a larger caller (conv_patches: "impossible constraints"), while inlining it into
 // gemm's small loop saves ~28 instructions of register moves per block.
-template <int32_t kK, int32_t kN, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+template <int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 __attribute__((noinline)) void gemm_row_call(const int8_t* x_row, int8_t* y, const uint32_t* weights, const Requant& q) {
-  gemm_row<kK, kN, kFast, kOutOffset, kActMin, kActMax>(x_row, y, weights, q);
+  gemm_row<kK, kN, kMode, kOutOffset, kActMin, kActMax>(x_row, y, weights, q);
+}
+
+// kRows rows. A row is computed into `row` and then copied out, so the output may start at the
+// input's address when kN <= kK (the in-place pointwise variant). The row is the noinline
+// gemm_row_call: inlined into this loop, the 8x1 block's 14 registers are not always free (GCC:
+// "'asm' operand has impossible constraints", e.g. K 4, N 16 in tests/models_int8/se_hardswish).
+template <int32_t kRows, int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
+  int8_t row[kN];
+  for (int32_t r = 0; r < kRows; ++r) {
+    gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(in + r * kK, row, weights, q);
+    memcpy(out + r * kN, row, kN);
+  }
 }
 
 // A convolution (groups 1) as one GEMM row per output pixel: the pixel's window is gathered
@@ -758,7 +947,7 @@ __attribute__((noinline)) void gemm_row_call(const int8_t* x_row, int8_t* y, con
 // point (so that x + input_offset = 0 there, as the folded `init` assumes), and kK - taps
 // bytes of zeros that meet zero weights.
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
-          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, bool kFast,
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kMode,
           int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 void conv_patches(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
   alignas(4) int8_t patch[kK];
@@ -777,7 +966,7 @@ void conv_patches(const int8_t* in, int8_t* out, const uint32_t* weights, const 
           }
         }
       }
-      gemm_row_call<kK, kN, kFast, kOutOffset, kActMin, kActMax>(patch, out + (oy * kOW + ox) * kN, weights, q);
+      gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(patch, out + (oy * kOW + ox) * kN, weights, q);
     }
   }
 }
@@ -800,81 +989,132 @@ inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1,
   a3 = smlatt(x13, w13, a3);
 }
 
-// kGroups groups of 4 channels (c0 .. c0 + 4 * kGroups - 1) of the whole output, pixel by pixel.
-// `src` points at channel c0 of pixel 0 of the input, whose pixels are kXS bytes apart (kC: the
-// input itself; 4: a copy of one group). The border class and the taps inside the input are
-// worked out once per pixel, for all its groups.
-template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
-          int32_t kXS, int32_t kGroups, bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-inline void depthwise3x3_groups(const int8_t* src, int8_t* out, int32_t c0, const uint32_t* weights, const int32_t* init,
-                                const uint8_t* row_class, const uint8_t* col_class, int32_t col_classes,
-                                const Requant& q) {
-  constexpr int32_t kTapWords = kC / 2;  // weight words per tap
-  const Requant local = q;
-  const auto rq = [local](int32_t acc, int32_t n) { return requant<kFast, kOutOffset, kActMin, kActMax>(acc, local, n); };
-  for (int32_t oy = 0; oy < kOH; ++oy) {
-    const int32_t iy0 = oy * kStride - kPadH;
-    const int32_t ky0 = iy0 < 0 ? -iy0 : 0;
-    const int32_t ky1 = kH - iy0 < 3 ? kH - iy0 : 3;
-    for (int32_t ox = 0; ox < kOW; ++ox) {
-      const int32_t ix0 = ox * kStride - kPadW;
-      const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
-      const int32_t kx1 = kW - ix0 < 3 ? kW - ix0 : 3;
-      const int32_t* start = init + (row_class[oy] * col_classes + col_class[ox]) * kC + c0;
-      const bool interior = ky0 == 0 && ky1 == 3 && kx0 == 0 && kx1 == 3;
-      const int32_t base = (iy0 * kW + ix0) * kXS;  // tap (0, 0)'s offset, possibly outside the input
-      int8_t* y = out + (oy * kOW + ox) * kC + c0;
-      for (int32_t g = 0; g < kGroups; ++g) {
-        const int32_t c = c0 + 4 * g;
-        const uint32_t* w = weights + c / 2;
-        int32_t a0 = start[4 * g], a1 = start[4 * g + 1], a2 = start[4 * g + 2], a3 = start[4 * g + 3];
-        if (interior) {  // 9 taps at constant offsets
-#pragma GCC unroll 3
-          for (int32_t ky = 0; ky < 3; ++ky) {
-#pragma GCC unroll 3
-            for (int32_t kx = 0; kx < 3; ++kx) {
-              dw_tap(src + (base + (ky * kW + kx) * kXS + 4 * g), w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
-            }
-          }
-        } else {
-          for (int32_t ky = ky0; ky < ky1; ++ky) {
-            for (int32_t kx = kx0; kx < kx1; ++kx) {
-              dw_tap(src + (base + (ky * kW + kx) * kXS + 4 * g), w + (ky * 3 + kx) * kTapWords, a0, a1, a2, a3);
-            }
-          }
-        }
-        y[4 * g] = rq(a0, c);
-        y[4 * g + 1] = rq(a1, c + 1);
-        y[4 * g + 2] = rq(a2, c + 2);
-        y[4 * g + 3] = rq(a3, c + 3);
-      }
+// dw_tap at compile-time offsets: kOff bytes into the input, kWOff bytes into the group's weights.
+// On the DSP cores one block of assembly, so that the group's 4 accumulators stay in registers
+// and every tap is exactly LDR, LDRD, 2 SXTB16, 2 SMLABB, 2 SMLATT (GCC's own schedule of dw_tap
+// spilled and reloaded weights).
+template <int32_t kOff, int32_t kWOff>
+inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
+#if defined(__ARM_FEATURE_DSP)
+  if constexpr (kOff <= 4095) {
+    uint32_t x02, x13, w02, w13;
+    __asm__(
+        "ldr    %[x13], [%[x], %[o]]\n\t"
+        "ldrd   %[w02], %[w13], [%[w], %[wo]]\n\t"
+        "sxtb16 %[x02], %[x13]\n\t"
+        "sxtb16 %[x13], %[x13], ror #8\n\t"
+        "smlabb %[a0], %[x02], %[w02], %[a0]\n\t"
+        "smlatt %[a2], %[x02], %[w02], %[a2]\n\t"
+        "smlabb %[a1], %[x13], %[w13], %[a1]\n\t"
+        "smlatt %[a3], %[x13], %[w13], %[a3]\n\t"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13),
+          [w02] "=&r"(w02), [w13] "=&r"(w13)
+        : [x] "r"(x), [w] "r"(w), [o] "n"(kOff), [wo] "n"(kWOff)
+        : "memory");
+    return;
+  }
+#endif
+  dw_tap(x + kOff, w + kWOff / 4, a0, a1, a2, a3);
+}
+
+// The taps t = 3 * ky + kx of one border class (ky in [kKY0, kKY1), kx in [kKX0, kKX1)), unrolled.
+template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kT = 0>
+inline void dw_taps(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
+  if constexpr (kT < 9) {
+    constexpr int32_t ky = kT / 3, kx = kT % 3;
+    if constexpr (ky >= kKY0 && ky < kKY1 && kx >= kKX0 && kx < kKX1) {
+      dw_tap_at<(ky * kW + kx) * kXS, 8 * kT>(x, w, a0, a1, a2, a3);
     }
+    dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kT + 1>(x, w, a0, a1, a2, a3);
   }
 }
 
-// The output beside the input: channel groups straight from the input.
-template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
-          bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-void depthwise3x3(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* init, const uint8_t* row_class,
-                  const uint8_t* col_class, int32_t col_classes, const Requant& q) {
-  static_assert(kC % 4 == 0, "the generator emits multiples of 4 only");
-  depthwise3x3_groups<kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, kC, kC / 4, kFast, kOutOffset, kActMin, kActMax>(
-      in, out, 0, weights, init, row_class, col_class, col_classes, q);
+// Four accumulator starts (two LDRD) and four smmlar requantizations of a full int8 range (per
+// output LDRD mult/ra, LDR right, ADD, SMMLAR, ASR, SSAT, STRB) as blocks of assembly on the DSP
+// cores: GCC's schedule of the same C++ loaded each word on its own and moved the accumulators.
+inline void dw_start(const int32_t* s, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
+#if defined(__ARM_FEATURE_DSP)
+  __asm__("ldrd %[a0], %[a1], [%[s]]\n\tldrd %[a2], %[a3], [%[s], #8]"
+          : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
+          : [s] "r"(s)
+          : "memory");
+#else
+  a0 = s[0], a1 = s[1], a2 = s[2], a3 = s[3];
+#endif
 }
 
-// The output over the input (mcu::quantized_depthwise_conv2d_inplace): each group of 4 channels
-// is first copied out of the input (4 bytes per pixel, on the stack), then computed from the copy;
-// its outputs land only on that group's input bytes (the output has no more pixels than the input).
-template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW,
-          bool kFast, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-void depthwise3x3_inplace(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* init,
-                          const uint8_t* row_class, const uint8_t* col_class, int32_t col_classes, const Requant& q) {
-  static_assert(kC % 4 == 0 && kOH * kOW <= kH * kW, "the generator emits these only");
-  alignas(4) int8_t group[kH * kW * 4];
-  for (int32_t c = 0; c < kC; c += 4) {
-    for (int32_t p = 0; p < kH * kW; ++p) memcpy(group + 4 * p, in + p * kC + c, 4);
-    depthwise3x3_groups<kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, 4, 1, kFast, kOutOffset, kActMin, kActMax>(
-        group, out, c, weights, init, row_class, col_class, col_classes, q);
+#if defined(__ARM_FEATURE_DSP)
+inline void rq4_smmlar(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int32_t* q, int8_t* y) {
+  int32_t m, ra, r;
+  __asm__ volatile(  // volatile: its only effect is the stores
+      "ldrd   %[m], %[ra], [%[q], #0]\n\t"
+      "ldr    %[r], [%[q], #8]\n\t"
+      "add    %[ra], %[ra], %[a0], asr #31\n\t"
+      "smmlar %[a0], %[a0], %[m], %[ra]\n\t"
+      "asr    %[a0], %[a0], %[r]\n\t"
+      "ssat   %[a0], #8, %[a0]\n\t"
+      "strb   %[a0], [%[y], #0]\n\t"
+      "ldrd   %[m], %[ra], [%[q], #12]\n\t"
+      "ldr    %[r], [%[q], #20]\n\t"
+      "add    %[ra], %[ra], %[a1], asr #31\n\t"
+      "smmlar %[a1], %[a1], %[m], %[ra]\n\t"
+      "asr    %[a1], %[a1], %[r]\n\t"
+      "ssat   %[a1], #8, %[a1]\n\t"
+      "strb   %[a1], [%[y], #1]\n\t"
+      "ldrd   %[m], %[ra], [%[q], #24]\n\t"
+      "ldr    %[r], [%[q], #32]\n\t"
+      "add    %[ra], %[ra], %[a2], asr #31\n\t"
+      "smmlar %[a2], %[a2], %[m], %[ra]\n\t"
+      "asr    %[a2], %[a2], %[r]\n\t"
+      "ssat   %[a2], #8, %[a2]\n\t"
+      "strb   %[a2], [%[y], #2]\n\t"
+      "ldrd   %[m], %[ra], [%[q], #36]\n\t"
+      "ldr    %[r], [%[q], #44]\n\t"
+      "add    %[ra], %[ra], %[a3], asr #31\n\t"
+      "smmlar %[a3], %[a3], %[m], %[ra]\n\t"
+      "asr    %[a3], %[a3], %[r]\n\t"
+      "ssat   %[a3], #8, %[a3]\n\t"
+      "strb   %[a3], [%[y], #3]\n\t"
+      : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [m] "=&r"(m), [ra] "=&r"(ra), [r] "=&r"(r)
+      : [q] "r"(q), [y] "r"(y)
+      : "memory");
+}
+#endif
+
+// `count` output pixels of one row that share a border class: taps ky in [kKY0, kKY1), kx in
+// [kKX0, kKX1) inside the input (compile-time, so every pixel's taps are unrolled at constant
+// offsets). `x` points at tap (0, 0) of channel c0 of the first pixel (possibly outside the input;
+// only taps inside are read), pixels `x_step` bytes apart, input pixels kXS bytes apart (kC: the
+// input itself; 4: a copy of one group); kGroups groups of 4 channels from c0, output pixels kC apart.
+// `w`: per group of 4 channels, per tap, the int16 pairs (w[c], w[c+2]) and (w[c+1], w[c+3]).
+// `start`: the border class's accumulator starts at channel c0.
+template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kC, int32_t kGroups,
+          int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+__attribute__((noinline)) void dw_pixels(const int8_t* x, int8_t* y, int32_t count, int32_t x_step, const uint32_t* w,
+                                         const int32_t* start, const Requant& q, int32_t c0) {
+  const Requant local = q;
+  const auto rq = [local](int32_t acc, int32_t n) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, n); };
+  for (int32_t i = 0; i < count; ++i, x += x_step, y += kC) {
+    const uint32_t* wg = w;
+    const int32_t* s = start;
+    for (int32_t g = 0; g < kGroups; ++g, wg += 18, s += 4) {
+      const int8_t* xg = x + 4 * g;
+      int32_t a0, a1, a2, a3;
+      dw_start(s, a0, a1, a2, a3);
+      dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS>(xg, wg, a0, a1, a2, a3);
+      const int32_t c = c0 + 4 * g;
+      int8_t* yg = y + 4 * g;
+#if defined(__ARM_FEATURE_DSP)
+      if constexpr (kMode == kSmmlar && kActMin == -128 && kActMax == 127) {
+        rq4_smmlar(a0, a1, a2, a3, local.mult + 3 * c, yg);
+        continue;
+      }
+#endif
+      yg[0] = rq(a0, c);
+      yg[1] = rq(a1, c + 1);
+      yg[2] = rq(a2, c + 2);
+      yg[3] = rq(a3, c + 3);
+    }
   }
 }
 
@@ -962,9 +1202,9 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
            "",
            f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
            (f"  conv_patches<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, "
-            f"{str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
+            f"{'kFast' if l.right_shift_only else 'kAny'}, {l.out_offset}, {l.act_min}, {l.act_max}>"
             f"(in, out, {pre}Weights, {pre}Requant);" if l.kind == "conv" else
-            f"  gemm<{l.rows}, {l.k}, {l.n}, {str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
+            f"  gemm<{l.rows}, {l.k}, {l.n}, {'kFast' if l.right_shift_only else 'kAny'}, {l.out_offset}, {l.act_min}, {l.act_max}>"
             f"(in, out, {pre}Weights, {pre}Requant);"),
            "}",
            "",
@@ -977,40 +1217,204 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
     return "\n".join(out)
 
 
+def _dw_compute(l: DepthwiseLayer, pre: str, mode: str) -> list:
+    """The body of a depthwise layer's compute function: per run of output rows of one border
+    class, per run of columns of one class, one dw_pixels call (its taps fixed at compile time)."""
+    rc, cc, ru, cu = l.classes()
+    inplace = l.inplace_ok
+    xs, groups = (4, 1) if inplace else (l.c, l.c // 4)
+    lines = []
+    ind = "  "
+    if inplace:  # each group of 4 channels copied out of the input first; its outputs land on its own bytes
+        lines += [f"  static_assert({l.oh * l.ow} <= {l.h * l.w}, \"the output has no more pixels than the input\");",
+                  f"  alignas(4) int8_t group[{l.h * l.w * 4}];",
+                  f"  for (int32_t c = 0; c < {l.c}; c += 4) {{",
+                  f"    for (int32_t p = 0; p < {l.h * l.w}; ++p) memcpy(group + 4 * p, in + p * {l.c} + c, 4);",
+                  "    const int8_t* src = group;",
+                  f"    const uint32_t* w = {pre}Weights + (c / 4) * 18;"]
+        ind = "    "
+        c0, yoff, soff = "c", " + c", " + c"
+    else:
+        lines += ["  const int8_t* src = in;", f"  const uint32_t* w = {pre}Weights;"]
+        c0, yoff, soff = "0", "", ""
+    for oy0, oy1, r in DepthwiseLayer.runs(rc):
+        ky0, ky1 = ru[r]
+        lines.append(f"{ind}for (int32_t oy = {oy0}; oy < {oy1}; ++oy) {{")
+        lines.append(f"{ind}  const int8_t* row = src + (oy * {l.stride} - {l.pad_h}) * {l.w * xs};")
+        lines.append(f"{ind}  int8_t* y = out + oy * {l.ow * l.c}{yoff};")
+        for ox0, ox1, c in DepthwiseLayer.runs(cc):
+            kx0, kx1 = cu[c]
+            lines.append(
+                f"{ind}  dw_pixels<{ky0}, {ky1}, {kx0}, {kx1}, {l.w}, {xs}, {l.c}, {groups}, {mode}, {l.out_offset}, "
+                f"{l.act_min}, {l.act_max}>(row + ({ox0 * l.stride - l.pad_w}) * {xs}, y + {ox0 * l.c}, {ox1 - ox0}, "
+                f"{l.stride * xs}, w, {pre}Init + {(r * len(cu) + c) * l.c}{soff}, {pre}Requant, {c0});")
+        lines.append(f"{ind}}}")
+    if inplace:
+        lines.append("  }")
+    return lines
+
+
 def _dw_layer_source(l: DepthwiseLayer) -> str:
     pre = f"k{l.name.title().replace('_', '')}"
     rc, cc, ru, cu = l.classes()
+    consts = l.smmlar()
+    scale = 2 if consts is not None else 1  # smmlar: doubled weights and starts (requant_smmlar)
+    mode = {"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind]
+    if consts is not None:
+        rq = [_c_array("int32_t", f"{pre}Mult", consts, per_line=9),
+              f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, nullptr, nullptr}};"]
+    else:
+        rq = [_c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
+              (_c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
+               else _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
+              _round_array(f"{pre}Round", l),
+              f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};"]
     out = [f"// ---------------------------------------------------------------------------",
            f"// {l.name}: instruction {l.instruction} ({l.op}), 3x3 depthwise, {l.c} channels, "
            f"{l.h}x{l.w} -> {l.oh}x{l.ow}, stride {l.stride}, padding {l.pad_h},{l.pad_w}; {l.macs:,} MACs.",
            "namespace {",
-           f"// Weights as int16 pairs (lo, hi) in the order the loop reads them: {l.weight_bytes:,} bytes.",
-           _pairs(f"{pre}Weights", l.packed_weights()),
-           f"// Accumulator start per border class (taps inside the input: rows {ru}, columns {cu}).",
-           _c_array("int32_t", f"{pre}Init", l.init_table(), per_line=8),
-           _c_array("uint8_t", f"{pre}RowClass", rc, per_line=32),
-           _c_array("uint8_t", f"{pre}ColClass", cc, per_line=32),
-           _c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
-           (_c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
-            else _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
-           _round_array(f"{pre}Round", l),
-           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};",
+           f"// Weights{' x 2' if scale == 2 else ''} as int16 pairs (lo, hi) in the order the loop reads them: "
+           f"{l.weight_bytes:,} bytes.",
+           _pairs(f"{pre}Weights", l.packed_weights().astype(np.int64) * scale),
+           f"// Accumulator start{' x 2' if scale == 2 else ''} per border class (taps inside the input: rows {ru}, "
+           f"columns {cu}).",
+           _c_array("int32_t", f"{pre}Init", _wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
+           ] + rq + [
            "",
            f"bool {l.name}_matches(const KernelContext& ctx) {{",
            "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, 0, 14, {str(l.inplace_ok).lower()})"]) + ";",
            "}",
            "}  // namespace",
            "",
-           f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
-           f"  depthwise3x3{'_inplace' if l.inplace_ok else ''}<{l.h}, {l.w}, {l.c}, {l.oh}, {l.ow}, {l.stride}, {l.pad_h}, {l.pad_w}, "
-           f"{str(l.right_shift_only).lower()}, {l.out_offset}, {l.act_min}, {l.act_max}>"
-           f"(in, out, {pre}Weights, {pre}Init, {pre}RowClass, {pre}ColClass, {len(cu)}, "
-           f"{pre}Requant);",
+           f"void {l.name}_compute(const int8_t* in, int8_t* out) {{"] + _dw_compute(l, pre, mode) + [
            "}",
            "",
            f"Error {l.name}(const KernelContext& ctx) {{",
            f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data(0)),",
            f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(14))));",
+           "  return Error::Ok;",
+           "}",
+           ""]
+    return "\n".join(out)
+
+
+# -- the smmlar GEMM in assembly (Cortex-M33/M4 with the DSP extension) ---------------------------
+ACC8 = ["r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11"]  # LDM-loadable: ascending
+
+
+def _clamp_asm(reg: str, act_min: int, act_max: int) -> list:
+    out = [f"ssat {reg}, #8, {reg}"]
+    if act_min > -128:
+        out += [f"cmp {reg}, #{act_min}", "it lt", f"movlt {reg}, #{act_min}"]
+    if act_max < 127:
+        out += [f"cmp {reg}, #{act_max}", "it gt", f"movgt {reg}, #{act_max}"]
+    return out
+
+
+def _block_asm(b: int, k: int, act_min: int, act_max: int) -> list:
+    """One block of b (8 or 4) output channels of one row; r0 = x row (reloaded), r1 = stream."""
+    acc = ACC8[:b]
+    out = ["ldr r0, [sp]", f"ldmia r1!, {{{acc[0]}-{acc[-1]}}}"]
+    for _ in range(k // 4):
+        out += ["ldr lr, [r0], #4", "sxtb16 r12, lr", "sxtb16 lr, lr, ror #8", f"ldrd r2, r3, [r1], #{8 * b}"]
+        for c, a in enumerate(acc):
+            if c:
+                out.append(f"ldrd r2, r3, [r1, #{-8 * (b - c)}]")
+            out += [f"smlad {a}, r12, r2, {a}", f"smlad {a}, lr, r3, {a}"]
+    out.append("ldr r2, [sp, #4]")
+    for a in acc:  # (mult, ra, right) -> r0, r3, r12
+        out += ["ldmia r1!, {r0, r3, r12}", f"add r3, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, r3",
+                f"asr {a}, {a}, r12"] + _clamp_asm(a, act_min, act_max) + [f"strb {a}, [r2], #1"]
+    out.append("str r2, [sp, #4]")
+    return out
+
+
+def gemm_asm(name: str, k: int, tail: bool, act_min: int, act_max: int) -> str:
+    """void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows): the smmlar GEMM of
+    gemm_stream_c<k, tail, act_min, act_max> for rows >= 1, K fully unrolled. Registers: r4-r11 the 8
+    accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
+    requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
+    [sp+8] rows left, [sp+12] d, [sp+16] d->end8."""
+    body = ["push {r4-r11, lr}", "sub sp, #28", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
+            "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]",
+            ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
+            ".Lblock_%=:"]
+    body += _block_asm(8, k, act_min, act_max)
+    body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lblock_%=", ".Ltail_%=:"]
+    if tail:
+        body += _block_asm(4, k, act_min, act_max)
+    body += ["ldr r0, [sp]", f"movw r3, #{k}", "add r0, r3", "str r0, [sp]", "ldr r3, [sp, #8]", "subs r3, #1",
+             "str r3, [sp, #8]", "bne .Lrow_%=", "add sp, #28", "pop {r4-r11, pc}"]
+    body = [l.replace("%=", name) for l in body]
+    lines = [f'    ".pushsection .text.{name},\\"ax\\",%progbits\\n"', '    ".syntax unified\\n"', '    ".thumb\\n"',
+             '    ".balign 4\\n"', f'    ".global {name}\\n"', f'    ".type {name}, %function\\n"',
+             f'    ".thumb_func\\n"', f'    "{name}:\\n"']
+    lines += [f'    "{l}\\n"' if l.endswith(":") else f'    "  {l}\\n"' for l in body]
+    lines += [f'    ".size {name}, .-{name}\\n"', '    ".popsection\\n"']
+    return "__asm__(\n" + "\n".join(lines) + ");"
+
+
+def _gemm_fn_source(name: str, k: int, tail: bool, act_min: int, act_max: int) -> str:
+    return "\n".join([
+        f"// The smmlar GEMM for K = {k}{', a last block of 4 channels' if tail else ''}, outputs in [{act_min}, {act_max}].",
+        "#if defined(__ARM_FEATURE_DSP)",
+        f'extern "C" void {name}(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);',
+        gemm_asm(name, k, tail, act_min, act_max),
+        "#else",
+        f"void {name}(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) {{",
+        f"  gemm_stream_c<{k}, {str(tail).lower()}, {act_min}, {act_max}>(x, d, y, rows);",
+        "}",
+        "#endif",
+        ""])
+
+
+def _gemm_fn_name(l) -> str:
+    tail = l.n % 8 == 4
+    return f"mcu_gen_gemm_k{l.k}{'_t4' if tail else ''}_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}"
+
+
+CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
+
+
+def _smmlar_layer_source(l: GemmLayer, args: tuple) -> str:
+    in_arg, out_arg = args
+    pre = f"k{l.name.title().replace('_', '')}"
+    words, end8 = l.stream()
+    fn = _gemm_fn_name(l)
+    if l.kind == "conv":
+        h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+        what = (f"{kh}x{kw} convolution {cin} -> {l.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
+                f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {l.k} with padding)")
+        chunk = max(1, min(oh * ow, CONV_CHUNK_BYTES // l.k))
+        call = (f"  conv_stream<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, {chunk}>"
+                f"(in, out, {pre}Desc, &{fn});")
+    elif l.kind == "pointwise":
+        what = f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels"
+        call = (f"  gemm_stream_inplace<{l.rows}, {l.k}, {l.n}>(in, out, {pre}Desc, &{fn});" if l.op != POINTWISE_OPS[0]
+                else f"  {fn}(in, &{pre}Desc, out, {l.rows});")
+    else:
+        what = f"fully connected {l.k} -> {l.n}, {l.rows} row(s)"
+        call = f"  {fn}(in, &{pre}Desc, out, {l.rows});"
+    out = [f"// ---------------------------------------------------------------------------",
+           f"// {l.name}: instruction {l.instruction} ({l.op}), {what}; {l.macs:,} MACs.",
+           "namespace {",
+           f"// Per block of channels: doubled accumulator starts, doubled int16 weight pairs (weight + filter "
+           f"offset) in loop order ({l.weight_bytes:,} bytes), (mult, ra, right) per channel.",
+           _u32_array(f"{pre}Stream", words),
+           f"const GemmDesc {pre}Desc = {{{pre}Stream, {pre}Stream + {end8}}};",
+           "",
+           f"bool {l.name}_matches(const KernelContext& ctx) {{",
+           "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(l.inplace_ok).lower()})"]) + ";",
+           "}",
+           "}  // namespace",
+           "",
+           f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
+           call,
+           "}",
+           "",
+           f"Error {l.name}(const KernelContext& ctx) {{",
+           f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))));",
            "  return Error::Ok;",
            "}",
            ""]
@@ -1033,8 +1437,19 @@ def generate(program: Program, kernels) -> Generated:
         return g
     by_op = {k.op: k for k in kernels}
     parts = [PRELUDE]
+    fns = {}
     for l in layers:
-        parts.append(_dw_layer_source(l) if l.kind == "depthwise3x3" else _layer_source(l, _IO_ARGS[l.kind]))
+        if l.kind != "depthwise3x3" and l.requant_kind == "smmlar":
+            fns.setdefault(_gemm_fn_name(l), (l.k, l.n % 8 == 4, l.act_min, l.act_max))
+    for name, sig in fns.items():
+        parts.append(_gemm_fn_source(name, *sig))
+    for l in layers:
+        if l.kind == "depthwise3x3":
+            parts.append(_dw_layer_source(l))
+        elif l.requant_kind == "smmlar":
+            parts.append(_smmlar_layer_source(l, _IO_ARGS[l.kind]))
+        else:
+            parts.append(_layer_source(l, _IO_ARGS[l.kind]))
     parts.append("}  // namespace generated\n\nnamespace kernels {")
     ops = list(dict.fromkeys(l.op for l in layers))
     for op in ops:

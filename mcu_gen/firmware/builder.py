@@ -593,16 +593,19 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
 
 
 def _replan_without_ungenerated_variants(program: Program, sel) -> None:
-    """The planner may have swapped a layer that has a generated form for an in-place variant that
-    has none (e.g. the row-by-row k x k convolution): that layer would then run the portable
-    variant, several times slower. Such layers go back to their base operator and the program is
-    planned again without those variants (speed over the bytes they would save)."""
+    """The planner may have swapped a layer for an in-place variant that the generator does not take
+    although it takes the base operator's form of the same layer (the row-by-row k x k convolution,
+    which has no generated form; an in-place depthwise whose channel group is too large for the
+    stack): that layer would then run the portable variant, several times slower. Such a variant
+    goes back to its base operator, for every layer, and the program is planned again without it
+    (speed over the bytes it would save)."""
     from mcu_gen.backends import generated
 
     registry = kernel_registry.find_kernels()
     variant_of = {k.op: k.variant_of for k in registry.values() if k.variant_of}
-    dropped = {ins.op for ins in program.instructions
-               if ins.op not in generated.GENERATED_OPS and variant_of.get(ins.op) in generated.GENERATED_OPS}
+    dropped = {ins.op for idx, ins in enumerate(program.instructions)
+               if variant_of.get(ins.op) in generated.GENERATED_OPS
+               and not generated.covers(program, idx, ins.op) and generated.covers(program, idx, variant_of[ins.op])}
     if not dropped:
         return
     for ins in program.instructions:
