@@ -313,10 +313,10 @@ def parse_ram_regions(spec, board: Board) -> dict:
 
 
 def place_regions(board: Board, program: Program, available, ram_regions=None, arena_region=None,
-                  stack_bytes=None, upload_bytes: int = 0) -> bool:
+                  stack_bytes=None) -> bool:
     """Spread the planned arena over the board's RAM regions (mcu_gen/plan/regions.py): each region's room
-    is its size (the main one minus stack, upload buffer and MAIN_REGION_RESERVE) or the --ram-regions
-    figure. Returns True when the plan changed (the .pte must be written again). Boards with one region and
+    is its size (the main one minus the stack and MAIN_REGION_RESERVE; an --upload buffer takes only what
+    the arena leaves, upload_buffer_size) or the --ram-regions figure. Returns True when the plan changed (the .pte must be written again). Boards with one region and
     builds without the two options keep the one-arena plan untouched."""
     from mcu_gen.plan import regions as plan_regions
 
@@ -326,7 +326,7 @@ def place_regions(board: Board, program: Program, available, ram_regions=None, a
     stack = board.stack_bytes if stack_bytes is None else int(stack_bytes)
     specs = []
     for k, r in enumerate(board.ram_regions, start=1):
-        room = r.size - (stack + upload_bytes + MAIN_REGION_RESERVE if r.main else 0)
+        room = r.size - (stack + MAIN_REGION_RESERVE if r.main else 0)
         specs.append(plan_regions.Region(r.name, k, r.speed, max(0, min(room, rooms.get(r.name, room)))))
     before = ([(v.mem_id, v.offset) for v in program.values if isinstance(v, TensorValue)], program.arena_sizes)
     try:
@@ -469,7 +469,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         )
     if check_program_plan(program, available):
         data = pte.write(program)
-    if place_regions(b, program, available, ram_regions, arena_region, stack_bytes, len(data) if upload else 0):
+    if place_regions(b, program, available, ram_regions, arena_region, stack_bytes):
         data = pte.write(program)
         check_program_plan(program, available)  # the plan over several arenas, run on the host again
     precheck_fits(b, program, data)
