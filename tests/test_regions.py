@@ -151,3 +151,32 @@ def test_split_over_dtcm_and_sram_is_bit_exact_on_qemu(tmp_path, qemu_tools):
     arena2 = [l.split() for l in nm.splitlines() if "g_arena_2" in l]
     assert arena2 and int(arena2[0][0], 16) == 0x11000000 and int(arena2[0][1], 16) == sram["arena_bytes"]
     assert "## RAM regions" in (out / "report.md").read_text()
+
+
+@pytest.mark.interop
+def test_split_program_runs_in_executorch_runtime():
+    """ExecuTorch's own runtime takes the two-buffer program (one planned buffer per memory id) and gives the
+    one-buffer program's outputs, bit for bit."""
+    pytest.importorskip("executorch", reason="executorch wheel not installed (scripts/setup.sh installs it)")
+    import torch
+    from executorch.runtime import Runtime
+
+    from mcu_gen.capture.export import export_model
+    from mcu_gen.capture.model_file import load_model_file
+
+    spec = load_model_file("examples/mnist/model.py")
+    program = export_model(spec, fuse=False)  # standard ATen .out operators only
+    planner.plan(program)
+    one = pte.write(program)
+    regions.place_in_regions(program, _specs(8192))
+    assert len(program.arena_sizes) == 2 and all(program.arena_sizes)
+    two = pte.write(program)
+    torch.manual_seed(3)
+    x = torch.randn(1, 1, 28, 28)
+    outs = []
+    for data in (one, two):
+        et_program = Runtime.get().load_program(data)
+        method = et_program.load_method("forward")
+        outs.append(method.execute([x])[0].clone())
+        del method, et_program
+    assert torch.equal(outs[0], outs[1])

@@ -27,12 +27,16 @@ def cmd_boards(args) -> int:
         b = get_board(name)
         emu = f"qemu {b.emulator.machine}" if b.is_qemu else b.emulator.kind
         feats = "+".join(f for f, on in (("fpu", b.fpu), ("dsp", b.dsp), ("mve", b.mve), ("npu", b.npu)) if on)
-        rows.append((b.name, f"{b.core} {feats}".strip(), f"{b.flash.size // 1024} KiB", f"{b.ram.size // 1024} KiB",
-                     emu, b.flash_method))
+        regions = b.ram_regions
+        ram = (f"{b.ram.size // 1024} KiB" if len(regions) == 1 else
+               " + ".join(f"{r.name} {r.size // 1024} KiB" for r in regions))
+        rows.append((b.name, f"{b.core} {feats}".strip(), f"{b.flash.size // 1024} KiB", ram, emu, b.flash_method,
+                     [{"name": r.name, "base": r.base, "size": r.size, "speed": r.speed} for r in regions]))
     if args.json:
-        keys = ("board", "core", "flash", "ram", "emulator", "flash_method")
+        keys = ("board", "core", "flash", "ram", "emulator", "flash_method", "ram_regions")
         print(json.dumps([dict(zip(keys, r)) for r in rows], indent=2))
         return 0
+    rows = [r[:-1] for r in rows]
     header = ("board", "core", "flash", "ram", "emulator", "flash method")
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     for r in (header, *rows):
