@@ -180,3 +180,15 @@ def test_split_program_runs_in_executorch_runtime():
         outs.append(method.execute([x])[0].clone())
         del method, et_program
     assert torch.equal(outs[0], outs[1])
+
+
+def test_pinned_main_region_keeps_the_plan_and_checks_its_room(kws_int8):
+    p = copy.deepcopy(kws_int8)
+    regions.place_in_regions(p, _specs(1 << 20), pin="dtcm")
+    assert pte.write(p) == pte.write(kws_int8)
+    with pytest.raises(regions.RegionError, match=r"region 'dtcm': the arena needs 8,496 B, its budget is 4,096 B "
+                                                  r"\(4,400 B too many\)"):
+        regions.place_in_regions(copy.deepcopy(kws_int8), _specs(4096), pin="dtcm")
+    with pytest.raises(mcu_gen.errors.BuildError, match="--arena-region 'itcm': board mps3-an547 has the RAM "
+                                                        "regions dtcm, sram"):
+        builder.place_regions(get_board("mps3-an547"), copy.deepcopy(kws_int8), None, arena_region="itcm")

@@ -323,6 +323,9 @@ def place_regions(board: Board, program: Program, available, ram_regions=None, a
     if len(board.ram_regions) == 1 and not ram_regions and arena_region is None:
         return False
     rooms = parse_ram_regions(ram_regions or {}, board)
+    if arena_region is not None and arena_region not in [r.name for r in board.ram_regions]:
+        raise BuildError(f"--arena-region {arena_region!r}: board {board.name} has the RAM regions "
+                         + ", ".join(r.name for r in board.ram_regions))
     stack = board.stack_bytes if stack_bytes is None else int(stack_bytes)
     specs = []
     for k, r in enumerate(board.ram_regions, start=1):

@@ -71,7 +71,7 @@ def access_bytes(program: Program) -> dict:
             cout = ot.shape[1] if len(ot.shape) == 4 else (ot.shape[-1] if ot.shape else 1)
             taps = max(1, w.numel // max(1, cout))
         add(o, ot.nbytes)
-        for a in dict.fromkeys(arena[:-1]):
+        for a in dict.fromkeys(a for a in arena if a != o):  # the out is also an argument (out=, then returned)
             t = tensors[a]
             add(a, ot.numel * taps * DTYPE_SIZES[t.dtype] if taps else t.nbytes)
     return out
@@ -109,7 +109,12 @@ def place_in_regions(program: Program, regions: list, pin: str | None = None,
     by_speed = sorted(regions, key=lambda r: (r.speed, r.mem_id))
     main = next(r for r in regions if r.mem_id == 1)
 
-    if pin is not None:
+    if pin is not None and pin == main.name and not program.extra_arenas:
+        if program.arena_size > main.budget:
+            raise RegionError(f"region {main.name!r}: the arena needs {program.arena_size:,} B, its budget is "
+                              f"{main.budget:,} B ({program.arena_size - main.budget:,} B too many)")
+        chosen = None  # pinned to the main region: the one-arena plan as it is
+    elif pin is not None:
         chosen = {i: next(r for r in regions if r.name == pin) for i in range(len(bufs))}
     elif not program.extra_arenas and program.arena_size <= main.budget and main is by_speed[0]:
         chosen = None  # the one-arena plan fits the fastest region: it stays as it is
