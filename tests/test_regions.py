@@ -192,3 +192,21 @@ def test_pinned_main_region_keeps_the_plan_and_checks_its_room(kws_int8):
     with pytest.raises(mcu_gen.errors.BuildError, match="--arena-region 'itcm': board mps3-an547 has the RAM "
                                                         "regions dtcm, sram"):
         builder.place_regions(get_board("mps3-an547"), copy.deepcopy(kws_int8), None, arena_region="itcm")
+
+
+@pytest.mark.qemu
+def test_split_plan_passes_pio_test_on_qemu(tmp_path, qemu_tools):
+    """The PlatformIO project of a two-region build (its own test main loads the program into both arenas)
+    passes `pio test` under QEMU, offline."""
+    pytest.importorskip("platformio", reason="PlatformIO is missing: run scripts/setup.sh")
+    from mcu_gen.firmware import platformio_setup as pio
+
+    core = pio.ensure_tool_scons(tmp_path / "pio-core")
+    r = builder.build("examples/kws_dscnn/model.py", board="mps3-an547", out=tmp_path / "kws", quantize="int8",
+                      io="int8", backend="portable", ram_regions="dtcm=4K", compile=False)
+    assert len(r.program.arena_sizes) == 2
+    project = r.out / "firmware"
+    assert "-DMCU_ARENA_REGIONS=2" in (project / "platformio.ini").read_text()
+    assert pio.build_offline(project, core).is_file()  # the firmware itself, with PlatformIO
+    out = pio.run_pio(["test", "-e", "mps3_an547_test"], project, core).stdout
+    assert "3 test cases: 3 succeeded" in out, out[-3000:]
