@@ -19,6 +19,16 @@ stack, from the ELF) by component beside ExecuTorch's and TFLM's totals
 registry + .data + peak stack as measured on the same board (only MNIST and
 KWS have all of them), and its paper's Pico 2 figures; TFLM = its whole arena
 (activations + persistent runtime data; its stack and .bss come on top).
+The total counts every RAM region of the board (a plan over several regions
+included).
+
+``--regions ROOM`` (e.g. ``16K``) runs every int8 example on QEMU mps3-an547
+(Cortex-M55: DTCM, speed 1, and the FPGA SRAM, speed 2) with ROOM bytes of DTCM
+for the arena (``--ram-regions dtcm=ROOM``), and prints the bytes the planner
+placed in each region, the share of the predicted accesses (bytes read +
+written per inference) each serves, whether the outputs are still bit-exact
+and the total RAM per region. QEMU does not time memories: instructions per
+inference are the same as with one region.
 """
 from __future__ import annotations
 
@@ -98,6 +108,34 @@ def print_totals(rows: list) -> None:
               f"{fmt(TFLM_ARENA.get(key))} |")
 
 
+def measure_regions(name: str, room: str, out: Path) -> dict:
+    import mcu_gen
+    from mcu_gen.firmware.builder import load_report
+
+    r = mcu_gen.run(ROOT / "examples" / name / "model.py", board="mps3-an547", out=out / name, n_random=1,
+                    max_inputs=1, quantize="int8", io="int8", backend="portable", ram_regions=f"dtcm={room}")
+    rep = load_report(r.out)
+    return {"model": name, "bit_exact": r.bit_exact, "instructions": r.instructions_per_inference,
+            "regions": rep.get("ram_regions", []), "linked": (rep.get("size") or {}).get("ram_regions", {}),
+            "total": r.ram_bytes}
+
+
+def print_regions(rows: list, room: str) -> None:
+    print()
+    print(f"int8 on QEMU mps3-an547 with {room} of DTCM for the arena (--ram-regions dtcm={room}): "
+          "bytes placed per region, predicted access share, bit-exact:")
+    print()
+    print("| model | DTCM arena | SRAM arena | DTCM share of predicted accesses | bit-exact | instructions | "
+          "RAM in DTCM / SRAM | total RAM |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|")
+    for t in rows:
+        g = {x["name"]: x for x in t["regions"]}
+        d, m = g.get("dtcm", {}), g.get("sram", {})
+        print(f"| {t['model']} | {fmt(d.get('arena_bytes'))} | {fmt(m.get('arena_bytes', 0))} | "
+              f"{d.get('access_share', 1.0):.1%} | {'yes' if t['bit_exact'] else 'NO'} | {fmt(t['instructions'])} | "
+              f"{fmt(t['linked'].get('dtcm'))} / {fmt(t['linked'].get('sram'))} | {fmt(t['total'])} |")
+
+
 def fmt(x):
     return "—" if x is None else f"{x:,}"
 
@@ -108,6 +146,8 @@ def main():
     ap.add_argument("--no-int8", action="store_true")
     ap.add_argument("--plans", type=Path, default=None, help="write <model>-<dtype>.svg/.png here")
     ap.add_argument("--total", action="store_true", help="also run on QEMU and print total RAM (needs qemu)")
+    ap.add_argument("--regions", metavar="ROOM", default=None,
+                    help="also run int8 on QEMU mps3-an547 with ROOM (e.g. 16K) of DTCM for the arena")
     args = ap.parse_args()
     rows = []
     for name in args.examples.split(","):
@@ -132,6 +172,16 @@ def main():
                     totals.append(measure_total(name, q, Path(tmp) / ("int8" if q else "fp32")))
                     print(f"  {name} {totals[-1]['dtype']} on QEMU: {time.monotonic() - t0:.1f} s", file=sys.stderr)
         print_totals(totals)
+    if args.regions:
+        import tempfile
+
+        split = []
+        with tempfile.TemporaryDirectory(prefix="mcu-regions-") as tmp:
+            for name in args.examples.split(","):
+                t0 = time.monotonic()
+                split.append(measure_regions(name, args.regions, Path(tmp)))
+                print(f"  {name} int8 over two regions on QEMU: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        print_regions(split, args.regions)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,21 @@ class MemoryRegion:
 
 
 @dataclass(frozen=True)
+class RamRegion:
+    """One RAM region the memory planner may put an arena in (docs/boards.md, docs/memory_planning.md).
+
+    The main region ([ram]) also holds .data, .bss and the stack; every other one ([ram_regions.NAME])
+    holds only its arena, in the linker output section `section`. `speed` ranks the regions: 1 is the
+    fastest (a TCM), higher is slower; the planner fills faster regions with the hottest tensors first."""
+    name: str
+    base: int
+    size: int
+    speed: int = 1
+    section: str = ""  # linker section of this region's arena ("" for the main region: .bss)
+    main: bool = False
+
+
+@dataclass(frozen=True)
 class Emulator:
     kind: str  # "qemu", "native" or "none"
     machine: str = ""
@@ -74,6 +89,16 @@ class Board:
     link_cpu_flags: tuple | None = None
     link_libs: tuple = DEFAULT_LINK_LIBS
     link_cxx: bool = True  # link with g++ (libstdc++); false: with gcc, for toolchains without a libstdc++
+    # RAM regions besides [ram] ([ram_regions.NAME]), in board order: memory ids 2, 3, ...
+    extra_ram: tuple = ()
+    ram_name: str = "ram"  # [ram] name
+    ram_speed: int = 1  # [ram] speed rank
+
+    @property
+    def ram_regions(self) -> tuple:
+        """Every RAM region an arena may live in, the main one ([ram], memory id 1) first."""
+        main = RamRegion(self.ram_name, self.ram.base, self.ram.size, self.ram_speed, "", True)
+        return (main,) + tuple(self.extra_ram)
 
     @property
     def link_flags(self) -> tuple:
@@ -137,6 +162,32 @@ def _region(data: dict, key: str, path: Path) -> MemoryRegion:
         raise BoardError(f"{path}: [{key}] needs integer 'base' and 'size'") from e
 
 
+def _ram_regions(data: dict, path: Path) -> tuple:
+    """[ram] name/speed and the [ram_regions.NAME] tables (base, size, speed, section)."""
+    ram = data.get("ram", {})
+    name, speed = ram.get("name", "ram"), ram.get("speed", 1)
+    extra = []
+    spans = [(name, int(ram.get("base", 0)), int(ram.get("size", 0)))]
+    for rname, r in data.get("ram_regions", {}).items():
+        try:
+            region = RamRegion(rname, int(r["base"]), int(r["size"]), int(r.get("speed", 1)), str(r["section"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise BoardError(f"{path}: [ram_regions.{rname}] needs integer 'base', 'size', 'speed' and a "
+                             f"'section' (the linker section of its arena)") from e
+        extra.append(region)
+        spans.append((rname, region.base, region.size))
+    if not isinstance(speed, int) or speed < 1 or any(r.speed < 1 or r.size <= 0 for r in extra):
+        raise BoardError(f"{path}: a RAM region's speed is a rank >= 1 (1 = fastest) and its size > 0")
+    names = [n for n, _, _ in spans]
+    if len(set(names)) != len(names):
+        raise BoardError(f"{path}: RAM region names must differ: {names}")
+    for i, (a, lo, n) in enumerate(spans):
+        for b, lo2, n2 in spans[i + 1:]:
+            if lo < lo2 + n2 and lo2 < lo + n:
+                raise BoardError(f"{path}: RAM regions {a!r} and {b!r} overlap")
+    return str(name), int(speed), tuple(extra)
+
+
 def load_board(path: Path) -> Board:
     """Parses one board.toml."""
     path = Path(path)
@@ -149,6 +200,7 @@ def load_board(path: Path) -> Board:
             raise BoardError(f"{path}: missing '{key}'")
     build = data.get("build", {})
     emu = data.get("emulator", {"kind": "none"})
+    ram_name, ram_speed, extra_ram = _ram_regions(data, path)
     board = Board(
         name=data["name"],
         description=data.get("description", ""),
@@ -184,6 +236,9 @@ def load_board(path: Path) -> Board:
         link_cpu_flags=tuple(build["link_cpu_flags"]) if "link_cpu_flags" in build else None,
         link_libs=tuple(build.get("link_libs", DEFAULT_LINK_LIBS)),
         link_cxx=bool(build.get("link_cxx", True)),
+        extra_ram=extra_ram,
+        ram_name=ram_name,
+        ram_speed=ram_speed,
     )
     if board.build_kind not in ("baremetal", "pio-only"):
         raise BoardError(f"{path}: [build] kind must be 'baremetal' or 'pio-only', not {board.build_kind!r}")

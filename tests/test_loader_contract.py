@@ -65,3 +65,41 @@ def test_depthwise_inplace_refuses_windows_that_overflow_int32(runner, tmp_path)
     p = crafted.depthwise_inplace_overflow_program()
     r = _run(runner, tmp_path, pte.write(p), p.arena_size)
     assert r.returncode == 4 and r.stdout.split()[:3] == ["run-error", "16", "KernelFailed"], r.stdout + r.stderr[-2000:]
+
+
+# -- several planned buffers (RAM regions): a runtime built with MCU_ARENA_REGIONS=2 ------------------
+@pytest.fixture(scope="module")
+def runner2():
+    sel = kernel_registry.select(list(crafted.RUNNER_OPS))
+    return host.build_runner(sel.kernels, arena_regions=2)
+
+
+@pytest.mark.parametrize("name,build,code", crafted.TWO_REGION_REJECTIONS,
+                         ids=[n for n, _, _ in crafted.TWO_REGION_REJECTIONS])
+def test_two_region_rules_are_rejected_with_their_code(runner2, tmp_path, name, build, code):
+    r = _run(runner2, tmp_path, build(), "65536,65536")
+    assert r.returncode == 2 and r.stdout.split()[2:3] == [code], (name, r.stdout, r.stderr[-2000:])
+
+
+def test_two_region_program_runs_with_each_tensor_in_its_buffer(runner2, tmp_path):
+    """Input in memory 1, output in memory 2, each arena exactly its planned 16 bytes (ASan would see a
+    write into the wrong block or past one); the one-arena runtime refuses memory 2."""
+    p = crafted.two_region_relu_program()
+    x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    r = _run(runner2, tmp_path, pte.write(p), "16,16", [x])
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-2000:]
+    assert np.array_equal(np.fromfile(tmp_path / "out_0.bin", np.float32), np.maximum(x, 0).ravel())
+    back = pte.read(pte.write(p))
+    assert back.arena_sizes == [16, 16] and back.values[p.outputs[0]].mem_id == 2
+
+
+def test_two_region_buffer_larger_than_its_arena_names_the_bytes(runner2, tmp_path):
+    p = crafted.two_region_relu_program()
+    p.extra_arenas = [48]
+    r = _run(runner2, tmp_path, pte.write(p), "16,32")
+    assert r.returncode == 2 and r.stdout.split() == ["load-error", "6", "ArenaTooSmall", "48"]
+
+
+def test_one_arena_runtime_refuses_a_second_buffer(runner, tmp_path):
+    r = _run(runner, tmp_path, pte.write(crafted.two_region_relu_program()), 1 << 16)
+    assert r.returncode == 2 and r.stdout.split()[2] == "UnsupportedProgram", r.stdout

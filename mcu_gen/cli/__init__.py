@@ -27,12 +27,16 @@ def cmd_boards(args) -> int:
         b = get_board(name)
         emu = f"qemu {b.emulator.machine}" if b.is_qemu else b.emulator.kind
         feats = "+".join(f for f, on in (("fpu", b.fpu), ("dsp", b.dsp), ("mve", b.mve), ("npu", b.npu)) if on)
-        rows.append((b.name, f"{b.core} {feats}".strip(), f"{b.flash.size // 1024} KiB", f"{b.ram.size // 1024} KiB",
-                     emu, b.flash_method))
+        regions = b.ram_regions
+        ram = (f"{b.ram.size // 1024} KiB" if len(regions) == 1 else
+               " + ".join(f"{r.name} {r.size // 1024} KiB" for r in regions))
+        rows.append((b.name, f"{b.core} {feats}".strip(), f"{b.flash.size // 1024} KiB", ram, emu, b.flash_method,
+                     [{"name": r.name, "base": r.base, "size": r.size, "speed": r.speed} for r in regions]))
     if args.json:
-        keys = ("board", "core", "flash", "ram", "emulator", "flash_method")
+        keys = ("board", "core", "flash", "ram", "emulator", "flash_method", "ram_regions")
         print(json.dumps([dict(zip(keys, r)) for r in rows], indent=2))
         return 0
+    rows = [r[:-1] for r in rows]
     header = ("board", "core", "flash", "ram", "emulator", "flash method")
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     for r in (header, *rows):
@@ -47,7 +51,8 @@ def cmd_build(args) -> int:
               quantize=args.quantize, io=args.io, calibration=args.calibration, framework=args.framework,
               backend=args.backend, cmsis_nn_path=args.cmsis_nn, npu=args.npu, ethos_u_driver=args.ethos_u_driver,
               value_cache=args.value_cache, upload=args.upload, frame_bytes=args.frame_bytes,
-              stack_bytes=args.stack_bytes, kernels=args.kernels)
+              stack_bytes=args.stack_bytes, kernels=args.kernels, ram_regions=args.ram_regions,
+              arena_region=args.arena_region)
     rep = r.report
     if args.json:
         print(json.dumps(rep, indent=2))
@@ -55,6 +60,10 @@ def cmd_build(args) -> int:
         print(f"built {rep['model']} for {rep['board']} in {r.out}")
         print(f"  arena {rep['arena_bytes']:,} B (lower bound {rep['arena_lower_bound_bytes']:,} B), "
               f".pte {rep['pte_bytes']:,} B, flash {rep['flash_bytes']:,} B, RAM {rep['ram_bytes']:,} B")
+        for g in rep.get("ram_regions", []):
+            print(f"  RAM region {g['name']} (memory {g['memory_id']}, speed {g['speed']}): arena {g['arena_bytes']:,} B "
+                  f"of {g['budget_bytes']:,} B room, {g['buffers']} tensor buffers, "
+                  f"{g['access_share']:.1%} of predicted accesses")
         print(f"  {len(rep['operators'])} instructions, kernels: {', '.join(rep['kernels'])}")
         _print_quant(rep)
         _print_npu(rep)
@@ -98,7 +107,7 @@ def cmd_run(args) -> int:
             n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration,
             progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn, value_cache=args.value_cache,
              upload=args.upload, frame_bytes=args.frame_bytes, kernels=args.kernels, cycles=args.cycles,
-             methods=args.method)
+             methods=args.method, ram_regions=args.ram_regions, arena_region=args.arena_region)
     bar.done()
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
@@ -179,7 +188,8 @@ def cmd_inspect(args) -> int:
                      "inputs": m.inputs, "outputs": m.outputs} for m in p.methods],
         "tensors": [
             {"value": i, "shape": list(v.shape), "dtype": v.dtype, "bytes": v.nbytes,
-             "place": "constant" if v.is_constant else f"arena+{v.offset}"}
+             "place": "constant" if v.is_constant else
+             (f"arena+{v.offset}" if v.mem_id == 1 else f"arena{v.mem_id}+{v.offset}")}
             for i, v in enumerate(p.values) if isinstance(v, TensorValue)
         ],
     }
@@ -273,6 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--frame-bytes", dest="frame_bytes", type=int, default=None, metavar="N",
                        help="verify-protocol frame payload, 128..1024 (default: the largest input/output "
                             "transfer + 8, at most 128); transfers are chunked to it")
+        s.add_argument("--ram-regions", dest="ram_regions", default=None, metavar="NAME=BYTES,...",
+                       help="room for the arena per RAM region of the board (e.g. dtcm=16K,sram=1M; K/M suffixes): "
+                            "the planner puts the most-accessed tensors in the fastest region that has room "
+                            "(`mcu-gen boards --json` lists the regions)")
+        s.add_argument("--arena-region", dest="arena_region", default=None, metavar="NAME",
+                       help="put the whole arena in this RAM region of the board")
         s.add_argument("--json", action="store_true")
         if name == "build":
             s.add_argument("--stack-bytes", dest="stack_bytes", type=int, default=None, metavar="N",

@@ -292,6 +292,43 @@ def unsupported_memory_id() -> bytes:
     return _patched(relu_program(), lambda f: f.put(f.field_pos(f.ref(f.value_payload(0), 6), 0), "<I", 2))
 
 
+def two_region_relu_program() -> Program:
+    """relu with its input in memory 1 and its output in memory 2 (two planned buffers of 16 B each):
+    the base of the two-region rules below (a runtime built with MCU_ARENA_REGIONS=2)."""
+    p = relu_program()
+    y = p.outputs[0]
+    p.values[y].mem_id, p.values[y].offset = 2, 0
+    p.arena_size, p.extra_arenas = 16, [16]
+    return p
+
+
+def second_buffer_out_of_bounds() -> bytes:
+    """The output in memory 2 ends past that buffer's planned size (16 B planned, it needs 32)."""
+    p = two_region_relu_program()
+    p.values[p.outputs[0]].offset = 16
+    return pte.write(p)
+
+
+def memory_id_past_the_regions() -> bytes:
+    """A planned tensor in memory 3 of a runtime with two arenas."""
+    p = two_region_relu_program()
+    p.values[p.outputs[0]].mem_id = 3
+    return pte.write(p)
+
+
+def memory_id_zero() -> bytes:
+    """A planned tensor in memory 0 (ExecuTorch reserves it: no planned buffer)."""
+    return _patched(relu_program(), lambda f: f.put(f.field_pos(f.ref(f.value_payload(0), 6), 0), "<I", 0))
+
+
+# Loader rules of a runtime with two arenas (MCU_ARENA_REGIONS=2): (name, program bytes, code).
+TWO_REGION_REJECTIONS = [
+    ("tensor past its second buffer", second_buffer_out_of_bounds, "ArenaOutOfBounds"),
+    ("tensor in memory 3 of 2", memory_id_past_the_regions, "UnsupportedProgram"),
+    ("tensor in memory 0", memory_id_zero, "UnsupportedProgram"),
+]
+
+
 def tag_out_of_range() -> bytes:
     """A value tag past the last KernelTypes member."""
     return _patched(relu_program(), _set_value_tag(0, 40))
@@ -331,6 +368,7 @@ REJECTIONS = [
     ("constant out of bounds", constant_out_of_bounds, "ConstantOutOfBounds"),
     ("arena tensor out of bounds", arena_out_of_bounds, "ArenaOutOfBounds"),
     ("tensor in another memory", unsupported_memory_id, "UnsupportedProgram"),
+    ("tensor in memory 0", memory_id_zero, "UnsupportedProgram"),
     ("value tag out of range", tag_out_of_range, "InvalidProgram"),
     ("root offset past the end", root_past_the_end, "InvalidProgram"),
     ("wrong file identifier", bad_identifier, "BadIdentifier"),

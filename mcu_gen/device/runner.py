@@ -483,7 +483,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
         value_cache=None, upload: bool = False, frame_bytes: int | None = None,
         measure_stack: bool = True, kernels: str = "library", cycles: bool = True,
-        methods: list | None = None) -> RunResult:
+        methods: list | None = None, ram_regions=None, arena_region: str | None = None) -> RunResult:
     """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
     the linker script's stack; the device's stack high-water mark after the runs decides the stack of the
     deployable image (builder.stack_reserve), which is relinked and verified again: the figures returned are
@@ -493,7 +493,8 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
     with several, verify only these (names)."""
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
                    calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache,
-                   upload=upload, frame_bytes=frame_bytes, kernels=kernels)
+                   upload=upload, frame_bytes=frame_bytes, kernels=kernels, ram_regions=ram_regions,
+                   arena_region=arena_region)
     b = result.board
     if not b.is_qemu:
         raise RuntimeError(

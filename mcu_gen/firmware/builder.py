@@ -240,6 +240,9 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         )
     )
     (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(quant_io=quant_io(program)))
+    extra_arenas = arena_sections(board, program)
+    (dest / "include" / "mcu_arenas.inc").write_text(
+        env.get_template("firmware/mcu_arenas.inc.j2").render(extra_arenas=extra_arenas))
     (dest / "src" / "model_pte.c").write_text(
         env.get_template("firmware/model_pte.c.j2").render(
             pte_size=len(data), pte_lines=c_array_lines(data), pte_sha256=hashlib.sha256(data).hexdigest()
@@ -274,7 +277,8 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                  "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
                  **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
-                 **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}), **extra_defines},
+                 **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}),
+                 **({"MCU_ARENA_REGIONS": 1 + len(extra_arenas)} if extra_arenas else {}), **extra_defines},
         opt_level=opt_level,
     )
     if framework == "baremetal":  # a framework project builds with PlatformIO only
@@ -288,6 +292,82 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
 
         platformio_project.render(dest, env, ctx, framework=framework, program=program, pte_bytes=data)
     return dest
+
+
+# Bytes of the main RAM region the planner leaves to everything but the arena and the stack (runtime
+# state, protocol frames, .data/.bss of board and libc: 1.5-2.5 KB measured, docs/memory_planning.md);
+# the link checks the real figure (the linker script's ASSERT).
+MAIN_REGION_RESERVE = 4096
+
+
+def parse_ram_regions(spec, board: Board) -> dict:
+    """{region: bytes} from a dict or "dtcm=4096,sram=1M" (K = 1024, M = 1024 * 1024)."""
+    names = [r.name for r in board.ram_regions]
+    if isinstance(spec, str):
+        out = {}
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            name, eq, size = part.partition("=")
+            mult = {"k": 1024, "m": 1024 * 1024}.get(size[-1:].lower(), 1)
+            try:
+                out[name.strip()] = int(size[:-1] if mult > 1 else size) * mult
+            except ValueError:
+                raise BuildError(f"--ram-regions {part!r}: give NAME=BYTES (e.g. {names[0]}=64K)") from None
+        spec = out
+    for name, size in dict(spec).items():
+        if name not in names:
+            raise BuildError(f"--ram-regions: board {board.name} has no RAM region {name!r} (it has {', '.join(names)})")
+        if int(size) < 0:
+            raise BuildError(f"--ram-regions {name}={size}: a region's room is at least 0 bytes")
+    return {k: int(v) for k, v in dict(spec).items()}
+
+
+def place_regions(board: Board, program: Program, available, ram_regions=None, arena_region=None,
+                  stack_bytes=None) -> bool:
+    """Spread the planned arena over the board's RAM regions (mcu_gen/plan/regions.py): each region's room
+    is its size (the main one minus the stack and MAIN_REGION_RESERVE; an --upload buffer takes only what
+    the arena leaves, upload_buffer_size) or the --ram-regions figure. Returns True when the plan changed (the .pte must be written again). Boards with one region and
+    builds without the two options keep the one-arena plan untouched."""
+    from mcu_gen.plan import regions as plan_regions
+
+    if len(board.ram_regions) == 1 and not ram_regions and arena_region is None:
+        return False
+    rooms = parse_ram_regions(ram_regions or {}, board)
+    if arena_region is not None and arena_region not in [r.name for r in board.ram_regions]:
+        raise BuildError(f"--arena-region {arena_region!r}: board {board.name} has the RAM regions "
+                         + ", ".join(r.name for r in board.ram_regions))
+    stack = board.stack_bytes if stack_bytes is None else int(stack_bytes)
+    if program.more_methods:  # several methods share one arena: it stays in the main region
+        main = next(r for r in board.ram_regions if r.main)
+        room = min(main.size - stack - MAIN_REGION_RESERVE, rooms.get(main.name, main.size))
+        if arena_region not in (None, main.name) or program.max_arena_size > room:
+            raise BuildError(f"a program with several methods keeps its one arena in the main RAM region "
+                             f"{main.name!r} (several regions for several methods: not supported); it needs "
+                             f"{program.max_arena_size:,} B there, the region has room for {room:,} B")
+        return False
+    specs = []
+    for k, r in enumerate(board.ram_regions, start=1):
+        room = r.size - (stack + MAIN_REGION_RESERVE if r.main else 0)
+        specs.append(plan_regions.Region(r.name, k, r.speed, max(0, min(room, rooms.get(r.name, room)))))
+    before = ([(v.mem_id, v.offset) for v in program.values if isinstance(v, TensorValue)], program.arena_sizes)
+    try:
+        plan_regions.place_in_regions(program, specs, pin=arena_region, available=available)
+    except plan_regions.RegionError as e:
+        raise BuildError(f"the model does not fit {board.name}'s RAM regions: {e}") from None
+    after = ([(v.mem_id, v.offset) for v in program.values if isinstance(v, TensorValue)], program.arena_sizes)
+    return before != after
+
+
+def arena_sections(board: Board, program: Program) -> list:
+    """The arenas of memory ids 2, 3, ... (templates/firmware/mcu_arenas.inc.j2): each in the linker section
+    of the board's RAM region with that memory id; a program with more planned buffers than the board has
+    regions (a .pte planned elsewhere) gets the rest in the main region's .bss."""
+    regions = board.ram_regions
+    out = []
+    for k, size in enumerate(program.extra_arenas, start=2):
+        r = regions[k - 1] if k - 1 < len(regions) else None
+        out.append({"mem_id": k, "name": r.name if r else board.ram_name, "size": size,
+                    "section": r.section if r else ""})
+    return out
 
 
 def compile_project(project: Path, board: Board) -> Path:
@@ -305,18 +385,22 @@ def check_fits(board: Board, usage: dict) -> None:
             f"flash: needs {usage['flash_bytes']:,} bytes, the board has {board.flash.size:,} "
             f"({usage['flash_bytes'] - board.flash.size:,} bytes too many)"
         )
-    if usage["ram_bytes"] > board.ram.size:
-        problems.append(
-            f"RAM: needs {usage['ram_bytes']:,} bytes, the board has {board.ram.size:,} "
-            f"({usage['ram_bytes'] - board.ram.size:,} bytes too many)"
-        )
+    per_region = usage.get("ram_regions") or {board.ram_name: usage["ram_bytes"]}
+    for r in board.ram_regions:
+        need = per_region.get(r.name, 0)
+        if need > r.size:
+            where = "RAM" if len(board.ram_regions) == 1 else f"RAM region {r.name}"
+            problems.append(f"{where}: needs {need:,} bytes, the board has {r.size:,} ({need - r.size:,} bytes too many)")
     if problems:
         raise BuildError(f"the model does not fit {board.name}: " + "; ".join(problems))
 
 
 def precheck_fits(board: Board, program: Program, data: bytes) -> None:
     """Fail early, before compiling, when the program alone cannot fit."""
-    check_fits(board, {"flash_bytes": len(data), "ram_bytes": program.max_arena_size + board.stack_bytes})
+    sizes = [program.max_arena_size] + list(program.extra_arenas)
+    regions = {r.name: (sizes[k - 1] if k <= len(sizes) else 0) for k, r in enumerate(board.ram_regions, start=1)}
+    regions[board.ram_name] += board.stack_bytes + sum(sizes[len(board.ram_regions):])
+    check_fits(board, {"flash_bytes": len(data), "ram_bytes": sum(regions.values()), "ram_regions": regions})
 
 
 def plan_check_inputs(program: Program, seed: int = 0) -> list:
@@ -389,10 +473,12 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
           npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
           frame_bytes: int | None = None, stack_bytes: int | None = None,
-          kernels: str = "library") -> BuildResult:
+          kernels: str = "library", ram_regions=None, arena_region: str | None = None) -> BuildResult:
     """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
     default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
-    reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink())."""
+    reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink()).
+    ram_regions: {region name: bytes of arena the planner may use there} (or "dtcm=4K,sram=1M"), overriding
+    the board's regions' room; arena_region: put the whole arena in this region (mcu_gen/plan/regions.py)."""
     b = get_board(board)
     from mcu_gen.firmware import platformio_project
 
@@ -425,6 +511,9 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         )
     if check_program_plan(program, available):
         data = pte.write(program)
+    if place_regions(b, program, available, ram_regions, arena_region, stack_bytes):
+        data = pte.write(program)
+        check_program_plan(program, available)  # the plan over several arenas, run on the host again
     precheck_fits(b, program, data)
     name = spec.name if spec is not None else Path(pte_path).stem
     out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"
@@ -462,7 +551,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         "board": b.name,
         "core": b.core,
         "program_id": f"{program_id(data):016x}",
-        "arena_bytes": program.max_arena_size,
+        "arena_bytes": program.max_arena_size + sum(program.extra_arenas),
+        **({"ram_regions": program.meta["regions"]} if program.meta.get("regions") else {}),
         "arena_lower_bound_bytes": program.lower_bound or planner.lower_bound(planner.lifetimes(program).values()),
         "pte_bytes": len(data),
         "constant_bytes": program.constant_bytes(),

@@ -79,21 +79,26 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
     return exe
 
 
-def build_runner(kernels) -> Path:
-    """Build (or reuse) a native runner with these kernels; returns its path."""
+def build_runner(kernels, arena_regions: int = 1) -> Path:
+    """Build (or reuse) a native runner with these kernels; returns its path. With arena_regions > 1 the
+    runtime takes that many arenas (MCU_ARENA_REGIONS) and the runner's ARENA_BYTES is "n1,n2,..."."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         raise HostRunError("no host C++ compiler: install g++ (Debian package g++)")
-    return build_native(cxx, CXXFLAGS, RUNTIME_CORE / "tools" / "host_runner.cpp", kernels, CACHE, HostRunError)
+    flags = CXXFLAGS + ([f"-DMCU_ARENA_REGIONS={arena_regions}"] if arena_regions > 1 else [])
+    return build_native(cxx, flags, RUNTIME_CORE / "tools" / "host_runner.cpp", kernels, CACHE, HostRunError)
 
 
 def _np_dtype(dtype: str):
     return np.bool_ if dtype == "bool" else np.dtype(dtype)
 
 
-def run_pte(data: bytes, inputs, kernels, arena_size: int, outputs_meta) -> list:
-    """Run .pte bytes with the given kernels. outputs_meta: list of TensorValue."""
-    exe = build_runner(kernels)
+def run_pte(data: bytes, inputs, kernels, arena_size, outputs_meta) -> list:
+    """Run .pte bytes with the given kernels. outputs_meta: list of TensorValue. arena_size: bytes of the
+    arena, or a list of them, one per planned buffer (memory ids 1, 2, ...: a runner with that many arenas)."""
+    sizes = list(arena_size) if isinstance(arena_size, (list, tuple)) else [arena_size]
+    exe = build_runner(kernels, arena_regions=len(sizes))
+    arena_size = ",".join(str(max(n, 16)) for n in sizes)
     with tempfile.TemporaryDirectory(prefix="mcu-host-") as tmp:
         tmp = Path(tmp)
         (tmp / "program.pte").write_bytes(data)
@@ -126,4 +131,6 @@ def run_on_host(program: Program, inputs, available=None) -> list:
             raise HostRunError(f"input {i}: shape {np.shape(x)} but the program expects {t.shape}")
     inputs = [np.asarray(x, dtype=_np_dtype(program.tensor(i).dtype)) for x, i in zip(inputs, program.inputs)]
     data = pte.write(program)
-    return run_pte(data, inputs, sel.kernels, max(program.arena_size, 16), [program.tensor(o) for o in program.outputs])
+    sizes = program.arena_sizes
+    return run_pte(data, inputs, sel.kernels, sizes if len(sizes) > 1 else max(program.arena_size, 16),
+                   [program.tensor(o) for o in program.outputs])

@@ -30,17 +30,21 @@ def elf_sections(elf: Path, size_tool: str = "arm-none-eabi-size") -> dict:
 def memory_usage(elf: Path, board) -> dict:
     """flash_bytes and ram_bytes of a linked image, from its section addresses."""
     flash_lo, flash_hi = board.flash.base, board.flash.base + board.flash.size
-    ram_lo, ram_hi = board.ram.base, board.ram.base + board.ram.size
     flash = ram = 0
+    regions = {r.name: 0 for r in board.ram_regions}  # RAM bytes per region (ram_bytes: all of them)
     sections = elf_sections(elf, board.tool("size"))
     for name, (size, addr) in sections.items():
         if flash_lo <= addr < flash_hi:
             flash += size
-        elif ram_lo <= addr < ram_hi:
+            continue
+        region = next((r for r in board.ram_regions if r.base <= addr < r.base + r.size), None)
+        if region is not None:
             ram += size
+            regions[region.name] += size
             if name == ".data":
                 flash += size  # its initial values are stored in flash too
-    return {"flash_bytes": flash, "ram_bytes": ram, "sections": {k: v[0] for k, v in sections.items()}}
+    return {"flash_bytes": flash, "ram_bytes": ram, "ram_regions": regions,
+            "sections": {k: v[0] for k, v in sections.items()}}
 
 
 def operator_rows(program: Program, selection) -> list:
@@ -131,6 +135,25 @@ def methods_section(r: dict) -> list:
     return lines
 
 
+def regions_section(r: dict) -> list:
+    """Per RAM region: the arena the planner put there, the image's bytes there after the link, and the
+    share of the arena's predicted accesses (bytes read + written per inference) it serves."""
+    regions = r.get("ram_regions")
+    if not regions:
+        return []
+    linked = (r.get("size") or {}).get("ram_regions") or {}
+    lines = ["## RAM regions", "",
+             "Each region is one arena with fixed offsets (ExecuTorch memory id = planned buffer). The planner puts "
+             "the tensors with the most bytes read + written per inference, per byte, in the fastest region that "
+             "still has room; the access share is that model's prediction (QEMU does not time memories).", "",
+             "| region | memory id | speed rank | room for the arena | arena | tensors | predicted access share | "
+             "image RAM there |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for g in regions:
+        lines.append(f"| {g['name']} | {g['memory_id']} | {g['speed']} | {g['budget_bytes']:,} | {g['arena_bytes']:,} | "
+                     f"{g['buffers']} | {g['access_share']:.1%} | {linked.get(g['name'], 0):,} |")
+    return lines + [""]
+
+
 def markdown(r: dict) -> str:
     lines = [
         f"# mcu-gen build: {r.get('model', '?')} for {r['board']}",
@@ -148,6 +171,7 @@ def markdown(r: dict) -> str:
     lines += ram_section(r)
     if r.get("methods"):
         lines += methods_section(r)
+    lines += regions_section(r)
     lines += [
         "## Operators" + (f" (method `{r['methods'][0]['name']}`)" if r.get("methods") else ""),
         "",

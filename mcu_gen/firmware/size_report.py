@@ -160,7 +160,8 @@ def size_breakdown(elf_path, map_path, board, program=None, pte_bytes: bytes = b
     mcu_gen.ir.Program (only used for legacy .pte files without a segment).
     """
     flash_lo, flash_hi = board.flash.base, board.flash.base + board.flash.size
-    ram_lo, ram_hi = board.ram.base, board.ram.base + board.ram.size
+    regions = board.ram_regions
+    per_region = {r.name: 0 for r in regions}
     flash = dict.fromkeys(FLASH_KEYS, 0)
     ram = dict.fromkeys(RAM_KEYS, 0)
     ranges = defaultdict(list)  # component -> [(lo, hi)] of flash input sections, to name symbols
@@ -168,12 +169,15 @@ def size_breakdown(elf_path, map_path, board, program=None, pte_bytes: bytes = b
     for r in parse_map(map_path):
         comp = classify_file(r["file"]) if r["name"] != "*fill*" else "board"
         in_flash = flash_lo <= r["addr"] < flash_hi
-        in_ram = ram_lo <= r["addr"] < ram_hi
+        region = next((g for g in regions if g.base <= r["addr"] < g.base + g.size), None)
         if r["out"] == ".stack":
             ram["stack"] += r["size"]
+            per_region[board.ram_name] += r["size"]
             continue
-        if in_ram:
-            ram[_ram_component(r["name"], comp)] += r["size"]
+        if region is not None:
+            # The arenas of other RAM regions sit in their own output sections (.arena_<region>).
+            ram["arena" if r["out"].startswith(".arena") else _ram_component(r["name"], comp)] += r["size"]
+            per_region[region.name] += r["size"]
             if r["out"] == ".data":  # initial values stored in flash too
                 flash[comp] += r["size"]
             continue
@@ -202,6 +206,7 @@ def size_breakdown(elf_path, map_path, board, program=None, pte_bytes: bytes = b
         "ram": ram,
         "flash_bytes": sum(flash.values()),
         "ram_bytes": sum(ram.values()),
+        "ram_regions": per_region,
         "top_symbols": top,
     }
     if split is not None:

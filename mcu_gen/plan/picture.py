@@ -22,15 +22,29 @@ from mcu_gen.program.ir import Program
 _COLOURS = ["#8ecae6", "#ffb703", "#90be6d", "#f4a261", "#b5a3e0", "#e76f51", "#76c7c0", "#f9c74f", "#adb5bd"]
 
 
+def _bases(program: Program) -> dict:
+    """Memory id -> where its arena starts in the picture: several RAM regions' arenas are drawn one
+    above the other, memory 1 at the bottom."""
+    out, base = {}, 0
+    for k, n in enumerate(program.arena_sizes, start=1):
+        out[k] = base
+        base += n
+    return out
+
+
 def rows(program: Program) -> list:
+    """One row per arena tensor; "offset" is inside its memory's arena ("memory", ExecuTorch's memory id),
+    "y" where the picture draws it (the arenas of several RAM regions stacked)."""
     iv = planner.lifetimes(program)
+    bases = _bases(program)
     out = []
     for root, it in sorted(iv.items(), key=lambda kv: (kv[1].start, kv[0])):
         t = program.values[root]
         kind = ("input" if root in program.inputs else "output" if root in program.outputs
                 else "state" if root in program.states else "")
         out.append({"value": root, "name": t.name or f"v{root}", "dtype": t.dtype, "shape": list(t.shape),
-                    "offset": t.offset, "bytes": it.size, "first_step": it.start, "last_step": it.end, "kind": kind})
+                    "offset": t.offset, "memory": t.mem_id, "y": bases.get(t.mem_id, 0) + t.offset,
+                    "bytes": it.size, "first_step": it.start, "last_step": it.end, "kind": kind})
     return out
 
 
@@ -40,7 +54,7 @@ def _used_by_step(program: Program) -> dict:
         if r["bytes"] == 0:
             continue
         for s in range(r["first_step"], r["last_step"] + 1):
-            used[s] = max(used.get(s, 0), r["offset"] + r["bytes"])
+            used[s] = max(used.get(s, 0), r["y"] + r["bytes"])
     return used
 
 
@@ -66,8 +80,10 @@ def peak_ops(program: Program) -> list:
 def summary(program: Program) -> dict:
     plan = program.meta.get("plan") or {}
     lb = program.lower_bound or planner.lower_bound(planner.lifetimes(program).values())
-    return {"arena_bytes": program.arena_size, "lower_bound_bytes": lb,
-            "ratio_to_lower_bound": round(program.arena_size / lb, 4) if lb else None,
+    arena = sum(program.arena_sizes)
+    return {"arena_bytes": arena, "lower_bound_bytes": lb,
+            "ratio_to_lower_bound": round(arena / lb, 4) if lb else None,
+            **({"arenas_bytes": program.arena_sizes} if program.extra_arenas else {}),
             "strategy": plan.get("strategy"), "inplace": plan.get("inplace", []), "peak_ops": peak_ops(program)}
 
 
@@ -86,7 +102,8 @@ def text(program: Program) -> str:
     for r in rows(program):
         steps = f"{r['first_step']}..{r['last_step']}"
         kind = f" [{r['kind']}]" if r["kind"] else ""
-        lines.append(f"{'v' + str(r['value']):>7s} {r['offset']:>9,} {r['bytes']:>9,} {steps:>9s}  "
+        off = f"{r['offset']:,}" if r["memory"] == 1 else f"m{r['memory']}+{r['offset']:,}"  # memory id 2, 3, ...
+        lines.append(f"{'v' + str(r['value']):>7s} {off:>9s} {r['bytes']:>9,} {steps:>9s}  "
                      f"{r['name']} {r['dtype']}{r['shape']}{kind}")
     return "\n".join(lines) + "\n"
 
@@ -100,7 +117,7 @@ def _title(program: Program) -> str:
 
 def svg(program: Program, width: int = 960, height: int = 540) -> str:
     n = max(len(program.instructions), 1)
-    arena = max(program.arena_size, 1)
+    arena = max(sum(program.arena_sizes), 1)
     left, right, top, bottom = 70, 20, 40, 60
     pw, ph = width - left - right, height - top - bottom
     x = lambda step: left + pw * step / n  # noqa: E731
@@ -116,7 +133,7 @@ def svg(program: Program, width: int = 960, height: int = 540) -> str:
         if r["bytes"] == 0:
             continue
         x0, x1 = x(r["first_step"]), x(r["last_step"] + 1)
-        y0, y1 = y(r["offset"] + r["bytes"]), y(r["offset"])
+        y0, y1 = y(r["y"] + r["bytes"]), y(r["y"])
         label = f"v{r['value']} {r['bytes']:,} B"
         out.append(f'<g><title>{escape(r["name"])} {r["dtype"]}{r["shape"]} offset {r["offset"]:,} '
                    f'steps {r["first_step"]}..{r["last_step"]}</title>'
@@ -156,7 +173,7 @@ def write_png(program: Program, path) -> Path:
 
     path = Path(path)
     n = max(len(program.instructions), 1)
-    arena = max(program.arena_size, 1)
+    arena = max(sum(program.arena_sizes), 1)
     fig, ax = plt.subplots(figsize=(10, 5.6), dpi=100)
     for p in peak_ops(program):
         ax.axvspan(p["step"], p["step"] + 1, color="#ffe5e5", zorder=0)
@@ -164,10 +181,10 @@ def write_png(program: Program, path) -> Path:
         if r["bytes"] == 0:
             continue
         w = r["last_step"] + 1 - r["first_step"]
-        ax.add_patch(Rectangle((r["first_step"], r["offset"]), w, r["bytes"], facecolor=_COLOURS[k % len(_COLOURS)],
+        ax.add_patch(Rectangle((r["first_step"], r["y"]), w, r["bytes"], facecolor=_COLOURS[k % len(_COLOURS)],
                                edgecolor="#333", linewidth=0.6, alpha=0.85))
         if r["bytes"] / arena > 0.04 and w / n > 0.06:
-            ax.text(r["first_step"] + w / 2, r["offset"] + r["bytes"] / 2, f"v{r['value']}\n{r['bytes']:,} B",
+            ax.text(r["first_step"] + w / 2, r["y"] + r["bytes"] / 2, f"v{r['value']}\n{r['bytes']:,} B",
                     ha="center", va="center", fontsize=7)
     ax.set_xlim(0, n)
     ax.set_ylim(0, arena)

@@ -550,6 +550,7 @@ def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool =
     aliases = links(program)
     for i, v in enumerate(program.values):
         if isinstance(v, TensorValue) and not v.is_constant:
+            v.mem_id = 1  # one arena; mcu_gen/plan/regions.py may spread it over RAM regions
             r, disp = _resolve(aliases, i)
             if r in root_offset:
                 v.offset = root_offset[r] + disp
@@ -557,6 +558,8 @@ def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool =
                 v.offset = 0
                 top = max(top, _align(v.nbytes))
     program.arena_size = top
+    program.extra_arenas = []
+    program.meta.pop("regions", None)
     program.lower_bound = layout.layer_bound
     program.meta["inplace"] = [[p.step, p.out, p.src] for p in pairs]
     program.meta["plan"] = {
@@ -604,7 +607,8 @@ def inplace_from_offsets(program: Program, available=None) -> list:
         for a in ins.args:
             src = _alias_root(aliases, a)
             if (src != out and src in iv and iv[src].end == step and [step, out, src] not in pairs
-                    and program.values[src].offset == program.values[out].offset):
+                    and program.values[src].offset == program.values[out].offset
+                    and program.values[src].mem_id == program.values[out].mem_id):
                 pairs.append([step, out, src])
     return pairs
 
@@ -647,6 +651,8 @@ def _check_links(program: Program, iv: dict) -> None:
             raise PlanError(f"value {v} is a view or slice of value {r}, which is not an arena tensor")
         if t.offset is None or target.offset is None or t.offset != target.offset + d:
             raise PlanError(f"value {v} is at offset {t.offset}, not at {r}'s offset {target.offset} + {d}")
+        if t.mem_id != target.mem_id:
+            raise PlanError(f"value {v} is in memory {t.mem_id}, its source {r} in memory {target.mem_id}")
         if v not in slices:
             continue
         if d < 0 or d + t.nbytes > target.nbytes:
@@ -670,18 +676,28 @@ def check_plan(program: Program, available=None) -> None:
         allowed = _allowed_inplace(program, iv, _default_kernels() if available is None else available)
     else:
         allowed = set()
+    sizes = program.arena_sizes
     for it in items:
         t = program.values[it.value]
         if t.offset is None or t.offset % ALIGNMENT:
             raise PlanError(f"tensor {it.value} is not aligned (offset {t.offset})")
-        if t.offset + it.size > program.arena_size:
-            raise PlanError(f"tensor {it.value} ends at {t.offset + it.size}, past the arena ({program.arena_size})")
+        if not 1 <= t.mem_id <= len(sizes):
+            raise PlanError(f"tensor {it.value} is in memory {t.mem_id}; the program plans memories 1..{len(sizes)}")
+        arena = sizes[t.mem_id - 1]
+        if t.offset + it.size > arena:
+            where = "the arena" if len(sizes) == 1 else f"arena {t.mem_id}"
+            raise PlanError(f"tensor {it.value} ends at {t.offset + it.size}, past {where} ({arena})")
     for i, a in enumerate(items):
         ta = program.values[a.value]
         for b in items[i + 1:]:
             if not _overlap(a, b) or a.size == 0 or b.size == 0:
                 continue
             tb = program.values[b.value]
+            if ta.mem_id != tb.mem_id:
+                if (a.value, b.value) in allowed or (b.value, a.value) in allowed:
+                    raise PlanError(f"tensor {b.value} is written over tensor {a.value} in place but the two are "
+                                    f"in memories {tb.mem_id} and {ta.mem_id}")
+                continue
             if ta.offset < tb.offset + b.size and tb.offset < ta.offset + a.size:
                 if ta.offset == tb.offset and ((a.value, b.value) in allowed or (b.value, a.value) in allowed):
                     continue

@@ -48,11 +48,11 @@ def planned_views(program: Program) -> dict:
         return isinstance(v, TensorValue) and not v.is_constant and v.offset is not None
 
     written, views = set(), {}
-    at = {}  # arena offset -> the value last written there
+    at = {}  # (memory id, arena offset) -> the value last written there
     for i in list(program.inputs) + list(program.states):
         if planned(i):
             written.add(i)
-            at[program.values[i].offset] = i
+            at[(program.values[i].mem_id, program.values[i].offset)] = i
     for ins in program.instructions:
         sig = sigs.get(ins.op, "")
         outs = ([a for a, c in zip(ins.args, sig) if c == "O"] if len(sig) == len(ins.args) else ins.args[-1:])
@@ -60,17 +60,17 @@ def planned_views(program: Program) -> dict:
         for k, a in enumerate(ins.args):
             if k == scratch or a in outs or a in written or a in views or not planned(a):
                 continue
-            src = at.get(program.values[a].offset)
+            src = at.get((program.values[a].mem_id, program.values[a].offset))
             if src is not None and (program.values[src].dtype, program.values[src].nbytes) == (
                     program.values[a].dtype, program.values[a].nbytes):
                 views[a] = src
         for o in outs:
             if planned(o):
                 written.add(o)
-                at[program.values[o].offset] = o
+                at[(program.values[o].mem_id, program.values[o].offset)] = o
     for a in program.outputs:  # a program output that is a dropped view (e.g. of the classifier's result)
         if a not in written and a not in views and planned(a):
-            src = at.get(program.values[a].offset)
+            src = at.get((program.values[a].mem_id, program.values[a].offset))
             if src is not None and src != a and (program.values[src].dtype, program.values[src].nbytes) == (
                     program.values[a].dtype, program.values[a].nbytes):
                 views[a] = src

@@ -54,6 +54,9 @@ class TensorValue:
     dim_order: Optional[tuple] = None  # None: contiguous (0, 1, ..., n-1)
     data: Optional[np.ndarray] = None  # constant data, already in the stored layout
     offset: Optional[int] = None  # arena offset, set by the planner
+    # The planned buffer (ExecuTorch's allocation_info.memory_id) the offset is in: 1 is the
+    # board's main RAM region, 2, 3, ... its other regions in board order (docs/memory_planning.md).
+    mem_id: int = 1
     name: str = ""
     # Quantization parameters (per tensor or per channel) for int8 tensors.
     scale: Any = None
@@ -119,7 +122,10 @@ class Program:
     instructions: list = field(default_factory=list)
     inputs: list = field(default_factory=list)  # value indices
     outputs: list = field(default_factory=list)  # value indices
-    arena_size: int = 0
+    arena_size: int = 0  # bytes of planned buffer 1 (memory id 1, the main RAM region)
+    # Bytes of planned buffers 2, 3, ... (memory ids 2, 3, ...: the board's other RAM regions);
+    # empty for a one-arena program. ExecuTorch's non_const_buffer_sizes = [0, arena_size, *extra_arenas].
+    extra_arenas: list = field(default_factory=list)
     name: str = "forward"
     # Filled by the planner: bytes live at the peak step, ignoring alignment.
     lower_bound: int = 0
@@ -165,6 +171,15 @@ class Program:
 
     def constant_bytes(self) -> int:
         return sum(v.nbytes for v in self.values if isinstance(v, TensorValue) and v.is_constant)
+
+    @property
+    def arena_sizes(self) -> list:
+        """Bytes of each planned buffer, memory id 1 first."""
+        return [self.arena_size] + list(self.extra_arenas)
+
+    def arena_of(self, mem_id: int) -> int:
+        sizes = self.arena_sizes
+        return sizes[mem_id - 1] if 1 <= mem_id <= len(sizes) else 0
 
     @property
     def has_state(self) -> bool:

@@ -169,10 +169,10 @@ class _Writer:
                     fields.append((5, "u32", const_index))
                 if v.offset is None:
                     raise PteError(f"tensor '{v.name}' has no arena offset (plan the program first)")
-                key = ("alloc", v.offset)
+                key = ("alloc", v.mem_id, v.offset)
                 if key not in self._vec_cache:
                     self._vec_cache[key] = self.table(
-                        3, [(0, "u32", 1), (1, "u32", v.offset & 0xFFFFFFFF), (2, "u32", v.offset >> 32)])
+                        3, [(0, "u32", v.mem_id), (1, "u32", v.offset & 0xFFFFFFFF), (2, "u32", v.offset >> 32)])
                 fields.append((6, "off", self._vec_cache[key]))
             # Offsets must be created before StartObject: build children first.
             t = self.table(10, fields)
@@ -346,7 +346,7 @@ class _Writer:
                 (5, "off", chains),
                 (6, "off", ops_vec),
                 (7, "off", self.vec_offsets(delegate_offs)),
-                (8, "off", self.vec_i64([0, m.arena_size])),
+                (8, "off", self.vec_i64([0, *m.arena_sizes])),
             ],
         )
 
@@ -573,7 +573,7 @@ def read(data: bytes) -> Program:
                         lo = _scalar(alloc, 1, N.Uint32Flags)
                         hi = _scalar(alloc, 2, N.Uint32Flags)
                         t.offset = lo | (hi << 32)
-                        t.meta_memory_id = _scalar(alloc, 0, N.Uint32Flags)
+                        t.mem_id = _scalar(alloc, 0, N.Uint32Flags)
                         if raw is not None:  # planned with an initial value: a state tensor (mutable buffer)
                             t.init = raw
                             prog.states.append(i)
@@ -611,8 +611,15 @@ def read(data: bytes) -> Program:
             prog.outputs = _vec(plan, 4, N.Int32Flags, 4)
             sizes = _vec(plan, 8, N.Int64Flags, 8)
             prog.arena_size = int(sizes[1]) if len(sizes) > 1 else 0
-            if len(sizes) > 2 and any(sizes[2:]):
-                raise PteError("program uses more than one planned memory buffer")
+            # Planned buffers 2, 3, ...: the program spans several RAM regions (trailing empty ones dropped).
+            extra = [int(x) for x in sizes[2:]]
+            while extra and extra[-1] == 0:
+                extra.pop()
+            prog.extra_arenas = extra
+            for i, v in enumerate(prog.values):
+                if isinstance(v, TensorValue) and not v.is_constant and v.offset is not None:
+                    if not 1 <= v.mem_id < len(sizes):
+                        raise PteError(f"value {i}: memory id {v.mem_id}, the program plans buffers 1..{len(sizes) - 1}")
             ops = [f"{_string(o, 0)}.{_string(o, 1)}" if _string(o, 1) else _string(o, 0) for o in _vec_tables(plan, 6)]
             delegates = []
             for d in _vec_tables(plan, 7):

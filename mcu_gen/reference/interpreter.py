@@ -63,8 +63,12 @@ class _Memory:
         if shared_arena:
             if not all(v.offset is not None for v in acts):
                 raise ReferenceError("shared_arena needs a planned program")
-            size = max([program.arena_size] + [v.offset + v.nbytes for v in acts])
-            self.arena = torch.zeros(size, dtype=torch.uint8)
+            # One byte array per planned buffer (memory id), as the device has one arena per RAM region.
+            self.arenas = {}
+            for mid in {1} | {v.mem_id for v in acts}:
+                size = max([program.arena_of(mid)] + [v.offset + v.nbytes for v in acts if v.mem_id == mid])
+                self.arenas[mid] = torch.zeros(size, dtype=torch.uint8)
+            self.arena = self.arenas[1]
         self.buffers = {}  # root value -> its own bytes
         self.written = set()  # values an input, a state or an instruction wrote
 
@@ -86,7 +90,7 @@ class _Memory:
         """(byte tensor, byte offset) where value `index` lives."""
         v = self.program.values[index]
         if self.shared:
-            return self.arena, v.offset
+            return self.arenas[v.mem_id], v.offset
         if depth > len(self.program.values):
             raise ReferenceError(f"value {index}: its views and slices form a cycle")
         if index in self.aliases:

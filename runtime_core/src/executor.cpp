@@ -169,7 +169,12 @@ TensorRef Executor::decode_tensor(int32_t v) const {
       data = fb::vec_data(fb::ref(fb::vec_table(constant_buffers_, c), 0));
     }
   } else {
-    data = arena_ + fb::scalar<uint32_t>(t.ref(kTensorAlloc), 1, 0);
+    const uint8_t* alloc = t.ref(kTensorAlloc);
+#if MCU_ARENA_REGIONS > 1
+    data = arena_[fb::scalar<uint32_t>(alloc, 0, 1) - 1] + fb::scalar<uint32_t>(alloc, 1, 0);
+#else
+    data = arena_[0] + fb::scalar<uint32_t>(alloc, 1, 0);
+#endif
   }
   const int32_t dim = static_cast<int32_t>(fb::vec_len(sizes));
   const int32_t* dims = reinterpret_cast<const int32_t*>(fb::vec_data(sizes));
@@ -309,9 +314,12 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   if (!c.table(alloc) || !c.field_fits(alloc, 0, 4) || !c.field_fits(alloc, 1, 4) || !c.field_fits(alloc, 2, 4)) {
     return Error::InvalidProgram;
   }
-  if (fb::scalar<uint32_t>(alloc, 0, 0) != 1) return Error::UnsupportedProgram;
+  // Memory id k (1..MCU_ARENA_REGIONS) is planned buffer k: arena_[k - 1], arena_used_[k - 1] bytes.
+  const uint32_t mem = fb::scalar<uint32_t>(alloc, 0, 0);
+  if (mem < 1 || mem > MCU_ARENA_REGIONS) return Error::UnsupportedProgram;
+  const size_t used = arena_used_[mem - 1];
   uint64_t off = fb::scalar<uint32_t>(alloc, 1, 0) | (static_cast<uint64_t>(fb::scalar<uint32_t>(alloc, 2, 0)) << 32);
-  if (off > arena_used_ || nbytes > arena_used_ - off) return Error::ArenaOutOfBounds;
+  if (off > used || nbytes > used - off) return Error::ArenaOutOfBounds;
   if ((off & (alignment_of(dt) - 1)) != 0) return Error::Misaligned;
   return Error::Ok;
 }
@@ -463,6 +471,27 @@ uint32_t accepted_tags(char sig) {
 
 [[gnu::cold]] Error Executor::load(const uint8_t* data, size_t size, const KernelTable& kernels, uint8_t* arena,
                      size_t arena_size) {
+  arena_[0] = arena;
+  arena_size_[0] = arena_size;
+  for (int k = 1; k < MCU_ARENA_REGIONS; ++k) {
+    arena_[k] = nullptr;
+    arena_size_[k] = 0;
+  }
+  return load_program(data, size, kernels);
+}
+
+#if MCU_ARENA_REGIONS > 1
+[[gnu::cold]] Error Executor::load(const uint8_t* data, size_t size, const KernelTable& kernels,
+                                   const ArenaRegion* arenas) {
+  for (int k = 0; k < MCU_ARENA_REGIONS; ++k) {
+    arena_[k] = arenas[k].data;
+    arena_size_[k] = arenas[k].data != nullptr ? arenas[k].size : 0;
+  }
+  return load_program(data, size, kernels);
+}
+#endif
+
+[[gnu::cold]] Error Executor::load_program(const uint8_t* data, size_t size, const KernelTable& kernels) {
   loaded_ = false;
   cached_ = 0;
   cached_calls_ = 0;
@@ -472,8 +501,6 @@ uint32_t accepted_tags(char sig) {
 #endif
   data_ = data;
   size_ = size;
-  arena_ = arena;
-  arena_size_ = arena_size;
   constant_offsets_ = nullptr;
   constant_buffers_ = nullptr;
   num_constant_offsets_ = num_constant_buffers_ = 0;
@@ -482,7 +509,10 @@ uint32_t accepted_tags(char sig) {
 
   if (data == nullptr || size < 16) return Error::InvalidProgram;
   if (fb::u32(data + 4) != kFileIdentifier) return Error::BadIdentifier;
-  if (!pow2_aligned(data, 16) || !pow2_aligned(arena, 16)) return Error::Misaligned;
+  if (!pow2_aligned(data, 16)) return Error::Misaligned;
+  for (int k = 0; k < MCU_ARENA_REGIONS; ++k) {
+    if (!pow2_aligned(arena_[k], 16)) return Error::Misaligned;
+  }
   bool ok = true;
 
   // Extended header: where the segment data (constants) lives.
@@ -632,17 +662,20 @@ uint32_t accepted_tags(char sig) {
   // Arena.
   const uint8_t* bsizes = c.ref(plan, kPlanBufferSizes, &ok);
   if (!ok || (bsizes != nullptr && !c.vector(bsizes, 8))) return Error::InvalidProgram;
+  // Entry 0 is unused (ExecuTorch reserves it); entry k (1..MCU_ARENA_REGIONS) is memory id k.
   uint32_t nb = fb::vec_len(bsizes);
-  for (uint32_t k = 2; k < nb; ++k) {
+  for (uint32_t k = 1 + MCU_ARENA_REGIONS; k < nb; ++k) {
     if (fb::i64(bsizes + 4 + 8 * k) != 0) return Error::UnsupportedProgram;
   }
-  int64_t need = nb > 1 ? fb::i64(bsizes + 4 + 8) : 0;
-  if (need < 0) return Error::InvalidProgram;
-  if (static_cast<uint64_t>(need) > arena_size_) {
-    detail_ = static_cast<int32_t>(need > 0x7FFFFFFF ? 0x7FFFFFFF : need);
-    return Error::ArenaTooSmall;
+  for (uint32_t k = 1; k <= MCU_ARENA_REGIONS; ++k) {
+    const int64_t need = nb > k ? fb::i64(bsizes + 4 + 8 * k) : 0;
+    if (need < 0) return Error::InvalidProgram;
+    if (static_cast<uint64_t>(need) > arena_size_[k - 1]) {
+      detail_ = static_cast<int32_t>(need > 0x7FFFFFFF ? 0x7FFFFFFF : need);
+      return Error::ArenaTooSmall;
+    }
+    arena_used_[k - 1] = static_cast<size_t>(need);
   }
-  arena_used_ = static_cast<size_t>(need);
 
   // Delegates: only firmware built with a delegate table runs them.
   const uint8_t* delegates = c.ref(plan, kPlanDelegates, &ok);

@@ -97,14 +97,25 @@ class Server {
     builtin_status_ = Error::NotLoaded;
   }
 
+  // Loads a program into `e` with the firmware's arenas (one per RAM region).
+  Error load_into(Executor& e, const uint8_t* program, size_t size) const {
+#if MCU_ARENA_REGIONS > 1
+    ArenaRegion arenas[MCU_ARENA_REGIONS];
+    arenas[0] = ArenaRegion{cfg_->arena, cfg_->arena_size};
+    for (int k = 1; k < MCU_ARENA_REGIONS; ++k) arenas[k] = cfg_->extra_arenas[k - 1];
+    return e.load(program, size, *cfg_->kernels, arenas);
+#else
+    return e.load(program, size, *cfg_->kernels, cfg_->arena, cfg_->arena_size);
+#endif
+  }
+
   void load_builtin() {
     if (cfg_->builtin_program == nullptr || cfg_->builtin_size == 0) {
       builtin_status_ = Error::NotLoaded;
       return;
     }
     Executor candidate;  // on the stack: state only while it is verified
-    builtin_status_ = candidate.load(cfg_->builtin_program, cfg_->builtin_size, *cfg_->kernels, cfg_->arena,
-                                     cfg_->arena_size);
+    builtin_status_ = load_into(candidate, cfg_->builtin_program, cfg_->builtin_size);
     builtin_detail_ = candidate.error_detail();
     if (builtin_status_ == Error::Ok) {
       active_ = candidate;
@@ -400,7 +411,7 @@ class Server {
     const uint32_t crc = get_u32(p);
     if (crc32(cfg_->upload_buffer, upload_expected_) != crc) return send_error(Error::BadCrc, 1);
     Executor candidate;  // becomes active only if it loads
-    const Error e = candidate.load(cfg_->upload_buffer, upload_expected_, *cfg_->kernels, cfg_->arena, cfg_->arena_size);
+    const Error e = load_into(candidate, cfg_->upload_buffer, upload_expected_);
     if (e != Error::Ok) return send_error(e, candidate.error_detail());  // the active program stays
     // The buffer now holds the running, verified program: no chunk may write
     // it again before the next LOAD_PROGRAM_BEGIN (which switches back first).

@@ -3,6 +3,9 @@
 // AddressSanitizer and UBSan), not part of any firmware.
 //
 //   host_runner PROGRAM.pte ARENA_BYTES OUT_DIR [INPUT.bin ...]
+//
+// Built with MCU_ARENA_REGIONS=N > 1, ARENA_BYTES is N sizes separated by commas: one arena
+// per memory id (1..N), each in its own exactly sized block.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +47,24 @@ int main(int argc, char** argv) {
     fprintf(stderr, "cannot read %s\n", argv[1]);
     return 66;
   }
+  static mcu::Executor exec;
+#if MCU_ARENA_REGIONS > 1
+  mcu::ArenaRegion arenas[MCU_ARENA_REGIONS] = {};
+  const char* sizes = argv[2];
+  for (int k = 0; k < MCU_ARENA_REGIONS; ++k) {
+    char* end = nullptr;
+    const size_t n = strtoul(sizes, &end, 10);
+    arenas[k] = mcu::ArenaRegion{exact_block(n), n};
+    memset(arenas[k].data, 0xA5, n);
+    sizes = *end == ',' ? end + 1 : end;
+  }
+  mcu::Error e = exec.load(program, size, mcu::kKernelTable, arenas);
+#else
   size_t arena_size = strtoul(argv[2], nullptr, 10);
   uint8_t* arena = exact_block(arena_size);
   memset(arena, 0xA5, arena_size);
-  static mcu::Executor exec;
   mcu::Error e = exec.load(program, size, mcu::kKernelTable, arena, arena_size);
+#endif
   if (e != mcu::Error::Ok) {
     printf("load-error %d %s %d\n", static_cast<int>(e), mcu::error_name(e), exec.error_detail());
     return 2;
@@ -84,7 +100,11 @@ int main(int argc, char** argv) {
     fclose(f);
   }
   printf("ok\n");
+#if MCU_ARENA_REGIONS > 1
+  for (int k = 0; k < MCU_ARENA_REGIONS; ++k) free(arenas[k].data);
+#else
   free(arena);
+#endif
   free(program);
   return 0;
 }

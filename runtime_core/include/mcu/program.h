@@ -45,7 +45,20 @@
 #define MCU_PROGRAM_METHODS 0
 #endif
 
+// Planned buffers (ExecuTorch's allocation_info.memory_id 1..MCU_ARENA_REGIONS): one arena per
+// RAM region of the board (memory id 1 = the main region). mcu-gen sets it, for every file, only
+// for programs planned over several regions (docs/memory_planning.md).
+#ifndef MCU_ARENA_REGIONS
+#define MCU_ARENA_REGIONS 1
+#endif
+
 namespace mcu {
+
+// One planned buffer: `data` 16-byte aligned, `size` bytes (memory id k + 1 is arenas[k]).
+struct ArenaRegion {
+  uint8_t* data;
+  size_t size;
+};
 
 class Executor {
  public:
@@ -57,6 +70,11 @@ class Executor {
   // the executor is left unloaded and `error_detail()` gives the index of the
   // offending value or instruction (or -1).
   Error load(const uint8_t* data, size_t size, const KernelTable& kernels, uint8_t* arena, size_t arena_size);
+#if MCU_ARENA_REGIONS > 1
+  // The same for a program with several planned buffers: arenas[k] holds memory id k + 1
+  // (MCU_ARENA_REGIONS entries); every tensor is checked against its own buffer's planned size.
+  Error load(const uint8_t* data, size_t size, const KernelTable& kernels, const ArenaRegion* arenas);
+#endif
 
   bool loaded() const { return loaded_; }
   void unload() { loaded_ = false; }
@@ -66,7 +84,7 @@ class Executor {
   int32_t num_outputs() const;
   TensorRef input(int32_t i) const;
   TensorRef output(int32_t i) const;
-  size_t arena_used() const { return arena_used_; }
+  size_t arena_used() const { return arena_used_[0]; }  // planned bytes of memory id 1
   int32_t num_instructions() const { return num_instructions_; }
   int32_t num_operators() const { return num_operators_; }
 
@@ -106,6 +124,7 @@ class Executor {
   const uint8_t* value_field(int32_t value_index, int32_t* tag) const;
 
  private:
+  Error load_program(const uint8_t* data, size_t size, const KernelTable& kernels);
 #if MCU_PROGRAM_METHODS
   Error bind_plan(uint32_t k, const KernelTable& kernels, bool check);
 #if MCU_PROGRAM_HAS_STATE
@@ -145,9 +164,9 @@ class Executor {
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  uint8_t* arena_ = nullptr;
-  size_t arena_size_ = 0;
-  size_t arena_used_ = 0;
+  uint8_t* arena_[MCU_ARENA_REGIONS] = {};       // per memory id - 1
+  size_t arena_size_[MCU_ARENA_REGIONS] = {};
+  size_t arena_used_[MCU_ARENA_REGIONS] = {};
   const uint8_t* values_ = nullptr;        // vector<EValue> (after length)
   int32_t num_values_ = 0;
   const uint8_t* instructions_ = nullptr;  // vector<Instruction>

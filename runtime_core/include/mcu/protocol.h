@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "mcu/kernel.h"
+#include "mcu/program.h"
 
 namespace mcu {
 
@@ -66,8 +67,11 @@ struct ServerConfig {
   const uint8_t* builtin_program;  // the embedded .pte (16-byte aligned), or null
   size_t builtin_size;
   const KernelTable* kernels;
-  uint8_t* arena;                  // 16-byte aligned
+  uint8_t* arena;                  // 16-byte aligned: memory id 1 (the main RAM region)
   size_t arena_size;
+#if MCU_ARENA_REGIONS > 1
+  const ArenaRegion* extra_arenas;  // memory ids 2..MCU_ARENA_REGIONS (MCU_ARENA_REGIONS - 1 entries)
+#endif
   uint8_t* upload_buffer;          // 16-byte aligned; null/0 disables LOAD_PROGRAM_*
   size_t upload_size;
   uint64_t program_id;             // id of the builtin program (first 8 bytes of its sha256, LE)
