@@ -162,3 +162,30 @@ def test_mve_layers_are_bit_exact_on_qemu(qemu_tools, tmp_path):
     lib = run(pte_path=path, board=BOARD, out=tmp_path / "lib", inputs=[inputs], kernels="library", backend="portable")
     assert lib.verified and lib.bit_exact
     assert gen.instructions_per_inference < 0.5 * lib.instructions_per_inference
+
+
+def _run_example(tmp_path, name, kernels, backend="portable", **kw):
+    from mcu_gen.device.runner import run
+
+    return run(f"examples/{name}/model.py", board=BOARD, out=tmp_path / f"{name}-{backend}-{kernels}", quantize="int8",
+               io="int8", backend=backend, kernels=kernels, n_random=1, **kw)
+
+
+def test_kws_on_the_m55(qemu_tools, tmp_path):
+    """KWS DS-CNN without CMSIS-NN (CI has none): the MVE kernels are bit-exact and faster than the
+    portable kernels; with CMSIS-NN (MCU_GEN_CMSIS_NN) under issue 17's M55 target, else skipped there."""
+    import os
+
+    gen = _run_example(tmp_path, "kws_dscnn", "auto")
+    lib = _run_example(tmp_path, "kws_dscnn", "library")
+    assert gen.verified and gen.bit_exact and lib.verified and lib.bit_exact
+    report = json.loads((tmp_path / "kws_dscnn-portable-auto" / "report.json").read_text())
+    assert report["generated_kernels"]["isa"] == "mve" and len(report["generated_kernels"]["layers"]) >= 9
+    assert "reordered int8 weights take" in (tmp_path / "kws_dscnn-portable-auto" / "report.md").read_text()
+    assert gen.instructions_per_inference < 0.5 * lib.instructions_per_inference
+    root = os.environ.get("MCU_GEN_CMSIS_NN")
+    if not root:
+        pytest.skip("CMSIS-NN not given (MCU_GEN_CMSIS_NN): the M55 target beside CMSIS-NN is not tested")
+    cm = _run_example(tmp_path, "kws_dscnn", "auto", backend="cmsis-nn", cmsis_nn_path=root)
+    assert cm.verified and cm.bit_exact
+    assert cm.instructions_per_inference <= 1_270_000  # issue 17: 0.7x today's 1,811,006 on mps3-an547
