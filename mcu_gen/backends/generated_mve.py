@@ -33,7 +33,7 @@ library kernel (CMSIS-NN or portable) otherwise.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -528,11 +528,12 @@ _MODE = {"fast": 0, "vector": 1, "scalar": 2}
 _IO_ARGS = {"pointwise": (0, 13), "conv": (0, 13), "linear": (0, 11), "depthwise3x3": (0, 14)}
 
 
-def _layer_source(l: MveLayer) -> str:
+def _layer_source(l: MveLayer) -> tuple:
+    """(C++ of one layer, name of the inline-assembly struct it uses: MacN_T or DwX)."""
     s = l.src
     pre = f"k{s.name.title().replace('_', '')}"
     in_arg, out_arg = _IO_ARGS[s.kind]
-    mode, tail = _MODE[l.mode], ""
+    mode = _MODE[l.mode]
     consts = f"{mode}, {s.out_offset}, {s.act_min}, {s.act_max}"
     if s.kind == "depthwise3x3":
         what = (f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
@@ -543,7 +544,7 @@ def _layer_source(l: MveLayer) -> str:
         xs = 4 if s.inplace_ok else s.c
         call = (f"  depthwise3x3{'_inplace' if s.inplace_ok else ''}<Dw{xs}, {s.h}, {s.w}, {s.c}, {s.oh}, {s.ow}, "
                 f"{s.stride}, {s.pad_h}, {s.pad_w}, {-s.in_offset}, {consts}>(in, out, {pre}Weights, {pre}Requant);")
-        tail = f"Dw{xs}"
+        helper = f"Dw{xs}"  # the inline-assembly struct this layer needs
     else:
         mac = f"Mac{l.nk}_{s.k % 16}"
         arrays = [f"// int8 weights in the order the loop reads them: {l.weight_bytes:,} bytes.",
@@ -556,13 +557,13 @@ def _layer_source(l: MveLayer) -> str:
                     f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {kp} bytes gathered)")
             call = (f"  conv_patches<Mac{l.nk}_0, {', '.join(str(g) for g in s.geometry)}, {kp}, {s.n}, "
                     f"{s.zero_point}, {consts}>(in, out, {pre}Weights, {pre}Requant);")
-            mac = f"Mac{l.nk}_0"
+            mac = f"Mac{l.nk}_0"  # the windows are zero padded: no tail predication
         else:
             what = (f"1x1 convolution {s.k} -> {s.n} channels over {s.rows} pixels" if s.kind == "pointwise"
                     else f"fully connected {s.k} -> {s.n}, {s.rows} row(s)")
             call = (f"  gemm<{mac}, {s.rows}, {s.k}, {s.n}, {str(s.inplace_ok).lower()}, {consts}>"
                     f"(in, out, {pre}Weights, {pre}Requant);")
-        tail = mac
+        helper = mac
     out = ["// ---------------------------------------------------------------------------",
            f"// {s.name}: instruction {s.instruction} ({s.op}), {what}; {s.macs:,} MACs; requantization: {l.mode}.",
            "namespace {", *arrays, *rq, "",
@@ -582,7 +583,7 @@ def _layer_source(l: MveLayer) -> str:
            "  return Error::Ok;",
            "}",
            ""]
-    return "\n".join(out), tail
+    return "\n".join(out), helper
 
 
 def _checks_source() -> str:
@@ -602,13 +603,13 @@ def generate(program: Program, kernels) -> Generated:
     by_op = {k.op: k for k in kernels}
     bodies, macs = [], {}
     for l in layers:
-        text, mac = _layer_source(l)
+        text, helper = _layer_source(l)
         bodies.append(text)
-        if mac.startswith("Dw"):
-            macs[mac] = _dw_struct(int(mac[2:]))
-        elif mac:
-            nk, tail = (int(v) for v in mac[3:].split("_"))
-            macs[mac] = _mac_struct(nk, tail)
+        if helper.startswith("Dw"):
+            macs[helper] = _dw_struct(int(helper[2:]))
+        else:
+            nk, tail = (int(v) for v in helper[3:].split("_"))
+            macs[helper] = _mac_struct(nk, tail)
     parts = [PRELUDE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
     ops = list(dict.fromkeys(l.op for l in layers))
     for op in ops:
