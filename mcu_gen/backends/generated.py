@@ -49,8 +49,8 @@ MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * 
 
 
 def board_supports(board) -> bool:
-    """Generated kernels are written for the DSP extension (SMLAD/SXTB16) of cores without MVE
-    (Cortex-M33, M4); on the M55, CMSIS-NN's MVE kernels stay (MVE generation: not done)."""
+    """The kernels of this module are written for the DSP extension (SMLAD/SXTB16) of cores without
+    MVE (Cortex-M33, M4); MVE cores (M55) get generated_mve.py's kernels instead."""
     return bool(getattr(board, "dsp", False)) and not bool(getattr(board, "mve", False))
 
 

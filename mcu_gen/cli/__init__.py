@@ -267,8 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="program values the runtime decodes once at load (20 bytes of RAM each; default: all "
                             "with CMSIS-NN kernels, else 8); the rest are decoded on every use")
         s.add_argument("--kernels", choices=["auto", "library", "generated"], default="library",
-                       help="mcu-gen's per-layer generated int8 kernels (convolutions, fully connected; DSP cores "
-                            "without MVE): library (default: off, the RAM-lean build), auto (where the core has "
+                       help="mcu-gen's per-layer generated int8 kernels (convolutions, fully connected; DSP "
+                            "cores: M33, M4; MVE: M55): library (default: off, the RAM-lean build), auto (where the core has "
                             "them: faster, more flash and RAM), generated (error where not)")
         s.add_argument("--npu", default=None, metavar="CONFIG",
                        help="run the int8 model's supported operators on an Arm Ethos-U NPU: ethos-u55-{32,64,128,256}, "

@@ -663,22 +663,24 @@ def relink(result: BuildResult, stack_bytes: int, measured: int | None = None) -
 
 def _generated_kernels(board: Board, program: Program, sel, mode: str):
     """mcu-gen's per-layer kernels (mcu_gen/backends/generated.py) for this build, and the selection
-    rewired to reach them. ``mode``: auto (where the core has them: DSP without MVE), generated
+    rewired to reach them. ``mode``: auto (where the core has them: DSP or MVE), generated
     (the same, an error where the core has none), library (none)."""
-    from mcu_gen.backends import generated
+    from mcu_gen.backends import generated, generated_mve
 
     if mode not in generated.MODES:
         raise BuildError(f"--kernels {mode}: choose one of {', '.join(generated.MODES)}")
     if mode == "library" or not any(k.op in generated.GENERATED_OPS for k in sel.kernels):
         return generated.Generated()
-    if not generated.board_supports(board):
+    # MVE cores (Cortex-M55): generated_mve.py; DSP cores without MVE (M33, M4): generated.py.
+    gen_module = generated_mve if generated_mve.board_supports(board) else generated
+    if not gen_module.board_supports(board):
         if mode == "generated":
             raise BuildError(f"--kernels generated: {board.name} ({board.core}) has no generated kernels "
-                             "(they need the DSP extension and no MVE: Cortex-M33, M4)")
+                             "(they need the DSP extension (Cortex-M33, M4) or MVE (Cortex-M55))")
         return generated.Generated()
     _replan_without_ungenerated_variants(program, sel)
-    gen = generated.generate(program, sel.kernels)
-    sel.kernels = generated.hooked_kernels(sel.kernels, gen)
+    gen = gen_module.generate(program, sel.kernels)
+    sel.kernels = gen_module.hooked_kernels(sel.kernels, gen)
     return gen
 
 

@@ -183,14 +183,17 @@ def markdown(r: dict) -> str:
     lines.append("")
     gen = r.get("generated_kernels") or {}
     if gen.get("layers") or gen.get("skipped"):
+        mve = gen.get("isa") == "mve"  # MVE kernels keep int8 reordered weights, DSP ones int16 pre-widened
+        what, key = (("reordered int8", "reordered_weight_bytes") if mve
+                     else ("pre-widened int16", "prewidened_weight_bytes"))
         lines += ["## Generated kernels", "",
                   f"mcu-gen's per-layer int8 kernels (`--kernels {gen.get('mode', 'auto')}`; docs/generated_kernels.md). "
-                  f"Their pre-widened int16 weights take **{gen.get('prewidened_weight_bytes', 0):,} bytes of flash** "
+                  f"Their {what} weights take **{gen.get(key, 0):,} bytes of flash** "
                   "(included in the firmware flash above), beside the program's int8 weights.", "",
-                  "| # | kind | shape | MACs | requantization | pre-widened weight bytes |", "|---|---|---|---|---|---|"]
+                  f"| # | kind | shape | MACs | requantization | {what} weight bytes |", "|---|---|---|---|---|---|"]
         for l in gen.get("layers", []):
             lines.append(f"| {l['instruction']} | {l['kind']} | {l['shape']} | {l['macs']:,} | {l['requant']} | "
-                         f"{l['prewidened_weight_bytes']:,} |")
+                         f"{l.get(key, 0):,} |")
         for sk in gen.get("skipped", []):
             lines.append(f"| {sk['instruction']} | library kernel | {sk['reason']} | | | |")
 

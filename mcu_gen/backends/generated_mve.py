@@ -1,0 +1,639 @@
+"""mcu-gen's own int8 kernels for the Cortex-M55 (MVE / Helium), generated per layer (issue 17).
+
+The MVE counterpart of mcu_gen/backends/generated.py (which writes the DSP kernels of the
+Cortex-M33/M4). The layers are found by generated.py's matchers (same operators, same
+conditions, same load-time checks), then written for MVE instead:
+
+* 1x1 convolutions and fully connected layers: a register-blocked GEMM of 2 rows x 4 output
+  channels whose inner loop is inline assembly — per 16 inputs 2 activation loads
+  (``VLDRB.8``), 4 weight loads and 8 ``VMLADAVA.S8`` (16 MACs each, into 8 scalar
+  accumulators): 14 instructions per 128 MACs, K fully unrolled. The weights are int8, reordered
+  ahead of time into the order the loop reads them (per block of 4 output channels, per 16
+  inputs, per channel 16 bytes; zero padded to whole blocks), so they cost 1x the covered
+  weights in flash (the DSP kernels' pre-widened copy costs 2x). Row counts that are odd end
+  with a 1x4 block, K not a multiple of 16 ends with a tail-predicated chunk (``VCTP.8``), N not
+  a multiple of 4 with a predicated store.
+* other convolutions (groups 1): the windows of two output pixels are gathered into a buffer
+  (im2col; taps outside the input = the input zero point, the buffer zero padded to 16 bytes),
+  then the same GEMM block runs over them.
+* 3x3 depthwise: MVE across channels, 4 channels per vector (``VLDRB.S32`` of activations and
+  weights, ``VMUL``, ``VADD``), padding folded into a per-border-class accumulator start as in
+  the DSP kernel.
+* requantization vectorized, 4 channels at a time (as CMSIS-NN's arm_requantize_s32x4):
+  ``VQRDMULH`` and a rounding right shift (``VRSHL`` after a fix-up of negative values, so that
+  ties round away from zero as arm_nn_requantize does). Modes per layer: ``fast`` (every shift a
+  right shift of 1..31), ``vector`` (left shifts too: ``VSHL`` first, allowed only where the
+  generator proved that the shifted accumulator fits 32 bits, as the reference shifts in 64) and
+  ``scalar`` (otherwise: the library's requantize_to_int8 per value). All three are bit-exact
+  with mcu_gen/reference/integer.py.
+
+The runtime reaches them exactly as the DSP kernels: a prepare hook per operator that matches
+the instruction (shapes, integer arguments, CRC-32 of each constant) and falls back to the
+library kernel (CMSIS-NN or portable) otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mcu_gen.backends import generated as dsp
+from mcu_gen.program.ir import Program
+
+GENERATED_FILE = dsp.GENERATED_FILE
+GENERATED_OPS = dsp.GENERATED_OPS
+CHECKS_MARKER = "// Load-time checks"
+
+
+def board_supports(board) -> bool:
+    """MVE generated kernels: cores with the M-profile Vector Extension (Cortex-M55)."""
+    return bool(getattr(board, "mve", False))
+
+
+# -- layers ---------------------------------------------------------------------------------------
+def _right_left(shifts):
+    s = np.asarray(shifts, np.int64)
+    return np.maximum(-s, 0), np.maximum(s, 0)
+
+
+def requant_mode(mults, shifts, acc_bound) -> str:
+    """'fast' (every shift a right shift of 1..31), 'vector' (VSHL first: the left-shifted
+    accumulator provably fits 32 bits), else 'scalar' (requantize_to_int8 per value)."""
+    m = np.asarray(mults, np.int64)
+    s = np.asarray(shifts, np.int64)
+    right, left = _right_left(s)
+    if m.min() <= -2**31 or s.min() < -31 or s.max() > 31:
+        return "scalar"
+    if left.max() == 0 and right.min() >= 1:
+        return "fast"
+    bound = np.asarray(acc_bound, np.int64)
+    ok = (left == 0) | ((np.minimum(bound, 2**31) << left) < 2**31)
+    return "vector" if bool(np.all(ok)) else "scalar"
+
+
+@dataclass
+class MveLayer:
+    """One generated MVE layer around the DSP matcher's layer object ``src``."""
+    src: object
+    mode: str
+
+    def __getattr__(self, name):  # everything else: the matched layer's (name, kind, shapes, checks, ...)
+        if name == "src":
+            raise AttributeError(name)
+        return getattr(self.src, name)
+
+    @property
+    def right_shift_only(self):
+        return self.mode == "fast"
+
+    @property
+    def weight_bytes(self) -> int:
+        """Flash of the reordered int8 weight copy (the program keeps its own weights too)."""
+        return int(self.packed_weights().size)
+
+    @property
+    def nk(self) -> int:
+        return (self.src.k + 15) // 16 if self.kind != "depthwise3x3" else 0
+
+    def packed_weights(self) -> np.ndarray:
+        if self.kind == "depthwise3x3":  # per group of 4 channels, per tap, the group's 4 weights
+            c = self.src.c
+            w = self.src.weights.astype(np.int8).reshape(9, c // 4, 4).transpose(1, 0, 2)
+            return np.ascontiguousarray(w).reshape(-1)
+        return pack_gemm_weights(self.src.weights)
+
+    def depthwise_init(self) -> np.ndarray:
+        """bias + input_offset * (sum of the 9 weights) per channel: every tap counts, the taps
+        outside the input read the zero point (x + input_offset = 0)."""
+        s = self.src
+        return dsp._wrap32(s.bias + s.in_offset * s.weights.astype(np.int64).sum(axis=0))
+
+
+def pack_gemm_weights(w: np.ndarray) -> np.ndarray:
+    """int8 [n, k] -> the GEMM's read order: per block of 4 output channels (zero channels pad
+    the last block), per chunk of 16 inputs (zero inputs pad the last chunk), per channel of the
+    block its 16 weights."""
+    n, k = w.shape
+    n4, nk = (n + 3) // 4, (k + 15) // 16
+    p = np.zeros((n4 * 4, nk * 16), np.int8)
+    p[:n, :k] = w
+    return np.ascontiguousarray(p.reshape(n4, 4, nk, 16).transpose(0, 2, 1, 3)).reshape(-1)
+
+
+@dataclass
+class Generated(dsp.Generated):
+    def report(self) -> dict:
+        r = super().report()
+        for row, l in zip(r["layers"], self.layers):
+            row["requant"] = l.mode
+            row["reordered_weight_bytes"] = row.pop("prewidened_weight_bytes")
+            row["isa"] = "mve"
+        r["reordered_weight_bytes"] = r.pop("prewidened_weight_bytes")
+        r["prewidened_weight_bytes"] = 0
+        r["isa"] = "mve"
+        return r
+
+
+def eligible(program: Program):
+    """(layers, skipped): an MveLayer for each layer generated.py's matchers accept whose weights
+    are int8 (a fully connected layer with a filter offset has int16 weights: skipped)."""
+    layers, skipped = [], []
+    base, skipped0 = dsp.eligible(program)
+    skipped += skipped0
+    for l in base:
+        w = np.asarray(l.weights, np.int64)
+        if w.min() < -128 or w.max() > 127:
+            skipped.append((l.instruction, l.op, "weights + filter offset outside int8"))
+            continue
+        if l.kind == "depthwise3x3" and not -128 <= -l.in_offset <= 127:
+            skipped.append((l.instruction, l.op, "input zero point outside int8 (padding reads it)"))
+            continue
+        layers.append(MveLayer(src=l, mode=requant_mode(l.mults, l.shifts, l.acc_bound())))
+    layers.sort(key=lambda l: l.instruction)
+    return layers, skipped
+
+
+# -- C++ ------------------------------------------------------------------------------------------
+PRELUDE = r'''// Generated by mcu-gen (mcu_gen/backends/generated_mve.py): int8 kernels for the Cortex-M55
+// (MVE / Helium), specialized per layer.
+//
+// Each layer_N() below computes one instruction of this program with its sizes, offsets and
+// requantization constants fixed at build time, reading its own int8 copy of the weights,
+// reordered into the order its inner loop reads them. The kernel table reaches them through a
+// prepare function per operator, which hands an instruction its layer_N() only when the
+// instruction is the one the layer was generated for (shapes, integer arguments, CRC-32 of every
+// constant tensor); else the library kernel runs.
+#include <stdint.h>
+#include <string.h>
+
+#include <initializer_list>
+
+#include "int8_common.h"
+#include "mcu/crc32.h"
+#include "mcu/kernel.h"
+
+#if !defined(__ARM_FEATURE_MVE) || (__ARM_FEATURE_MVE & 1) == 0
+#error "generated MVE kernels need a core with MVE integer instructions (-mcpu=cortex-m55)"
+#endif
+#include <arm_mve.h>
+
+namespace mcu {
+namespace generated {
+namespace {
+
+#define MCU_MVE_INLINE inline __attribute__((always_inline))
+
+// Per-channel requantization constants, each padded to a multiple of 4 channels.
+struct Requant {
+  const int32_t* init;   // bias, kernel sum and input offset folded: the accumulator's start
+  const int32_t* mult;
+  const int32_t* left;   // fast / vector: the left shift (0 where none); scalar: the shift itself
+  const int32_t* right;  // minus the right shift (VRSHL shifts right by a negative amount)
+  const int32_t* mask;   // -1 where the right shift is > 0, else 0 (vector: the fix-up's lanes)
+};
+
+// Requantization of 4 channels n..n+3 (init already added), exactly as arm_nn_requantize (and
+// mcu_gen/reference/integer.py): (acc << left) doubled, high half rounded (VQRDMULH), then a
+// right shift rounding half away from zero: VRSHL rounds half up, so negative values are moved
+// down by one first. kMode 0 (fast): right shifts >= 1 only; 1 (vector): VSHL first (the
+// generator proved the shifted value fits); 2 (scalar): requantize_to_int8 per value.
+template <int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
+MCU_MVE_INLINE int32x4_t requant4(int32x4_t acc, const Requant& q, int32_t n) {
+  if (kMode == 2) {
+    int32_t a[4];
+    vst1q_s32(a, acc);
+    for (int32_t i = 0; i < 4; ++i) {
+      a[i] = kernels::requantize_to_int8(a[i], q.mult[n + i], q.left[n + i], kOut, kMin, kMax);
+    }
+    return vld1q_s32(a);
+  }
+  int32x4_t v = acc;
+  if (kMode == 1) v = vshlq_s32(v, vldrwq_s32(q.left + n));
+  v = vqrdmulhq_s32(v, vldrwq_s32(q.mult + n));
+  const int32x4_t neg = vshrq_n_s32(v, 31);
+  v = vaddq_s32(v, kMode == 1 ? vandq_s32(neg, vldrwq_s32(q.mask + n)) : neg);
+  v = vrshlq_s32(v, vldrwq_s32(q.right + n));
+  v = vaddq_n_s32(v, kOut);
+  v = vmaxq_s32(v, vdupq_n_s32(kMin));
+  return vminq_s32(v, vdupq_n_s32(kMax));
+}
+
+// 4 bytes of output (or the first `count` of them).
+template <int32_t kCount>
+MCU_MVE_INLINE void store4(int8_t* y, int32x4_t v) {
+  if (kCount >= 4) {
+    vstrbq_s32(y, v);
+  } else {
+    vstrbq_p_s32(y, v, vctp32q(kCount));
+  }
+}
+
+// Four int32 (scalar accumulators) as one vector: two dual-lane VMOVs.
+MCU_MVE_INLINE int32x4_t pack4(int32_t a0, int32_t a1, int32_t a2, int32_t a3) {
+  int32x4_t r;
+  __asm__("vmov %q0[2], %q0[0], %1, %3\n\t"
+          "vmov %q0[3], %q0[1], %2, %4"
+          : "=&w"(r)
+          : "r"(a0), "r"(a1), "r"(a2), "r"(a3));
+  return r;
+}
+
+MCU_MVE_INLINE void copy_bytes(int8_t* dst, const int8_t* src, int32_t n) {
+  for (int32_t i = 0; i < n; i += 16) {
+    const mve_pred16_t p = vctp8q(static_cast<uint32_t>(n - i));
+    vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, p), p);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The GEMM of the 1x1 convolutions, fully connected layers and gathered convolutions:
+//   y[r][n] = requant(init[n] + sum_k x[r][k] * w[n][k]),  n < kN, k < K (Mac::kK)
+// Mac::two / Mac::one (below, generated per K): the MACs of 2 rows (1 row) x 4 channels into
+// scalar accumulators, the weight pointer advanced by one block. Weights: pack_gemm_weights().
+template <class Mac, int32_t kN, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
+MCU_MVE_INLINE void gemm_pair(const int8_t* x0, const int8_t* x1, int8_t* y0, int8_t* y1, const int8_t* weights,
+                              Requant q) {
+  const int8_t* w = weights;
+  int32_t n = 0;
+  for (; n + 4 <= kN; n += 4) {
+    int32_t a0, a1, a2, a3, b0, b1, b2, b3;
+    Mac::two(x0, x1, w, a0, a1, a2, a3, b0, b1, b2, b3);
+    const int32x4_t init = vldrwq_s32(q.init + n);
+    store4<4>(y0 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(a0, a1, a2, a3), init), q, n));
+    store4<4>(y1 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(b0, b1, b2, b3), init), q, n));
+  }
+  if (kN % 4) {
+    int32_t a0, a1, a2, a3, b0, b1, b2, b3;
+    Mac::two(x0, x1, w, a0, a1, a2, a3, b0, b1, b2, b3);
+    const int32x4_t init = vldrwq_s32(q.init + n);
+    store4<kN % 4>(y0 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(a0, a1, a2, a3), init), q, n));
+    store4<kN % 4>(y1 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(b0, b1, b2, b3), init), q, n));
+  }
+}
+
+template <class Mac, int32_t kN, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
+MCU_MVE_INLINE void gemm_single(const int8_t* x0, int8_t* y0, const int8_t* weights, Requant q) {
+  const int8_t* w = weights;
+  int32_t n = 0;
+  for (; n + 4 <= kN; n += 4) {
+    int32_t a0, a1, a2, a3;
+    Mac::one(x0, w, a0, a1, a2, a3);
+    store4<4>(y0 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(a0, a1, a2, a3), vldrwq_s32(q.init + n)), q, n));
+  }
+  if (kN % 4) {
+    int32_t a0, a1, a2, a3;
+    Mac::one(x0, w, a0, a1, a2, a3);
+    store4<kN % 4>(y0 + n,
+                   requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(a0, a1, a2, a3), vldrwq_s32(q.init + n)), q, n));
+  }
+}
+
+// kRows rows of kK bytes. kInplace: the output starts at the input's address (kN <= kK): two rows
+// are computed into `tmp` and then copied out, after their inputs were read.
+template <class Mac, int32_t kRows, int32_t kK, int32_t kN, bool kInplace, int kMode, int32_t kOut, int32_t kMin,
+          int32_t kMax>
+void gemm(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
+  alignas(16) int8_t tmp[kInplace ? 2 * kN : 1];
+  int32_t r = 0;
+  for (; r + 2 <= kRows; r += 2) {
+    int8_t* y = kInplace ? tmp : out + r * kN;
+    gemm_pair<Mac, kN, kMode, kOut, kMin, kMax>(in + r * kK, in + (r + 1) * kK, y, y + kN, weights, q);
+    if (kInplace) copy_bytes(out + r * kN, tmp, 2 * kN);
+  }
+  if (kRows % 2) {
+    int8_t* y = kInplace ? tmp : out + r * kN;
+    gemm_single<Mac, kN, kMode, kOut, kMin, kMax>(in + r * kK, y, weights, q);
+    if (kInplace) copy_bytes(out + r * kN, tmp, kN);
+  }
+}
+
+// A convolution (groups 1), two output pixels at a time: their windows are gathered in the
+// weights' (ky, kx, c) order into `patch` (kKP bytes per pixel, a multiple of 16: the bytes past
+// the window stay zero and meet zero weights), taps outside the input set to the input zero
+// point (so that x + input_offset = 0 there, as the folded `init` assumes); then the GEMM block.
+template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
+          int32_t kPW, int32_t kOW>
+MCU_MVE_INLINE void gather(const int8_t* in, int8_t* p, int32_t oy, int32_t ox, int8_t zero_point) {
+  constexpr int32_t kRun = kKW * kCin;  // one kernel row of the window
+  const int32_t ix0 = ox * kSW - kPW;
+  const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
+  const int32_t kx1 = kW - ix0 < kKW ? kW - ix0 : kKW;
+  // Rows that touch the border: memset / memcpy. GCC 12 takes a predicated MVE store for a store
+  // of all 16 bytes and dropped a zero-point fill that a shorter predicated copy overwrote only in
+  // part (found on ResNet-8's right edge).
+  for (int32_t ky = 0; ky < kKH; ++ky, p += kRun) {
+    const int32_t iy = oy * kSH - kPH + ky;
+    if (iy < 0 || iy >= kH || kx1 <= kx0) {
+      memset(p, zero_point, kRun);
+    } else if (kx0 == 0 && kx1 == kKW) {
+      copy_bytes(p, in + (iy * kW + ix0) * kCin, kRun);
+    } else {
+      memset(p, zero_point, kRun);
+      memcpy(p + kx0 * kCin, in + (iy * kW + ix0 + kx0) * kCin, (kx1 - kx0) * kCin);
+    }
+  }
+}
+
+template <class Mac, int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW,
+          int32_t kPH, int32_t kPW, int32_t kOH, int32_t kOW, int32_t kKP, int32_t kN, int8_t kZeroPoint, int kMode,
+          int32_t kOut, int32_t kMin, int32_t kMax>
+void conv_patches(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
+  alignas(16) int8_t patch[2 * kKP];
+  memset(patch, 0, sizeof(patch));
+  constexpr int32_t kPixels = kOH * kOW;
+  int32_t p = 0;
+  for (; p + 2 <= kPixels; p += 2) {
+    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(in, patch, p / kOW, p % kOW, kZeroPoint);
+    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(in, patch + kKP, (p + 1) / kOW, (p + 1) % kOW, kZeroPoint);
+    gemm_pair<Mac, kN, kMode, kOut, kMin, kMax>(patch, patch + kKP, out + p * kN, out + (p + 1) * kN, weights, q);
+  }
+  if (kPixels % 2) {
+    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(in, patch, p / kOW, p % kOW, kZeroPoint);
+    gemm_single<Mac, kN, kMode, kOut, kMin, kMax>(patch, out + p * kN, weights, q);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 3x3 depthwise convolution (depth multiplier 1), NHWC, MVE across channels, 4 per vector:
+//   out[oy][ox][c] = requant(init[c] + sum over the 9 taps of x * w[tap][c])
+// `init` holds bias + input_offset * (sum of the 9 weights). An interior pixel reads its taps
+// from the input; a border pixel's 3x3 window is first gathered with the input zero point in
+// the taps outside (x + input_offset = 0 there). `src` has kXS bytes per pixel (kC: the input;
+// 4: a copy of one channel group). Weights: per group of 4 channels, per tap, 4 bytes
+// (DepthwiseMve.packed_weights). Dw::taps (generated per kXS): the 9 taps of one group.
+template <class Dw, int32_t kH, int32_t kW, int32_t kXS, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH,
+          int32_t kPadW, int32_t kOutStride, int32_t kGroups, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin,
+          int32_t kMax>
+MCU_MVE_INLINE void depthwise3x3_groups(const int8_t* src, int8_t* out, int32_t c0, const int8_t* weights, Requant q) {
+  alignas(16) int8_t window[9 * kXS];
+  for (int32_t oy = 0; oy < kOH; ++oy) {
+    const int32_t iy0 = oy * kStride - kPadH;
+    for (int32_t ox = 0; ox < kOW; ++ox) {
+      const int32_t ix0 = ox * kStride - kPadW;
+      const int8_t* x;
+      int32_t row;
+      if (iy0 >= 0 && iy0 + 3 <= kH && ix0 >= 0 && ix0 + 3 <= kW) {
+        x = src + (iy0 * kW + ix0) * kXS;
+        row = kW * kXS;
+      } else {
+        gather<kH, kW, kXS, 3, 3, kStride, kStride, kPadH, kPadW, kOW>(src, window, oy, ox, kZeroPoint);
+        x = window;
+        row = 3 * kXS;
+      }
+      int8_t* y = out + (oy * kOW + ox) * kOutStride + c0;
+      const int8_t* w = weights;
+      for (int32_t g = 0; g < kGroups; ++g) {
+        int32x4_t acc = vldrwq_s32(q.init + c0 + 4 * g);
+        Dw::taps(x + 4 * g, row, w, acc);
+        store4<4>(y + 4 * g, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + 4 * g));
+      }
+    }
+  }
+}
+
+template <class Dw, int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH,
+          int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
+void depthwise3x3(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
+  static_assert(kC % 4 == 0, "the generator emits multiples of 4 only");
+  depthwise3x3_groups<Dw, kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, kC, kC / 4, kZeroPoint, kMode, kOut, kMin,
+                      kMax>(in, out, 0, weights, q);
+}
+
+// The output over the input (mcu::quantized_depthwise_conv2d_inplace): each group of 4 channels
+// is first copied out of the input (4 bytes per pixel, on the stack), then computed from the copy.
+template <class Dw, int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH,
+          int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
+void depthwise3x3_inplace(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
+  static_assert(kC % 4 == 0 && kOH * kOW <= kH * kW, "the generator emits these only");
+  alignas(4) int8_t group[kH * kW * 4];
+  for (int32_t c = 0; c < kC; c += 4) {
+    for (int32_t p = 0; p < kH * kW; ++p) memcpy(group + 4 * p, in + p * kC + c, 4);
+    depthwise3x3_groups<Dw, kH, kW, 4, kOH, kOW, kStride, kPadH, kPadW, kC, 1, kZeroPoint, kMode, kOut, kMin, kMax>(
+        group, out, c, weights + 9 * c, q);
+  }
+}
+
+'''
+
+
+def _mac_struct(nk: int, tail: int) -> str:
+    """The inline-assembly MAC blocks of a K of nk chunks of 16 (the last one `tail` bytes, 0 =
+    whole): 2 rows x 4 channels (8 accumulators, which VMLADAVA needs in even registers: "Te")
+    and 1 row x 4 channels. The first chunk starts the accumulators (VMLADAV), the others add.
+    A partial last chunk loads the activations predicated (VCTP.8, zeros past K); the weights are
+    zero padded."""
+    def body(rows: int) -> list:
+        xs = ["x0", "x1"][:rows]
+        lines = []
+        for j in range(nk):
+            op = "vmladav.s8" if j == 0 else "vmladava.s8"
+            last = j == nk - 1
+            if last and tail:
+                lines.append("vctp.8 %[t]")
+                lines.append("vpst" + "t" * (rows - 1))
+                lines += [f"vldrbt.8 %q[{q}], [%[{x}]]" for q, x in zip("pq", xs)]
+            else:
+                lines += [f"vldrb.8 %q[{q}], [%[{x}]], #16" for q, x in zip("pq", xs)]
+            for c in range(4):
+                wq = "u" if c % 2 == 0 else "v"
+                lines.append(f"vldrb.8 %q[{wq}], [%[w]], #16")
+                lines.append(f"{op} %[a{c}], %q[p], %q[{wq}]")
+                if rows == 2:
+                    lines.append(f"{op} %[b{c}], %q[q], %q[{wq}]")
+        return lines
+
+    def asm(rows: int) -> str:
+        text = "\n".join(f'      "{ln}\\n\\t"' for ln in body(rows))
+        accs = [f'[a{c}] "=&Te"(a{c})' for c in range(4)] + ([f'[b{c}] "=&Te"(b{c})' for c in range(4)] if rows == 2 else [])
+        vecs = ['[p] "=&w"(p)', '[u] "=&w"(u)', '[v] "=&w"(v)'] + (['[q] "=&w"(q)'] if rows == 2 else [])
+        ptrs = ['[x0] "+r"(x0)'] + (['[x1] "+r"(x1)'] if rows == 2 else []) + ['[w] "+r"(w)']
+        ins = '[t] "r"(kTail)' if tail else ""
+        decl = "int8x16_t p, u, v" + (", q" if rows == 2 else "") + ";"
+        return (f"    {decl}\n    __asm__ volatile(\n{text}\n"
+                f"      : {', '.join(ptrs + accs + vecs)}\n      : {ins}\n      : \"memory\");")
+
+    return "\n".join([
+        f"// K = {nk} chunks of 16" + (f", the last {tail} bytes" if tail else "") + ": per chunk 2 (1) VLDRB of activations, "
+        "4 of weights and 8 (4) VMLADAVA.S8.",
+        f"struct Mac{nk}_{tail} {{",
+        f"  static constexpr uint32_t kTail = {tail};",
+        "  static MCU_MVE_INLINE void two(const int8_t* x0, const int8_t* x1, const int8_t*& w, int32_t& a0, int32_t& a1,",
+        "                                int32_t& a2, int32_t& a3, int32_t& b0, int32_t& b1, int32_t& b2, int32_t& b3) {",
+        asm(2),
+        "  }",
+        "  static MCU_MVE_INLINE void one(const int8_t* x0, const int8_t*& w, int32_t& a0, int32_t& a1, int32_t& a2,",
+        "                                int32_t& a3) {",
+        asm(1),
+        "  }",
+        "};",
+        ""])
+
+
+def _dw_struct(xs: int) -> str:
+    """The 9 taps of one group of 4 channels of a depthwise 3x3, `xs` bytes between pixels:
+    per tap VLDRB.S32 of 4 activations (a widening load: low registers only, "l"; the row pointer advanced by xs; an ADD where xs > 127,
+    beyond the post-increment's reach), VLDRB.S32 of 4 weights, VMUL.I32, VADD.I32."""
+    lines = []
+    for ky in range(3):
+        for kx in range(3):
+            if xs <= 127:
+                lines.append(f"vldrb.s32 %q[a], [%[r{ky}]], #{xs}")
+            else:
+                lines.append(f"vldrb.s32 %q[a], [%[r{ky}]]")
+                if kx < 2:
+                    lines.append(f"add %[r{ky}], %[r{ky}], #{xs}")
+            lines += ["vldrb.s32 %q[b], [%[w]], #4", "vmul.i32 %q[a], %q[a], %q[b]", "vadd.i32 %q[acc], %q[acc], %q[a]"]
+    text = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
+    return "\n".join([
+        f"struct Dw{xs} {{",
+        "  static MCU_MVE_INLINE void taps(const int8_t* x, int32_t row, const int8_t*& w, int32x4_t& acc) {",
+        "    const int8_t* r0 = x;",
+        "    const int8_t* r1 = x + row;",
+        "    const int8_t* r2 = x + 2 * row;",
+        "    int32x4_t a, b;",
+        "    __asm__ volatile(",
+        text,
+        '        : [r0] "+l"(r0), [r1] "+l"(r1), [r2] "+l"(r2), [w] "+l"(w), [acc] "+w"(acc), [a] "=&w"(a), [b] "=&w"(b)',
+        "        :",
+        '        : "memory");',
+        "  }",
+        "};",
+        ""])
+
+
+def _pad4(values, fill=0) -> np.ndarray:
+    v = np.asarray(values, np.int64).reshape(-1)
+    n4 = (v.size + 3) // 4 * 4
+    return np.concatenate([v, np.full(n4 - v.size, fill, np.int64)])
+
+
+def _requant_arrays(pre: str, l: MveLayer, init) -> list:
+    s = l.src
+    shifts = np.asarray(s.shifts, np.int64)
+    right, left = _right_left(shifts)
+    a = dsp._c_array
+    rows = [a("int32_t", f"{pre}Init", _pad4(init), per_line=8, align=16),
+            a("int32_t", f"{pre}Mult", _pad4(s.mults), per_line=8, align=16)]
+    if l.mode == "scalar":
+        rows.append(a("int32_t", f"{pre}Left", _pad4(shifts), per_line=16, align=16))
+    else:
+        rows.append(a("int32_t", f"{pre}Left", _pad4(left), per_line=16, align=16))
+    rows.append(a("int32_t", f"{pre}Right", _pad4(-right), per_line=16, align=16))
+    rows.append(a("int32_t", f"{pre}Mask", _pad4(np.where(right > 0, -1, 0)), per_line=16, align=16))
+    rows.append(f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Left, {pre}Right, {pre}Mask}};")
+    return rows
+
+
+_MODE = {"fast": 0, "vector": 1, "scalar": 2}
+_IO_ARGS = {"pointwise": (0, 13), "conv": (0, 13), "linear": (0, 11), "depthwise3x3": (0, 14)}
+
+
+def _layer_source(l: MveLayer) -> tuple:
+    """(C++ of one layer, name of the inline-assembly struct it uses: MacN_T or DwX)."""
+    s = l.src
+    pre = f"k{s.name.title().replace('_', '')}"
+    in_arg, out_arg = _IO_ARGS[s.kind]
+    mode = _MODE[l.mode]
+    consts = f"{mode}, {s.out_offset}, {s.act_min}, {s.act_max}"
+    if s.kind == "depthwise3x3":
+        what = (f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
+                f"padding {s.pad_h},{s.pad_w}")
+        arrays = [f"// int8 weights per group of 4 channels, per tap: {l.weight_bytes:,} bytes.",
+                  dsp._c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
+        rq = _requant_arrays(pre, l, l.depthwise_init())
+        xs = 4 if s.inplace_ok else s.c
+        call = (f"  depthwise3x3{'_inplace' if s.inplace_ok else ''}<Dw{xs}, {s.h}, {s.w}, {s.c}, {s.oh}, {s.ow}, "
+                f"{s.stride}, {s.pad_h}, {s.pad_w}, {-s.in_offset}, {consts}>(in, out, {pre}Weights, {pre}Requant);")
+        helper = f"Dw{xs}"  # the inline-assembly struct this layer needs
+    else:
+        mac = f"Mac{l.nk}_{s.k % 16}"
+        arrays = [f"// int8 weights in the order the loop reads them: {l.weight_bytes:,} bytes.",
+                  dsp._c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
+        rq = _requant_arrays(pre, l, s.acc_init)
+        if s.kind == "conv":
+            h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = s.geometry
+            kp = l.nk * 16
+            what = (f"{kh}x{kw} convolution {cin} -> {s.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
+                    f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {kp} bytes gathered)")
+            call = (f"  conv_patches<Mac{l.nk}_0, {', '.join(str(g) for g in s.geometry)}, {kp}, {s.n}, "
+                    f"{s.zero_point}, {consts}>(in, out, {pre}Weights, {pre}Requant);")
+            mac = f"Mac{l.nk}_0"  # the windows are zero padded: no tail predication
+        else:
+            what = (f"1x1 convolution {s.k} -> {s.n} channels over {s.rows} pixels" if s.kind == "pointwise"
+                    else f"fully connected {s.k} -> {s.n}, {s.rows} row(s)")
+            call = (f"  gemm<{mac}, {s.rows}, {s.k}, {s.n}, {str(s.inplace_ok).lower()}, {consts}>"
+                    f"(in, out, {pre}Weights, {pre}Requant);")
+        helper = mac
+    out = ["// ---------------------------------------------------------------------------",
+           f"// {s.name}: instruction {s.instruction} ({s.op}), {what}; {s.macs:,} MACs; requantization: {l.mode}.",
+           "namespace {", *arrays, *rq, "",
+           f"bool {s.name}_matches(const KernelContext& ctx) {{",
+           "  return " + " &&\n         ".join(
+               s.checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(s.inplace_ok).lower()})"]) + ";",
+           "}",
+           "}  // namespace",
+           "",
+           f"void {s.name}_compute(const int8_t* in, int8_t* out) {{",
+           call,
+           "}",
+           "",
+           f"Error {s.name}(const KernelContext& ctx) {{",
+           f"  {s.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))));",
+           "  return Error::Ok;",
+           "}",
+           ""]
+    return "\n".join(out), helper
+
+
+def _checks_source() -> str:
+    """The load-time checks (tensor_is, constant_is, ..., output_allowed) of generated.py's
+    prelude, shared so that both generators match instructions the same way."""
+    i = dsp.PRELUDE.index(CHECKS_MARKER)
+    return "// " + "-" * 75 + "\n" + dsp.PRELUDE[i:]
+
+
+def generate(program: Program, kernels) -> Generated:
+    """The generated MVE layers of this program and the C++ file that holds them. ``kernels``: the
+    selected library kernels (their fn/prepare are the fallback of each generated prepare)."""
+    layers, skipped = eligible(program)
+    g = Generated(layers=layers, skipped=skipped)
+    if not layers:
+        return g
+    by_op = {k.op: k for k in kernels}
+    bodies, macs = [], {}
+    for l in layers:
+        text, helper = _layer_source(l)
+        bodies.append(text)
+        if helper.startswith("Dw"):
+            macs[helper] = _dw_struct(int(helper[2:]))
+        else:
+            nk, tail = (int(v) for v in helper[3:].split("_"))
+            macs[helper] = _mac_struct(nk, tail)
+    parts = [PRELUDE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
+    ops = list(dict.fromkeys(l.op for l in layers))
+    for op in ops:
+        lib = by_op[op]
+        parts.append(f"Error {lib.fn}(const KernelContext& ctx);")
+        if lib.prepare:
+            parts.append(f"KernelFn {lib.prepare}(const KernelContext& ctx);")
+    parts.append("")
+    for op in ops:
+        lib = by_op[op]
+        name = f"generated_prepare_{dsp._slug(op)}"
+        g.prepare[op] = name
+        fallback = f"{lib.prepare}(ctx)" if lib.prepare else f"&{lib.fn}"
+        body = [f"// {op}: the generated layer this instruction is, else the library kernel ({lib.backend}).",
+                f"KernelFn {name}(const KernelContext& ctx) {{",
+                "  if (ctx.all_decoded()) {"]
+        for l in layers:
+            if l.op == op:
+                body.append(f"    if (generated::{l.name}_matches(ctx)) return &generated::{l.name};")
+        body += ["  }", f"  return {fallback};", "}", ""]
+        parts.append("\n".join(body))
+    parts.append("}  // namespace kernels\n}  // namespace mcu\n")
+    g.source = "\n".join(parts)
+    return g
+
+
+hooked_kernels = dsp.hooked_kernels

@@ -1,0 +1,191 @@
+"""mcu-gen's generated MVE kernels for the Cortex-M55 (mcu_gen/backends/generated_mve.py).
+
+The MVE code cannot run on the host, so the layers run on QEMU mps3-an547 (which executes MVE):
+one program holds many independent layers of generated shapes and parameters — odd pixel counts,
+channel and K counts that are not multiples of 16 (tails), strided and padded depthwise layers
+(every pixel a border pixel; more than 127 channels), in-place variants, fully connected layers,
+and all three requantization modes (fast, vector with left shifts, scalar) — and the device's
+outputs must equal the host integer reference bit for bit, with every layer generated (the
+report says so) and fewer instructions than the library kernels. The host tests check the
+weight order, the choice of the requantization mode, the load-time checks and that the file
+compiles for the Cortex-M55.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from mcu_gen.backends import generated, generated_mve, kernels
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
+from mcu_gen.program.ir import Program
+
+from test_generated_kernels import (conv_program, depthwise_program, linear_program,  # noqa: E402
+                                    pointwise_program)
+
+BOARD = "mps3-an547"
+
+
+def merged(programs, allow_inplace: bool = True) -> Program:
+    """One program running each of `programs`' instructions on its own inputs and outputs."""
+    m = Program()
+    for p in programs:
+        base = len(m.values)
+        for v in p.values:
+            if hasattr(v, "offset"):
+                v.offset = None
+            m.values.append(v)
+        for ins in p.instructions:
+            ins.args = [a + base for a in ins.args]
+            m.instructions.append(ins)
+        m.inputs += [i + base for i in p.inputs]
+        m.outputs += [o + base for o in p.outputs]
+    planner.plan(m, allow_inplace=allow_inplace)  # in-place variants where the planner's rules place them (the builder reverts those without a generated form)
+    return m
+
+
+def scalar_mode_pointwise(rng) -> Program:
+    """A left shift of 15 on accumulators that may reach 2^19: the vector VSHL could overflow, so
+    the generator must take the scalar requantization."""
+    p = pointwise_program(rng, 3, 3, 16, 8)
+    shifts = p.values[p.instructions[0].args[9]]
+    shifts.data = np.full(8, -9, np.int32)
+    shifts.data[2] = 15
+    return p
+
+
+def cases(rng):
+    """(name, program, expected requantization mode)."""
+    return [
+        ("pointwise 5x5 24->12 (25 pixels, K tail 8), left shift", pointwise_program(rng, 5, 5, 24, 12), "vector"),
+        ("pointwise 3x3 64->20, right shifts", pointwise_program(rng, 3, 3, 64, 20, left_shift=False), "fast"),
+        ("pointwise 3x5 40->8", pointwise_program(rng, 3, 5, 40, 8, left_shift=False), "fast"),
+        ("pointwise scalar requantization", scalar_mode_pointwise(rng), "scalar"),
+        ("conv 10x4 1->8, 12x6, stride 2, padding 4,1", conv_program(rng, 12, 6, 1, 8, 10, 4, (2, 2), (4, 1)), "fast"),
+        ("conv 3x3 3->8, 11x9, stride 2, padding 1 (27 taps)", conv_program(rng, 11, 9, 3, 8, 3, 3, (2, 2), (1, 1)),
+         "fast"),
+        ("conv 3x3 3->8, 6x8, padding 1 (a right-edge pixel second of its pair, as ResNet-8's stem)",
+         conv_program(rng, 6, 8, 3, 8, 3, 3, (1, 1), (1, 1)), "fast"),
+        ("conv 3x3 16->12, 5x5, padding 1", conv_program(rng, 5, 5, 16, 12, 3, 3, (1, 1), (1, 1)), "fast"),
+        ("conv 1x1 stride 2, left shift", conv_program(rng, 7, 7, 8, 4, 1, 1, (2, 2), (0, 0), left_shift=True),
+         "vector"),
+        ("depthwise 5x5x20", depthwise_program(rng, 5, 5, 20), "fast"),
+        ("depthwise 9x8x8 stride 2", depthwise_program(rng, 9, 8, 8, stride=2), "fast"),
+        ("depthwise 1x3x4 (all border)", depthwise_program(rng, 1, 3, 4), "fast"),
+        ("depthwise 6x5x12 padding 0", depthwise_program(rng, 6, 5, 12, pad=0), "fast"),
+        ("depthwise 3x4x132 (pixels 132 bytes apart)", depthwise_program(rng, 3, 4, 132), "fast"),
+        ("depthwise 4x4x16 stride 2, left shift", depthwise_program(rng, 4, 4, 16, stride=2, left_shift=True),
+         "vector"),
+        ("depthwise 7x6x8 stride 2", depthwise_program(rng, 7, 6, 8, stride=2), "fast"),
+        ("linear 1x40->8 (K tail 8), kernel sum", linear_program(rng, 1, 40, 8), "fast"),
+        ("linear 3x128->20, bias", linear_program(rng, 3, 128, 20, kernel_sum=False), "fast"),
+    ]
+
+
+def test_gemm_weight_order():
+    """Per block of 4 channels, per chunk of 16 inputs, per channel 16 weights; zero padding."""
+    w = (np.arange(6 * 20) % 100).astype(np.int8).reshape(6, 20)  # w[n][k] = 20n + k (mod 100)
+    p = generated_mve.pack_gemm_weights(w)
+    assert p.size == 2 * 2 * 4 * 16  # 2 blocks of 4 channels, 2 chunks of 16
+    assert list(p[:16]) == list(w[0, :16])  # block 0, chunk 0, channel 0
+    assert list(p[16:32]) == list(w[1, :16])  # channel 1
+    assert list(p[64:68]) == list(w[0, 16:20]) and not p[68:80].any()  # chunk 1: 4 weights, 12 zeros
+    assert list(p[128:144]) == list(w[4, :16])  # block 1, channel 4
+    assert not p[128 + 32:128 + 64].any()  # channels 6 and 7 pad the last block
+
+
+def test_requant_mode():
+    m = np.full(4, 2**30, np.int32)
+    assert generated_mve.requant_mode(m, np.array([-1, -5, -31, -8]), np.full(4, 10**6)) == "fast"
+    assert generated_mve.requant_mode(m, np.array([0, -5, -3, -8]), np.full(4, 10**6)) == "vector"  # shift 0
+    assert generated_mve.requant_mode(m, np.array([3, -5, -3, -8]), np.full(4, 10**6)) == "vector"
+    assert generated_mve.requant_mode(m, np.array([12, -5, -3, -8]), np.full(4, 10**6)) == "scalar"  # 2^31 < 2^32
+    assert generated_mve.requant_mode(m, np.array([-32, -5, -3, -8]), np.full(4, 10)) == "scalar"
+
+
+def test_source_compiles_for_the_m55(tmp_path):
+    """The generated file of all cases compiles for the Cortex-M55 (-Werror on the layer code)."""
+    cxx = shutil.which("arm-none-eabi-g++")
+    if cxx is None:
+        pytest.skip("no arm-none-eabi-g++")
+    rng = np.random.default_rng(3)
+    p = merged([c[1] for c in cases(rng)], allow_inplace=False)
+    lib = kernels.find_kernels()
+    g = generated_mve.generate(p, [lib[op] for op in p.operators])
+    assert len(g.layers) == len(p.instructions), g.skipped
+    assert "vmladava.s8" in g.source and "vctp.8" in g.source and "Dw132" in g.source
+    src = tmp_path / generated_mve.GENERATED_FILE
+    src.write_text(g.source)
+    from mcu_gen.paths import KERNELS_PORTABLE, RUNTIME_CORE
+
+    r = subprocess.run([cxx, "-std=c++17", "-O2", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-fno-exceptions",
+                        "-fno-rtti", "-Wall", "-Wno-psabi", "-DMCU_KERNEL_PREPARE=1", "-I", str(RUNTIME_CORE / "include"),
+                        "-I", str(KERNELS_PORTABLE), "-c", str(src), "-o", str(tmp_path / "g.o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "warning" not in r.stderr, r.stderr[-3000:]
+
+
+def test_not_on_dsp_only_cores():
+    from mcu_gen.boards import get_board
+
+    assert generated_mve.board_supports(get_board("mps3-an547"))
+    assert not generated_mve.board_supports(get_board("mps2-an505"))
+    assert not generated.board_supports(get_board("mps3-an547"))
+
+
+def test_mve_layers_are_bit_exact_on_qemu(qemu_tools, tmp_path):
+    """Every case generated, bit-exact with the integer reference on QEMU mps3-an547, and faster than
+    the library kernels (portable) on the same program."""
+    from mcu_gen.device.runner import run
+
+    rng = np.random.default_rng(11)
+    cs = cases(rng)
+    p = merged([c[1] for c in cs])
+    path = tmp_path / "cases.pte"
+    path.write_bytes(pte.write(p))
+    rng_in = np.random.default_rng(5)
+    inputs = [rng_in.integers(-128, 128, p.tensor(i).shape).astype(np.int8) for i in p.inputs]
+    gen = run(pte_path=path, board=BOARD, out=tmp_path / "gen", inputs=[inputs], kernels="generated",
+              backend="portable")
+    assert gen.verified and gen.bit_exact, gen
+    report = json.loads((tmp_path / "gen" / "report.json").read_text())
+    layers = report["generated_kernels"]["layers"]
+    assert [l["instruction"] for l in layers] == list(range(len(cs))), report["generated_kernels"]["skipped"]
+    assert [l["requant"] for l in layers] == [c[2] for c in cs]
+    assert report["generated_kernels"]["isa"] == "mve"
+    assert all(op["backend"] == "generated" for op in report["operators"])
+    lib = run(pte_path=path, board=BOARD, out=tmp_path / "lib", inputs=[inputs], kernels="library", backend="portable")
+    assert lib.verified and lib.bit_exact
+    assert gen.instructions_per_inference < 0.5 * lib.instructions_per_inference
+
+
+def _run_example(tmp_path, name, kernels, backend="portable", **kw):
+    from mcu_gen.device.runner import run
+
+    return run(f"examples/{name}/model.py", board=BOARD, out=tmp_path / f"{name}-{backend}-{kernels}", quantize="int8",
+               io="int8", backend=backend, kernels=kernels, n_random=1, **kw)
+
+
+def test_kws_on_the_m55(qemu_tools, tmp_path):
+    """KWS DS-CNN without CMSIS-NN (CI has none): the MVE kernels are bit-exact and faster than the
+    portable kernels; with CMSIS-NN (MCU_GEN_CMSIS_NN) under issue 17's M55 target, else skipped there."""
+    import os
+
+    gen = _run_example(tmp_path, "kws_dscnn", "auto")
+    lib = _run_example(tmp_path, "kws_dscnn", "library")
+    assert gen.verified and gen.bit_exact and lib.verified and lib.bit_exact
+    report = json.loads((tmp_path / "kws_dscnn-portable-auto" / "report.json").read_text())
+    assert report["generated_kernels"]["isa"] == "mve" and len(report["generated_kernels"]["layers"]) >= 9
+    assert "reordered int8 weights take" in (tmp_path / "kws_dscnn-portable-auto" / "report.md").read_text()
+    assert gen.instructions_per_inference < 0.5 * lib.instructions_per_inference
+    root = os.environ.get("MCU_GEN_CMSIS_NN")
+    if not root:
+        pytest.skip("CMSIS-NN not given (MCU_GEN_CMSIS_NN): the M55 target beside CMSIS-NN is not tested")
+    cm = _run_example(tmp_path, "kws_dscnn", "auto", backend="cmsis-nn", cmsis_nn_path=root)
+    assert cm.verified and cm.bit_exact
+    assert cm.instructions_per_inference <= 1_270_000  # issue 17: 0.7x today's 1,811,006 on mps3-an547
