@@ -15,6 +15,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -204,7 +205,9 @@ CASES = [  # (kind, shape parameters)
 
 @pytest.mark.parametrize("kind,shape", CASES, ids=[f"{k}-{'x'.join(map(str, s.values()))}" for k, s in CASES])
 def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
-    rng = np.random.default_rng(abs(hash((kind, tuple(shape.values())))) % 2**32)
+    # A seed of the case's own (hash() of a string differs per process: some seeds saturated a small
+    # layer's outputs and the distinctness check below failed at random).
+    rng = np.random.default_rng(zlib.crc32(f"{kind}-{sorted(shape.items())}".encode()))
     if kind.startswith("pointwise"):
         p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=kind != "pointwise_right", **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
