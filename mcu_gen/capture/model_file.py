@@ -5,8 +5,8 @@ A model file is either
 - a Python file defining ``model()`` (returns an ``nn.Module``) and
   ``example_inputs()`` (a tuple of tensors), and optionally
   ``calibration_inputs()`` and ``test_inputs()`` (iterables of input tuples) and, for a
-  model with state, ``test_sequences()`` (an iterable of sequences, each a list of input
-  tuples fed one step at a time), or
+  model with state, ``test_sequences()`` and ``calibration_sequences()`` (iterables of
+  sequences, each a list of input tuples fed one step at a time with the state carried), or
 - a ``.pt2`` file written by ``torch.export.save``.
 """
 from __future__ import annotations
@@ -35,6 +35,7 @@ class ModelSpec:
     exported_program: Optional[torch.export.ExportedProgram] = None
     path: Optional[str] = None  # the model file, used to find the user's source lines
     test_sequences: Optional[list] = None  # list of sequences (lists of input tuples), stateful models
+    calibration_sequences: Optional[list] = None  # the same, to calibrate a stateful model's int8 quantization
 
 
 def load_model_file(path) -> ModelSpec:
@@ -93,6 +94,7 @@ def _load_python(path: Path) -> ModelSpec:
         name=_model_name(path),
         path=str(path.resolve()),
         test_sequences=_sequence_list(module, path),
+        calibration_sequences=_sequence_list(module, path, "calibration_sequences"),
     )
 
 
@@ -118,17 +120,17 @@ def _input_list(module, fn_name, path) -> Optional[list]:
     return [_input_tuple(item, path, f"each item of {fn_name}()") for item in items]
 
 
-def _sequence_list(module, path) -> Optional[list]:
-    fn = getattr(module, "test_sequences", None)
+def _sequence_list(module, path, fn_name: str = "test_sequences") -> Optional[list]:
+    fn = getattr(module, fn_name, None)
     if fn is None:
         return None
     if not callable(fn):
-        raise ModelFileError(f"{path}: `test_sequences` must be a function")
+        raise ModelFileError(f"{path}: `{fn_name}` must be a function")
     try:
         seqs = [list(seq) for seq in fn()]
     except TypeError:
-        raise ModelFileError(f"{path}: test_sequences() must return an iterable of sequences "
+        raise ModelFileError(f"{path}: {fn_name}() must return an iterable of sequences "
                              "(each a list of input tuples)") from None
     if not seqs or any(not seq for seq in seqs):
-        raise ModelFileError(f"{path}: test_sequences() must return at least one non-empty sequence")
-    return [[_input_tuple(step, path, "each step of test_sequences()") for step in seq] for seq in seqs]
+        raise ModelFileError(f"{path}: {fn_name}() must return at least one non-empty sequence")
+    return [[_input_tuple(step, path, f"each step of {fn_name}()") for step in seq] for seq in seqs]
