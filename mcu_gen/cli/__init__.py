@@ -107,6 +107,7 @@ def cmd_run(args) -> int:
               f"integer reference (I/O {r.io})")
         top1 = f", top-1 agreement {r.top1_agreement:.0%}" if r.top1_agreement is not None else ""
         print(f"  quantization error vs fp32: max abs {r.quant_max_abs_error:.3g}{top1}")
+        _print_state(r)
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
@@ -115,15 +116,19 @@ def cmd_run(args) -> int:
         status = "VERIFIED" if r.verified else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
               f"(tolerance {r.tolerance:.3g}, against {r.reference})")
-        if r.n_sequences:
-            reset = "identical" if r.reset_identical else "DIFFERENT"
-            print(f"  state {r.state_bytes:,} B: {r.n_inferences} steps in {r.n_sequences} sequence(s), each "
-                  f"compared step by step; after RESET the same sequence gave {reset} outputs")
+        _print_state(r)
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
     return 0 if r.verified else 2
+
+
+def _print_state(r) -> None:
+    if r.n_sequences:
+        reset = "identical" if r.reset_identical else "DIFFERENT"
+        print(f"  state {r.state_bytes:,} B: {r.n_inferences} steps in {r.n_sequences} sequence(s), each "
+              f"compared step by step; after RESET the same sequence gave {reset} outputs")
 
 
 def _print_stack(r) -> None:

@@ -529,7 +529,9 @@ def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: li
         share_state_observers(prepared, states)
     from mcu_gen.progress import Progress
 
-    seqs = calibration_sequences(calibration) if states else [calibration]
+    seqs = calibration_sequences(calibration)
+    if not states:  # a stateless model: every step is an input of its own
+        seqs = [[x for seq in seqs for x in seq]]
     bar = Progress("calibration", total=sum(len(s) for s in seqs))
     k = 0
     with torch.no_grad():
