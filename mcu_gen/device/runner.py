@@ -275,6 +275,17 @@ def _module_steps(module, seq: list) -> list:
     return outs
 
 
+def _float_inputs(program: Program, step) -> tuple:
+    """One step's inputs as floats: int8 ones dequantized with their input's parameters."""
+    from mcu_gen.quantize.arith import dequantize_f32
+
+    out = []
+    for x, i in zip(step, program.inputs):
+        t, x = program.tensor(i), np.asarray(x)
+        out.append(dequantize_f32(x, t.scale, t.zero_point) if x.dtype == np.int8 and t.scale is not None else x)
+    return tuple(np.asarray(x, np.float32) for x in out)
+
+
 def check_sequences(link, result: BuildResult, sequences: list, progress=None, initial_module=None) -> LinkCheck:
     """A program with state: each sequence is fed one step at a time after a RESET and every step's
     outputs are compared with PyTorch running the same module step by step (a fresh copy per sequence;
@@ -306,8 +317,8 @@ def check_sequences(link, result: BuildResult, sequences: list, progress=None, i
         if module is not None and not int8:
             wants, c.reference = _module_steps(module, seq), "pytorch, step by step"
         else:
-            if quantized and module is not None and all(np.asarray(x).dtype.kind == "f" for st in seq for x in st):
-                fp = _module_steps(module, seq)
+            if quantized and module is not None:  # int8 steps (--io int8, random) dequantized for PyTorch
+                fp = _module_steps(module, [_float_inputs(program, step) for step in seq])
             seq = [quantize_inputs(program, step) for step in seq] if quantized else seq
             state: dict = {}
             wants = [[np.asarray(o) for o in run_reference(program, list(step), state)] for step in seq]
