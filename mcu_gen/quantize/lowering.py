@@ -1169,8 +1169,10 @@ class QuantLowering:
         if not isinstance(node, torch.fx.Node):
             raise QuantLoweringError(f"the new value of buffer {t.name} is not a tensor")
         if t.dtype == "int8":
-            if node in self.q:
-                src = self._requantize(self.q[node], t.scale, t.zero_point, node)
+            same = [u for u in node.users if u in self.q and u.target in Q_OPS
+                    and self._qparams(u) == (t.scale, t.zero_point)]
+            if node in self.q or same:  # int8 already (an fp32 value that another reader quantized the same way)
+                src = self._requantize(self.q[node if node in self.q else same[0]], t.scale, t.zero_point, node)
                 src = self._to_nhwc(src, node) if len(t.shape) == 4 else self._contig(src, node)
             else:
                 f = self.fp32_of(node, contiguous=True)

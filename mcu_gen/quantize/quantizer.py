@@ -492,6 +492,8 @@ def share_state_observers(prepared: torch.fx.GraphModule, states: list) -> list:
         upd = results[n_user + k]
         if isinstance(upd, torch.fx.Node) and _is_observer(prepared, upd):
             group.append(str(upd.target))
+        elif isinstance(upd, torch.fx.Node):  # an fp32 new value that other readers quantize
+            group += [str(u.target) for u in upd.users if _is_observer(prepared, u)]
         if not group:
             names.append(None)
             continue
