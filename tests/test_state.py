@@ -513,3 +513,33 @@ def test_debug_and_profile_reset_the_state_before_they_run(quantize, tmp_path, q
     assert all(np.array_equal(a, b) for a, b in zip(after_profile, want))
     # the check can fail: the same step from a moved-on state gives other outputs
     assert not all(np.array_equal(a, b) for a, b in zip(moved, want))
+
+
+@pytest.mark.parametrize("io", ["float32", "int8"])
+def test_a_state_an_fp32_island_reads_stays_fp32_in_the_int8_program(io):
+    """layer_norm (an fp32 island) reads the state: the state stays fp32, its int8 readers quantize it,
+    its new value (int8) is dequantized into it; the program read back from the .pte (views of its
+    plan recovered from offsets, the int8 output's too) gives the same outputs step by step."""
+    from mcu_gen.quantize import export_quantized
+    from mcu_gen.reference.inputs import dequantize_outputs, quantize_inputs
+
+    spec = _spec("state_fp32_reader")
+    p, _ = export_quantized(spec, io=io)
+    planner.plan(p)
+    assert [p.tensor(i).dtype for i in p.states] == ["float32"]
+    assert [f["op"] for f in p.meta["fp32_fallback"]] == ["aten::layer_norm.default"]
+    q = pte.read(pte.write(p))
+    seq = _sequence(spec, 8, seed=4)
+    s1, s2 = {}, {}
+    for step, w in zip(seq, _torch_steps(spec.module, seq)):
+        x = list(quantize_inputs(p, step))
+        a, b = run_reference(p, x, s1), run_reference(q, x, s2)
+        assert all(np.array_equal(g, h) for g, h in zip(a, b))
+        assert np.max(np.abs(dequantize_outputs(p, a)[0] - w[0])) < 0.1
+
+
+@pytest.mark.qemu
+def test_an_fp32_state_in_an_int8_program_verifies_on_qemu(tmp_path, qemu_tools):
+    r = mcu_gen.run("tests/models/state_fp32_reader.py", board="mps2-an505", out=tmp_path / "m", quantize="int8",
+                    io="int8")
+    assert r.verified and r.bit_exact is True and r.reset_identical is True and r.n_inferences == 16

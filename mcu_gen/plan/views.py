@@ -36,7 +36,7 @@ def planned_views(program: Program) -> dict:
     source's arena offset: nothing writes it, the memory plan makes it hold the right bytes.
     Returns {view value: the value it shares memory with} for every planned tensor that an
     instruction reads before any instruction writes it, paired with the latest earlier output
-    (or input) at the same offset, so that re-planning (mcu_gen.firmware.backend_step.apply_backend) keeps
+    (or input) at the same offset, and every output that no instruction writes, so that re-planning (mcu_gen.firmware.backend_step.apply_backend) keeps
     them together. Outputs are the kernel signatures' 'O' arguments (else the last argument).
     A view has its source's dtype and byte size (a reshape); kernels' scratch arguments, which
     are also read before anything writes them, are never views."""
@@ -76,4 +76,11 @@ def planned_views(program: Program) -> dict:
             if planned(o):
                 written.add(o)
                 at[program.values[o].offset] = o
+    for a in program.outputs:  # an output no instruction writes (e.g. a contiguous view of the last result)
+        if a in written or a in views or not planned(a):
+            continue
+        src = at.get(program.values[a].offset)
+        if src is not None and (program.values[src].dtype, program.values[src].nbytes) == (
+                program.values[a].dtype, program.values[a].nbytes):
+            views[a] = src
     return views
