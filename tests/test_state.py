@@ -357,6 +357,12 @@ def _state_seeds():
             p = export_model(_spec(name), fuse=fuse)
             planner.plan(p)
             seeds[f"{name}{'' if fuse else '_unfused'}"] = pte.write(p)
+    from mcu_gen.quantize import export_quantized
+
+    for name, io in (("state_ring", "int8"), ("state_gru", "float32")):  # int8 states (int8 initial values)
+        p, _ = export_quantized(_spec(name), io=io)
+        planner.plan(p)
+        seeds[f"{name}_int8_{io}"] = pte.write(p)
     return seeds
 
 
@@ -543,3 +549,45 @@ def test_an_fp32_state_in_an_int8_program_verifies_on_qemu(tmp_path, qemu_tools)
     r = mcu_gen.run("tests/models/state_fp32_reader.py", board="mps2-an505", out=tmp_path / "m", quantize="int8",
                     io="int8")
     assert r.verified and r.bit_exact is True and r.reset_identical is True and r.n_inferences == 16
+
+
+def test_a_stateful_conv_bn_model_folds_its_batch_norm_and_runs_all_int8():
+    """Functionalization turns eval BatchNorm into _native_batch_norm_legit_no_training: it is folded
+    into the causal conv1d before it all the same, and the whole streaming block is int8."""
+    from mcu_gen.capture.model_file import ModelSpec
+    from mcu_gen.quantize import export_quantized
+    from mcu_gen.quantize.quantizer import capture_for_quantization
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv1d(4, 8, 3), torch.nn.BatchNorm1d(8)
+            self.register_buffer("frames", torch.zeros(1, 4, 3))
+            self.drop, self.fc = torch.nn.Dropout(0.1), torch.nn.Linear(8, 2)
+
+        def forward(self, x):
+            self.frames.copy_(torch.cat([self.frames[:, :, 1:], x.unsqueeze(-1)], 2))
+            return self.fc(self.drop(torch.relu(self.bn(self.conv(self.frames)))).flatten(1))
+
+    torch.manual_seed(0)
+    m = Block().eval()
+    with torch.no_grad():
+        m.bn.running_mean.uniform_(-1, 1)
+        m.bn.running_var.uniform_(0.5, 2)
+    example = (torch.randn(1, 4),)
+    gm = capture_for_quantization(m, example)
+    assert not any("batch_norm" in str(n.target) for n in gm.graph.nodes)
+    with torch.no_grad():  # the folded graph is the module, step by step
+        state = [torch.zeros(1, 4, 3)]
+        ref = copy.deepcopy(m)
+        for _ in range(4):
+            x = torch.randn(1, 4)
+            out, new = gm(x, *state)
+            torch.testing.assert_close(out, ref(x), rtol=1e-5, atol=1e-5)
+            state = [new]
+    g = torch.Generator().manual_seed(1)
+    spec = ModelSpec(m, example, name="block",
+                     calibration_sequences=[[(torch.randn(1, 4, generator=g),) for _ in range(12)] for _ in range(3)])
+    p, _ = export_quantized(spec)
+    assert p.meta["fp32_fallback"] == [] and [p.tensor(i).dtype for i in p.states] == ["int8"]
+    assert "cortex_m::quantized_conv2d.out" in [ins.op for ins in p.instructions]

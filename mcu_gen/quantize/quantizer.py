@@ -249,12 +249,24 @@ def _set_attr(gm, before: torch.fx.Node, name: str, tensor: torch.Tensor) -> tor
 
 
 def fold_batch_norm(gm: torch.fx.GraphModule) -> None:
-    """Fold eval BatchNorm into the conv2d / linear before it (weights are constants)."""
+    """Fold eval BatchNorm into the conv2d / linear before it (weights are constants): aten.batch_norm,
+    or its functionalized form (a stateful model's graph, _functional_module), the first result of
+    aten._native_batch_norm_legit_no_training."""
     count = 0
     for bn in list(gm.graph.nodes):
-        if bn.op != "call_function" or bn.target is not aten.batch_norm.default:
+        if bn.op != "call_function":
             continue
-        x, gamma, beta, mean, var, training, _momentum, eps = bn.args[:8]
+        if bn.target is aten.batch_norm.default:
+            x, gamma, beta, mean, var, training, _momentum, eps = bn.args[:8]
+            results = [bn]
+        elif bn.target is aten._native_batch_norm_legit_no_training.default:
+            x, gamma, beta, mean, var, _momentum, eps = bn.args[:7]
+            training = False
+            results = [u for u in bn.users if u.target is operator.getitem and u.args[1] == 0]
+            if any(u.target is not operator.getitem or (u.args[1] != 0 and u.users) for u in bn.users):
+                continue  # the batch statistics are used
+        else:
+            continue
         if training or not isinstance(x, torch.fx.Node) or len(x.users) != 1:
             continue
         if x.op != "call_function" or x.target not in CONV_OPS | LINEAR_OPS:
@@ -279,7 +291,10 @@ def fold_batch_norm(gm: torch.fx.GraphModule) -> None:
         args[1] = _set_attr(gm, x, f"_mcu_bn_w{count}", new_w)
         args[2] = _set_attr(gm, x, f"_mcu_bn_b{count}", new_b)
         x.args = tuple(args)
-        bn.replace_all_uses_with(x)
+        for r in results:
+            r.replace_all_uses_with(x)
+        for u in [u for u in bn.users if u is not bn]:
+            gm.graph.erase_node(u)
         gm.graph.erase_node(bn)
     gm.graph.eliminate_dead_code()
     gm.recompile()
@@ -364,7 +379,12 @@ def _functional_module(ep: torch.export.ExportedProgram) -> torch.fx.GraphModule
 def _fake_mode(gm):
     from torch._guards import detect_fake_mode
 
-    return detect_fake_mode([n.meta.get("val") for n in gm.graph.nodes if "val" in n.meta])
+    mode = detect_fake_mode([n.meta.get("val") for n in gm.graph.nodes if "val" in n.meta])
+    if mode is None:  # a graph without fake values (not from torch.export): the cells' shapes from a new mode
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+    return mode
 
 
 def _new_node(gm, mode, target, args):
