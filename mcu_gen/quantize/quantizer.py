@@ -379,12 +379,7 @@ def _functional_module(ep: torch.export.ExportedProgram) -> torch.fx.GraphModule
 def _fake_mode(gm):
     from torch._guards import detect_fake_mode
 
-    mode = detect_fake_mode([n.meta.get("val") for n in gm.graph.nodes if "val" in n.meta])
-    if mode is None:  # a graph without fake values (not from torch.export): the cells' shapes from a new mode
-        from torch._subclasses.fake_tensor import FakeTensorMode
-
-        mode = FakeTensorMode(allow_non_fake_inputs=True)
-    return mode
+    return detect_fake_mode([n.meta.get("val") for n in gm.graph.nodes if "val" in n.meta])
 
 
 def _new_node(gm, mode, target, args):
@@ -428,6 +423,8 @@ def decompose_rnn_cells(gm: torch.fx.GraphModule) -> int:
         if node.op != "call_function" or node.target not in (aten.gru_cell.default, aten.lstm_cell.default):
             continue
         mode = mode or _fake_mode(gm)
+        if mode is None:  # no fake values (a graph not from torch.export): the cells stay fp32 islands
+            return 0
         lstm = node.target is aten.lstm_cell.default
         args = list(node.args) + [None] * (6 - len(node.args))
         x, hx, w_ih, w_hh, b_ih, b_hh = args
