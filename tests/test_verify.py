@@ -99,14 +99,11 @@ def test_flash_uses_picotool_then_explains_bootsel(tmp_path, uf2_build, monkeypa
         flash(get_board("mps2-an505"), uf2_build)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug (found merging issues 14/16/18): verify re-reads model.pte, and the host reference of that "
-    "re-read int8 MNIST program differs from the device; suspected: the flatten after the channels-last pool is "
-    "recovered by plan.views as a plain alias without its memory-order meaning. `mcu-gen run` (in-memory "
-    "program) is bit-exact; the fix belongs in plan/views.py + reference/interpreter.py"))
 def test_verify_an_int8_build_is_bit_exact(tmp_path, qemu_tools):
     """int8 builds get the same checks as `mcu-gen run --quantize int8`: identical to the host
-    integer reference, with the quantization error against the fp32 model."""
+    integer reference, with the quantization error against the fp32 model. verify re-reads model.pte:
+    its --io int8 output is a contiguous view of the last result that no instruction writes, which
+    plan.views.planned_views recovers from the offsets (it was a strict xfail until issue 19 found it)."""
     b = build(MNIST, board="mps2-an505", out=tmp_path / "q", quantize="int8", io="int8")
     session = QemuSession(get_board("mps2-an505"), b.elf)
     session.start()
