@@ -31,7 +31,7 @@ import torch
 import torch.fx
 import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed operators)
 
-from mcu_gen.capture.export import UnsupportedOperatorError, _Lowering, op_name, source_line
+from mcu_gen.capture.export import UnsupportedOperatorError, _Lowering, op_name, source_line, torch_dtype_name
 from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
 from mcu_gen.quantize.islands import lower_island
 
@@ -1138,7 +1138,7 @@ class QuantLowering:
         fp32 when something reads it in fp32 (an island) or nothing quantizes it."""
         from mcu_gen.quantize.arith import quantize_f32
 
-        init = st["init"].detach().to(torch.float32).contiguous().numpy()
+        init = st["init"].detach().contiguous().numpy()
         shape = tuple(init.shape)
         users = list(node.users)
         params = {self._qparams(u) for u in users if u.op == "call_function" and u.target in Q_OPS}
@@ -1147,15 +1147,17 @@ class QuantLowering:
             scale, zp = params.pop()
             v = self._int8(shape, scale, zp, NHWC if len(shape) == 4 else None, st["name"])
             t = self.program.tensor(v)
-            q = np.clip(quantize_f32(init, scale, zp), INT8_MIN, INT8_MAX).astype(np.int8)
+            q = np.clip(quantize_f32(init.astype(np.float32), scale, zp), INT8_MIN, INT8_MAX).astype(np.int8)
             t.init = np.ascontiguousarray(q.transpose(t.dim_order) if t.dim_order else q)
             for u in users:
                 self.q[u] = v
                 self.done.add(u)
-        else:
-            v = self.program.add(TensorValue(shape, "float32", name=st["name"]))
+        else:  # kept as the buffer is (fp32, or an integer counter the quantizer leaves alone)
+            v = self.program.add(TensorValue(shape, torch_dtype_name(st["init"].dtype), name=st["name"]))
             self.program.tensor(v).init = np.ascontiguousarray(init)
-            self.f[(node, True)] = self.f[(node, False)] = v
+            self.f[(node, True)] = v
+            if not _nontrivial_nhwc(shape):
+                self.f[(node, False)] = v
             self.fp.env[node] = v
         self.program.states.append(v)
         self.program.state_names.append(st["name"])

@@ -133,6 +133,13 @@ def _is_fusable_activation(node) -> bool:
     return all(not isinstance(a, torch.fx.Node) for a in node.args[1:])
 
 
+def _float_only(node: torch.fx.Node) -> bool:
+    """True unless node computes on or produces integer tensors (a step counter, indices): those
+    are never quantized."""
+    vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes if a.op != "get_attr"]
+    return all(v.is_floating_point() for v in vals if isinstance(v, torch.Tensor))
+
+
 def _fused_activation(node: torch.fx.Node):
     """The ReLU / ReLU6 / clamp that is ``node``'s only user, if any."""
     users = list(node.users)
@@ -160,7 +167,7 @@ class McuQuantizer(Quantizer):
 
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         for node in model.graph.nodes:
-            if node.op != "call_function" or _annotated(node):
+            if node.op != "call_function" or _annotated(node) or not _float_only(node):
                 continue
             t = node.target
             if t in CONV_OPS or t in LINEAR_OPS:
