@@ -124,13 +124,153 @@ def test_executorch_state_program_reads_as_state():
     assert s.offset is not None and np.array_equal(s.init.reshape(-1), np.arange(4.0, dtype=np.float32))
 
 
-def test_int8_stateful_model_stops_with_a_clear_error(tmp_path):
-    src = (open("tests/models/state_gru.py").read()
-           + "\n\ndef calibration_inputs():\n    return [(torch.randn(1, 10),) for _ in range(4)]\n")
+INT8_MODELS = MODELS + ["state_island", "streaming_kws"]
+
+
+def _int8_spec(name):
+    return load_model_file("examples/streaming_kws/model.py" if name == "streaming_kws" else f"tests/models/{name}.py")
+
+
+def _int8_program(name):
+    from mcu_gen.quantize import export_quantized
+
+    spec = _int8_spec(name)
+    p, gm = export_quantized(spec)
+    planner.plan(p)
+    return spec, p, gm
+
+
+@pytest.mark.parametrize("name", INT8_MODELS)
+def test_int8_state_keeps_one_scale_and_matches_the_integer_reference_step_by_step(name):
+    """Each state is an int8 tensor with one scale / zero point, which every reader of the state in
+    the quantized graph uses and its new value is quantized with (so the write back is a plain copy
+    or the producing operator writes the state); its initial value is the buffer's, quantized. The
+    program read back from the .pte gives the same outputs bit for bit, step by step with the state
+    carried, and they follow PyTorch step by step; without the state carried they do not."""
+    from mcu_gen.quantize.arith import dequantize_f32, quantize_f32
+    from mcu_gen.quantize.lowering import Q_OPS
+    from mcu_gen.reference.inputs import dequantize_outputs
+
+    spec, p, gm = _int8_program(name)
+    states = gm.meta["mcu_states"]
+    assert [st["name"] for st in states] == p.state_names == (["frames", "h"] if name == "streaming_kws"
+                                                              else STATES.get(name, ["acc"]))
+    buffers = dict(spec.module.named_buffers())
+    placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
+    for i, st in zip(p.states, states):
+        t = p.tensor(i)
+        assert t.dtype == "int8" and t.scale > 0
+        want = np.clip(quantize_f32(buffers[t.name].numpy(), t.scale, t.zero_point), -128, 127).astype(np.int8)
+        assert np.array_equal(t.init, want)
+        readers = list(placeholders[st["input"]].users)
+        assert readers and all(u.target in Q_OPS for u in readers)
+        assert {(float(u.args[1]), int(u.args[2])) for u in readers} == {(t.scale, t.zero_point)}
+        writers = [k for k, ins in enumerate(p.instructions) if ins.args[-1] == i]
+        assert len(writers) == 1  # one write per run
+    # the new values have the states' parameters already: no requantization table on the way back
+    assert not any(getattr(p.values[a], "name", "").endswith("_rq_lut") for ins in p.instructions for a in ins.args)
+    if name != "state_island":  # everything int8 (GRU / LSTM gates as int8 linears, adds, muls, tables)
+        assert p.meta["fp32_fallback"] == []
+        assert all(ins.op.startswith("cortex_m::") or p.tensor(ins.args[-1]).dtype == "int8"
+                   for ins in p.instructions)
+    q = pte.read(pte.write(p))
+    seq = spec.test_sequences[0] if spec.test_sequences else _sequence(spec)
+    seq = [tuple(np.asarray(x, np.float32) for x in step) for step in seq][:16]
+    want = _torch_steps(spec.module, seq)
+    s1, s2 = {}, {}
+    errs = []
+    for k, (step, w) in enumerate(zip(seq, want)):
+        a, b = run_reference(p, list(step), s1), run_reference(q, list(step), s2)
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+        got = dequantize_outputs(p, a)
+        errs.append(max(float(np.max(np.abs(g - x))) / (1 + float(np.max(np.abs(x)))) for g, x in zip(got, w)))
+        if k == 0:
+            first = got
+    assert np.median(errs) < 0.05, errs  # int8 follows fp32 over the sequence (no drift of the state)
+    # the state really is carried: the last step from the initial state gives other outputs
+    fresh = dequantize_outputs(p, run_reference(p, list(seq[-1])))
+    assert not all(np.array_equal(f, g) for f, g in zip(fresh, got))
+    # and the dequantized state after the sequence is PyTorch's buffer after it
+    m = copy.deepcopy(spec.module)
+    with torch.no_grad():
+        for step in seq:
+            m(*[torch.from_numpy(x) for x in step])
+    for i in p.states:
+        t = p.tensor(i)
+        got_state = dequantize_f32(s1[i], t.scale, t.zero_point)
+        ref = dict(m.named_buffers())[t.name].numpy()
+        assert np.max(np.abs(got_state - ref)) <= max(0.1, 0.05 * float(np.max(np.abs(ref)))), t.name
+
+
+def test_calibration_runs_sequences_step_by_step_with_the_state_carried():
+    """The state's observer sees its values over time: the int8 range of the running mean covers
+    what the buffer holds over the calibration sequences, fed step by step (reset between them)."""
+    spec, p, _ = _int8_program("state_mean")
+    seen = []
+    for seq in spec.calibration_sequences:
+        m = copy.deepcopy(spec.module)
+        with torch.no_grad():
+            for (x,) in seq:
+                m(x)
+                seen.append(m.mean.clone())
+    seen = torch.cat(seen)
+    t = p.tensor(p.states[p.state_names.index("mean")])
+    lo, hi = t.scale * (-128 - t.zero_point), t.scale * (127 - t.zero_point)
+    # a histogram observer may clip the far tails a little; the bulk of the range over time is covered
+    assert lo <= float(torch.quantile(seen, 0.02)) and hi >= float(torch.quantile(seen, 0.98)), (lo, hi)
+    # the range the state reaches over time, not the initial value's (0.5 everywhere)
+    assert hi - lo > 1.0
+    c = p.tensor(p.states[p.state_names.index("count")])  # a step counter: 0 .. 16 over each sequence
+    assert c.scale * (127 - c.zero_point) >= 15.5
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_rnn_cells_are_split_into_gates_that_equal_pytorchs_cell(cell):
+    """decompose_rnn_cells: nn.GRUCell / nn.LSTMCell as per-gate linears, adds, sigmoid / tanh and muls
+    compute what PyTorch's cell computes (before quantization, in float)."""
+    from mcu_gen.quantize.quantizer import capture_for_quantization
+
+    torch.manual_seed(0)
+    mod = (torch.nn.GRUCell(5, 7) if cell == "gru" else torch.nn.LSTMCell(5, 7)).eval()
+    x, h, c = torch.randn(1, 5), torch.randn(1, 7), torch.randn(1, 7)
+    args = (x, h) if cell == "gru" else (x, (h, c))
+
+    class Wrap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = mod
+
+        def forward(self, x, h, c):
+            return self.cell(x, h) if cell == "gru" else self.cell(x, (h, c))
+
+    gm = capture_for_quantization(Wrap(), (x, h, c))
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten.gru_cell.default not in targets and torch.ops.aten.lstm_cell.default not in targets
+    assert targets.count(torch.ops.aten.linear.default) == (6 if cell == "gru" else 8)
+    with torch.no_grad():
+        want = mod(*args)
+        got = gm(x, h, c)
+    for g, w in zip(got if cell == "lstm" else [got], want if cell == "lstm" else [want]):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_int8_stateful_model_without_calibration_data_stops_with_a_clear_error(tmp_path):
+    src = open("tests/models/state_gru.py").read().split("\n\ndef calibration_sequences")[0]
+    f = tmp_path / "gru_nocal.py"
+    f.write_text(src)
+    with pytest.raises(mcu_gen.errors.McuGenError, match="calibration_sequences"):
+        mcu_gen.build(str(f), board="mps2-an505", out=tmp_path / "o", quantize="int8", compile=False)
+
+
+def test_int8_stateful_model_calibrates_on_one_sequence_from_calibration_inputs(tmp_path):
+    """calibration_inputs() of a stateful model is one sequence (its steps in order, state carried)."""
+    src = (open("tests/models/state_gru.py").read().split("\n\ndef calibration_sequences")[0]
+           + "\n\ndef calibration_inputs():\n    g = torch.Generator().manual_seed(5)\n"
+           "    return [(torch.randn(1, 10, generator=g),) for _ in range(32)]\n")
     f = tmp_path / "gru_cal.py"
     f.write_text(src)
-    with pytest.raises(mcu_gen.errors.McuGenError, match="stateful models are fp32 only"):
-        mcu_gen.build(str(f), board="mps2-an505", out=tmp_path / "o", quantize="int8", compile=False)
+    res = mcu_gen.build(str(f), board="mps2-an505", out=tmp_path / "o", quantize="int8", compile=False)
+    assert [res.program.tensor(i).dtype for i in res.program.states] == ["int8"]
 
 
 def test_test_sequences_are_read_from_the_model_file():
@@ -218,6 +358,12 @@ def _state_seeds():
             p = export_model(_spec(name), fuse=fuse)
             planner.plan(p)
             seeds[f"{name}{'' if fuse else '_unfused'}"] = pte.write(p)
+    from mcu_gen.quantize import export_quantized
+
+    for name, io in (("state_ring", "int8"), ("state_gru", "float32")):  # int8 states (int8 initial values)
+        p, _ = export_quantized(_spec(name), io=io)
+        planner.plan(p)
+        seeds[f"{name}_int8_{io}"] = pte.write(p)
     return seeds
 
 
@@ -315,3 +461,151 @@ def test_an_executorch_exported_state_program_runs_on_mcu_gen_firmware(tmp_path,
         np.testing.assert_allclose(got[0], w[0], rtol=1e-5, atol=1e-6)
     assert all(np.array_equal(a[0], b[0]) for a, b in zip(first, again))
 
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("name", INT8_MODELS)
+def test_int8_stateful_model_verifies_bit_exact_step_by_step_on_qemu_with_reset(name, tmp_path, qemu_tools):
+    """--quantize int8: every step's outputs equal the host integer reference run step by step with
+    its state carried, bit for bit; RESET then the same sequence gives the same outputs again."""
+    model = "examples/streaming_kws/model.py" if name == "streaming_kws" else f"tests/models/{name}.py"
+    r = mcu_gen.run(model, board="mps2-an505", out=tmp_path / name, quantize="int8")
+    assert r.verified and r.bit_exact is True and r.reset_identical is True
+    assert r.reference.endswith("step by step") and "integer reference" in r.reference
+    steps = 2 * 49 if name == "streaming_kws" else 16
+    assert r.n_inferences == steps and len(r.outputs) == steps
+    assert r.quant_max_abs_error is not None and r.quant_max_abs_error < 1.0
+    rep = json.loads((tmp_path / name / "report.json").read_text())
+    assert all(s["dtype"] == "int8" and s["scale"] > 0 for s in rep["state"])
+    assert r.state_bytes == sum(s["bytes"] for s in rep["state"])
+    md = (tmp_path / name / "report.md").read_text()
+    assert all(f"`{s['name']}` | {s['shape']} | int8 | {s['scale']:.6g} / {s['zero_point']}" in md
+               for s in rep["state"])
+
+
+@pytest.mark.qemu
+def test_int8_state_with_int8_io_verifies_on_qemu(tmp_path, qemu_tools):
+    r = mcu_gen.run("tests/models/state_ring.py", board="mps2-an505", out=tmp_path / "r", quantize="int8", io="int8")
+    assert r.verified and r.bit_exact is True and r.reset_identical is True and r.n_inferences == 16
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("quantize", [None, "int8"])
+def test_debug_and_profile_reset_the_state_before_they_run(quantize, tmp_path, qemu_tools):
+    """After inferences have moved the device's state on, `debug` still matches the host trace (from
+    the initial state) at every operator, and `profile` leaves the device one step past RESET."""
+    from mcu_gen.dev.debug import debug_link
+    from mcu_gen.dev.profile import profile_link
+    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.firmware.builder import build
+    from mcu_gen.reference.inputs import quantize_inputs
+
+    res = build("tests/models/state_gru.py", board="mps2-an505", out=tmp_path / "g", quantize=quantize)
+    seq = [tuple(quantize_inputs(res.program, s)) for s in _sequence(res.spec, 4, seed=2)]
+    with QemuSession(res.board, res.elf) as link:
+        for step in seq:  # the state moves on
+            link.infer(list(step), rerun=False)
+        d = debug_link(res, link, inputs=[seq[0]])
+        assert d.ok, d.first_divergence
+        for step in seq:
+            link.infer(list(step), rerun=False)
+        moved = link.infer(list(seq[1]), rerun=False)[0]  # seq[1] from a moved-on state
+        p = profile_link(res, link, inputs=[seq[0]])
+        assert len(p.ops) == len(res.program.instructions)
+        after_profile = link.infer(list(seq[1]), rerun=False)[0]  # the second step of the sequence
+        link.reset()
+        link.infer(list(seq[0]), rerun=False)
+        want = link.infer(list(seq[1]), rerun=False)[0]
+        link.exit(0)
+    assert all(np.array_equal(a, b) for a, b in zip(after_profile, want))
+    # the check can fail: the same step from a moved-on state gives other outputs
+    assert not all(np.array_equal(a, b) for a, b in zip(moved, want))
+
+
+@pytest.mark.parametrize("io", ["float32", "int8"])
+def test_a_state_an_fp32_island_reads_stays_fp32_in_the_int8_program(io):
+    """layer_norm (an fp32 island) reads the state: the state stays fp32, its int8 readers quantize it,
+    its new value (int8) is dequantized into it; the program read back from the .pte (views of its
+    plan recovered from offsets, the int8 output's too) gives the same outputs step by step."""
+    from mcu_gen.quantize import export_quantized
+    from mcu_gen.reference.inputs import dequantize_outputs, quantize_inputs
+
+    spec = _spec("state_fp32_reader")
+    p, _ = export_quantized(spec, io=io)
+    planner.plan(p)
+    assert [p.tensor(i).dtype for i in p.states] == ["float32"]
+    assert [f["op"] for f in p.meta["fp32_fallback"]] == ["aten::layer_norm.default"]
+    q = pte.read(pte.write(p))
+    seq = _sequence(spec, 8, seed=4)
+    s1, s2 = {}, {}
+    for step, w in zip(seq, _torch_steps(spec.module, seq)):
+        x = list(quantize_inputs(p, step))
+        a, b = run_reference(p, x, s1), run_reference(q, x, s2)
+        assert all(np.array_equal(g, h) for g, h in zip(a, b))
+        assert np.max(np.abs(dequantize_outputs(p, a)[0] - w[0])) < 0.1
+
+
+@pytest.mark.qemu
+def test_an_fp32_state_in_an_int8_program_verifies_on_qemu(tmp_path, qemu_tools):
+    r = mcu_gen.run("tests/models/state_fp32_reader.py", board="mps2-an505", out=tmp_path / "m", quantize="int8",
+                    io="int8")
+    assert r.verified and r.bit_exact is True and r.reset_identical is True and r.n_inferences == 16
+
+
+def test_a_stateful_conv_bn_model_folds_its_batch_norm_and_runs_all_int8():
+    """Functionalization turns eval BatchNorm into _native_batch_norm_legit_no_training: it is folded
+    into the causal conv1d before it all the same, and the whole streaming block is int8."""
+    from mcu_gen.capture.model_file import ModelSpec
+    from mcu_gen.quantize import export_quantized
+    from mcu_gen.quantize.quantizer import capture_for_quantization
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = torch.nn.Conv1d(4, 8, 3), torch.nn.BatchNorm1d(8)
+            self.register_buffer("frames", torch.zeros(1, 4, 3))
+            self.drop, self.fc = torch.nn.Dropout(0.1), torch.nn.Linear(8, 2)
+
+        def forward(self, x):
+            self.frames.copy_(torch.cat([self.frames[:, :, 1:], x.unsqueeze(-1)], 2))
+            return self.fc(self.drop(torch.relu(self.bn(self.conv(self.frames)))).flatten(1))
+
+    torch.manual_seed(0)
+    m = Block().eval()
+    with torch.no_grad():
+        m.bn.running_mean.uniform_(-1, 1)
+        m.bn.running_var.uniform_(0.5, 2)
+    example = (torch.randn(1, 4),)
+    gm = capture_for_quantization(m, example)
+    assert not any("batch_norm" in str(n.target) for n in gm.graph.nodes)
+    with torch.no_grad():  # the folded graph is the module, step by step
+        state = [torch.zeros(1, 4, 3)]
+        ref = copy.deepcopy(m)
+        for _ in range(4):
+            x = torch.randn(1, 4)
+            out, new = gm(x, *state)
+            torch.testing.assert_close(out, ref(x), rtol=1e-5, atol=1e-5)
+            state = [new]
+    g = torch.Generator().manual_seed(1)
+    spec = ModelSpec(m, example, name="block",
+                     calibration_sequences=[[(torch.randn(1, 4, generator=g),) for _ in range(12)] for _ in range(3)])
+    p, _ = export_quantized(spec)
+    assert p.meta["fp32_fallback"] == [] and [p.tensor(i).dtype for i in p.states] == ["int8"]
+    assert "cortex_m::quantized_conv2d.out" in [ins.op for ins in p.instructions]
+
+
+def test_an_integer_state_stays_integer_in_the_int8_program():
+    """An int32 step counter is not quantized (it counts exactly, the int8 tensor next to it is int8)."""
+    from mcu_gen.quantize import export_quantized
+
+    spec = _spec("state_counter")
+    p, _ = export_quantized(spec)
+    planner.plan(p)
+    assert {p.tensor(i).name: p.tensor(i).dtype for i in p.states} == {"n": "int32", "h": "int8"}
+    q = pte.read(pte.write(p))
+    seq = _sequence(spec, 20, seed=6)
+    s1, s2 = {}, {}
+    for k, step in enumerate(seq):
+        a, b = run_reference(p, list(step), s1), run_reference(q, list(step), s2)
+        assert all(np.array_equal(g, h) for g, h in zip(a, b))
+        assert a[1].dtype == np.int32 and int(a[1][0]) == k + 1

@@ -101,7 +101,9 @@ def test_flash_uses_picotool_then_explains_bootsel(tmp_path, uf2_build, monkeypa
 
 def test_verify_an_int8_build_is_bit_exact(tmp_path, qemu_tools):
     """int8 builds get the same checks as `mcu-gen run --quantize int8`: identical to the host
-    integer reference, with the quantization error against the fp32 model."""
+    integer reference, with the quantization error against the fp32 model. verify re-reads model.pte:
+    its --io int8 output is a contiguous view of the last result that no instruction writes, which
+    plan.views.planned_views recovers from the offsets (it was a strict xfail until issue 19 found it)."""
     b = build(MNIST, board="mps2-an505", out=tmp_path / "q", quantize="int8", io="int8")
     session = QemuSession(get_board("mps2-an505"), b.elf)
     session.start()

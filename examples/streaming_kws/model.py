@@ -54,3 +54,8 @@ def _utterance(seed):
 
 def test_sequences():
     return [_utterance(1), _utterance(2)]
+
+
+def calibration_sequences():
+    """int8 calibration: four other synthetic utterances, fed frame by frame with the state carried."""
+    return [_utterance(seed) for seed in (100, 101, 102, 103)]

@@ -379,12 +379,11 @@ class _Lowering:
     def _write_in_place(self, state: int, src: int) -> bool:
         """The instruction that computes a state's new value writes it straight into the state
         (no copy), when nothing reads the old value from that instruction on, and the new value
-        is an instruction's own out (not a view, an input, a constant or a graph output)."""
+        is an instruction's own out (not a view, an input, a constant or a graph output); views of
+        the new value become views of the state."""
         p = self.program
         if src in self.aliases or src in p.inputs or src in p.outputs or p.tensor(src).is_constant or src in p.states:
             return False
-        if any(self._root(a) == src for a in self.aliases):
-            return False  # views of the new value: keep it simple, copy
         producers = [k for k, ins in enumerate(p.instructions) if src in self._tensor_uses(ins)]
         if not producers:
             return False
@@ -396,6 +395,9 @@ class _Lowering:
         for k in range(step, len(p.instructions)):
             if state_views & set(self._tensor_uses(p.instructions[k])):
                 return False  # the old value is still read
+        for a, parent in list(self.aliases.items()):  # views of the new value view the state
+            if parent == src:
+                self.aliases[a] = state
         for k in range(step, len(p.instructions)):  # later uses of the new value read the state
             other = p.instructions[k]
             other.args = [state if a == src else a for a in other.args]

@@ -5,8 +5,9 @@ A model file is either
 - a Python file defining ``model()`` (returns an ``nn.Module``) and
   ``example_inputs()`` (a tuple of tensors), and optionally
   ``calibration_inputs()`` and ``test_inputs()`` (iterables of input tuples) and, for a
-  model with state, ``test_sequences()`` (an iterable of sequences, each a list of input
-  tuples fed one step at a time), and, for a program with several methods (docs/methods.md),
+  model with state, ``test_sequences()`` and ``calibration_sequences()`` (iterables of
+  sequences, each a list of input tuples fed one step at a time with the state carried), and, for a
+  program with several methods (docs/methods.md),
   ``methods(model)``: given the module ``model()`` returned, a dict ``{name: (callable, example
   inputs)}`` or ``{name: (callable, example inputs, test inputs)}``, in method order; each callable is
   a method of that module (``model.encode``) or one of its submodules, so the methods share its
@@ -39,7 +40,7 @@ class ModelSpec:
     exported_program: Optional[torch.export.ExportedProgram] = None
     path: Optional[str] = None  # the model file, used to find the user's source lines
     test_sequences: Optional[list] = None  # list of sequences (lists of input tuples), stateful models
-    methods: Optional[list] = None  # MethodSpec per method (a model file's methods(model)), else one method
+    calibration_sequences: Optional[list] = None  # the same, to calibrate a stateful model's int8 quantization
 
 
 @dataclass
@@ -121,6 +122,7 @@ def _load_python(path: Path) -> ModelSpec:
         name=_model_name(path),
         path=str(path.resolve()),
         test_sequences=_sequence_list(module, path),
+        calibration_sequences=_sequence_list(module, path, "calibration_sequences"),
     )
 
 
@@ -146,20 +148,20 @@ def _input_list(module, fn_name, path) -> Optional[list]:
     return [_input_tuple(item, path, f"each item of {fn_name}()") for item in items]
 
 
-def _sequence_list(module, path) -> Optional[list]:
-    fn = getattr(module, "test_sequences", None)
+def _sequence_list(module, path, fn_name: str = "test_sequences") -> Optional[list]:
+    fn = getattr(module, fn_name, None)
     if fn is None:
         return None
     if not callable(fn):
-        raise ModelFileError(f"{path}: `test_sequences` must be a function")
+        raise ModelFileError(f"{path}: `{fn_name}` must be a function")
     try:
         seqs = [list(seq) for seq in fn()]
     except TypeError:
-        raise ModelFileError(f"{path}: test_sequences() must return an iterable of sequences "
+        raise ModelFileError(f"{path}: {fn_name}() must return an iterable of sequences "
                              "(each a list of input tuples)") from None
     if not seqs or any(not seq for seq in seqs):
-        raise ModelFileError(f"{path}: test_sequences() must return at least one non-empty sequence")
-    return [[_input_tuple(step, path, "each step of test_sequences()") for step in seq] for seq in seqs]
+        raise ModelFileError(f"{path}: {fn_name}() must return at least one non-empty sequence")
+    return [[_input_tuple(step, path, f"each step of {fn_name}()") for step in seq] for seq in seqs]
 
 
 def _method_list(module, net: torch.nn.Module, path) -> list:

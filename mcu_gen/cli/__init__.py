@@ -117,6 +117,7 @@ def cmd_run(args) -> int:
               f"integer reference (I/O {r.io})")
         top1 = f", top-1 agreement {r.top1_agreement:.0%}" if r.top1_agreement is not None else ""
         print(f"  quantization error vs fp32: max abs {r.quant_max_abs_error:.3g}{top1}")
+        _print_state(r)
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         _print_cycles(r)
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
@@ -126,10 +127,7 @@ def cmd_run(args) -> int:
         status = "VERIFIED" if r.verified else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
               f"(tolerance {r.tolerance:.3g}, against {r.reference})")
-        if r.n_sequences:
-            reset = "identical" if r.reset_identical else "DIFFERENT"
-            print(f"  state {r.state_bytes:,} B: {r.n_inferences} steps in {r.n_sequences} sequence(s), each "
-                  f"compared step by step; after RESET the same sequence gave {reset} outputs")
+        _print_state(r)
         for m in r.methods:
             print(f"  method {m['name']}: {'verified' if m['verified'] else 'MISMATCH'}, {m['calls']} call(s), "
                   f"max abs error {m['max_abs_error']:.3g}, {m['instructions'] or 0:,} instructions per call, "
@@ -152,6 +150,13 @@ def _print_cycles(r) -> None:
               f"{r.estimated_ms_per_inference:.3g} ms at {r.clock_hz / 1e6:g} MHz ({r.cycle_model})")
     elif r.cycles_unavailable:
         print(f"  no cycle estimate: {r.cycles_unavailable}")
+
+
+def _print_state(r) -> None:
+    if r.n_sequences:
+        reset = "identical" if r.reset_identical else "DIFFERENT"
+        print(f"  state {r.state_bytes:,} B: {r.n_inferences} steps in {r.n_sequences} sequence(s), each "
+              f"compared step by step; after RESET the same sequence gave {reset} outputs")
 
 
 def _print_stack(r) -> None:

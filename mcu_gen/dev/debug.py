@@ -98,10 +98,14 @@ def reference_trace(result, inputs: list) -> list:
 
 
 def debug_link(result, link, inputs=None, progress=None) -> DebugResult:
-    """Steps `result`'s program through a connected device (its program must be active)."""
+    """Steps `result`'s program through a connected device (its program must be active). A
+    program with state is RESET first: the device steps from the initial state, as the host
+    reference's trace does (an earlier run would have moved the device's state on)."""
     program = result.program
     one = device_inputs(result, host_inputs(result, inputs, n=1)[0])
     trace = reference_trace(result, one)
+    if program.states:
+        link.reset()
     link.write_inputs(one)
     device_index = pte.device_indices(program, result.pte_bytes)  # the .pte may number values differently
     steps = []

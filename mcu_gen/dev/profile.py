@@ -71,10 +71,16 @@ def _out_value(program, ins):
 
 
 def profile_link(result, link, inputs=None) -> ProfileResult:
-    """Profiles `result`'s program on a connected device (its program must be active)."""
+    """Profiles `result`'s program on a connected device (its program must be active). A program
+    with state is RESET before each of the two runs, so both start from the initial state (the
+    whole run and the profiled one do the same work, whatever ran before)."""
     board, program = result.board, result.program
     one = device_inputs(result, host_inputs(result, inputs, n=1)[0])
-    _, whole_ticks = link.infer(one)
+    if program.states:
+        link.reset()
+    _, whole_ticks = link.infer(one, rerun=not program.states)
+    if program.states:
+        link.reset()
     link.write_inputs(one)
     ticks, _ = link.run_profiled()
     if len(ticks) != len(program.instructions):

@@ -293,11 +293,24 @@ def _module_steps(module, seq: list) -> list:
     return outs
 
 
+def _float_inputs(program: Program, step) -> tuple:
+    """One step's inputs as floats: int8 ones dequantized with their input's parameters."""
+    from mcu_gen.quantize.arith import dequantize_f32
+
+    out = []
+    for x, i in zip(step, program.inputs):
+        t, x = program.tensor(i), np.asarray(x)
+        out.append(dequantize_f32(x, t.scale, t.zero_point) if x.dtype == np.int8 and t.scale is not None else x)
+    return tuple(np.asarray(x, np.float32) for x in out)
+
+
 def check_sequences(link, result: BuildResult, sequences: list, progress=None, initial_module=None) -> LinkCheck:
     """A program with state: each sequence is fed one step at a time after a RESET and every step's
     outputs are compared with PyTorch running the same module step by step (a fresh copy per sequence;
-    without a model, the reference interpreter carrying the state); then RESET and the same sequence
-    again must give identical outputs (RESET restores the initial state)."""
+    without a model, the reference interpreter carrying the state); an int8 program's outputs must
+    equal the host integer reference run step by step with its state carried, bit for bit (and their
+    error against PyTorch step by step is reported). Then RESET and the same sequence again must give
+    identical outputs (RESET restores the initial state)."""
     from mcu_gen.reference import run_reference
 
     program, spec, b = result.program, result.spec, result.board
@@ -305,8 +318,9 @@ def check_sequences(link, result: BuildResult, sequences: list, progress=None, i
     if hello.program_id != result.program_id:
         raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
                            f"{result.program_id:016x}: flash or rebuild the firmware first")
-    if result.report.get("quantize"):
-        raise RuntimeError("stateful models are fp32 only for now")
+    quantized = bool(result.report.get("quantize"))
+    if quantized:
+        check_device_quant_params(hello, program)
     module = initial_module
     if module is None and spec is not None:
         module = spec.module if spec.module is not None else spec.exported_program.module()
@@ -315,26 +329,37 @@ def check_sequences(link, result: BuildResult, sequences: list, progress=None, i
                   firmware_version=hello.firmware_version)
     c.reset_identical = True
     total = sum(len(seq) for seq in sequences)
+    top1, n_float = 0, 0
     for seq in sequences:
+        fp = None  # PyTorch step by step, for an int8 build's quantization error
         if module is not None and not int8:
             wants, c.reference = _module_steps(module, seq), "pytorch, step by step"
         else:
+            if quantized and module is not None:  # int8 steps (--io int8, random) dequantized for PyTorch
+                fp = _module_steps(module, [_float_inputs(program, step) for step in seq])
+            seq = [quantize_inputs(program, step) for step in seq] if quantized else seq
             state: dict = {}
             wants = [[np.asarray(o) for o in run_reference(program, list(step), state)] for step in seq]
             c.reference = (INT8_REFERENCE if int8 else "reference interpreter (torch ops)") + ", step by step"
         link.reset()
         first = []
-        for step, want in zip(seq, wants):
+        for k, (step, want) in enumerate(zip(seq, wants)):
             got, ticks = link.infer(list(step), rerun=False)
-            err, tol, ok = verify_outputs(got, want)
             if int8:
                 exact = identical_outputs(got, want)
                 c.bit_exact = exact and c.bit_exact is not False
-                ok = ok and exact
-            c.max_abs_error, c.tolerance = max(c.max_abs_error, err), max(c.tolerance, tol)
-            c.reference_max_abs_error = c.max_abs_error
-            c.identical = c.identical and equal_values(got, want)
-            c.verified = c.verified and ok
+                c.identical = c.identical and exact
+                c.verified = c.verified and exact
+                c.reference_max_abs_error = max(c.reference_max_abs_error, max_abs_difference(got, want))
+                if fp is not None:
+                    err, hit = quant_error(program, got, fp[k])
+                    c.max_abs_error, top1, n_float = max(c.max_abs_error, err), top1 + hit, n_float + 1
+            else:
+                err, tol, ok = verify_outputs(got, want)
+                c.max_abs_error, c.tolerance = max(c.max_abs_error, err), max(c.tolerance, tol)
+                c.reference_max_abs_error = c.max_abs_error
+                c.identical = c.identical and equal_values(got, want)
+                c.verified = c.verified and ok
             c.counts.append(count_from_ticks(b, ticks))
             c.outputs.append(got)
             first.append(got)
@@ -347,6 +372,9 @@ def check_sequences(link, result: BuildResult, sequences: list, progress=None, i
             same = identical_outputs(again, before)
             c.reset_identical = c.reset_identical and same
         c.verified = c.verified and c.reset_identical
+    if quantized and n_float:
+        c.quant_max_abs_error = c.max_abs_error
+        c.top1_agreement = top1 / n_float if is_classifier(program) else None
     return c
 
 

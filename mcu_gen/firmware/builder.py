@@ -571,8 +571,10 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     if program.all_states:
         report["state"] = [{"name": name, "shape": list(m.tensor(i).shape), "dtype": m.tensor(i).dtype,
                             "offset": m.tensor(i).offset, "bytes": m.tensor(i).nbytes,
-                            "live_steps": [0, max(len(m.instructions) - 1, 0)],
-                            "methods": [o.name for o in program.methods if name in o.state_names]}
+                            "live_steps": [0, max(len(m.instructions) - 1, 0)], "written_by": _state_writer(m, i),
+                            "methods": [o.name for o in program.methods if name in o.state_names],
+                            **({"scale": m.tensor(i).scale, "zero_point": m.tensor(i).zero_point}
+                               if m.tensor(i).dtype == "int8" else {})}
                            for name, m, i in program.all_states]
     if program.more_methods:
         report["methods"] = [method_row(m, sel) for m in program.methods]
@@ -626,6 +628,19 @@ def _install_elf(built: Path, out: Path, project: Path, b: Board, program: Progr
 
 
 # The stack a deployable image reserves once the stack it uses is measured (`mcu-gen run`): the measured
+def _state_writer(program: Program, state: int):
+    """The instruction that writes a state's new value: {"instruction", "op", "copy"} (a copy
+    at the end of the run, or the operator computing the value writing the state in place)."""
+    for k, ins in enumerate(program.instructions):
+        if ins.args and ins.args[-1] == state:
+            return {"instruction": k, "op": ins.op, "copy": ins.op in ("aten::clone.out", "aten::copy_.out",
+                                                                       "aten::copy_")}
+    for k, ins in enumerate(program.instructions):  # e.g. ExecuTorch's aten::copy_(state, value)
+        if ins.args and ins.args[0] == state:
+            return {"instruction": k, "op": ins.op, "copy": True}
+    return None
+
+
 # high-water mark plus STACK_MARGIN_FIXED bytes (an exception frame with FP state is 104 B, plus the
 # handler's own frame) plus 1/STACK_MARGIN_DIVISOR of it (a path the runs did not take), rounded up to 64.
 STACK_MARGIN_FIXED = 256

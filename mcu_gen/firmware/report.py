@@ -202,12 +202,20 @@ def markdown(r: dict) -> str:
                   "Each state tensor is live at every step, never shares bytes with another tensor, is set "
                   "to its initial value (stored with the constants) at load and on RESET, and is written at "
                   "the end of each run.", "",
-                  "| buffer | shape | dtype | arena offset | bytes | live steps |", "|---|---|---|---:|---:|---|"]
+                  "| buffer | shape | dtype | scale / zero point | arena offset | bytes | live steps | written by |",
+                  "|---|---|---|---|---:|---:|---|---|"]
         for t in r["state"]:
             used_by = f"; methods {', '.join(t['methods'])}" if r.get("methods") else ""
-            lines.append(f"| `{t['name']}` | {t['shape']} | {t['dtype']} | {t['offset']:,} | {t['bytes']:,} | "
-                         f"{t['live_steps'][0]}-{t['live_steps'][1]} (all){used_by} |")
+            q = f"{t['scale']:.6g} / {t['zero_point']}" if t.get("scale") is not None else ""
+            w = t.get("written_by")
+            how = (f"#{w['instruction']} `{w['op']}` ({'a copy' if w['copy'] else 'in place'})" if w else "")
+            lines.append(f"| `{t['name']}` | {t['shape']} | {t['dtype']} | {q} | {t['offset']:,} | {t['bytes']:,} | "
+                         f"{t['live_steps'][0]}-{t['live_steps'][1]} (all){used_by} | {how} |")
         lines.append("")
+        if any(t.get("scale") is not None for t in r["state"]):
+            lines += ["An int8 state keeps one scale and zero point: the quantizer calibrated it over sequences "
+                      "(step by step, the state carried), and its new value is quantized the same way, so the "
+                      "write back is a plain int8 copy (or the operator computing it writes the state itself).", ""]
     if r.get("size"):
         from mcu_gen.firmware.size_report import markdown_table
 

@@ -57,8 +57,17 @@ def planned_views(program: Program) -> dict:
         sig = sigs.get(ins.op, "")
         outs = ([a for a, c in zip(ins.args, sig) if c == "O"] if len(sig) == len(ins.args) else ins.args[-1:])
         scratch = SCRATCH_ARG.get(ins.op.split("::")[-1].rsplit(".", 1)[0]) if ins.op.startswith("cortex_m::") else None
+        read = []
         for k, a in enumerate(ins.args):
-            if k == scratch or a in outs or a in written or a in views or not planned(a):
+            if k == scratch or a in outs:
+                continue
+            v = program.values[a]
+            if not isinstance(v, TensorValue) and v.kind in ("tensor_list", "optional_tensor_list"):
+                read.extend(j for j in v.value if j is not None and j >= 0)  # e.g. cat's inputs
+            else:
+                read.append(a)
+        for a in read:
+            if a in written or a in views or not planned(a):
                 continue
             src = at.get((program.values[a].mem_id, program.values[a].offset))
             if src is not None and (program.values[src].dtype, program.values[src].nbytes) == (

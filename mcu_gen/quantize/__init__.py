@@ -69,14 +69,15 @@ def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool
         raise QuantizeError(f"{spec.name}: nothing to quantize")
     if calibration is not None:
         data = load_calibration(calibration, len(spec.example_inputs))
-    else:
-        data = spec.calibration_inputs
+    else:  # a stateful model: calibration_sequences() (state reset between them), else calibration_inputs()
+        data = getattr(spec, "calibration_sequences", None) or spec.calibration_inputs  # as one sequence
     if not data:
         where = f" ({spec.path})" if spec.path else ""
         raise QuantizeError(
             f"{spec.name}{where}: int8 quantization needs calibration data: define calibration_inputs() in the "
-            "model file (a list of input tuples, e.g. 8-100 real samples) or pass --calibration FILE "
-            "(torch.save of such a list). mcu-gen never calibrates on random data.")
+            "model file (a list of input tuples, e.g. 8-100 real samples; for a model with state, one sequence "
+            "fed in order, or define calibration_sequences()) or pass --calibration FILE (torch.save of such a "
+            "list). mcu-gen never calibrates on random data.")
     from mcu_gen.quantize.quantizer import StatefulModelError
 
     try:

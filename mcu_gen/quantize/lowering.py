@@ -31,7 +31,7 @@ import torch
 import torch.fx
 import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed operators)
 
-from mcu_gen.capture.export import UnsupportedOperatorError, _Lowering, op_name, source_line
+from mcu_gen.capture.export import UnsupportedOperatorError, _Lowering, op_name, source_line, torch_dtype_name
 from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
 from mcu_gen.quantize.islands import lower_island
 
@@ -417,6 +417,8 @@ class QuantLowering:
             return self._upsample_nearest(node, qnode, act)
         if t is aten.linear.default:
             return self._linear(node, qnode, act)
+        if t is aten.slice.Tensor:
+            return self._slice(node, qnode, act)
         if t in (aten.add.Tensor, aten.sub.Tensor) and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
             return self._add(node, qnode, act)
         if t is aten.mul.Tensor and all(isinstance(a, torch.fx.Node) for a in node.args[:2]):
@@ -698,6 +700,25 @@ class QuantLowering:
         out_mem = self._int8(mem_shape, s_out, zp_out, tuple(range(nd)), qnode.name + "_mem")
         self._emit("aten::cat.out", [self._scalar("tensor_list", mem), self._scalar("int", mdim)], out_mem, node)
         out = self._alias(out_mem, shape, NHWC if nd == 4 else None, qnode.name)
+        self._finish(node, qnode, act, out)
+        return None
+
+    def _slice(self, node, qnode, act):
+        """A slice (e.g. the older frames of a ring buffer): a byte copy, aten::slice_copy on int8."""
+        r = self._same_qparams_input(node, qnode, act, "slice")
+        if isinstance(r, str):
+            return r
+        v, t = r
+        if len(t.shape) == 4:
+            return "slice of a 4-D (channels-last) int8 tensor"
+        args = list(node.args) + [0, None, None, 1][len(node.args) - 1:]
+        dim, start, end, step = args[1:5]
+        v = self._contig(v, node)
+        out = self._int8(_shape(node), t.scale, t.zero_point, None, qnode.name)
+        i = lambda x: self._scalar("int", int(x))  # noqa: E731
+        self._emit("aten::slice_copy.Tensor_out",
+                   [v, i(dim), i(0 if start is None else start), i(2**63 - 1 if end is None else end), i(step)], out,
+                   node)
         self._finish(node, qnode, act, out)
         return None
 
@@ -1027,7 +1048,7 @@ class QuantLowering:
     def quantize_node(self, node) -> None:
         x = node.args[0]
         scale, zp = self._qparams(node)
-        if x.op == "placeholder" and self.io == "int8":
+        if x.op == "placeholder" and self.io == "int8" and (x, True) not in self.f:  # (an fp32 state: quantized here)
             raise AssertionError("handled with the inputs")
         if x in self.q and (x, True) not in self.f and (x, False) not in self.f:
             self.q[node] = self._requantize(self.q[x], scale, zp, node)  # int8 -> int8 by a table
@@ -1042,9 +1063,13 @@ class QuantLowering:
     # -- driver -------------------------------------------------------------------------------------------
     def lower(self) -> Program:
         g = self.gm.graph
+        states = {st["input"]: st for st in self.gm.meta.get("mcu_states", [])}
         for node in g.nodes:
-            if node.op == "placeholder":
+            if node.op == "placeholder" and node.name not in states:
                 self._input(node)
+        for node in g.nodes:
+            if node.op == "placeholder" and node.name in states:
+                self._state_input(node, states[node.name])
         for node in g.nodes:
             if node.op != "call_function" or node in self.done:
                 continue
@@ -1068,8 +1093,11 @@ class QuantLowering:
         out_node = next(n for n in g.nodes if n.op == "output")
         outs = out_node.args[0]
         outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-        for o in outs:
+        updates = outs[len(outs) - len(states):] if states else []
+        for o in outs[:len(outs) - len(updates)]:
             self.program.outputs.append(self._output(o))
+        for v, o in zip(list(self.program.states), updates):
+            self._state_update(v, o)
         self.program.meta["aliases"] = dict(self.aliases)
         self.program.meta["fp32_fallback"] = self.fallback
         self.program.meta["int8_results"] = self.results
@@ -1102,6 +1130,74 @@ class QuantLowering:
                 self.f[(node, False)] = v
             self.fp.env[node] = v
         self.program.inputs.append(v)
+
+    # -- state (mutable buffers) ---------------------------------------------------------------------
+    def _state_input(self, node, st) -> None:
+        """A state tensor: int8 with the one scale and zero point every reader quantizes it with
+        (quantizer.share_state_observers makes them one), its initial value quantized the same way;
+        fp32 when something reads it in fp32 (an island) or nothing quantizes it."""
+        from mcu_gen.quantize.arith import quantize_f32
+
+        init = st["init"].detach().contiguous().numpy()
+        shape = tuple(init.shape)
+        users = list(node.users)
+        params = {self._qparams(u) for u in users if u.op == "call_function" and u.target in Q_OPS}
+        int8 = bool(users) and len(params) == 1 and all(u.op == "call_function" and u.target in Q_OPS for u in users)
+        if int8:
+            scale, zp = params.pop()
+            v = self._int8(shape, scale, zp, NHWC if len(shape) == 4 else None, st["name"])
+            t = self.program.tensor(v)
+            q = np.clip(quantize_f32(init.astype(np.float32), scale, zp), INT8_MIN, INT8_MAX).astype(np.int8)
+            t.init = np.ascontiguousarray(q.transpose(t.dim_order) if t.dim_order else q)
+            for u in users:
+                self.q[u] = v
+                self.done.add(u)
+        else:  # kept as the buffer is (fp32, or an integer counter the quantizer leaves alone)
+            v = self.program.add(TensorValue(shape, torch_dtype_name(st["init"].dtype), name=st["name"]))
+            self.program.tensor(v).init = np.ascontiguousarray(init)
+            self.f[(node, True)] = v
+            if not _nontrivial_nhwc(shape):
+                self.f[(node, False)] = v
+            self.fp.env[node] = v
+        self.program.states.append(v)
+        self.program.state_names.append(st["name"])
+
+    def _state_update(self, state: int, node) -> None:
+        """The end of a run writes the state's new value into it: the instruction computing it
+        writes the state itself when it can (export._Lowering._write_in_place), else a copy. An
+        int8 state takes an int8 value with its own quantization (a requantization table if the
+        value's differs, which share_state_observers avoids), or quantizes an fp32 one."""
+        t = self.program.tensor(state)
+        if not isinstance(node, torch.fx.Node):
+            raise QuantLoweringError(f"the new value of buffer {t.name} is not a tensor")
+        if t.dtype == "int8":
+            same = [u for u in node.users if u in self.q and u.target in Q_OPS
+                    and self._qparams(u) == (t.scale, t.zero_point)]
+            if node in self.q or same:  # int8 already (an fp32 value that another reader quantized the same way)
+                src = self._requantize(self.q[node if node in self.q else same[0]], t.scale, t.zero_point, node)
+                src = self._to_nhwc(src, node) if len(t.shape) == 4 else self._contig(src, node)
+            else:
+                f = self.fp32_of(node, contiguous=True)
+                ft = self.program.tensor(f)
+                src = self.program.add(TensorValue(ft.shape, "int8", name=t.name + "_new", scale=t.scale,
+                                                   zero_point=t.zero_point))
+                self._emit("cortex_m::quantize_per_tensor.out", [f] + self._quant_args(t.scale, t.zero_point), src,
+                           node)
+        else:
+            src = self.fp32_of(node, contiguous=True)
+        root = self.fp._root(src)
+        if root == state:
+            return
+        s, r = self.program.tensor(src), self.program.tensor(root)
+        if (root != src and (r.shape, r.dtype) == (s.shape, s.dtype) and self._is_contiguous(r)
+                and self._is_contiguous(s)):
+            src, s = root, r  # a view with the same bytes and shape: its source can write the state
+        if s.shape != t.shape or s.dtype != t.dtype or (s.dim_order or None) != (t.dim_order or None):
+            raise QuantLoweringError(f"buffer {t.name}: the model writes a {s.dtype} {list(s.shape)} value into a "
+                                     f"{t.dtype} {list(t.shape)} buffer")
+        if self.fp._write_in_place(state, src):
+            return
+        self._emit("aten::clone.out", [src, self._scalar("none")], state, node)
 
     def _output(self, node) -> int:
         if self.io == "int8" and node in self.q:

@@ -23,3 +23,9 @@ def model():
 
 def example_inputs():
     return (torch.randn(1, 10),)
+
+
+def calibration_sequences():
+    """int8: 4 seeded sequences of 16 steps, fed step by step with the state carried."""
+    g = torch.Generator().manual_seed(100)
+    return [[(torch.randn(1, 10, generator=g),) for _ in range(16)] for _ in range(4)]

@@ -28,3 +28,9 @@ def example_inputs():
 def test_sequences():
     g = torch.Generator().manual_seed(7)
     return [[(torch.randn(1, 6, generator=g) + k * 0.1,) for k in range(16)]]
+
+
+def calibration_sequences():
+    """int8: 4 seeded sequences like test_sequences() (a drifting input), fed step by step."""
+    g = torch.Generator().manual_seed(100)
+    return [[(torch.randn(1, 6, generator=g) + k * 0.1,) for k in range(16)] for _ in range(4)]
