@@ -28,10 +28,12 @@ def deployed(request, tmp_path_factory, qemu_tools):
     name, quantize, limit = request.param
     kw = {"quantize": "int8", "io": "int8"} if quantize else {}
     out = tmp_path_factory.mktemp("ram") / name
-    # The RAM-lean build: library kernels. Generated kernels (issue 17, --kernels auto on the M33) trade RAM
-    # (every value decoded at load, larger stack frames, no row-by-row in-place conv) for speed.
+    # The RAM-lean build: the portable library kernels and their in-place forms. Generated kernels (issue 17,
+    # --kernels auto) and CMSIS-NN (the default backend when its sources are given) trade RAM (every value
+    # decoded at load, larger stack frames, no row-by-row in-place conv) for speed: MNIST int8 with
+    # CMSIS-NN is 10,392 B.
     r = mcu_gen.run(f"examples/{name}/model.py", board="mps2-an505", out=out, n_random=2, max_inputs=2,
-                    kernels="library", **kw)
+                    kernels="library", backend="portable", **kw)
     return r, limit
 
 
@@ -104,7 +106,7 @@ def test_resnet8_arena_below_the_layer_wise_bound(tmp_path, qemu_tools):
     the residual live) drops from three 16x32x32 tensors (the layer-wise bound, 49,152 B) to two plus a
     ring of two input rows; bit-exact on the device."""
     r = mcu_gen.run("examples/ic_resnet8/model.py", board="mps2-an505", out=tmp_path / "r8", quantize="int8",
-                    io="int8", n_random=2, max_inputs=2, kernels="library")
+                    io="int8", n_random=2, max_inputs=2, kernels="library", backend="portable")
     assert r.bit_exact and r.verified
     assert r.arena_lower_bound_bytes == 49_152
     assert r.arena_bytes == 2 * 16 * 32 * 32 + 2 * 32 * 16 <= 40_000
@@ -119,7 +121,7 @@ def test_vww_arena_below_the_layer_wise_bound(tmp_path, qemu_tools):
     conv row by row over the image (a ring of 2 input rows), the depthwise convs channel by channel: the
     peak is the 48x48x16 tensor and the depthwise's one-channel scratch (36,864 + 2,304); bit-exact."""
     r = mcu_gen.run("examples/vww_mobilenet/model.py", board="mps2-an505", out=tmp_path / "vww", quantize="int8",
-                    io="int8", n_random=1, max_inputs=1, kernels="library")
+                    io="int8", n_random=1, max_inputs=1, kernels="library", backend="portable")
     assert r.bit_exact and r.verified
     assert r.arena_lower_bound_bytes == 55_296
     assert r.arena_bytes == 16 * 48 * 48 + 48 * 48 <= 40_000

@@ -41,6 +41,7 @@ class ModelSpec:
     path: Optional[str] = None  # the model file, used to find the user's source lines
     test_sequences: Optional[list] = None  # list of sequences (lists of input tuples), stateful models
     calibration_sequences: Optional[list] = None  # the same, to calibrate a stateful model's int8 quantization
+    methods: Optional[list] = None  # MethodSpec per method (a model file's methods(model)), else one method
 
 
 @dataclass
