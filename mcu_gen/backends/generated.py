@@ -1451,6 +1451,16 @@ def generate(program: Program, kernels) -> Generated:
         else:
             parts.append(_layer_source(l, _IO_ARGS[l.kind]))
     parts.append("}  // namespace generated\n\nnamespace kernels {")
+    parts += prepare_hooks_source(layers, by_op, g)
+    g.source = "\n".join(parts)
+    return g
+
+
+def prepare_hooks_source(layers, by_op: dict, g: "Generated") -> list:
+    """The end of a generated file (in namespace mcu::kernels): the library kernels' declarations and,
+    per operator, the prepare function that returns the generated layer an instruction is (its checks
+    at load) or else the library kernel; records each in ``g.prepare``. Shared by the DSP and MVE files."""
+    parts = []
     ops = list(dict.fromkeys(l.op for l in layers))
     for op in ops:
         lib = by_op[op]
@@ -1472,8 +1482,7 @@ def generate(program: Program, kernels) -> Generated:
         body += ["  }", f"  return {fallback};", "}", ""]
         parts.append("\n".join(body))
     parts.append("}  // namespace kernels\n}  // namespace mcu\n")
-    g.source = "\n".join(parts)
-    return g
+    return parts
 
 
 def hooked_kernels(kernels, g: Generated):

@@ -611,27 +611,7 @@ def generate(program: Program, kernels) -> Generated:
             nk, tail = (int(v) for v in helper[3:].split("_"))
             macs[helper] = _mac_struct(nk, tail)
     parts = [PRELUDE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
-    ops = list(dict.fromkeys(l.op for l in layers))
-    for op in ops:
-        lib = by_op[op]
-        parts.append(f"Error {lib.fn}(const KernelContext& ctx);")
-        if lib.prepare:
-            parts.append(f"KernelFn {lib.prepare}(const KernelContext& ctx);")
-    parts.append("")
-    for op in ops:
-        lib = by_op[op]
-        name = f"generated_prepare_{dsp._slug(op)}"
-        g.prepare[op] = name
-        fallback = f"{lib.prepare}(ctx)" if lib.prepare else f"&{lib.fn}"
-        body = [f"// {op}: the generated layer this instruction is, else the library kernel ({lib.backend}).",
-                f"KernelFn {name}(const KernelContext& ctx) {{",
-                "  if (ctx.all_decoded()) {"]
-        for l in layers:
-            if l.op == op:
-                body.append(f"    if (generated::{l.name}_matches(ctx)) return &generated::{l.name};")
-        body += ["  }", f"  return {fallback};", "}", ""]
-        parts.append("\n".join(body))
-    parts.append("}  // namespace kernels\n}  // namespace mcu\n")
+    parts += dsp.prepare_hooks_source(layers, by_op, g)
     g.source = "\n".join(parts)
     return g
 
