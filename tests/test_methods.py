@@ -278,19 +278,8 @@ def test_corrupt_methods_are_rejected_without_crashing_under_sanitizers(tmp_path
 
     if fuzz.find_clang() is None:
         pytest.skip("clang++ not found: fuzzing needs clang with libFuzzer (apt-get install clang)")
-    exe = fuzz.build_fuzzer(methods=True)
-    seeds = _seeds()
-    for name, data in seeds.items():
-        r = fuzz.replay(exe, data, tmp_path)
-        assert r.returncode == 0, f"{name}:\n{r.stderr[-3000:]}"
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for name, data in seeds.items():
-        (corpus / f"{name}.pte").write_bytes(data)
-    artifacts = tmp_path / "artifacts"
-    r = fuzz.run_fuzzer(exe, corpus, 30, artifacts)
-    found = sorted(p.name for p in artifacts.iterdir())
-    assert r.returncode == 0 and not found, f"fuzzer found {found}:\n{r.stderr[-4000:]}"
+    problems = fuzz.replay_then_fuzz(fuzz.build_fuzzer(methods=True), _seeds(), tmp_path, 30)
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.qemu

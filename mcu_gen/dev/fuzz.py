@@ -294,3 +294,24 @@ def replay(exe: Path, data: bytes, tmp: Path, env: dict | None = None) -> subpro
     p.write_bytes(data)
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1", **(env or {}))
     return subprocess.run([str(exe), str(p)], capture_output=True, text=True, env=env, timeout=120)
+
+
+def replay_then_fuzz(exe: Path, seeds: dict, workdir: Path, seconds: int, env: dict | None = None) -> list:
+    """Replays every seed ({name: bytes}) through the harness, then fuzzes from them for `seconds`.
+    Returns the problems found (empty: every seed replayed cleanly and the fuzzer found nothing)."""
+    workdir = Path(workdir)
+    problems = []
+    for name, data in seeds.items():
+        r = replay(exe, data, workdir, env)
+        if r.returncode != 0:
+            problems.append(f"seed {name}:\n{r.stderr[-3000:]}")
+    corpus = workdir / "corpus"
+    corpus.mkdir(exist_ok=True)
+    for name, data in seeds.items():
+        (corpus / f"{name}.pte").write_bytes(data)
+    artifacts = workdir / "artifacts"
+    r = run_fuzzer(exe, corpus, seconds, artifacts, env=env)
+    found = sorted(p.name for p in artifacts.iterdir())
+    if r.returncode != 0 or found:
+        problems.append(f"fuzzer found {found}:\n{r.stderr[-4000:]}")
+    return problems
