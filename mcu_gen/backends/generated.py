@@ -54,8 +54,25 @@ def board_supports(board) -> bool:
     return bool(getattr(board, "dsp", False)) and not bool(getattr(board, "mve", False))
 
 
+class _RequantChoice:
+    """Which requantization a layer's generated code takes, from its multipliers, shifts, output
+    offset and the largest accumulator it can produce (``acc_bound()``, each layer's own)."""
+
+    @property
+    def right_shift_only(self) -> bool:
+        return fast_requant(self.mults, self.shifts, self.acc_bound())
+
+    def smmlar(self):
+        """smmlar_consts for this layer (None: the requant_fast / requant_any path)."""
+        return smmlar_consts(self.mults, self.shifts, self.acc_bound(), self.out_offset)
+
+    @property
+    def requant_kind(self) -> str:
+        return "smmlar" if self.smmlar() is not None else ("fast" if self.right_shift_only else "any")
+
+
 @dataclass
-class GemmLayer:
+class GemmLayer(_RequantChoice):
     """One generated layer: out[r][n] = requant(init[n] + sum_k in[r][k] * w[n][k]) for r < rows."""
     name: str
     instruction: int
@@ -100,18 +117,6 @@ class GemmLayer:
         """Per output channel, the largest |accumulator| any int8 input can produce."""
         return np.abs(self.acc_init.astype(np.int64)) + 128 * np.abs(self.weights.astype(np.int64)).sum(axis=1)
 
-    @property
-    def right_shift_only(self) -> bool:
-        return fast_requant(self.mults, self.shifts, self.acc_bound())
-
-    def smmlar(self):
-        """smmlar_consts for this layer (None: the requant_fast / requant_any path)."""
-        return smmlar_consts(self.mults, self.shifts, self.acc_bound(), self.out_offset)
-
-    @property
-    def requant_kind(self) -> str:
-        return "smmlar" if self.smmlar() is not None else ("fast" if self.right_shift_only else "any")
-
     def stream(self):
         """(uint32 words, words before the last block of 4) of the smmlar GEMM: per block of 8
         output channels (a last block of 4 when n % 8 == 4): the doubled accumulator starts, the
@@ -141,7 +146,7 @@ class ConvLayer(GemmLayer):
 
 
 @dataclass
-class DepthwiseLayer:
+class DepthwiseLayer(_RequantChoice):
     """A 3x3 depthwise convolution (depth multiplier 1, padding <= 1) over an NHWC input."""
     name: str
     instruction: int
@@ -177,17 +182,6 @@ class DepthwiseLayer:
     def acc_bound(self) -> np.ndarray:
         return (np.abs(self.init_table().astype(np.int64)).max(axis=0)
                 + 128 * np.abs(self.weights.astype(np.int64)).sum(axis=0))
-
-    @property
-    def right_shift_only(self) -> bool:
-        return fast_requant(self.mults, self.shifts, self.acc_bound())
-
-    def smmlar(self):
-        return smmlar_consts(self.mults, self.shifts, self.acc_bound(), self.out_offset)
-
-    @property
-    def requant_kind(self) -> str:
-        return "smmlar" if self.smmlar() is not None else ("fast" if self.right_shift_only else "any")
 
     @staticmethod
     def _taps(o: int, stride: int, pad: int, size: int) -> tuple:
