@@ -49,6 +49,17 @@ def _align(n: int, a: int) -> int:
 
 
 # --------------------------------------------------------------------------- writer
+def _store_once(seg: bytearray, offsets: list, stored: dict, key, raw: bytes) -> int:
+    """The index of `raw` in a segment (`seg`, its `offsets`): appended, aligned, the first time its
+    `key` is seen, the earlier index after that (`stored`: key -> index)."""
+    if key not in stored:
+        seg.extend(b"\0" * (_align(len(seg), TENSOR_ALIGNMENT) - len(seg)))
+        stored[key] = len(offsets)
+        offsets.append(len(seg))
+        seg.extend(raw)
+    return stored[key]
+
+
 class _Writer:
     def __init__(self, program: Program):
         self.p = program
@@ -250,26 +261,16 @@ class _Writer:
                     if arr.nbytes != v.nbytes:
                         raise PteError(f"state '{v.name}' has {arr.nbytes} bytes of initial value, its shape needs {v.nbytes}")
                     raw = arr.tobytes()  # only the initial bytes: equal ones are stored once
-                    key = (hashlib.sha256(raw).digest(), len(raw))
-                    if key not in state_key:
-                        state_seg.extend(b"\0" * (_align(len(state_seg), TENSOR_ALIGNMENT) - len(state_seg)))
-                        state_key[key] = len(state_offsets)
-                        state_offsets.append(len(state_seg))
-                        state_seg.extend(raw)
-                    state_index[i] = state_key[key]
+                    state_index[i] = _store_once(state_seg, state_offsets, state_key,
+                                                 (hashlib.sha256(raw).digest(), len(raw)), raw)
             for i, v in enumerate(values):
                 if isinstance(v, TensorValue) and v.is_constant:
                     arr = np.ascontiguousarray(v.data)
                     if arr.nbytes != v.nbytes:
                         raise PteError(f"constant '{v.name}' holds {arr.nbytes} bytes, its shape needs {v.nbytes}")
                     raw = arr.tobytes()
-                    key = (v.dtype, hashlib.sha256(raw).digest(), len(raw))
-                    if key not in const_key:
-                        seg.extend(b"\0" * (_align(len(seg), TENSOR_ALIGNMENT) - len(seg)))
-                        const_key[key] = len(offsets)
-                        offsets.append(len(seg))
-                        seg.extend(raw)
-                    const_index[i] = const_key[key]
+                    const_index[i] = _store_once(seg, offsets, const_key,
+                                                 (v.dtype, hashlib.sha256(raw).digest(), len(raw)), raw)
             per_method.append((const_index, state_index))
         return seg, offsets, state_seg, state_offsets, per_method
 
