@@ -436,6 +436,32 @@ def check_program_plan(program: Program, available=None) -> bool:
     return replanned
 
 
+def adopt_program_plan(program: Program, available=None) -> bool:
+    """A .pte as it came: its plan is kept unless it puts an output over an input that our kernel
+    cannot overwrite in place; then mcu-gen plans it again (in-place variants included). Done
+    before the kernels are selected, which depend on the operators the plan chose. True when a
+    method was planned again (re-write the bytes)."""
+    replanned = False
+    for m in (program.methods if program.more_methods else [program]):
+        replanned = adopt_method_plan(m, available) or replanned
+    return replanned
+
+
+def adopt_method_plan(program: Program, available=None) -> bool:
+    if "read_from" not in program.meta:
+        return False
+    if not program.meta.get("inplace"):
+        program.meta["inplace"] = planner.inplace_from_offsets(program, available)
+    try:
+        planner.check_plan(program, available)
+    except planner.InplaceNotAllowed:
+        planner.plan(program, available=available)
+        return True
+    except planner.PlanError:
+        pass  # a wrong plan: check_method_plan says how
+    return False
+
+
 def check_method_plan(program: Program, available=None) -> bool:
     """Every build's memory plan, a .pte's as it came included (docs/memory_planning.md):
     check_plan proves it, then the program runs on the host twice, each tensor in its own
@@ -444,17 +470,9 @@ def check_method_plan(program: Program, available=None) -> bool:
     runtime's kernels may) is planned again by mcu-gen; returns True then (re-write the bytes)."""
     from mcu_gen.reference import PlannedExecutionError, ReferenceError, check_planned_execution
 
-    replanned = False
-    if "read_from" in program.meta and not program.meta.get("inplace"):  # a .pte as it came
-        program.meta["inplace"] = planner.inplace_from_offsets(program, available)
+    replanned = adopt_method_plan(program, available)
     try:
         planner.check_plan(program, available)
-    except planner.InplaceNotAllowed as e:
-        if "read_from" not in program.meta:
-            raise BuildError(f"the memory plan is wrong: {e}") from None
-        planner.plan(program, available=available)
-        planner.check_plan(program, available)
-        replanned = True
     except planner.PlanError as e:  # tensors live together overlap, or out of the arena: a wrong plan
         raise BuildError(f"the memory plan is wrong: {e}") from None
     if any(ins.op.startswith(pte.DELEGATE_PREFIX) for ins in program.instructions):
@@ -486,6 +504,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     available = kernel_registry.find_kernels()
     program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
                                        calibration=calibration)
+    if adopt_program_plan(program, available):  # before the kernels are chosen: a new plan may pick other operators
+        data = pte.write(program)
     npu_build = None
     if program.more_methods and (npu is not None or kernels != "library" or backend == "cmsis-nn"):
         raise BuildError(f"a program with several methods ({', '.join(program.method_names)}) runs on the portable "
@@ -693,26 +713,26 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
             raise BuildError(f"--kernels generated: {board.name} ({board.core}) has no generated kernels "
                              "(they need the DSP extension (Cortex-M33, M4) or MVE (Cortex-M55))")
         return generated.Generated()
-    _replan_without_ungenerated_variants(program, sel)
+    _replan_without_ungenerated_variants(program, sel, gen_module.covers)
     gen = gen_module.generate(program, sel.kernels)
     sel.kernels = gen_module.hooked_kernels(sel.kernels, gen)
     return gen
 
 
-def _replan_without_ungenerated_variants(program: Program, sel) -> None:
+def _replan_without_ungenerated_variants(program: Program, sel, covers) -> None:
     """The planner may have swapped a layer for an in-place variant that the generator does not take
     although it takes the base operator's form of the same layer (the row-by-row k x k convolution,
     which has no generated form; an in-place depthwise whose channel group is too large for the
     stack): that layer would then run the portable variant, several times slower. Such a variant
     goes back to its base operator, for every layer, and the program is planned again without it
-    (speed over the bytes it would save)."""
+    (speed over the bytes it would save). ``covers``: the generator's (DSP or MVE) covers()."""
     from mcu_gen.backends import generated
 
     registry = kernel_registry.find_kernels()
     variant_of = {k.op: k.variant_of for k in registry.values() if k.variant_of}
     dropped = {ins.op for idx, ins in enumerate(program.instructions)
                if variant_of.get(ins.op) in generated.GENERATED_OPS
-               and not generated.covers(program, idx, ins.op) and generated.covers(program, idx, variant_of[ins.op])}
+               and not covers(program, idx, ins.op) and covers(program, idx, variant_of[ins.op])}
     if not dropped:
         return
     for ins in program.instructions:
