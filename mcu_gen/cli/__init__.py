@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 from mcu_gen.errors import McuGenError
+from mcu_gen.cli.options import add_kernel_options
 from mcu_gen.progress import quiet
 
 
@@ -264,17 +265,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dtype of the firmware's inputs/outputs with --quantize (int8: the host (de)quantizes)")
         s.add_argument("--calibration", default=None,
                        help="torch.save'd list of input tuples (default: the model file's calibration_inputs())")
-        s.add_argument("--backend", choices=["auto", "portable", "cmsis-nn"], default="auto",
-                       help="int8 kernels: cmsis-nn (needs CMSIS-NN), portable, or auto (CMSIS-NN when found)")
-        s.add_argument("--cmsis-nn", dest="cmsis_nn", metavar="PATH", default=None,
-                       help="CMSIS-NN checkout or unpacked ARM.CMSIS-NN pack (else $MCU_GEN_CMSIS_NN, cmsis-pack-manager)")
+        add_kernel_options(s)
         s.add_argument("--value-cache", dest="value_cache", metavar="N|all", default=None,
                        help="program values the runtime decodes once at load (20 bytes of RAM each; default: all "
                             "with CMSIS-NN kernels, else 8); the rest are decoded on every use")
-        s.add_argument("--kernels", choices=["auto", "library", "generated"], default="library",
-                       help="mcu-gen's per-layer generated int8 kernels (convolutions, fully connected; DSP "
-                            "cores: M33, M4; MVE: M55): library (default: off, the RAM-lean build), auto (where the core has "
-                            "them: faster, more flash and RAM), generated (error where not)")
         s.add_argument("--npu", default=None, metavar="CONFIG",
                        help="run the int8 model's supported operators on an Arm Ethos-U NPU: ethos-u55-{32,64,128,256}, "
                             "ethos-u65-{256,512}, ethos-u85-{128..2048} (board corstone-300; needs --quantize int8 "
