@@ -229,9 +229,11 @@ class Generated:
     skipped: list = field(default_factory=list)  # (instruction, op, reason)
     source: str = ""
     prepare: dict = field(default_factory=dict)  # op -> generated prepare function name
+    available: int = 0  # --kernels library: the layers `auto` would generate on this core
 
     def report(self) -> dict:
         return {
+            **({"available_layers": self.available} if self.available else {}),
             "layers": [{"instruction": l.instruction, "op": l.op, "kind": l.kind, "function": l.name,
                         "shape": _shape_text(l), "macs": l.macs, "requant": l.requant_kind,
                         "prewidened_weight_bytes": l.weight_bytes} for l in self.layers],

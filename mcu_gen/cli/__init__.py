@@ -66,6 +66,7 @@ def cmd_build(args) -> int:
                   f"of {g['budget_bytes']:,} B room, {g['buffers']} tensor buffers, "
                   f"{g['access_share']:.1%} of predicted accesses")
         print(f"  {len(rep['operators'])} instructions, kernels: {', '.join(rep['kernels'])}")
+        _print_generated_hint(rep)
         _print_quant(rep)
         _print_npu(rep)
         if (r.out / "firmware.uf2").is_file():
@@ -93,6 +94,19 @@ def _print_npu(rep: dict) -> None:
           f"scratch {e['vela_scratch_bytes']:,} B")
     for c in e.get("cpu", []):
         print(f"  CPU: {c['op']} ({c['reason']})")
+
+
+def _print_generated_hint(rep) -> None:
+    """A build on library kernels whose layers the core could run on generated ones says so."""
+    from mcu_gen.firmware.report import generated_hint
+
+    if not isinstance(rep, dict):  # a run's output directory
+        from mcu_gen.firmware.builder import load_report
+
+        rep = load_report(Path(rep)) if rep else {}
+    n = (rep.get("generated_kernels") or {}).get("available_layers")
+    if n:
+        print(f"  hint: {generated_hint(n)}")
 
 
 def cmd_run(args) -> int:
@@ -124,6 +138,7 @@ def cmd_run(args) -> int:
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
+        _print_generated_hint(r.out)
     else:
         status = "VERIFIED" if r.verified else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
@@ -141,6 +156,7 @@ def cmd_run(args) -> int:
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
+        _print_generated_hint(r.out)
     return 0 if r.verified else 2
 
 

@@ -704,10 +704,12 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
 
     if mode not in generated.MODES:
         raise BuildError(f"--kernels {mode}: choose one of {', '.join(generated.MODES)}")
-    if mode == "library" or not any(k.op in generated.GENERATED_OPS for k in sel.kernels):
+    if not any(k.op in generated.GENERATED_OPS for k in sel.kernels):
         return generated.Generated()
     # MVE cores (Cortex-M55): generated_mve.py; DSP cores without MVE (M33, M4): generated.py.
     gen_module = generated_mve if generated_mve.board_supports(board) else generated
+    if mode == "library":  # none; the report says how many layers `--kernels auto` would generate here
+        return generated.Generated(available=len(gen_module.eligible(program)[0]) if gen_module.board_supports(board) else 0)
     if not gen_module.board_supports(board):
         if mode == "generated":
             raise BuildError(f"--kernels generated: {board.name} ({board.core}) has no generated kernels "
