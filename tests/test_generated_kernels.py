@@ -364,16 +364,16 @@ def test_widening_in_place_pointwise_is_left_to_its_base_form():
 
 
 def test_a_library_build_says_what_generated_kernels_would_take(tmp_path):
-    """--kernels library (the default) on a core with generated kernels: report.json counts the
+    """--kernels library (the RAM-lean build) on a core with generated kernels: report.json counts the
     layers `auto` would generate and report.md says how to get them (auto also takes the stem, which
     the library build runs as an in-place variant)."""
     import mcu_gen
 
     r = mcu_gen.build("examples/kws_dscnn/model.py", board="mps2-an505", out=tmp_path / "m33", quantize="int8",
-                      backend="portable", compile=False)
+                      backend="portable", compile=False, kernels="library")
     assert r.report["generated_kernels"]["available_layers"] == 9 and not r.report["generated_kernels"]["layers"]
     assert "9 layer(s) could run on int8 kernels generated for this core: `--kernels auto`" in (
         tmp_path / "m33" / "report.md").read_text()
     r = mcu_gen.build("examples/kws_dscnn/model.py", board="mps2-an505", out=tmp_path / "gen", quantize="int8",
-                      backend="portable", compile=False, kernels="auto")
+                      backend="portable", compile=False)  # the default: auto
     assert "available_layers" not in r.report["generated_kernels"] and len(r.report["generated_kernels"]["layers"]) >= 9

@@ -7,10 +7,11 @@ def add_kernel_options(s) -> None:
                    help="int8 kernels: cmsis-nn (needs CMSIS-NN), portable, or auto (CMSIS-NN when found)")
     s.add_argument("--cmsis-nn", dest="cmsis_nn", metavar="PATH", default=None,
                    help="CMSIS-NN checkout or unpacked ARM.CMSIS-NN pack (else $MCU_GEN_CMSIS_NN, cmsis-pack-manager)")
-    s.add_argument("--kernels", choices=["auto", "library", "generated"], default="library",
-                   help="mcu-gen's per-layer generated int8 kernels (convolutions, fully connected; DSP "
-                        "cores: M33, M4; MVE: M55): library (default: off, the RAM-lean build), auto (where the core has "
-                        "them: faster, more flash and RAM), generated (error where not)")
+    s.add_argument("--kernels", choices=["auto", "library", "generated"], default="auto",
+                   help="int8 convolutions, fully connected layers and adds on kernels mcu-gen generates per layer "
+                        "(DSP cores: M33, M4; MVE: M55): auto (default: where the core has them; several times "
+                        "faster, more flash for reordered weights and RAM for decoded arguments), library (the "
+                        "RAM-lean build: CMSIS-NN or portable kernels only), generated (an error where the core has none)")
 
 
 def kernel_build_options(args) -> dict:

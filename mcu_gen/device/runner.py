@@ -519,7 +519,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
         value_cache=None, upload: bool = False, frame_bytes: int | None = None,
-        measure_stack: bool = True, kernels: str = "library", cycles: bool = True,
+        measure_stack: bool = True, kernels: str = "auto", cycles: bool = True,
         methods: list | None = None, ram_regions=None, arena_region: str | None = None) -> RunResult:
     """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
     the linker script's stack; the device's stack high-water mark after the runs decides the stack of the

@@ -491,7 +491,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
           npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
           frame_bytes: int | None = None, stack_bytes: int | None = None,
-          kernels: str = "library", ram_regions=None, arena_region: str | None = None) -> BuildResult:
+          kernels: str = "auto", ram_regions=None, arena_region: str | None = None) -> BuildResult:
     """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
     default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
     reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink()).
@@ -507,6 +507,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     if adopt_program_plan(program, available):  # before the kernels are chosen: a new plan may pick other operators
         data = pte.write(program)
     npu_build = None
+    if program.more_methods and kernels == "auto":
+        kernels = "library"  # auto: where they apply; a program with several methods runs the portable kernels
     if program.more_methods and (npu is not None or kernels != "library" or backend == "cmsis-nn"):
         raise BuildError(f"a program with several methods ({', '.join(program.method_names)}) runs on the portable "
                          f"kernels only for now: --npu, --kernels generated and --backend cmsis-nn are not supported")
