@@ -33,6 +33,7 @@ NHWC = (0, 2, 3, 1)
 
 FAILING = r"""// mcu-gen-kernel: op=cortex_m::quantized_conv2d.out fn=failing_conv sig=TTtLLLIITTIITOO dtypes=int8
 // mcu-gen-kernel: op=mcu::quantized_conv2d_pointwise_inplace.out fn=failing_conv sig=TTtLLLIITTIITOO dtypes=int8
+// mcu-gen-kernel: op=mcu::quantized_conv2d_rows_inplace.out fn=failing_conv sig=TTtLLLIITTIITOO dtypes=int8
 // mcu-gen-kernel: op=cortex_m::quantized_linear.out fn=failing_linear sig=TTttIIILLIIOO dtypes=int8
 // mcu-gen-kernel: op=cortex_m::quantized_depthwise_conv2d.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
 // mcu-gen-kernel: op=mcu::quantized_depthwise_conv2d_inplace.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
@@ -77,7 +78,7 @@ def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> P
     return p
 
 
-def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False) -> Program:
+def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, inplace=False) -> Program:
     p = Program()
     x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=-7))
     wt = rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8)
@@ -92,7 +93,8 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False) ->
             p.add_scalar("int", -128), p.add_scalar("int", 127), p.add(TensorValue((0,), "uint8")), out, out]
     p.instructions.append(Instruction("cortex_m::quantized_conv2d.out", args))
     p.inputs, p.outputs = [x], [out]
-    planner.plan(p, allow_inplace=False)
+    planner.plan(p, allow_inplace=inplace)  # in place: the planner's row-by-row variant and its ring of rows
+    assert not inplace or p.instructions[0].op == generated.CONV_ROWS_INPLACE
     return p
 
 
@@ -197,6 +199,10 @@ CASES = [  # (kind, shape parameters)
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
     ("conv_left", dict(h=8, w=8, cin=8, cout=4, kh=1, kw=1, stride=(2, 2), pad=(0, 0))),  # strided 1x1 shortcut
+    # Row by row over the input (mcu::quantized_conv2d_rows_inplace): saved rows read from the ring.
+    ("conv_inplace", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv_inplace", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    ("conv_inplace", dict(h=14, w=14, cin=8, cout=8, kh=5, kw=5, stride=(1, 1), pad=(2, 2))),  # MNIST-like
     ("linear", dict(rows=1, k=64, n=12)),  # KWS classifier
     ("linear", dict(rows=3, k=40, n=8)),
     ("linear_bias", dict(rows=2, k=128, n=20)),
@@ -212,7 +218,7 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
         p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=kind != "pointwise_right", **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("conv"):
-        p = conv_program(rng, left_shift=kind == "conv_left", **shape)
+        p = conv_program(rng, left_shift=kind == "conv_left", inplace=kind == "conv_inplace", **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("depthwise"):
         p = depthwise_program(rng, left_shift=kind == "depthwise_left", inplace=kind == "depthwise_inplace", **shape)
@@ -222,7 +228,8 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
         x = rng.integers(-128, 128, (shape["rows"], shape["k"])).astype(np.int8)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
-    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "depthwise_inplace", "conv", "linear", "linear_bias"))
+    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "depthwise_inplace", "conv",
+                                                       "conv_inplace", "linear", "linear_bias"))
     expected = run_int8_reference(p, [x])[0]
     rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
     assert rc == 0, "the generated layer did not run (the failing library kernel did)"
@@ -365,15 +372,15 @@ def test_widening_in_place_pointwise_is_left_to_its_base_form():
 
 def test_a_library_build_says_what_generated_kernels_would_take(tmp_path):
     """--kernels library (the RAM-lean build) on a core with generated kernels: report.json counts the
-    layers `auto` would generate and report.md says how to get them (auto also takes the stem, which
-    the library build runs as an in-place variant)."""
+    layers `auto` would generate (the stem too, planned in place row by row) and report.md says how
+    to get them."""
     import mcu_gen
 
     r = mcu_gen.build("examples/kws_dscnn/model.py", board="mps2-an505", out=tmp_path / "m33", quantize="int8",
                       backend="portable", compile=False, kernels="library")
-    assert r.report["generated_kernels"]["available_layers"] == 9 and not r.report["generated_kernels"]["layers"]
-    assert "9 layer(s) could run on int8 kernels generated for this core: `--kernels auto`" in (
+    assert r.report["generated_kernels"]["available_layers"] == 10 and not r.report["generated_kernels"]["layers"]
+    assert "10 layer(s) could run on int8 kernels generated for this core: `--kernels auto`" in (
         tmp_path / "m33" / "report.md").read_text()
     r = mcu_gen.build("examples/kws_dscnn/model.py", board="mps2-an505", out=tmp_path / "gen", quantize="int8",
                       backend="portable", compile=False)  # the default: auto
-    assert "available_layers" not in r.report["generated_kernels"] and len(r.report["generated_kernels"]["layers"]) >= 9
+    assert "available_layers" not in r.report["generated_kernels"] and len(r.report["generated_kernels"]["layers"]) == 10

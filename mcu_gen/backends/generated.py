@@ -40,7 +40,9 @@ GENERATED_FILE = "generated_kernels.cpp"
 MODES = ("auto", "library", "generated")
 
 # Operators with a generated form, and what they compute.
-POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointwise_inplace.out")
+POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointwise_inplace.out",
+                 "mcu::quantized_conv2d_rows_inplace.out")
+CONV_ROWS_INPLACE = POINTWISE_OPS[2]  # a k x k convolution written row by row over its input
 LINEAR_OPS = ("cortex_m::quantized_linear.out",)
 DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out", "mcu::quantized_depthwise_conv2d_inplace.out")
 INPLACE_GROUP_BYTES = 4096  # stack for one channel group of an in-place depthwise input (H * W * 4)
@@ -143,6 +145,7 @@ class ConvLayer(GemmLayer):
     """A convolution (groups 1) run as GEMM rows over gathered windows: k = taps rounded up to 4."""
     geometry: tuple = ()  # (h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow)
     zero_point: int = 0
+    ring_rows: int = 0  # in place (CONV_ROWS_INPLACE): input rows the scratch tensor's ring holds
 
 
 @dataclass
@@ -368,7 +371,8 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
     stride, pad, dil = _s(program, a[3]), _s(program, a[4]), _s(program, a[5])
     if any(int(d) != 1 for d in dil):
         return "dilation"
-    if (kh, kw) != (1, 1) or list(stride) not in ([1], [1, 1]) or any(int(p) != 0 for p in pad):
+    if ((kh, kw) != (1, 1) or list(stride) not in ([1], [1, 1]) or any(int(p) != 0 for p in pad)
+            or ins.op == CONV_ROWS_INPLACE):
         return _conv(program, idx, ins)
     if cin % 4 or cout % 4:
         return f"channels {cin}->{cout} not multiples of 4"
@@ -435,11 +439,21 @@ def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
               _list_check(5, _s(program, a[5])), _int_check(6, in_off), _int_check(7, out_off),
               _int_check(10, act_min), _int_check(11, act_max)]
     checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
+    ring_rows = 0
+    if ins.op == CONV_ROWS_INPLACE:  # the ring of saved input rows: the variant's scratch (argument 12)
+        scratch = _t(program, a[12])
+        row = wd * cin
+        if scratch is None or scratch.dtype != "int8" or len(scratch.shape) != 1 or scratch.nbytes < row:
+            return "in place without a scratch of at least one input row"
+        if sh != (stride * 2)[0] or n_ != 1:
+            return "in place with unequal strides"
+        ring_rows = scratch.nbytes // row
+        checks += [_tensor_check(12, scratch), "apart(ctx, 12, 0)", "apart(ctx, 12, 13)"]
     return ConvLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="conv", rows=oh * ow, k=k, n=cout,
                      weights=wt.astype(np.int16), acc_init=_wrap32(init), mults=mults.astype(np.int32),
                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                     inplace_ok=False, checks=checks, geometry=(h, wd, cin, kh, kw, sh, sw, ph, pw, oh, ow),
-                     zero_point=-in_off)
+                     inplace_ok=bool(ring_rows), checks=checks,
+                     geometry=(h, wd, cin, kh, kw, sh, sw, ph, pw, oh, ow), zero_point=-in_off, ring_rows=ring_rows)
 
 
 def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
@@ -849,18 +863,20 @@ void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmF
 // into `patch` in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so
 // that x + input_offset = 0 there as the folded init assumes; kK - taps bytes of zeros that meet zero
 // weights), then run as kChunk GEMM rows. A window row inside the input is one copy of kKW * kCin bytes.
+// `rows` (InputRows or, in place, RingRows) gives each input row's address and saves the rows
+// that a write would overwrite while later pixels still read them.
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
-          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk>
-void conv_stream(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
+void conv_stream(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn) {
   constexpr int32_t kSpan = kKW * kCin;
   alignas(4) int8_t patch[kChunk * kK];
   for (int32_t r = 0; r < kChunk; ++r) {
     for (int32_t k = kKH * kSpan; k < kK; ++k) patch[r * kK + k] = 0;
   }
-  int32_t rows = 0;
+  int32_t n = 0, first = 0;  // windows gathered, and the first pixel they are for
   for (int32_t oy = 0; oy < kOH; ++oy) {
     for (int32_t ox = 0; ox < kOW; ++ox) {
-      int8_t* p = patch + rows * kK;
+      int8_t* p = patch + n * kK;
       const int32_t ix0 = ox * kSW - kPW;
       const bool inside_x = ix0 >= 0 && ix0 + kKW <= kW;
       for (int32_t ky = 0; ky < kKH; ++ky, p += kSpan) {
@@ -868,26 +884,30 @@ void conv_stream(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
         if (iy < 0 || iy >= kH) {
           memset(p, kZeroPoint, kSpan);
         } else if (inside_x) {
-          memcpy(p, in + (iy * kW + ix0) * kCin, kSpan);
+          memcpy(p, rows.row(iy) + ix0 * kCin, kSpan);
         } else {
           for (int32_t kx = 0; kx < kKW; ++kx) {
             const int32_t ix = ix0 + kx;
             if (ix < 0 || ix >= kW) {
               memset(p + kx * kCin, kZeroPoint, kCin);
             } else {
-              memcpy(p + kx * kCin, in + (iy * kW + ix) * kCin, kCin);
+              memcpy(p + kx * kCin, rows.row(iy) + ix * kCin, kCin);
             }
           }
         }
       }
-      if (++rows == kChunk) {
-        fn(patch, &d, out, rows);
-        out += rows * kN;
-        rows = 0;
+      if (++n == kChunk) {
+        rows.before_write(first, first + n);
+        fn(patch, &d, out + first * kN, n);
+        first += n;
+        n = 0;
       }
     }
   }
-  if (rows) fn(patch, &d, out, rows);
+  if (n) {
+    rows.before_write(first, first + n);
+    fn(patch, &d, out + first * kN, n);
+  }
 }
 
 // One row: y[n] = requant(init[n] + sum_k x[k] * w[n][k]) for n < kN.
@@ -953,8 +973,8 @@ void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant&
 // bytes of zeros that meet zero weights.
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
           int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kMode,
-          int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-void conv_patches(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
+          int32_t kOutOffset, int32_t kActMin, int32_t kActMax, class Rows>
+void conv_patches(Rows rows, int8_t* out, const uint32_t* weights, const Requant& q) {
   alignas(4) int8_t patch[kK];
   for (int32_t k = kKH * kKW * kCin; k < kK; ++k) patch[k] = 0;
   for (int32_t oy = 0; oy < kOH; ++oy) {
@@ -967,11 +987,13 @@ void conv_patches(const int8_t* in, int8_t* out, const uint32_t* weights, const 
           if (iy < 0 || iy >= kH || ix < 0 || ix >= kW) {
             memset(p, kZeroPoint, kCin);
           } else {
-            memcpy(p, in + (iy * kW + ix) * kCin, kCin);
+            memcpy(p, rows.row(iy) + ix * kCin, kCin);
           }
         }
       }
-      gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(patch, out + (oy * kOW + ox) * kN, weights, q);
+      const int32_t pixel = oy * kOW + ox;
+      rows.before_write(pixel, pixel + 1);
+      gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(patch, out + pixel * kN, weights, q);
     }
   }
 }
@@ -1170,6 +1192,59 @@ inline bool apart(const KernelContext& ctx, int32_t a, int32_t b) {
 '''
 
 
+ROWS_SOURCE = r'''// ---------------------------------------------------------------------------
+// The input rows a generated convolution reads (its template parameter Rows): straight from the
+// input, or, in place (mcu::quantized_conv2d_rows_inplace: the output at the input's address),
+// through a ring of kRing saved rows in the variant's scratch tensor.
+template <int32_t kW, int32_t kCin>
+struct InputRows {
+  const int8_t* in;
+  const int8_t* row(int32_t iy) const { return in + iy * kW * kCin; }
+  void before_write(int32_t, int32_t) {}
+};
+
+// Before output pixels [p0, p1) are written, every input row their bytes reach that pixel p1 or
+// a later one still reads is copied to the ring (slot iy % kRing). Rows up to `saved` are read
+// from the ring (those not saved are read by no later pixel); the others are still intact in
+// the input. Output pixels only reach rows a row-by-row schedule reaches before the same output
+// row, so the ring the planner sized (conv_ring_rows, mcu_gen/plan/inplace.py) holds them.
+template <int32_t kH, int32_t kW, int32_t kCin, int32_t kSH, int32_t kPH, int32_t kOW, int32_t kN, int32_t kRing>
+struct RingRows {
+  const int8_t* in;
+  int8_t* ring;
+  int32_t saved;  // the last input row (-1: none) whose bytes an output may have overwritten
+  const int8_t* row(int32_t iy) const { return iy <= saved ? ring + (iy % kRing) * kW * kCin : in + iy * kW * kCin; }
+  void before_write(int32_t p0, int32_t p1) {
+    constexpr int32_t kRow = kW * kCin;
+    (void)p0;
+    int32_t last = static_cast<int32_t>((static_cast<int64_t>(p1) * kN - 1) / kRow);
+    if (last >= kH) last = kH - 1;
+    int32_t needed = (p1 / kOW) * kSH - kPH;  // the first row pixel p1 reads (later pixels: not less)
+    if (needed < saved + 1) needed = saved + 1;
+    for (int32_t iy = needed; iy <= last; ++iy) memcpy(ring + (iy % kRing) * kRow, in + iy * kRow, kRow);
+    if (last > saved) saved = last;
+  }
+};
+'''
+
+
+def rows_arg(l) -> tuple:
+    """(C++ expression of the Rows object of a convolution layer, extra compute parameter): the
+    input, or in place the ring of l.ring_rows rows in the scratch tensor (argument 12)."""
+    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+    if not l.ring_rows:
+        return f"InputRows<{w}, {cin}>{{in}}", ""
+    return (f"RingRows<{h}, {w}, {cin}, {sh}, {ph}, {ow}, {l.n}, {l.ring_rows}>{{in, ring, -1}}", ", int8_t* ring")
+
+
+def compute_signature(l) -> tuple:
+    """(parameters of a layer's compute function, the arguments its Error function passes)."""
+    data = lambda i: f"static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({i})))"
+    if getattr(l, "ring_rows", 0):
+        return "const int8_t* in, int8_t* out, int8_t* ring", f",\n                 {data(12)}"
+    return "const int8_t* in, int8_t* out", ""
+
+
 def _c_array(ctype: str, name: str, values, per_line: int = 16, align: int = 0) -> str:
     vals = [str(int(v)) for v in np.asarray(values).reshape(-1)]
     lines = ["  " + ", ".join(vals[i:i + per_line]) + "," for i in range(0, len(vals), per_line)]
@@ -1212,17 +1287,17 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
            "}",
            "}  // namespace",
            "",
-           f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
+           f"void {l.name}_compute({compute_signature(l)[0]}) {{",
            (f"  conv_patches<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, "
             f"{'kFast' if l.right_shift_only else 'kAny'}, {l.out_offset}, {l.act_min}, {l.act_max}>"
-            f"(in, out, {pre}Weights, {pre}Requant);" if l.kind == "conv" else
+            f"({rows_arg(l)[0]}, out, {pre}Weights, {pre}Requant);" if l.kind == "conv" else
             f"  gemm<{l.rows}, {l.k}, {l.n}, {'kFast' if l.right_shift_only else 'kAny'}, {l.out_offset}, {l.act_min}, {l.act_max}>"
             f"(in, out, {pre}Weights, {pre}Requant);"),
            "}",
            "",
            f"Error {l.name}(const KernelContext& ctx) {{",
            f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))));",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){compute_signature(l)[1]});",
            "  return Error::Ok;",
            "}",
            ""]
@@ -1399,7 +1474,7 @@ def _smmlar_layer_source(l: GemmLayer, args: tuple) -> str:
                 f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {l.k} with padding)")
         chunk = max(1, min(oh * ow, CONV_CHUNK_BYTES // l.k))
         call = (f"  conv_stream<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, {chunk}>"
-                f"(in, out, {pre}Desc, &{fn});")
+                f"({rows_arg(l)[0]}, out, {pre}Desc, &{fn});")
     elif l.kind == "pointwise":
         what = f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels"
         call = (f"  gemm_stream_inplace<{l.rows}, {l.k}, {l.n}>(in, out, {pre}Desc, &{fn});" if l.op != POINTWISE_OPS[0]
@@ -1420,13 +1495,13 @@ def _smmlar_layer_source(l: GemmLayer, args: tuple) -> str:
            "}",
            "}  // namespace",
            "",
-           f"void {l.name}_compute(const int8_t* in, int8_t* out) {{",
+           f"void {l.name}_compute({compute_signature(l)[0]}) {{",
            call,
            "}",
            "",
            f"Error {l.name}(const KernelContext& ctx) {{",
            f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))));",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){compute_signature(l)[1]});",
            "  return Error::Ok;",
            "}",
            ""]
@@ -1448,7 +1523,7 @@ def generate(program: Program, kernels) -> Generated:
     if not layers:
         return g
     by_op = {k.op: k for k in kernels}
-    parts = [PRELUDE]
+    parts = [PRELUDE, ROWS_SOURCE]
     fns = {}
     for l in layers:
         if l.kind != "depthwise3x3" and l.requant_kind == "smmlar":

@@ -343,8 +343,8 @@ void gemm(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
 // the window stay zero and meet zero weights), taps outside the input set to the input zero
 // point (so that x + input_offset = 0 there, as the folded `init` assumes); then the GEMM block.
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
-          int32_t kPW, int32_t kOW>
-MCU_MVE_INLINE void gather(const int8_t* in, int8_t* p, int32_t oy, int32_t ox, int8_t zero_point) {
+          int32_t kPW, int32_t kOW, class Rows>
+MCU_MVE_INLINE void gather(const Rows& rows, int8_t* p, int32_t oy, int32_t ox, int8_t zero_point) {
   constexpr int32_t kRun = kKW * kCin;  // one kernel row of the window
   const int32_t ix0 = ox * kSW - kPW;
   const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
@@ -357,29 +357,31 @@ MCU_MVE_INLINE void gather(const int8_t* in, int8_t* p, int32_t oy, int32_t ox, 
     if (iy < 0 || iy >= kH || kx1 <= kx0) {
       memset(p, zero_point, kRun);
     } else if (kx0 == 0 && kx1 == kKW) {
-      copy_bytes(p, in + (iy * kW + ix0) * kCin, kRun);
+      copy_bytes(p, rows.row(iy) + ix0 * kCin, kRun);
     } else {
       memset(p, zero_point, kRun);
-      memcpy(p + kx0 * kCin, in + (iy * kW + ix0 + kx0) * kCin, (kx1 - kx0) * kCin);
+      memcpy(p + kx0 * kCin, rows.row(iy) + (ix0 + kx0) * kCin, (kx1 - kx0) * kCin);
     }
   }
 }
 
 template <class Mac, int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW,
           int32_t kPH, int32_t kPW, int32_t kOH, int32_t kOW, int32_t kKP, int32_t kN, int8_t kZeroPoint, int kMode,
-          int32_t kOut, int32_t kMin, int32_t kMax>
-void conv_patches(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
+          int32_t kOut, int32_t kMin, int32_t kMax, class Rows>
+void conv_patches(Rows rows, int8_t* out, const int8_t* weights, Requant q) {
   alignas(16) int8_t patch[2 * kKP];
   memset(patch, 0, sizeof(patch));
   constexpr int32_t kPixels = kOH * kOW;
   int32_t p = 0;
   for (; p + 2 <= kPixels; p += 2) {
-    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(in, patch, p / kOW, p % kOW, kZeroPoint);
-    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(in, patch + kKP, (p + 1) / kOW, (p + 1) % kOW, kZeroPoint);
+    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch, p / kOW, p % kOW, kZeroPoint);
+    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch + kKP, (p + 1) / kOW, (p + 1) % kOW, kZeroPoint);
+    rows.before_write(p, p + 2);
     gemm_pair<Mac, kN, kMode, kOut, kMin, kMax>(patch, patch + kKP, out + p * kN, out + (p + 1) * kN, weights, q);
   }
   if (kPixels % 2) {
-    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(in, patch, p / kOW, p % kOW, kZeroPoint);
+    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch, p / kOW, p % kOW, kZeroPoint);
+    rows.before_write(p, p + 1);
     gemm_single<Mac, kN, kMode, kOut, kMin, kMax>(patch, out + p * kN, weights, q);
   }
 }
@@ -603,7 +605,10 @@ def _layer_source(l: MveLayer) -> tuple:
             what = (f"{kh}x{kw} convolution {cin} -> {s.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
                     f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {kp} bytes gathered)")
             call = (f"  conv_patches<Mac{l.nk}_0, {', '.join(str(g) for g in s.geometry)}, {kp}, {s.n}, "
-                    f"{s.zero_point}, {consts}>(in, out, {pre}Weights, {pre}Requant);")
+                    f"{s.zero_point}, {consts}>({dsp.rows_arg(s)[0]}, out, {pre}Weights, {pre}Requant);")
+            if s.ring_rows:  # in place: the ring of saved rows is the scratch tensor (argument 12)
+                params, scratch_arg = (", int8_t* ring",
+                                       ",\n                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(12)))")
             mac = f"Mac{l.nk}_0"  # the windows are zero padded: no tail predication
         else:
             what = (f"1x1 convolution {s.k} -> {s.n} channels over {s.rows} pixels" if s.kind == "pointwise"
@@ -657,7 +662,7 @@ def generate(program: Program, kernels) -> Generated:
         else:
             nk, tail = (int(v) for v in helper[3:].split("_"))
             macs[helper] = _mac_struct(nk, tail)
-    parts = [PRELUDE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
+    parts = [PRELUDE, dsp.ROWS_SOURCE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
     parts += dsp.prepare_hooks_source(layers, by_op, g)
     g.source = "\n".join(parts)
     return g
