@@ -141,6 +141,35 @@ def linear_program(rng, rows, k, n, kernel_sum=True) -> Program:
     return p
 
 
+# (x_zp, x_mult, x_shift, y_zp, y_mult, y_shift, out_zp, out_mult, out_shift, act_min, act_max) of quantized_add
+RESNET8_ADD = (48, 1914037969, -1, -128, 1 << 30, 0, -128, 1245815954, -18, -128, 127)  # its first residual add
+
+
+def add_program(shape, params=RESNET8_ADD, dim_order=None, chain: str | None = None) -> Program:
+    """quantized_add of two int8 inputs of one shape (and dim_order). chain "a" / "b": a second add
+    takes the first one's output as its operand a / b and writes over it (the planner's binary_same
+    rule places it there; for "b" its operand a, a third input, is read again by a third add)."""
+    p = Program()
+    x = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.1, zero_point=0))
+    y = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.1, zero_point=0))
+    out = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.2, zero_point=0))
+    ints = [p.add_scalar("int", int(v)) for v in params]
+    p.instructions.append(Instruction("cortex_m::quantized_add.out", [x, *ints[:3], y, *ints[3:], out, out]))
+    p.inputs, p.outputs = [x, y], [out]
+    if chain:
+        z = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.1, zero_point=0))
+        out2 = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.2, zero_point=0))
+        a, b = (out, z) if chain == "a" else (z, out)
+        p.instructions.append(Instruction("cortex_m::quantized_add.out", [a, *ints[:3], b, *ints[3:], out2, out2]))
+        p.inputs, p.outputs = [x, y, z], [out2]
+        if chain == "b":
+            out3 = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.2, zero_point=0))
+            p.instructions.append(Instruction("cortex_m::quantized_add.out", [z, *ints[:3], out2, *ints[3:], out3, out3]))
+            p.outputs = [out3]
+    planner.plan(p)
+    return p
+
+
 @pytest.fixture(scope="module")
 def failing_kernels(tmp_path_factory):
     d = tmp_path_factory.mktemp("failing_kernels")

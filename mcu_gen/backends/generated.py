@@ -44,7 +44,8 @@ POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointw
 LINEAR_OPS = ("cortex_m::quantized_linear.out",)
 DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out", "mcu::quantized_depthwise_conv2d_inplace.out")
 INPLACE_GROUP_BYTES = 4096  # stack for one channel group of an in-place depthwise input (H * W * 4)
-GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS
+ADD_OPS = ("cortex_m::quantized_add.out",)
+GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS + ADD_OPS
 MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * (int16) stays in int32
 
 
@@ -223,6 +224,47 @@ class DepthwiseLayer(_RequantChoice):
 
 
 @dataclass
+class AddLayer:
+    """An int8 add of two operands and an output of one shape and one dim_order (no broadcast):
+    out = clamp(requantize(a + b, out_mult, out_shift) + out_zp, act_min, act_max) with
+    a = requantize((x - a_zp) << 20, a_mult, a_shift) and b likewise (the reference's quantized_add).
+    The output may lie over either operand (the planner's binary_same rule)."""
+    name: str
+    instruction: int
+    op: str
+    numel: int
+    a_zp: int
+    a_mult: int
+    a_shift: int
+    b_zp: int
+    b_mult: int
+    b_shift: int
+    out_zp: int
+    out_mult: int
+    out_shift: int
+    act_min: int
+    act_max: int
+    checks: list = field(default_factory=list)
+    kind: str = "add"
+    inplace_ok: bool = True
+    requant_kind: str = "add"
+
+    @property
+    def macs(self) -> int:
+        return 0
+
+    @property
+    def weight_bytes(self) -> int:
+        return 0
+
+    @property
+    def params(self) -> tuple:
+        """The integer arguments 1-3 and 5-12 of the instruction, in the reference's order."""
+        return (self.a_zp, self.a_mult, self.a_shift, self.b_zp, self.b_mult, self.b_shift, self.out_zp,
+                self.out_mult, self.out_shift, self.act_min, self.act_max)
+
+
+@dataclass
 class Generated:
     layers: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # (instruction, op, reason)
@@ -290,6 +332,8 @@ def _shape_text(l) -> str:
         return f"{h}x{w}x{cin} -> {oh}x{ow}x{l.n}, kernel {kh}x{kw}, stride {sh},{sw}"
     if l.kind == "depthwise3x3":
         return f"{l.h}x{l.w}x{l.c} -> {l.oh}x{l.ow}, stride {l.stride}"
+    if l.kind == "add":
+        return f"{l.numel} elements"
     return f"{l.rows} x {l.k} -> {l.n}"
 
 
@@ -537,6 +581,36 @@ def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
                           out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace)
 
 
+def _add(program: Program, idx: int, ins) -> AddLayer | str:
+    """cortex_m::quantized_add with equal shapes and dim_orders (the residual adds); a broadcast
+    operand stays on the library kernel."""
+    a = ins.args
+    x, y, out = _t(program, a[0]), _t(program, a[4]), _t(program, a[13])
+    if x is None or y is None or out is None or not all(t.dtype == "int8" for t in (x, y, out)):
+        return "not an int8 add"
+    if not (tuple(x.shape) == tuple(y.shape) == tuple(out.shape)):
+        return "broadcast (operands of different shapes)"
+    orders = {tuple(t.dim_order or range(len(t.shape))) for t in (x, y, out)}
+    if len(orders) != 1:
+        return "operands and output in different dim orders"
+    ints = [_s(program, a[i]) for i in (1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12)]
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in ints):
+        return "integer arguments not constant"
+    a_zp, a_m, a_s, b_zp, b_m, b_s, o_zp, o_m, o_s, lo, hi = (int(v) for v in ints)
+    if not all(-256 <= z <= 256 for z in (a_zp, b_zp, o_zp)) or not all(-63 <= v <= 31 for v in (a_s, b_s, o_s)):
+        return "parameters outside the kernels' range"
+    if not all(-2**31 <= m < 2**31 for m in (a_m, b_m, o_m)) or not -128 <= lo <= hi <= 127:
+        return "parameters outside the kernels' range"
+    numel = int(np.prod(out.shape))
+    if numel < 1:
+        return "empty tensors"
+    checks = [_tensor_check(0, x), _tensor_check(4, y), _tensor_check(13, out)]
+    checks += [_int_check(i, v) for i, v in zip((1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12), ints)]
+    return AddLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, numel=numel, a_zp=a_zp, a_mult=a_m, a_shift=a_s,
+                    b_zp=b_zp, b_mult=b_m, b_shift=b_s, out_zp=o_zp, out_mult=o_m, out_shift=o_s, act_min=lo,
+                    act_max=hi, checks=checks)
+
+
 def _wrap32(v) -> np.ndarray:
     return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
 
@@ -546,7 +620,8 @@ def covers(program: Program, idx: int, op: str) -> bool:
     from dataclasses import replace
 
     ins = replace(program.instructions[idx], op=op)
-    match = _pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else _depthwise if op in DEPTHWISE_OPS else None
+    match = (_pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else _depthwise if op in DEPTHWISE_OPS
+             else _add if op in ADD_OPS else None)
     return match is not None and not isinstance(match(program, idx, ins), str)
 
 
@@ -560,7 +635,8 @@ def eligible(program: Program):
             r = _linear(program, idx, ins)
         elif ins.op in DEPTHWISE_OPS:
             r = _depthwise(program, idx, ins)
-
+        elif ins.op in ADD_OPS:
+            r = _add(program, idx, ins)
         else:
             continue
         if isinstance(r, str):
@@ -1422,11 +1498,18 @@ def _slug(op: str) -> str:
     return op.replace("::", "_").replace(".", "_")
 
 
+# The adds have a generated form on MVE only (generated_mve.py); on the DSP cores the library's
+# equal-shape table loop runs them (kernels_portable/op_cortex_m_quantized_add.cpp, or CMSIS-NN's).
+DSP_ADD_SKIPPED = "add: generated for MVE only (the library kernel runs it)"
+
+
 def generate(program: Program, kernels) -> Generated:
     """The generated layers for this program and the C++ file that holds them. ``kernels``: the
     selected library kernels (their fn/prepare are the fallback of each generated prepare)."""
     layers, skipped = eligible(program)
-    g = Generated(layers=layers, skipped=skipped)
+    skipped += [(l.instruction, l.op, DSP_ADD_SKIPPED) for l in layers if l.kind == "add"]
+    layers = [l for l in layers if l.kind != "add"]
+    g = Generated(layers=layers, skipped=sorted(skipped))
     if not layers:
         return g
     by_op = {k.op: k for k in kernels}
