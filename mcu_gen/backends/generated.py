@@ -10,7 +10,9 @@ ahead of time, in exactly the order its inner loop reads them, so that the loop 
 Covered now: 1x1 convolutions (stride 1, no padding, groups 1; ``cortex_m::quantized_conv2d``
 and its in-place variant ``mcu::quantized_conv2d_pointwise_inplace``) and fully connected
 layers (``cortex_m::quantized_linear``) with input and output channel counts divisible by 4,
-on cores with the DSP extension and without MVE (Cortex-M33, M4).
+on cores with the DSP extension and without MVE (Cortex-M33, M4). The matcher of elementwise adds
+(``cortex_m::quantized_add`` of equal shapes, AddLayer) serves generated_mve.py only: here they stay
+on the library kernel.
 
 How the runtime reaches them: through the kernel table's prepare hook (``PrepareFn``,
 docs/architecture.md). The operator keeps its library kernel (portable or CMSIS-NN); its

@@ -19,6 +19,8 @@ conditions, same load-time checks), then written for MVE instead:
 * 3x3 depthwise: MVE across channels, 4 channels per vector (``VLDRB.S32`` of activations and
   weights, ``VMUL``, ``VADD``), padding folded into a per-border-class accumulator start as in
   the DSP kernel.
+* elementwise adds (``cortex_m::quantized_add``, equal shapes): a tail-predicated loop of 4 lanes
+  whose requantization sequence is proven exact per layer on every int8 pair (section at the end).
 * requantization vectorized, 4 channels at a time (as CMSIS-NN's arm_requantize_s32x4):
   ``VQRDMULH`` and a rounding right shift (``VRSHL`` after a fix-up of negative values, so that
   ties round away from zero as arm_nn_requantize does). Modes per layer: ``fast`` (every shift a
