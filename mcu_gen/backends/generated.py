@@ -10,9 +10,9 @@ ahead of time, in exactly the order its inner loop reads them, so that the loop 
 Covered now: 1x1 convolutions (stride 1, no padding, groups 1; ``cortex_m::quantized_conv2d``
 and its in-place variant ``mcu::quantized_conv2d_pointwise_inplace``) and fully connected
 layers (``cortex_m::quantized_linear``) with input and output channel counts divisible by 4,
-on cores with the DSP extension and without MVE (Cortex-M33, M4). The matcher of elementwise adds
-(``cortex_m::quantized_add`` of equal shapes, AddLayer) serves generated_mve.py only: here they stay
-on the library kernel.
+on cores with the DSP extension and without MVE (Cortex-M33, M4); elementwise adds
+(``cortex_m::quantized_add`` of equal shapes, AddLayer): tables of both operands and the GEMM's
+one-rounding requantization (add_dsp_plan).
 
 How the runtime reaches them: through the kernel table's prepare hook (``PrepareFn``,
 docs/architecture.md). The operator keeps its library kernel (portable or CMSIS-NN); its
@@ -1500,17 +1500,117 @@ def _slug(op: str) -> str:
     return op.replace("::", "_").replace(".", "_")
 
 
-# The adds have a generated form on MVE only (generated_mve.py); on the DSP cores the library's
-# equal-shape table loop runs them (kernels_portable/op_cortex_m_quantized_add.cpp, or CMSIS-NN's).
-DSP_ADD_SKIPPED = "add: generated for MVE only (the library kernel runs it)"
+# -- the elementwise add on the DSP cores ---------------------------------------------------------
+# out = clamp(requantize(a + b, out_mult, out_shift) + out_zp): a and b are functions of one int8
+# each, so the generator tabulates them (exact, 2 x 256 int32 in flash, doubled) and the loop adds
+# two table entries and requantizes the doubled sum in one rounding with the output offset folded
+# (requant_smmlar, as the GEMM: ADD, SMMLAR, ASR, SSAT). Exact where add_dsp_plan's emulation of
+# that loop equals the reference on all 65,536 int8 pairs; else the library kernel.
+SHIFT_INT8 = 20  # the operands' left shift (mcu_gen/reference/integer.py's SHIFT_INT8)
+
+
+def requantize_reference(acc, multiplier: int, shift: int) -> np.ndarray:
+    """arm_nn_requantize in int64, as mcu_gen/reference/integer.py's requantize (this stage may not
+    import the reference; tests/test_generated_mve.py checks that the two agree)."""
+    v = np.asarray(acc, np.int64) << max(shift, 0)
+    v = (v * int(multiplier) + (1 << 30)) >> 31
+    right = max(-shift, 0)
+    if right:
+        mask = (1 << right) - 1
+        remainder = v & mask
+        v = v >> right
+        v = v + (remainder > (mask >> 1) + (v < 0))
+    return v
+
+
+def add_reference(x, y, params) -> np.ndarray:
+    """The reference's quantized_add (integer.py) of int8 arrays x, y with AddLayer.params."""
+    a_zp, a_m, a_s, b_zp, b_m, b_s, o_zp, o_m, o_s, lo, hi = params
+    fa = requantize_reference((np.asarray(x, np.int64) - a_zp) << SHIFT_INT8, a_m, a_s)
+    fb = requantize_reference((np.asarray(y, np.int64) - b_zp) << SHIFT_INT8, b_m, b_s)
+    return np.clip(requantize_reference(fa + fb, o_m, o_s) + o_zp, lo, hi)
+
+
+def _wrap(v):
+    return ((np.asarray(v, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def add_dsp_plan(l: AddLayer):
+    """(doubled table of a, of b — indexed by the int8's bit pattern —, ra, right) of the DSP add, or why
+    it has none: the loop's arithmetic, emulated on every pair of int8 values, must equal the reference."""
+    right = -l.out_shift
+    if not 1 <= right <= 31:
+        return "add: the output shift is not a right shift of 1..31"
+    v = np.arange(256, dtype=np.int64)
+    v = np.where(v < 128, v, v - 256)  # the int8 of each bit pattern
+    ta = 2 * requantize_reference((v - l.a_zp) << SHIFT_INT8, l.a_mult, l.a_shift)
+    tb = 2 * requantize_reference((v - l.b_zp) << SHIFT_INT8, l.b_mult, l.b_shift)
+    if int(np.abs(ta).max()) + int(np.abs(tb).max()) >= 2**31:
+        return "add: the doubled sum may exceed 32 bits"
+    ra = (1 << (right - 1)) + l.out_zp * (1 << right)
+    if abs(ra) >= 2**30:  # ra + (s2 >> 31) and SMMLAR's 64-bit sum (the C form's too) stay in range
+        return "add: the output offset does not fold into the rounding constant"
+    s2 = ta[:, None] + tb[None, :]  # ADD (x and y by bit pattern), no overflow (checked above)
+    r = _wrap(ra + (s2 >> 31) + ((s2 * l.out_mult + 2**31) >> 32)) >> right  # SMMLAR, ASR
+    got = np.clip(r, max(-128, l.act_min), min(127, l.act_max))
+    want = add_reference(v[:, None], v[None, :], l.params)
+    if not np.array_equal(got, want):
+        return "add: no exact single-rounding requantization of the sum"
+    return ta, tb, ra, right
+
+
+ADD_SOURCE = r'''// ---------------------------------------------------------------------------
+// Elementwise add: y[i] = requant_smmlar(ta[x[i]] + tb[y[i]]), the tables holding 2a and 2b per int8
+// bit pattern (the doubled sum of requant_smmlar). Per element 2 LDRB, 2 LDR, ADD, ASR/ADD, SMMLAR, ASR,
+// SSAT, STRB. Element i of both operands is read before output i is written: in place is safe.
+template <int32_t kN, int32_t kActMin, int32_t kActMax>
+void add_tables(const int8_t* a, const int8_t* b, int8_t* y, const int32_t* ta, const int32_t* tb, int32_t mult,
+                int32_t ra, int32_t right) {
+  for (int32_t i = 0; i < kN; ++i) {
+    const int32_t s2 = ta[static_cast<uint8_t>(a[i])] + tb[static_cast<uint8_t>(b[i])];
+    y[i] = requant_smmlar<kActMin, kActMax>(s2, mult, ra, right);
+  }
+}
+'''
+
+
+def _add_layer_source(l: AddLayer, plan) -> str:
+    ta, tb, ra, right = plan
+    pre = f"k{l.name.title().replace('_', '')}"
+    return "\n".join([
+        "// ---------------------------------------------------------------------------",
+        f"// {l.name}: instruction {l.instruction} ({l.op}), add of {l.numel} elements; exact on all 65,536 input pairs.",
+        "namespace {",
+        "// 2 * requantize((x - zp) << 20, mult, shift) per int8 bit pattern x, of each operand.",
+        _c_array("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
+        _c_array("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
+        "",
+        f"bool {l.name}_matches(const KernelContext& ctx) {{",
+        "  return " + " &&\n         ".join(l.checks + ["output_allowed(ctx, 0, 13, true)", "output_allowed(ctx, 4, 13, true)"])
+        + ";",
+        "}",
+        "}  // namespace",
+        "",
+        f"void {l.name}_compute(const int8_t* a, const int8_t* b, int8_t* y) {{",
+        f"  add_tables<{l.numel}, {l.act_min}, {l.act_max}>(a, b, y, {pre}TableA, {pre}TableB, "
+        f"static_cast<int32_t>({l.out_mult}), static_cast<int32_t>({ra}), {right});",
+        "}",
+        "",
+        f"Error {l.name}(const KernelContext& ctx) {{",
+        f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data(0)), static_cast<const int8_t*>(ctx.decoded_data(4)),",
+        "                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(13))));",
+        "  return Error::Ok;",
+        "}",
+        ""])
 
 
 def generate(program: Program, kernels) -> Generated:
     """The generated layers for this program and the C++ file that holds them. ``kernels``: the
     selected library kernels (their fn/prepare are the fallback of each generated prepare)."""
     layers, skipped = eligible(program)
-    skipped += [(l.instruction, l.op, DSP_ADD_SKIPPED) for l in layers if l.kind == "add"]
-    layers = [l for l in layers if l.kind != "add"]
+    add_plans = {l.instruction: add_dsp_plan(l) for l in layers if l.kind == "add"}
+    skipped += [(i, ADD_OPS[0], r) for i, r in add_plans.items() if isinstance(r, str)]
+    layers = [l for l in layers if l.kind != "add" or not isinstance(add_plans[l.instruction], str)]
     g = Generated(layers=layers, skipped=sorted(skipped))
     if not layers:
         return g
@@ -1518,12 +1618,16 @@ def generate(program: Program, kernels) -> Generated:
     parts = [PRELUDE]
     fns = {}
     for l in layers:
-        if l.kind != "depthwise3x3" and l.requant_kind == "smmlar":
+        if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
             fns.setdefault(_gemm_fn_name(l), (l.k, l.n % 8 == 4, l.act_min, l.act_max))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
+    if add_plans:
+        parts.append(ADD_SOURCE)
     for l in layers:
-        if l.kind == "depthwise3x3":
+        if l.kind == "add":
+            parts.append(_add_layer_source(l, add_plans[l.instruction]))
+        elif l.kind == "depthwise3x3":
             parts.append(_dw_layer_source(l))
         elif l.requant_kind == "smmlar":
             parts.append(_smmlar_layer_source(l, _IO_ARGS[l.kind]))

@@ -649,29 +649,9 @@ hooked_kernels = dsp.hooked_kernels
 # kernel (its reason in the report's skipped list).
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
-SHIFT_INT8 = 20  # the operands' left shift (mcu_gen/reference/integer.py's SHIFT_INT8)
-
-
-def requantize_reference(acc, multiplier: int, shift: int) -> np.ndarray:
-    """arm_nn_requantize in int64, as mcu_gen/reference/integer.py's requantize (this stage may not
-    import the reference; tests/test_generated_mve.py checks that the two agree)."""
-    v = np.asarray(acc, np.int64) << max(shift, 0)
-    v = (v * int(multiplier) + (1 << 30)) >> 31
-    right = max(-shift, 0)
-    if right:
-        mask = (1 << right) - 1
-        remainder = v & mask
-        v = v >> right
-        v = v + (remainder > (mask >> 1) + (v < 0))
-    return v
-
-
-def add_reference(x, y, params) -> np.ndarray:
-    """The reference's quantized_add (integer.py) of int8 arrays x, y with AddLayer.params."""
-    a_zp, a_m, a_s, b_zp, b_m, b_s, o_zp, o_m, o_s, lo, hi = params
-    fa = requantize_reference((np.asarray(x, np.int64) - a_zp) << SHIFT_INT8, a_m, a_s)
-    fb = requantize_reference((np.asarray(y, np.int64) - b_zp) << SHIFT_INT8, b_m, b_s)
-    return np.clip(requantize_reference(fa + fb, o_m, o_s) + o_zp, lo, hi)
+SHIFT_INT8 = dsp.SHIFT_INT8
+requantize_reference = dsp.requantize_reference
+add_reference = dsp.add_reference
 
 
 def _w32(v):
