@@ -1532,6 +1532,7 @@ def add_reference(x, y, params) -> np.ndarray:
 
 
 def _wrap(v):
+    """int64 values wrapped to int32 (two's complement), kept as int64."""
     return ((np.asarray(v, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
 
 

@@ -642,11 +642,11 @@ hooked_kernels = dsp.hooked_kernels
 #
 # Which instructions a layer takes is decided at build time by running them, emulated in numpy,
 # on every input they can see: the 256 int8 values of each operand, then all 65,536 pairs, against
-# the reference's arithmetic (add_reference = mcu_gen/reference/integer.py's quantized_add); the cheapest exact sequence wins (AddPlan). A rounding shift that
-# rounds ties away from zero needs a fix-up of negative values (VRSHR rounds half up), unless no
-# tie occurs; a left shift of the output (VSHL) is exact unless a sum overflows; the clamps are
-# left out where no value reaches them. A layer without an exact sequence stays on the library
-# kernel (its reason in the report's skipped list).
+# the reference's arithmetic (add_reference, = mcu_gen/reference/integer.py's quantized_add); the
+# cheapest exact sequence wins (AddPlan). A rounding shift that rounds ties away from zero needs a
+# fix-up of negative values (VRSHR rounds half up), unless no tie occurs; a left shift of the output
+# (VSHL) is exact unless a sum overflows; the clamps are left out where no value reaches them. A
+# layer without an exact sequence stays on the library kernel (its reason in the report's skipped).
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
 SHIFT_INT8 = dsp.SHIFT_INT8
@@ -654,9 +654,7 @@ requantize_reference = dsp.requantize_reference
 add_reference = dsp.add_reference
 
 
-def _w32(v):
-    """int64 values wrapped to int32 (two's complement, as the vector lanes hold them)."""
-    return ((np.asarray(v, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
+_w32 = dsp._wrap  # int64 values wrapped to int32 (two's complement, as the vector lanes hold them)
 
 
 def _vqrdmulh(q, m: int):
