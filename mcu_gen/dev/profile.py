@@ -87,15 +87,12 @@ def profile_link(result, link, inputs=None) -> ProfileResult:
         raise RuntimeError(f"the device profiled {len(ticks)} instructions, the program has "
                            f"{len(program.instructions)}: is it running this build?")
     backends = {k.op: k.backend for k in getattr(result, "kernels", [])}
-    # per instruction where the build says (a generated layer runs instead of its operator's library kernel)
-    rows = (getattr(result, "report", None) or {}).get("operators") or []
     counts = [count_from_ticks(board, t) for t in ticks]
     total = sum(counts)
     ops = []
     for k, (ins, c) in enumerate(zip(program.instructions, counts)):
         out = _out_value(program, ins)
-        backend = rows[k].get("backend") if k < len(rows) and rows[k].get("name") == ins.op else None
-        ops.append(OpProfile(k, ins.op, backend or backends.get(ins.op, "?"), list(out.shape) if out else [],
+        ops.append(OpProfile(k, ins.op, backends.get(ins.op, "?"), list(out.shape) if out else [],
                              out.dtype if out else "", c, c / total if total else 0.0, ins.source or ""))
     name = program.meta.get("model") or (result.spec.name if result.spec is not None else "program")
     return ProfileResult(board.name, board.ticks_unit, name, ops, total, count_from_ticks(board, whole_ticks),
