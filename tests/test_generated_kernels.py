@@ -394,6 +394,22 @@ def test_widening_in_place_pointwise_is_left_to_its_base_form():
     assert generated.covers(p, 0, "cortex_m::quantized_conv2d.out")
 
 
+def test_a_library_build_says_what_generated_kernels_would_take(tmp_path):
+    """--kernels library (the RAM-lean build) on a core with generated kernels: report.json counts the
+    layers `auto` would generate and report.md says how to get them (auto also takes the stem, which
+    the library build runs as an in-place variant)."""
+    import mcu_gen
+
+    r = mcu_gen.build("examples/kws_dscnn/model.py", board="mps2-an505", out=tmp_path / "m33", quantize="int8",
+                      backend="portable", compile=False, kernels="library")
+    assert r.report["generated_kernels"]["available_layers"] == 9 and not r.report["generated_kernels"]["layers"]
+    assert "9 layer(s) could run on int8 kernels generated for this core: `--kernels auto`" in (
+        tmp_path / "m33" / "report.md").read_text()
+    r = mcu_gen.build("examples/kws_dscnn/model.py", board="mps2-an505", out=tmp_path / "gen", quantize="int8",
+                      backend="portable", compile=False)  # the default: auto
+    assert "available_layers" not in r.report["generated_kernels"] and len(r.report["generated_kernels"]["layers"]) >= 9
+
+
 ADD_CASES = [  # (params, shape, chain): the DSP add's tables and one-rounding requantization
     (RESNET8_ADD, (1, 16, 8, 8), None),
     ((0, 2048, -1, 0, 2048, -2, 0, 1 << 30, -1, -128, 127), (256, 256), None),  # ties at every stage, all pairs

@@ -82,3 +82,31 @@ def test_pte_builds_check_their_plan(tmp_path):
     bad.write_bytes(pte.write(_overlap(good, 1, 2)))
     with pytest.raises(BuildError, match="memory plan is wrong"):
         mcu_gen.build(pte_path=bad, board="mps2-an505", out=tmp_path / "bad", compile=False)
+
+
+def test_a_pte_planned_again_gets_the_kernels_of_its_new_plan(tmp_path):
+    """A .pte whose plan puts a depthwise convolution's output over its input (another runtime's
+    in-place kernel) is planned again by mcu-gen, which may choose in-place variants: the firmware
+    must get the kernels of the new plan (it got the old operators' kernels and the runtime
+    rejected its built-in program: OperatorMissing). A zero-byte scratch at the output's offset
+    is no in-place pair."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_generated_kernels import depthwise_program
+
+    p = depthwise_program(np.random.default_rng(4), 12, 5, 8)
+    ins = p.instructions[0]
+    x, out, scratch = ins.args[0], ins.args[14], ins.args[13]
+    p.tensor(scratch).offset = p.tensor(out).offset
+    assert planner.inplace_from_offsets(p) == []
+    path = tmp_path / "dw.pte"
+    p.tensor(out).offset = p.tensor(x).offset  # over its input
+    path.write_bytes(pte.write(p))
+    r = mcu_gen.build(pte_path=path, board="mps2-an505", out=tmp_path / "dw", compile=False)
+    stored = pte.read((tmp_path / "dw" / "model.pte").read_bytes())
+    used = {i.op for i in stored.instructions}
+    assert all(f"op_{op.replace('::', '_').replace('.out', '')}.cpp" in r.report["kernels"] for op in used), (
+        used, r.report["kernels"])
+    assert not any(row.get("backend") == "missing" for row in r.report["operators"])

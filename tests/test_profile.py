@@ -31,6 +31,20 @@ def test_profile_kws_dscnn_lists_every_operator_and_adds_up(tmp_path, capsys, qe
     assert open(r["png"], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.qemu
+def test_profile_takes_the_kernel_options(tmp_path, capsys, qemu_tools):
+    """`profile --kernels auto` profiles the build with generated layers, and says which ran."""
+    out = tmp_path / "kws"
+    rc = cli_main(["profile", "--board", "mps2-an505", "--model", "examples/kws_dscnn/model.py", "--out", str(out),
+                   "--quantize", "int8", "--io", "int8", "--backend", "portable", "--kernels", "auto", "--json"])
+    r = json.loads(capsys.readouterr().out)
+    report = json.loads((out / "report.json").read_text())
+    generated = {row["instruction"] for row in report["generated_kernels"]["layers"]}
+    assert rc == 0 and len(generated) >= 9
+    assert [o["backend"] == "generated" for o in r["ops"]] == [k in generated for k in range(len(r["ops"]))]
+    assert {o["backend"] for o in r["ops"] if o["index"] not in generated} == {"portable"}
+
+
 def test_table_format():
     from mcu_gen.dev.profile import OpProfile, ProfileResult, format_table
 

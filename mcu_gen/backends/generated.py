@@ -173,6 +173,7 @@ class DepthwiseLayer(_RequantChoice):
     checks: list = field(default_factory=list)
     kind: str = "depthwise3x3"
     inplace_ok: bool = False
+    scratch_bytes: int = 0  # in place: the bytes of the variant's scratch tensor (argument 13)
 
     @property
     def macs(self) -> int:
@@ -272,9 +273,11 @@ class Generated:
     skipped: list = field(default_factory=list)  # (instruction, op, reason)
     source: str = ""
     prepare: dict = field(default_factory=dict)  # op -> generated prepare function name
+    available: int = 0  # --kernels library: the layers `auto` would generate on this core
 
     def report(self) -> dict:
         return {
+            **({"available_layers": self.available} if self.available else {}),
             "layers": [{"instruction": l.instruction, "op": l.op, "kind": l.kind, "function": l.name,
                         "shape": _shape_text(l), "macs": l.macs, "requant": l.requant_kind,
                         "prewidened_weight_bytes": l.weight_bytes} for l in self.layers],
@@ -534,7 +537,9 @@ def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
                      inplace_ok=False, checks=checks)
 
 
-def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
+def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLayer | str:
+    """``isa``: "dsp" (this file's kernel: an in-place layer copies a channel group of H * W * 4
+    bytes to the stack) or "mve" (generated_mve.py: rows copied to the in-place variant's scratch)."""
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[14])
     if x is None or w is None or out is None or w.data is None:
@@ -559,7 +564,7 @@ def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
     if tuple(out.shape) != (1, c, oh, ow):
         return "unexpected output shape"
     inplace = ins.op != "cortex_m::quantized_depthwise_conv2d.out"
-    if inplace and h * wd * 4 > INPLACE_GROUP_BYTES:
+    if isa == "dsp" and inplace and h * wd * 4 > INPLACE_GROUP_BYTES:
         return f"in place with a channel group of {h * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack)"
     q = _requant_args(program, a, mi=9, in_off_i=7, act_i=11)
     if isinstance(q, str):
@@ -576,11 +581,16 @@ def _depthwise(program: Program, idx: int, ins) -> DepthwiseLayer | str:
               _int_check(12, act_max)]
     checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
     b = np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else np.zeros(c, np.int64)
+    scratch = _t(program, a[13]) if inplace else None
+    scratch_bytes = scratch.nbytes if scratch is not None and scratch.dtype == "int8" and len(scratch.shape) == 1 else 0
+    if scratch_bytes:
+        checks.append(_tensor_check(13, scratch))
     return DepthwiseLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, h=h, w=wd, c=c, oh=oh, ow=ow, stride=s_,
                           pad_h=int(pad[0]), pad_w=int(pad[1]),
                           weights=np.asarray(w.data, np.int64).reshape(9, c).astype(np.int16), bias=b,
                           in_offset=in_off, mults=mults.astype(np.int32), shifts=shifts.astype(np.int32),
-                          out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace)
+                          out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace,
+                          scratch_bytes=scratch_bytes)
 
 
 def _add(program: Program, idx: int, ins) -> AddLayer | str:
@@ -617,17 +627,18 @@ def _wrap32(v) -> np.ndarray:
     return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
-def covers(program: Program, idx: int, op: str) -> bool:
+def covers(program: Program, idx: int, op: str, isa: str = "dsp") -> bool:
     """Whether the generator takes instruction ``idx`` if it were operator ``op`` (same arguments)."""
     from dataclasses import replace
 
     ins = replace(program.instructions[idx], op=op)
-    match = (_pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else _depthwise if op in DEPTHWISE_OPS
-             else _add if op in ADD_OPS else None)
+    if op in DEPTHWISE_OPS:
+        return not isinstance(_depthwise(program, idx, ins, isa), str)
+    match = _pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else _add if op in ADD_OPS else None
     return match is not None and not isinstance(match(program, idx, ins), str)
 
 
-def eligible(program: Program):
+def eligible(program: Program, isa: str = "dsp"):
     """(layers, skipped): a GemmLayer for every instruction the generator covers."""
     layers, skipped = [], []
     for idx, ins in enumerate(program.instructions):
@@ -636,7 +647,7 @@ def eligible(program: Program):
         elif ins.op in LINEAR_OPS:
             r = _linear(program, idx, ins)
         elif ins.op in DEPTHWISE_OPS:
-            r = _depthwise(program, idx, ins)
+            r = _depthwise(program, idx, ins, isa)
         elif ins.op in ADD_OPS:
             r = _add(program, idx, ins)
         else:
@@ -1224,6 +1235,13 @@ inline bool output_allowed(const KernelContext& ctx, int32_t in, int32_t out, bo
   const uint8_t* yb = static_cast<const uint8_t*>(y.data);
   if (yb + y.numel <= xb || xb + x.numel <= yb) return true;
   return inplace_ok && xb == yb;
+}
+
+// Whether tensors a and b (e.g. a scratch tensor and an input) share no byte.
+inline bool apart(const KernelContext& ctx, int32_t a, int32_t b) {
+  const uint8_t* ab = static_cast<const uint8_t*>(ctx.decoded(a).data);
+  const uint8_t* bb = static_cast<const uint8_t*>(ctx.decoded(b).data);
+  return ab + ctx.decoded(a).numel <= bb || bb + ctx.decoded(b).numel <= ab;
 }
 
 }  // namespace

@@ -73,11 +73,32 @@ def requant_mode(mults, shifts, acc_bound) -> str:
     return "vector" if bool(np.all(ok)) else "scalar"
 
 
+RING_STACK_BYTES = 2048  # stack for a depthwise layer's ring of input rows (when no scratch tensor holds it)
+
+
+def ring_plan(l) -> tuple | None:
+    """(channels per pass kG, ring in the scratch tensor?) of a depthwise layer: the ring of three
+    padded rows takes 3 * (W + 2 * pad) * kG bytes. In place, the variant's scratch (H * W bytes,
+    planned in the arena) holds it where it fits; else the stack, at most RING_STACK_BYTES.
+    The largest kG (a multiple of 4 dividing C) that fits; None if not even 4 channels fit."""
+    row = l.w + 2 * l.pad_w
+    groups = [g for g in range(l.c, 3, -1) if l.c % g == 0 and g % 4 == 0]
+    if l.inplace_ok and l.scratch_bytes:
+        for g in groups:
+            if 3 * row * g <= l.scratch_bytes:
+                return g, True
+    for g in groups:
+        if 3 * row * g <= RING_STACK_BYTES:
+            return g, False
+    return None
+
+
 @dataclass
 class MveLayer:
     """One generated MVE layer around the DSP matcher's layer object ``src``."""
     src: object
     mode: str
+    ring: tuple | None = None  # depthwise: ring_plan()
 
     def __getattr__(self, name):  # everything else: the matched layer's (name, kind, shapes, checks, ...)
         if name == "src":
@@ -136,11 +157,16 @@ class Generated(dsp.Generated):
         return r
 
 
+def covers(program: Program, idx: int, op: str) -> bool:
+    """Whether the generator takes instruction ``idx`` if it were operator ``op`` (same arguments)."""
+    return dsp.covers(program, idx, op, isa="mve")
+
+
 def eligible(program: Program):
     """(layers, skipped): an MveLayer for each layer generated.py's matchers accept whose weights
     are int8 (a fully connected layer with a filter offset has int16 weights: skipped)."""
     layers, skipped = [], []
-    base, skipped0 = dsp.eligible(program)
+    base, skipped0 = dsp.eligible(program, isa="mve")
     skipped += skipped0
     for l in base:
         if l.kind == "add":  # its own section below
@@ -157,7 +183,12 @@ def eligible(program: Program):
         if l.kind == "depthwise3x3" and not -128 <= -l.in_offset <= 127:
             skipped.append((l.instruction, l.op, "input zero point outside int8 (padding reads it)"))
             continue
-        layers.append(MveLayer(src=l, mode=requant_mode(l.mults, l.shifts, l.acc_bound())))
+        ring = ring_plan(l) if l.kind == "depthwise3x3" else None
+        if l.kind == "depthwise3x3" and ring is None:
+            skipped.append((l.instruction, l.op, f"a ring of 3 input rows of 4 channels takes "
+                            f"{12 * (l.w + 2 * l.pad_w)} bytes (> {RING_STACK_BYTES} of stack)"))
+            continue
+        layers.append(MveLayer(src=l, mode=requant_mode(l.mults, l.shifts, l.acc_bound()), ring=ring))
     layers.sort(key=lambda l: l.instruction)
     return layers, skipped
 
@@ -365,60 +396,68 @@ void conv_patches(const int8_t* in, int8_t* out, const int8_t* weights, Requant 
 // ---------------------------------------------------------------------------
 // 3x3 depthwise convolution (depth multiplier 1), NHWC, MVE across channels, 4 per vector:
 //   out[oy][ox][c] = requant(init[c] + sum over the 9 taps of x * w[tap][c])
-// `init` holds bias + input_offset * (sum of the 9 weights). An interior pixel reads its taps
-// from the input; a border pixel's 3x3 window is first gathered with the input zero point in
-// the taps outside (x + input_offset = 0 there). `src` has kXS bytes per pixel (kC: the input;
-// 4: a copy of one channel group). Weights: per group of 4 channels, per tap, 4 bytes
-// (DepthwiseMve.packed_weights). Dw::taps (generated per kXS): the 9 taps of one group.
-template <class Dw, int32_t kH, int32_t kW, int32_t kXS, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH,
-          int32_t kPadW, int32_t kOutStride, int32_t kGroups, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin,
-          int32_t kMax>
-MCU_MVE_INLINE void depthwise3x3_groups(const int8_t* src, int8_t* out, int32_t c0, const int8_t* weights, Requant q) {
-  alignas(16) int8_t window[9 * kXS];
-  for (int32_t oy = 0; oy < kOH; ++oy) {
-    const int32_t iy0 = oy * kStride - kPadH;
-    for (int32_t ox = 0; ox < kOW; ++ox) {
-      const int32_t ix0 = ox * kStride - kPadW;
-      const int8_t* x;
-      int32_t row;
-      if (iy0 >= 0 && iy0 + 3 <= kH && ix0 >= 0 && ix0 + 3 <= kW) {
-        x = src + (iy0 * kW + ix0) * kXS;
-        row = kW * kXS;
-      } else {
-        gather<kH, kW, kXS, 3, 3, kStride, kStride, kPadH, kPadW, kOW>(src, window, oy, ox, kZeroPoint);
-        x = window;
-        row = 3 * kXS;
-      }
-      int8_t* y = out + (oy * kOW + ox) * kOutStride + c0;
-      const int8_t* w = weights;
-      for (int32_t g = 0; g < kGroups; ++g) {
-        int32x4_t acc = vldrwq_s32(q.init + c0 + 4 * g);
-        Dw::taps(x + 4 * g, row, w, acc);
-        store4<4>(y + 4 * g, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + 4 * g));
-      }
-    }
+// The input is read through a ring of three rows (`ring`, 3 * kRow bytes), each holding kG
+// channels per pixel and padded left and right with the input zero point; rows above and below
+// the input are all zero point. x + input_offset = 0 there, as `init` (bias + input_offset *
+// the sum of the 9 weights) assumes, so no output pixel needs a border case. Groups of kG
+// channels (kG = kC where the ring has room) run one after the other. Weights: per group of 4
+// channels, per tap, 4 bytes (MveLayer.packed_weights). Dw::taps (generated per kG): the 9 taps
+// of one group of 4 channels from three row pointers.
+// In place (the output at the input's address, mcu::quantized_depthwise_conv2d_inplace): output
+// row oy lands on input pixels below (oy + 1) * kOW <= (oy + 1) * kW, i.e. on rows <= oy, which
+// are already in the ring when it is written; the rows later outputs need are either still in
+// the ring or not yet written, and it writes only its own group's bytes.
+MCU_MVE_INLINE int32_t ring_slot(int32_t iy) { return (iy + 3) % 3; }  // iy >= -1 (padding <= 1)
+
+// Input row iy, channels c0..c0 + kG - 1, into a ring row (all zero point outside the input). The
+// padding columns are written after the copy: GCC 12 takes a predicated MVE store for a store of
+// all 16 bytes and may drop a fill that such a store seems to overwrite.
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kPadW, int8_t kZeroPoint>
+MCU_MVE_INLINE void ring_row(const int8_t* in, int32_t iy, int32_t c0, int8_t* row) {
+  constexpr int32_t kPad = kPadW * kG;
+  if (iy < 0 || iy >= kH) {
+    memset(row, kZeroPoint, (kW + 2 * kPadW) * kG);
+    return;
+  }
+  const int8_t* src = in + iy * kW * kC + c0;
+  if (kG == kC) {
+    copy_bytes(row + kPad, src, kW * kC);
+  } else {
+    for (int32_t x = 0; x < kW; ++x) memcpy(row + kPad + x * kG, src + x * kC, kG);
+  }
+  if (kPadW) {
+    memset(row, kZeroPoint, kPad);
+    memset(row + kPad + kW * kG, kZeroPoint, kPad);
   }
 }
 
-template <class Dw, int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH,
-          int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
-void depthwise3x3(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
-  static_assert(kC % 4 == 0, "the generator emits multiples of 4 only");
-  depthwise3x3_groups<Dw, kH, kW, kC, kOH, kOW, kStride, kPadH, kPadW, kC, kC / 4, kZeroPoint, kMode, kOut, kMin,
-                      kMax>(in, out, 0, weights, q);
-}
-
-// The output over the input (mcu::quantized_depthwise_conv2d_inplace): each group of 4 channels
-// is first copied out of the input (4 bytes per pixel, on the stack), then computed from the copy.
-template <class Dw, int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kStride, int32_t kPadH,
-          int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
-void depthwise3x3_inplace(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
-  static_assert(kC % 4 == 0 && kOH * kOW <= kH * kW, "the generator emits these only");
-  alignas(4) int8_t group[kH * kW * 4];
-  for (int32_t c = 0; c < kC; c += 4) {
-    for (int32_t p = 0; p < kH * kW; ++p) memcpy(group + 4 * p, in + p * kC + c, 4);
-    depthwise3x3_groups<Dw, kH, kW, 4, kOH, kOW, kStride, kPadH, kPadW, kC, 1, kZeroPoint, kMode, kOut, kMin, kMax>(
-        group, out, c, weights + 9 * c, q);
+template <class Dw, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kOH, int32_t kOW, int32_t kStride,
+          int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
+void depthwise3x3(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights, Requant q) {
+  static_assert(kC % kG == 0 && kG % 4 == 0 && kPadH <= 1 && kOH * kOW <= kH * kW, "the generator emits these only");
+  constexpr int32_t kRow = (kW + 2 * kPadW) * kG;
+  for (int32_t c0 = 0; c0 < kC; c0 += kG) {
+    int32_t next = -kPadH;  // the next input row to copy into the ring
+    for (int32_t oy = 0; oy < kOH; ++oy) {
+      const int32_t iy0 = oy * kStride - kPadH;
+      if (next < iy0) next = iy0;
+      for (; next <= iy0 + 2; ++next) {
+        ring_row<kH, kW, kC, kG, kPadW, kZeroPoint>(in, next, c0, ring + ring_slot(next) * kRow);
+      }
+      const int8_t* r0 = ring + ring_slot(iy0) * kRow;
+      const int8_t* r1 = ring + ring_slot(iy0 + 1) * kRow;
+      const int8_t* r2 = ring + ring_slot(iy0 + 2) * kRow;
+      int8_t* y = out + oy * kOW * kC + c0;
+      for (int32_t ox = 0; ox < kOW; ++ox, y += kC) {
+        const int32_t col = ox * kStride * kG;
+        const int8_t* w = weights + 9 * c0;
+        for (int32_t g = 0; g < kG; g += 4) {
+          int32x4_t acc = vldrwq_s32(q.init + c0 + g);
+          Dw::taps(r0 + col + g, r1 + col + g, r2 + col + g, w, acc);
+          store4<4>(y + g, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + g));
+        }
+      }
+    }
   }
 }
 
@@ -479,9 +518,10 @@ def _mac_struct(nk: int, tail: int) -> str:
 
 
 def _dw_struct(xs: int) -> str:
-    """The 9 taps of one group of 4 channels of a depthwise 3x3, `xs` bytes between pixels:
-    per tap VLDRB.S32 of 4 activations (a widening load: low registers only, "l"; the row pointer advanced by xs; an ADD where xs > 127,
-    beyond the post-increment's reach), VLDRB.S32 of 4 weights, VMUL.I32, VADD.I32."""
+    """The 9 taps of one group of 4 channels of a depthwise 3x3 from three ring rows, `xs` bytes
+    between pixels: per tap VLDRB.S32 of 4 activations (a widening load: low registers only, "l";
+    the row pointer advanced by xs; an ADD where xs > 127, beyond the post-increment's reach),
+    VLDRB.S32 of 4 weights, VMUL.I32, VADD.I32."""
     lines = []
     for ky in range(3):
         for kx in range(3):
@@ -495,10 +535,8 @@ def _dw_struct(xs: int) -> str:
     text = "\n".join(f'        "{ln}\\n\\t"' for ln in lines)
     return "\n".join([
         f"struct Dw{xs} {{",
-        "  static MCU_MVE_INLINE void taps(const int8_t* x, int32_t row, const int8_t*& w, int32x4_t& acc) {",
-        "    const int8_t* r0 = x;",
-        "    const int8_t* r1 = x + row;",
-        "    const int8_t* r2 = x + 2 * row;",
+        "  static MCU_MVE_INLINE void taps(const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t*& w,",
+        "                                  int32x4_t& acc) {",
         "    int32x4_t a, b;",
         "    __asm__ volatile(",
         text,
@@ -543,6 +581,7 @@ def _layer_source(l: MveLayer) -> tuple:
     pre = f"k{s.name.title().replace('_', '')}"
     in_arg, out_arg = _IO_ARGS[s.kind]
     mode = _MODE[l.mode]
+    params, scratch_arg, extra_checks = "", "", []
     consts = f"{mode}, {s.out_offset}, {s.act_min}, {s.act_max}"
     if s.kind == "depthwise3x3":
         what = (f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
@@ -550,10 +589,18 @@ def _layer_source(l: MveLayer) -> tuple:
         arrays = [f"// int8 weights per group of 4 channels, per tap: {l.weight_bytes:,} bytes.",
                   dsp._c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
         rq = _requant_arrays(pre, l, l.depthwise_init())
-        xs = 4 if s.inplace_ok else s.c
-        call = (f"  depthwise3x3{'_inplace' if s.inplace_ok else ''}<Dw{xs}, {s.h}, {s.w}, {s.c}, {s.oh}, {s.ow}, "
-                f"{s.stride}, {s.pad_h}, {s.pad_w}, {-s.in_offset}, {consts}>(in, out, {pre}Weights, {pre}Requant);")
-        helper = f"Dw{xs}"  # the inline-assembly struct this layer needs
+        g, in_scratch = l.ring
+        ring_bytes = 3 * (s.w + 2 * s.pad_w) * g
+        what += (f"; rows of {g} channels through a ring of {ring_bytes} bytes in "
+                 + ("the scratch tensor" if in_scratch else "the stack"))
+        ring_decl = [] if in_scratch else [f"  alignas(16) int8_t ring[{ring_bytes}];"]
+        call = "\n".join(ring_decl + [
+            f"  depthwise3x3<Dw{g}, {s.h}, {s.w}, {s.c}, {g}, {s.oh}, {s.ow}, {s.stride}, {s.pad_h}, {s.pad_w}, "
+            f"{-s.in_offset}, {consts}>(in, out, ring, {pre}Weights, {pre}Requant);"])
+        if in_scratch:  # the ring: argument 13, apart from the input and output
+            params, scratch_arg = ", int8_t* ring", ",\n                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(13)))"
+            extra_checks = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"]
+        helper = f"Dw{g}"  # the inline-assembly struct this layer needs
     else:
         mac = f"Mac{l.nk}_{s.k % 16}"
         arrays = [f"// int8 weights in the order the loop reads them: {l.weight_bytes:,} bytes.",
@@ -578,17 +625,17 @@ def _layer_source(l: MveLayer) -> tuple:
            "namespace {", *arrays, *rq, "",
            f"bool {s.name}_matches(const KernelContext& ctx) {{",
            "  return " + " &&\n         ".join(
-               s.checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(s.inplace_ok).lower()})"]) + ";",
+               s.checks + extra_checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(s.inplace_ok).lower()})"]) + ";",
            "}",
            "}  // namespace",
            "",
-           f"void {s.name}_compute(const int8_t* in, int8_t* out) {{",
+           f"void {s.name}_compute(const int8_t* in, int8_t* out{params}) {{",
            call,
            "}",
            "",
            f"Error {s.name}(const KernelContext& ctx) {{",
            f"  {s.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))));",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){scratch_arg});",
            "  return Error::Ok;",
            "}",
            ""]

@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 from mcu_gen.errors import McuGenError
+from mcu_gen.cli.options import add_kernel_options
 from mcu_gen.progress import quiet
 
 
@@ -65,6 +66,7 @@ def cmd_build(args) -> int:
                   f"of {g['budget_bytes']:,} B room, {g['buffers']} tensor buffers, "
                   f"{g['access_share']:.1%} of predicted accesses")
         print(f"  {len(rep['operators'])} instructions, kernels: {', '.join(rep['kernels'])}")
+        _print_generated_hint(rep)
         _print_quant(rep)
         _print_npu(rep)
         if (r.out / "firmware.uf2").is_file():
@@ -92,6 +94,19 @@ def _print_npu(rep: dict) -> None:
           f"scratch {e['vela_scratch_bytes']:,} B")
     for c in e.get("cpu", []):
         print(f"  CPU: {c['op']} ({c['reason']})")
+
+
+def _print_generated_hint(rep) -> None:
+    """A build on library kernels whose layers the core could run on generated ones says so."""
+    from mcu_gen.firmware.report import generated_hint
+
+    if not isinstance(rep, dict):  # a run's output directory
+        from mcu_gen.firmware.builder import load_report
+
+        rep = load_report(Path(rep)) if rep else {}
+    n = (rep.get("generated_kernels") or {}).get("available_layers")
+    if n:
+        print(f"  hint: {generated_hint(n)}")
 
 
 def cmd_run(args) -> int:
@@ -123,6 +138,7 @@ def cmd_run(args) -> int:
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
+        _print_generated_hint(r.out)
     else:
         status = "VERIFIED" if r.verified else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
@@ -140,6 +156,7 @@ def cmd_run(args) -> int:
         print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
+        _print_generated_hint(r.out)
     return 0 if r.verified else 2
 
 
@@ -264,17 +281,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dtype of the firmware's inputs/outputs with --quantize (int8: the host (de)quantizes)")
         s.add_argument("--calibration", default=None,
                        help="torch.save'd list of input tuples (default: the model file's calibration_inputs())")
-        s.add_argument("--backend", choices=["auto", "portable", "cmsis-nn"], default="auto",
-                       help="int8 kernels: cmsis-nn (needs CMSIS-NN), portable, or auto (CMSIS-NN when found)")
-        s.add_argument("--cmsis-nn", dest="cmsis_nn", metavar="PATH", default=None,
-                       help="CMSIS-NN checkout or unpacked ARM.CMSIS-NN pack (else $MCU_GEN_CMSIS_NN, cmsis-pack-manager)")
+        add_kernel_options(s)
         s.add_argument("--value-cache", dest="value_cache", metavar="N|all", default=None,
                        help="program values the runtime decodes once at load (20 bytes of RAM each; default: all "
                             "with CMSIS-NN kernels, else 8); the rest are decoded on every use")
-        s.add_argument("--kernels", choices=["auto", "library", "generated"], default="library",
-                       help="mcu-gen's per-layer generated int8 kernels (convolutions, fully connected; DSP "
-                            "cores: M33, M4; MVE: M55): library (default: off, the RAM-lean build), auto (where the core has "
-                            "them: faster, more flash and RAM), generated (error where not)")
         s.add_argument("--npu", default=None, metavar="CONFIG",
                        help="run the int8 model's supported operators on an Arm Ethos-U NPU: ethos-u55-{32,64,128,256}, "
                             "ethos-u65-{256,512}, ethos-u85-{128..2048} (board corstone-300; needs --quantize int8 "

@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mcu_gen.cli.options import add_kernel_options, kernel_build_options
+
 
 def _common(s) -> None:
     s.add_argument("--board", default="mps2-an505")
@@ -16,6 +18,7 @@ def _common(s) -> None:
     s.add_argument("--quantize", choices=["int8"], default=None, help="quantize the model to int8")
     s.add_argument("--io", choices=["float32", "int8"], default="float32", help="I/O dtype with --quantize")
     s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
+    add_kernel_options(s)
     s.add_argument("--json", action="store_true")
 
 
@@ -25,7 +28,7 @@ def _build(args):
 
     with Progress.step(f"building {args.model or args.pte} for {args.board}", enabled=False if args.json else None):
         return build(args.model, board=args.board, pte_path=args.pte, out=args.out, quantize=args.quantize,
-                     io=args.io)
+                     io=args.io, **kernel_build_options(args))
 
 
 def cmd_profile(args) -> int:

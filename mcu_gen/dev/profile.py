@@ -87,12 +87,15 @@ def profile_link(result, link, inputs=None) -> ProfileResult:
         raise RuntimeError(f"the device profiled {len(ticks)} instructions, the program has "
                            f"{len(program.instructions)}: is it running this build?")
     backends = {k.op: k.backend for k in getattr(result, "kernels", [])}
+    rows = (getattr(result, "report", None) or {}).get("operators") or []
+    per_instruction = [row.get("backend") for row in rows] if len(rows) == len(program.instructions) else []
     counts = [count_from_ticks(board, t) for t in ticks]
     total = sum(counts)
     ops = []
     for k, (ins, c) in enumerate(zip(program.instructions, counts)):
         out = _out_value(program, ins)
-        ops.append(OpProfile(k, ins.op, backends.get(ins.op, "?"), list(out.shape) if out else [],
+        backend = per_instruction[k] if per_instruction else backends.get(ins.op, "?")  # "generated": its own layer
+        ops.append(OpProfile(k, ins.op, backend, list(out.shape) if out else [],
                              out.dtype if out else "", c, c / total if total else 0.0, ins.source or ""))
     name = program.meta.get("model") or (result.spec.name if result.spec is not None else "program")
     return ProfileResult(board.name, board.ticks_unit, name, ops, total, count_from_ticks(board, whole_ticks),

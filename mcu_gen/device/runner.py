@@ -189,6 +189,21 @@ class LinkCheck:
     methods: list = field(default_factory=list)  # programs with several methods: one row per method
 
 
+def check_program_id(hello, result) -> None:
+    """The board must run the build's program; if it runs none because its runtime rejected the
+    built-in one, say so with the runtime's error (a bug of mcu-gen: the build checked it)."""
+    from mcu_gen.device.protocol import error_name
+
+    if hello.program_id == result.program_id:
+        return
+    if hello.program_id == 0 and hello.builtin_status not in (0, None):
+        raise RuntimeError(f"the runtime on the board rejected the firmware's built-in program "
+                           f"({error_name(hello.builtin_status)}), the build in {result.out}; "
+                           "`mcu-gen inspect` shows the program")
+    raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
+                       f"{result.program_id:016x}: flash or rebuild the firmware first")
+
+
 def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCheck:
     """Runs `inputs` on the device behind `link` (QEMU's pty or a real board) and compares.
     fp32 builds: with PyTorch (model file) or the reference interpreter, within 1e-4 relative.
@@ -205,9 +220,7 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
         return check_sequences(link, result, seqs, progress)
     program, spec, b = result.program, result.spec, result.board
     hello = link.hello()
-    if hello.program_id != result.program_id:
-        raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
-                           f"{result.program_id:016x}: flash or rebuild the firmware first")
+    check_program_id(hello, result)
     check_device_quant_params(hello, program)
     int8_build = bool(result.report.get("quantize"))
     c = LinkCheck(verified=True, max_abs_error=0.0, tolerance=0.0, reference="", counts=[], outputs=[],
@@ -315,9 +328,7 @@ def check_sequences(link, result: BuildResult, sequences: list, progress=None, i
 
     program, spec, b = result.program, result.spec, result.board
     hello = link.hello()
-    if hello.program_id != result.program_id:
-        raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
-                           f"{result.program_id:016x}: flash or rebuild the firmware first")
+    check_program_id(hello, result)
     quantized = bool(result.report.get("quantize"))
     if quantized:
         check_device_quant_params(hello, program)
@@ -445,9 +456,7 @@ def check_methods_link(link, result: BuildResult, inputs: dict | None = None, pr
     With state, RESET first, and RESET + the same schedule again must give identical outputs."""
     program, b = result.program, result.board
     hello = link.hello()
-    if hello.program_id != result.program_id:
-        raise RuntimeError(f"the board runs program {hello.program_id:016x}, the build in {result.out} made "
-                           f"{result.program_id:016x}: flash or rebuild the firmware first")
+    check_program_id(hello, result)
     if result.report.get("quantize") or is_int8_program(program):
         raise RuntimeError("programs with several methods are fp32 only for now")
     inputs = inputs if inputs is not None else method_inputs(result)
@@ -510,7 +519,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         fuse: bool = True, timeout: float = 60.0, progress=None, quantize=None, io: str = "float32",
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
         value_cache=None, upload: bool = False, frame_bytes: int | None = None,
-        measure_stack: bool = True, kernels: str = "library", cycles: bool = True,
+        measure_stack: bool = True, kernels: str = "auto", cycles: bool = True,
         methods: list | None = None, ram_regions=None, arena_region: str | None = None) -> RunResult:
     """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
     the linker script's stack; the device's stack high-water mark after the runs decides the stack of the

@@ -436,6 +436,32 @@ def check_program_plan(program: Program, available=None) -> bool:
     return replanned
 
 
+def adopt_program_plan(program: Program, available=None) -> bool:
+    """A .pte as it came: its plan is kept unless it puts an output over an input that our kernel
+    cannot overwrite in place; then mcu-gen plans it again (in-place variants included). Done
+    before the kernels are selected, which depend on the operators the plan chose. True when a
+    method was planned again (re-write the bytes)."""
+    replanned = False
+    for m in (program.methods if program.more_methods else [program]):
+        replanned = adopt_method_plan(m, available) or replanned
+    return replanned
+
+
+def adopt_method_plan(program: Program, available=None) -> bool:
+    if "read_from" not in program.meta:
+        return False
+    if not program.meta.get("inplace"):
+        program.meta["inplace"] = planner.inplace_from_offsets(program, available)
+    try:
+        planner.check_plan(program, available)
+    except planner.InplaceNotAllowed:
+        planner.plan(program, available=available)
+        return True
+    except planner.PlanError:
+        pass  # a wrong plan: check_method_plan says how
+    return False
+
+
 def check_method_plan(program: Program, available=None) -> bool:
     """Every build's memory plan, a .pte's as it came included (docs/memory_planning.md):
     check_plan proves it, then the program runs on the host twice, each tensor in its own
@@ -444,17 +470,9 @@ def check_method_plan(program: Program, available=None) -> bool:
     runtime's kernels may) is planned again by mcu-gen; returns True then (re-write the bytes)."""
     from mcu_gen.reference import PlannedExecutionError, ReferenceError, check_planned_execution
 
-    replanned = False
-    if "read_from" in program.meta and not program.meta.get("inplace"):  # a .pte as it came
-        program.meta["inplace"] = planner.inplace_from_offsets(program, available)
+    replanned = adopt_method_plan(program, available)
     try:
         planner.check_plan(program, available)
-    except planner.InplaceNotAllowed as e:
-        if "read_from" not in program.meta:
-            raise BuildError(f"the memory plan is wrong: {e}") from None
-        planner.plan(program, available=available)
-        planner.check_plan(program, available)
-        replanned = True
     except planner.PlanError as e:  # tensors live together overlap, or out of the arena: a wrong plan
         raise BuildError(f"the memory plan is wrong: {e}") from None
     if any(ins.op.startswith(pte.DELEGATE_PREFIX) for ins in program.instructions):
@@ -473,7 +491,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
           npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
           frame_bytes: int | None = None, stack_bytes: int | None = None,
-          kernels: str = "library", ram_regions=None, arena_region: str | None = None) -> BuildResult:
+          kernels: str = "auto", ram_regions=None, arena_region: str | None = None) -> BuildResult:
     """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
     default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
     reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink()).
@@ -486,7 +504,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     available = kernel_registry.find_kernels()
     program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
                                        calibration=calibration)
+    if adopt_program_plan(program, available):  # before the kernels are chosen: a new plan may pick other operators
+        data = pte.write(program)
     npu_build = None
+    if program.more_methods and kernels == "auto":
+        kernels = "library"  # auto: where they apply; a program with several methods runs the portable kernels
     if program.more_methods and (npu is not None or kernels != "library" or backend == "cmsis-nn"):
         raise BuildError(f"a program with several methods ({', '.join(program.method_names)}) runs on the portable "
                          f"kernels only for now: --npu, --kernels generated and --backend cmsis-nn are not supported")
@@ -684,35 +706,37 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
 
     if mode not in generated.MODES:
         raise BuildError(f"--kernels {mode}: choose one of {', '.join(generated.MODES)}")
-    if mode == "library" or not any(k.op in generated.GENERATED_OPS for k in sel.kernels):
+    if not any(k.op in generated.GENERATED_OPS for k in sel.kernels):
         return generated.Generated()
     # MVE cores (Cortex-M55): generated_mve.py; DSP cores without MVE (M33, M4): generated.py.
     gen_module = generated_mve if generated_mve.board_supports(board) else generated
+    if mode == "library":  # none; the report says how many layers `--kernels auto` would generate here
+        return generated.Generated(available=len(gen_module.eligible(program)[0]) if gen_module.board_supports(board) else 0)
     if not gen_module.board_supports(board):
         if mode == "generated":
             raise BuildError(f"--kernels generated: {board.name} ({board.core}) has no generated kernels "
                              "(they need the DSP extension (Cortex-M33, M4) or MVE (Cortex-M55))")
         return generated.Generated()
-    _replan_without_ungenerated_variants(program, sel)
+    _replan_without_ungenerated_variants(program, sel, gen_module.covers)
     gen = gen_module.generate(program, sel.kernels)
     sel.kernels = gen_module.hooked_kernels(sel.kernels, gen)
     return gen
 
 
-def _replan_without_ungenerated_variants(program: Program, sel) -> None:
+def _replan_without_ungenerated_variants(program: Program, sel, covers) -> None:
     """The planner may have swapped a layer for an in-place variant that the generator does not take
     although it takes the base operator's form of the same layer (the row-by-row k x k convolution,
     which has no generated form; an in-place depthwise whose channel group is too large for the
     stack): that layer would then run the portable variant, several times slower. Such a variant
     goes back to its base operator, for every layer, and the program is planned again without it
-    (speed over the bytes it would save)."""
+    (speed over the bytes it would save). ``covers``: the generator's (DSP or MVE) covers()."""
     from mcu_gen.backends import generated
 
     registry = kernel_registry.find_kernels()
     variant_of = {k.op: k.variant_of for k in registry.values() if k.variant_of}
     dropped = {ins.op for idx, ins in enumerate(program.instructions)
                if variant_of.get(ins.op) in generated.GENERATED_OPS
-               and not generated.covers(program, idx, ins.op) and generated.covers(program, idx, variant_of[ins.op])}
+               and not covers(program, idx, ins.op) and covers(program, idx, variant_of[ins.op])}
     if not dropped:
         return
     for ins in program.instructions:

@@ -607,6 +607,7 @@ def inplace_from_offsets(program: Program, available=None) -> list:
         for a in ins.args:
             src = _alias_root(aliases, a)
             if (src != out and src in iv and iv[src].end == step and [step, out, src] not in pairs
+                    and program.values[src].nbytes > 0  # an empty tensor (a scratch of 0 bytes) overlaps nothing
                     and program.values[src].offset == program.values[out].offset
                     and program.values[src].mem_id == program.values[out].mem_id):
                 pairs.append([step, out, src])
