@@ -37,12 +37,14 @@ FAILING = r"""// mcu-gen-kernel: op=cortex_m::quantized_conv2d.out fn=failing_co
 // mcu-gen-kernel: op=cortex_m::quantized_linear.out fn=failing_linear sig=TTttIIILLIIOO dtypes=int8
 // mcu-gen-kernel: op=cortex_m::quantized_depthwise_conv2d.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
 // mcu-gen-kernel: op=mcu::quantized_depthwise_conv2d_inplace.out fn=failing_conv sig=TTtLLLIIITTIITOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::quantized_add.out fn=failing_add sig=TIIITIIIIIIIIOO dtypes=int8
 // Test stand-ins for the library kernels: they always fail, so only generated layers succeed.
 #include "mcu/kernel.h"
 namespace mcu {
 namespace kernels {
 Error failing_conv(const KernelContext&) { return Error::KernelFailed; }
 Error failing_linear(const KernelContext&) { return Error::KernelFailed; }
+Error failing_add(const KernelContext&) { return Error::KernelFailed; }
 }  // namespace kernels
 }  // namespace mcu
 """
@@ -140,6 +142,35 @@ def linear_program(rng, rows, k, n, kernel_sum=True) -> Program:
     p.instructions.append(Instruction("cortex_m::quantized_linear.out", args))
     p.inputs, p.outputs = [x], [out]
     planner.plan(p, allow_inplace=False)
+    return p
+
+
+# (x_zp, x_mult, x_shift, y_zp, y_mult, y_shift, out_zp, out_mult, out_shift, act_min, act_max) of quantized_add
+RESNET8_ADD = (48, 1914037969, -1, -128, 1 << 30, 0, -128, 1245815954, -18, -128, 127)  # its first residual add
+
+
+def add_program(shape, params=RESNET8_ADD, dim_order=None, chain: str | None = None) -> Program:
+    """quantized_add of two int8 inputs of one shape (and dim_order). chain "a" / "b": a second add
+    takes the first one's output as its operand a / b and writes over it (the planner's binary_same
+    rule places it there; for "b" its operand a, a third input, is read again by a third add)."""
+    p = Program()
+    x = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.1, zero_point=0))
+    y = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.1, zero_point=0))
+    out = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.2, zero_point=0))
+    ints = [p.add_scalar("int", int(v)) for v in params]
+    p.instructions.append(Instruction("cortex_m::quantized_add.out", [x, *ints[:3], y, *ints[3:], out, out]))
+    p.inputs, p.outputs = [x, y], [out]
+    if chain:
+        z = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.1, zero_point=0))
+        out2 = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.2, zero_point=0))
+        a, b = (out, z) if chain == "a" else (z, out)
+        p.instructions.append(Instruction("cortex_m::quantized_add.out", [a, *ints[:3], b, *ints[3:], out2, out2]))
+        p.inputs, p.outputs = [x, y, z], [out2]
+        if chain == "b":
+            out3 = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.2, zero_point=0))
+            p.instructions.append(Instruction("cortex_m::quantized_add.out", [z, *ints[:3], out2, *ints[3:], out3, out3]))
+            p.outputs = [out3]
+    planner.plan(p)
     return p
 
 
@@ -384,3 +415,60 @@ def test_a_library_build_says_what_generated_kernels_would_take(tmp_path):
     r = mcu_gen.build("examples/kws_dscnn/model.py", board="mps2-an505", out=tmp_path / "gen", quantize="int8",
                       backend="portable", compile=False)  # the default: auto
     assert "available_layers" not in r.report["generated_kernels"] and len(r.report["generated_kernels"]["layers"]) == 10
+
+
+ADD_CASES = [  # (params, shape, chain): the DSP add's tables and one-rounding requantization
+    (RESNET8_ADD, (1, 16, 8, 8), None),
+    ((0, 2048, -1, 0, 2048, -2, 0, 1 << 30, -1, -128, 127), (256, 256), None),  # ties at every stage, all pairs
+    ((5, 2048, 1, -3, 6144, -3, 2, 3 << 29, -2, -100, 90), (1, 3, 5, 7), None),  # a left shift, a narrower range
+    ((7, -2048, -1, -9, 1518500250, -1, 4, -1073741823, -18, -100, 100), (6, 7), None),  # negative multipliers
+    (RESNET8_ADD, (2, 3, 7), "a"),  # in place over operand a
+    (RESNET8_ADD, (2, 3, 7), "b"),  # in place over operand b
+]
+
+
+@pytest.mark.parametrize("params,shape,chain", ADD_CASES, ids=[f"add{i}" for i in range(len(ADD_CASES))])
+def test_generated_add_is_bit_exact(params, shape, chain, failing_kernels, tmp_path):
+    """The DSP generator's add (tables of both operands, requant_smmlar of the doubled sum) through the
+    runtime with a failing library kernel, against the integer reference; every int8 pair in one case."""
+    p = add_program(shape, params, chain=chain)
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert len(gen.layers) == len(p.instructions), gen.skipped
+    rng = np.random.default_rng(len(shape) + sum(shape))
+    if shape == (256, 256):
+        x, y = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+        ins = [x.astype(np.int8), y.astype(np.int8)]
+    else:
+        ins = [rng.integers(-128, 128, shape).astype(np.int8) for _ in p.inputs]
+    expected = run_int8_reference(p, ins)[0]
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler (g++)")
+    src = tmp_path / generated.GENERATED_FILE
+    src.write_text(gen.source)
+    flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=64", "-DMCU_INSTRUCTION_CACHE=8",
+                             "-I", str(KERNELS_PORTABLE)]
+    sel = [failing_kernels[op] for op in p.operators]
+    exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",
+                            generated.hooked_kernels(sel, gen), tmp_path / "cache", host.HostRunError,
+                            extra_sources=[src, host.RUNTIME_CORE / "src" / "crc32.cpp"])
+    (tmp_path / "p.pte").write_bytes(pte.write(p))
+    paths = []
+    for k, v in enumerate(ins):
+        (tmp_path / f"in_{k}.bin").write_bytes(np.ascontiguousarray(v).tobytes())
+        paths.append(str(tmp_path / f"in_{k}.bin"))
+    r = subprocess.run([str(exe), str(tmp_path / "p.pte"), str(max(p.arena_size, 16)), str(tmp_path), *paths],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, "the generated add did not run (the failing library kernel did): " + r.stderr[-2000:]
+    got = np.frombuffer((tmp_path / "out_0.bin").read_bytes(), np.int8).reshape(shape)
+    np.testing.assert_array_equal(got, expected)
+    assert len(np.unique(expected)) > 10
+
+
+def test_dsp_add_refuses_what_it_cannot_prove():
+    def plan(params):
+        return generated.add_dsp_plan(generated.AddLayer("l", 0, generated.ADD_OPS[0], 8, *params))
+
+    assert "right shift of 1..31" in plan(RESNET8_ADD[:8] + (0, -128, 127))  # no right shift: no rounding form
+    assert "rounding constant" in plan(RESNET8_ADD[:6] + (200,) + RESNET8_ADD[7:8] + (-25, -128, 127))  # 200 << 25
+    assert "32 bits" in plan((0, 2**31 - 1, 10) + RESNET8_ADD[3:])  # 2a reaches 2^31

@@ -24,8 +24,8 @@ from mcu_gen.plan import planner
 from mcu_gen.program import pte
 from mcu_gen.program.ir import Program
 
-from test_generated_kernels import (conv_program, depthwise_program, linear_program,  # noqa: E402
-                                    pointwise_program)
+from test_generated_kernels import (RESNET8_ADD, add_program, conv_program, depthwise_program,  # noqa: E402
+                                    linear_program, pointwise_program)
 
 BOARD = "mps3-an547"
 
@@ -214,3 +214,160 @@ def test_kws_on_the_m55(qemu_tools, tmp_path):
     cm = _run_example(tmp_path, "kws_dscnn", "auto", backend="cmsis-nn", cmsis_nn_path=root)
     assert cm.verified and cm.bit_exact
     assert cm.instructions_per_inference <= 1_270_000  # issue 17: 0.7x today's 1,811,006 on mps3-an547
+
+
+# -- the elementwise add ----------------------------------------------------------------------------
+TIES_ADD = (0, 2048, -1, 0, 2048, -2, 0, 1 << 30, -1, -128, 127)  # a = x / 2, b = y / 4, ties at every stage
+LEFT_ADD = (5, 2048, 1, -3, 6144, -3, 2, 3 << 29, -2, -128, 127)  # a left shift of operand a
+NEG_ADD = (7, -2048, -1, -9, 1518500250, -1, 4, -1073741823, -18, -100, 100)  # negative multipliers, ties
+OUT_LEFT_ADD = (3, 1 << 30, -4, -3, 1 << 30, -5, -1, 1 << 30, 2, -128, 127)  # a left shift of the output
+
+
+def _all_pairs(shape=(256, 256)):
+    x, y = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    return x.astype(np.int8).reshape(shape), y.astype(np.int8).reshape(shape)
+
+
+def _add_layer(params, numel=64):
+    return generated.AddLayer("layer_0", 0, generated.ADD_OPS[0], numel, *params)
+
+
+def test_add_reference_is_the_integer_reference():
+    """generated_mve's copy of the reference arithmetic (the backends may not import mcu_gen.reference)
+    equals integer.quantized_add on every pair of int8 values, for random and edge parameters."""
+    from mcu_gen.reference import integer
+
+    rng = np.random.default_rng(21)
+    x, y = _all_pairs()
+    params = [RESNET8_ADD, TIES_ADD, LEFT_ADD, NEG_ADD, OUT_LEFT_ADD]
+    for _ in range(40):
+        zps = rng.integers(-256, 257, 3)
+        mults = rng.integers(-2**31, 2**31, 3)
+        shifts = rng.integers(-45, 6, 3)
+        lo = int(rng.integers(-128, 0))
+        params.append((zps[0], mults[0], shifts[0], zps[1], mults[1], shifts[1], zps[2], mults[2], shifts[2], lo,
+                       int(rng.integers(lo, 128))))
+    for prm in params:
+        prm = tuple(int(v) for v in prm)
+        want = integer.quantized_add(x, *prm[:3], y, *prm[3:])
+        np.testing.assert_array_equal(generated_mve.add_reference(x, y, prm), want, err_msg=str(prm))
+
+
+def test_add_plan_takes_the_cheapest_exact_sequence():
+    """ResNet-8's adds: operand a needs the sign fix-up (right shift 1: ties), operand b (shift 0) a bare
+    VQRDMULH, the output no fix-up (no tie among its sums) but both clamps; 16 instructions per 4
+    elements. Ties at every stage need the fix-ups; a left shift folds into the VMLAS scale; a negative
+    multiplier needs the fix-up from the product's sign; a left shift of the output is a VSHL."""
+    p = generated_mve.add_plan(_add_layer(RESNET8_ADD))
+    assert (p.variant_a, p.variant_b, p.variant_out, p.clamp_min, p.clamp_max) == ("sign", "mul", "plain", True, True)
+    assert p.scale_a == p.scale_b == 1 << 20 and p.instructions_per_vector == 16
+    p = generated_mve.add_plan(_add_layer(TIES_ADD))
+    assert (p.variant_a, p.variant_b, p.variant_out) == ("sign", "sign", "sign")
+    assert not p.clamp_min and not p.clamp_max  # |out| <= 24: no clamp reached
+    p = generated_mve.add_plan(_add_layer(LEFT_ADD))
+    assert p.scale_a == 1 << 21 and p.variant_a == "mul"
+    p = generated_mve.add_plan(_add_layer(NEG_ADD))
+    assert p.variant_a == "fixup", p  # a = round(-(x - 7) / 2): the sign of the product, not of x - 7
+    p = generated_mve.add_plan(_add_layer(OUT_LEFT_ADD))
+    assert p.out_left == 2 and p.variant_out == "mul"
+
+
+def test_add_plan_is_exact_and_refuses_what_it_cannot_prove():
+    """The chosen sequence, emulated, equals the reference on all 65,536 pairs, while a cheaper one
+    differs (so the search had a reason); parameters without an exact sequence get a reason."""
+    x, y = _all_pairs()
+    for prm in (RESNET8_ADD, TIES_ADD, NEG_ADD):
+        l = _add_layer(prm)
+        plan = generated_mve.add_plan(l)
+        a = generated_mve._requant_emulated((x.astype(np.int64) - prm[0]) * plan.scale_a, prm[1], -prm[2],
+                                            plan.variant_a)
+        b = generated_mve._requant_emulated((y.astype(np.int64) - prm[3]) * plan.scale_b, prm[4], -prm[5],
+                                            plan.variant_b)
+        r = generated_mve._requant_emulated(generated_mve._w32(a + b), prm[7], -prm[8], plan.variant_out) + prm[6]
+        np.testing.assert_array_equal(np.clip(r, prm[9], prm[10]), generated_mve.add_reference(x, y, prm))
+        if plan.variant_a != "mul":  # without the fix-up, operand a rounds some ties the other way
+            cheaper = generated_mve._requant_emulated((x.astype(np.int64) - prm[0]) * plan.scale_a, prm[1], -prm[2],
+                                                      "plain")
+            assert not np.array_equal(cheaper, a)
+    assert "right shift exceeds 31" in generated_mve.add_plan(_add_layer((0, 1 << 30, -40) + RESNET8_ADD[3:]))
+    assert "32 bits" in generated_mve.add_plan(_add_layer((200, 1 << 30, 3) + RESNET8_ADD[3:]))  # 328 << 23
+    # an output left shift of 20 overflows the 32-bit sum: VSHL cannot be exact
+    assert "output" in generated_mve.add_plan(_add_layer(RESNET8_ADD[:7] + (1 << 30, 20, -128, 127)))
+
+
+def test_broadcast_add_stays_on_the_library_kernel():
+    p = add_program((1, 8, 4, 4), dim_order=(0, 2, 3, 1))
+    p.values[p.instructions[0].args[4]].shape = (1, 8, 1, 1)
+    layers, skipped = generated.eligible(p)
+    assert layers == [] and "broadcast" in skipped[0][2]
+
+
+def add_cases():
+    """(name, program, inputs or None for random ones) of the QEMU add test."""
+    return [
+        ("ResNet-8's first residual add, 1x16x32x32 channels-last", add_program((1, 16, 32, 32), dim_order=(0, 2, 3, 1)),
+         None),
+        ("ties at every stage, every pair of int8 values", add_program((256, 256), TIES_ADD), _all_pairs()),
+        ("ResNet-8's parameters, every pair of int8 values", add_program((256, 256), RESNET8_ADD), _all_pairs()),
+        ("a left shift, 105 elements (a tail of 1)", add_program((1, 3, 5, 7), LEFT_ADD), None),
+        ("negative multipliers, 42 elements (a tail of 2)", add_program((6, 7), NEG_ADD), None),
+        ("an output left shift, 3 elements", add_program((3,), OUT_LEFT_ADD), None),
+        ("in place over operand a, 2x3x7", add_program((2, 3, 7), chain="a"), None),
+        ("in place over operand b, 2x3x7", add_program((2, 3, 7), TIES_ADD, chain="b"), None),
+        ("one element", add_program((1, 1)), None),
+    ]
+
+
+def test_add_source_compiles_for_the_m55(tmp_path):
+    cxx = shutil.which("arm-none-eabi-g++")
+    if cxx is None:
+        pytest.skip("no arm-none-eabi-g++")
+    p = merged([c[1] for c in add_cases()])
+    lib = kernels.find_kernels()
+    g = generated_mve.generate(p, [lib[op] for op in p.operators])
+    assert len(g.layers) == len(p.instructions), g.skipped
+    assert g.source.count("dlstp.32") == len(p.instructions) and "vqrdmlah.s32" in g.source
+    src = tmp_path / generated_mve.GENERATED_FILE
+    src.write_text(g.source)
+    from mcu_gen.paths import KERNELS_PORTABLE, RUNTIME_CORE
+
+    r = subprocess.run([cxx, "-std=c++17", "-O2", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-fno-exceptions",
+                        "-fno-rtti", "-Wall", "-Wno-psabi", "-DMCU_KERNEL_PREPARE=1", "-I", str(RUNTIME_CORE / "include"),
+                        "-I", str(KERNELS_PORTABLE), "-c", str(src), "-o", str(tmp_path / "g.o")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "warning" not in r.stderr, r.stderr[-3000:]
+
+
+def test_mve_adds_are_bit_exact_on_qemu(qemu_tools, tmp_path):
+    """Every add case generated (in place where the planner put it), bit-exact with the integer
+    reference on QEMU mps3-an547, under 5 instructions per element over the whole program, and
+    faster than the portable kernel."""
+    from mcu_gen.device.runner import run
+
+    cs = add_cases()
+    p = merged([c[1] for c in cs])
+    inplace = [(step["step"], step["out"], step["over"]) for step in p.meta["plan"].get("inplace", [])]
+    assert any(ins.args[0] == over for step, _, over in inplace for ins in [p.instructions[step]])
+    assert any(ins.args[4] == over for step, _, over in inplace for ins in [p.instructions[step]])
+    path = tmp_path / "adds.pte"
+    path.write_bytes(pte.write(p))
+    rng = np.random.default_rng(6)
+    inputs = []
+    for _, prog, given in cs:
+        n_in = len(prog.inputs)
+        for k in range(n_in):
+            shape = p.tensor(p.inputs[len(inputs)]).shape
+            inputs.append(given[k] if given is not None else rng.integers(-128, 128, shape).astype(np.int8))
+    gen = run(pte_path=path, board=BOARD, out=tmp_path / "gen", inputs=[inputs], kernels="generated",
+              backend="portable")
+    assert gen.verified and gen.bit_exact, gen
+    report = json.loads((tmp_path / "gen" / "report.json").read_text())
+    layers = report["generated_kernels"]["layers"]
+    assert [l["instruction"] for l in layers] == list(range(len(p.instructions))), report["generated_kernels"]
+    assert all(l["kind"] == "add" and l["requant"] == "vector" for l in layers)
+    elements = sum(p.tensor(ins.args[13]).numel for ins in p.instructions)
+    assert gen.instructions_per_inference < 5 * elements, (gen.instructions_per_inference, elements)
+    lib = run(pte_path=path, board=BOARD, out=tmp_path / "lib", inputs=[inputs], kernels="library", backend="portable")
+    assert lib.verified and lib.bit_exact
+    assert gen.instructions_per_inference < 0.3 * lib.instructions_per_inference

@@ -488,6 +488,86 @@ def test_add_mul_min_max_div_activation():
     b.run_and_check()
 
 
+# Requantization parameters of quantized_add: (x_zp, x_mult, x_shift, y_zp, y_mult, y_shift, out_zp, out_mult,
+# out_shift, act_min, act_max). The kernel's equal-shape loop takes its 32-bit form where the parameters allow
+# it and the 64-bit requantize() elsewhere; both must equal the reference on every pair of int8 values.
+ADD_PARAMS = [
+    (48, 1914037969, -1, -128, 1 << 30, 0, -128, 1245815954, -18, -128, 127),  # ResNet-8's first residual add
+    (-12, 1791737233, -1, -13, 1 << 30, 0, -128, 1644482768, -18, -128, 127),
+    # small multipliers: a = round(x / 2), b = round(y / 4), then round(round(sum / 2) / 2): ties of both signs
+    # at every stage (a multiplier of 2^11 cancels the 20-bit shift and the doubling)
+    (0, 2048, -1, 0, 2048, -2, 0, 1 << 30, -1, -128, 127),
+    (5, 2048, 1, -3, 6144, -3, 2, 3 << 29, -2, -128, 127),  # with a left shift
+    (-256, 2**31 - 1, 1, 256, 2**31 - 1, 2, 5, 2**31 - 1, -31, -100, 90),  # left shifts 1, 2 (32-bit form)
+    (3, 1 << 30, 3, -7, 1 << 30, -31, -3, 1 << 30, 0, -128, 127),  # a left shift of 3: 64-bit form
+    (100, -(2**31), 0, -100, -(2**31), -5, 0, -(2**31), -20, -128, 127),  # INT32_MIN multipliers
+    (17, 1518500250, -40, -17, 1518500250, -2, 9, 1 << 30, -40, -128, 127),  # right shifts > 31: 64-bit form
+    (-5, 1073741825, -4, 11, 2**31 - 1, -9, 1, 1 << 30, 2, -128, 127),  # output left shift: 64-bit form
+    (0, 1 << 30, -31, 1, 2**31 - 1, -31, -128, 2**31 - 1, 0, 0, 0),  # one output value
+]
+
+
+def all_pairs(shape=(256, 256)):
+    """x and y holding every pair of int8 values once (x[i, j] = i - 128, y[i, j] = j - 128), as `shape`."""
+    x, y = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    return x.astype(np.int8).reshape(shape), y.astype(np.int8).reshape(shape)
+
+
+@pytest.mark.parametrize("params", ADD_PARAMS, ids=[f"add{i}" for i in range(len(ADD_PARAMS))])
+def test_quantized_add_equal_shapes_every_pair(params):
+    """The equal-shape loop of quantized_add on all 65,536 pairs of int8 values, 2-D and channels-last
+    (one order for all three), against the integer reference and ExecuTorch's."""
+    from mcu_gen.reference import integer
+
+    xz, xm, xs, yz, ym, ys, oz, om, os_, lo, hi = params
+    b = Batch()
+    for shape, order in (((256, 256), None), ((1, 16, 64, 64), CL)):
+        x, y = all_pairs(shape)
+        want = integer.quantized_add(x, xz, xm, xs, y, yz, ym, ys, oz, om, os_, lo, hi)
+        xt, yt = (cl(t(x)), cl(t(y))) if order else (t(x), t(y))
+        theirs = reference().quantized_add(xt, xz, xm, xs, yt, yz, ym, ys, oz, om, os_, lo, hi).numpy()
+        np.testing.assert_array_equal(want, theirs)
+        o = b.output(want, order, f"add {shape} {params}")
+        b.op("cortex_m::quantized_add.out", [b.const(x, order), b.int(xz), b.int(xm), b.int(xs), b.const(y, order),
+                                             b.int(yz), b.int(ym), b.int(ys), b.int(oz), b.int(om), b.int(os_),
+                                             b.int(lo), b.int(hi)], o)
+    b.run_and_check()
+
+
+@pytest.mark.parametrize("over", [0, 4])
+def test_quantized_add_in_place(over):
+    """The output over one operand (the planner's binary_same rule), every pair of int8 values; and the
+    broadcast path (a [1, C, 1, 1] operand, another dim_order) in the same program."""
+    from mcu_gen.reference import integer
+
+    params = ADD_PARAMS[0]
+    xz, xm, xs, yz, ym, ys, oz, om, os_, lo, hi = params
+    p = Program()
+    x_i = p.add_tensor((256, 256), "int8")
+    y_i = p.add_tensor((256, 256), "int8")
+    o_i = p.add_tensor((256, 256), "int8")
+    ints = [p.add_scalar("int", v) for v in params]
+    rng = np.random.default_rng(8)
+    bx, by = i8(rng, 1, 6, 4, 4), i8(rng, 1, 6, 1, 1)
+    bo = p.add_tensor((1, 6, 4, 4), "int8", dim_order=CL)
+    p.instructions.append(Instruction("cortex_m::quantized_add.out", [  # first: its output is live while x is
+        p.add_tensor(bx.shape, "int8", dim_order=CL, data=np.ascontiguousarray(bx.transpose(CL))), *ints[0:3],
+        p.add_tensor(by.shape, "int8", data=by), *ints[3:], bo, bo]))
+    p.instructions.append(Instruction("cortex_m::quantized_add.out", [x_i, *ints[0:3], y_i, *ints[3:], o_i, o_i]))
+    p.inputs, p.outputs = [x_i, y_i], [bo, o_i]
+    from mcu_gen.plan import planner
+
+    planner.plan(p, allow_inplace=False)
+    operand = x_i if over == 0 else y_i
+    p.tensor(o_i).offset = p.tensor(operand).offset  # as binary_same places it
+    x, y = all_pairs()
+    got_b, got = run_on_host(p, [x, y])
+    want = integer.quantized_add(x, xz, xm, xs, y, yz, ym, ys, oz, om, os_, lo, hi)
+    np.testing.assert_array_equal(got.reshape(256, 256), want)
+    want_b = integer.quantized_add(bx, xz, xm, xs, by, yz, ym, ys, oz, om, os_, lo, hi)
+    np.testing.assert_array_equal(got_b.reshape(1, 4, 4, 6).transpose(0, 3, 1, 2), want_b)
+
+
 # -- pooling, softmax, shape ops -----------------------------------------------------
 
 def avg_pool_integer(x, k, s, p, ceil):

@@ -10,7 +10,9 @@ ahead of time, in exactly the order its inner loop reads them, so that the loop 
 Covered now: 1x1 convolutions (stride 1, no padding, groups 1; ``cortex_m::quantized_conv2d``
 and its in-place variant ``mcu::quantized_conv2d_pointwise_inplace``) and fully connected
 layers (``cortex_m::quantized_linear``) with input and output channel counts divisible by 4,
-on cores with the DSP extension and without MVE (Cortex-M33, M4).
+on cores with the DSP extension and without MVE (Cortex-M33, M4); elementwise adds
+(``cortex_m::quantized_add`` of equal shapes, AddLayer): tables of both operands and the GEMM's
+one-rounding requantization (add_dsp_plan).
 
 How the runtime reaches them: through the kernel table's prepare hook (``PrepareFn``,
 docs/architecture.md). The operator keeps its library kernel (portable or CMSIS-NN); its
@@ -46,7 +48,8 @@ CONV_ROWS_INPLACE = POINTWISE_OPS[2]  # a k x k convolution written row by row o
 LINEAR_OPS = ("cortex_m::quantized_linear.out",)
 DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out", "mcu::quantized_depthwise_conv2d_inplace.out")
 INPLACE_GROUP_BYTES = 4096  # stack for one channel group of an in-place depthwise input (H * W * 4)
-GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS
+ADD_OPS = ("cortex_m::quantized_add.out",)
+GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS + ADD_OPS
 MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * (int16) stays in int32
 
 
@@ -227,6 +230,47 @@ class DepthwiseLayer(_RequantChoice):
 
 
 @dataclass
+class AddLayer:
+    """An int8 add of two operands and an output of one shape and one dim_order (no broadcast):
+    out = clamp(requantize(a + b, out_mult, out_shift) + out_zp, act_min, act_max) with
+    a = requantize((x - a_zp) << 20, a_mult, a_shift) and b likewise (the reference's quantized_add).
+    The output may lie over either operand (the planner's binary_same rule)."""
+    name: str
+    instruction: int
+    op: str
+    numel: int
+    a_zp: int
+    a_mult: int
+    a_shift: int
+    b_zp: int
+    b_mult: int
+    b_shift: int
+    out_zp: int
+    out_mult: int
+    out_shift: int
+    act_min: int
+    act_max: int
+    checks: list = field(default_factory=list)
+    kind: str = "add"
+    inplace_ok: bool = True
+    requant_kind: str = "add"
+
+    @property
+    def macs(self) -> int:
+        return 0
+
+    @property
+    def weight_bytes(self) -> int:
+        return 0
+
+    @property
+    def params(self) -> tuple:
+        """The integer arguments 1-3 and 5-12 of the instruction, in the reference's order."""
+        return (self.a_zp, self.a_mult, self.a_shift, self.b_zp, self.b_mult, self.b_shift, self.out_zp,
+                self.out_mult, self.out_shift, self.act_min, self.act_max)
+
+
+@dataclass
 class Generated:
     layers: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # (instruction, op, reason)
@@ -296,6 +340,8 @@ def _shape_text(l) -> str:
         return f"{h}x{w}x{cin} -> {oh}x{ow}x{l.n}, kernel {kh}x{kw}, stride {sh},{sw}"
     if l.kind == "depthwise3x3":
         return f"{l.h}x{l.w}x{l.c} -> {l.oh}x{l.ow}, stride {l.stride}"
+    if l.kind == "add":
+        return f"{l.numel} elements"
     return f"{l.rows} x {l.k} -> {l.n}"
 
 
@@ -561,6 +607,36 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
                           scratch_bytes=scratch_bytes)
 
 
+def _add(program: Program, idx: int, ins) -> AddLayer | str:
+    """cortex_m::quantized_add with equal shapes and dim_orders (the residual adds); a broadcast
+    operand stays on the library kernel."""
+    a = ins.args
+    x, y, out = _t(program, a[0]), _t(program, a[4]), _t(program, a[13])
+    if x is None or y is None or out is None or not all(t.dtype == "int8" for t in (x, y, out)):
+        return "not an int8 add"
+    if not (tuple(x.shape) == tuple(y.shape) == tuple(out.shape)):
+        return "broadcast (operands of different shapes)"
+    orders = {tuple(t.dim_order or range(len(t.shape))) for t in (x, y, out)}
+    if len(orders) != 1:
+        return "operands and output in different dim orders"
+    ints = [_s(program, a[i]) for i in (1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12)]
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in ints):
+        return "integer arguments not constant"
+    a_zp, a_m, a_s, b_zp, b_m, b_s, o_zp, o_m, o_s, lo, hi = (int(v) for v in ints)
+    if not all(-256 <= z <= 256 for z in (a_zp, b_zp, o_zp)) or not all(-63 <= v <= 31 for v in (a_s, b_s, o_s)):
+        return "parameters outside the kernels' range"
+    if not all(-2**31 <= m < 2**31 for m in (a_m, b_m, o_m)) or not -128 <= lo <= hi <= 127:
+        return "parameters outside the kernels' range"
+    numel = int(np.prod(out.shape))
+    if numel < 1:
+        return "empty tensors"
+    checks = [_tensor_check(0, x), _tensor_check(4, y), _tensor_check(13, out)]
+    checks += [_int_check(i, v) for i, v in zip((1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12), ints)]
+    return AddLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, numel=numel, a_zp=a_zp, a_mult=a_m, a_shift=a_s,
+                    b_zp=b_zp, b_mult=b_m, b_shift=b_s, out_zp=o_zp, out_mult=o_m, out_shift=o_s, act_min=lo,
+                    act_max=hi, checks=checks)
+
+
 def _wrap32(v) -> np.ndarray:
     return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
 
@@ -572,7 +648,7 @@ def covers(program: Program, idx: int, op: str, isa: str = "dsp") -> bool:
     ins = replace(program.instructions[idx], op=op)
     if op in DEPTHWISE_OPS:
         return not isinstance(_depthwise(program, idx, ins, isa), str)
-    match = _pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else None
+    match = _pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else _add if op in ADD_OPS else None
     return match is not None and not isinstance(match(program, idx, ins), str)
 
 
@@ -586,6 +662,8 @@ def eligible(program: Program, isa: str = "dsp"):
             r = _linear(program, idx, ins)
         elif ins.op in DEPTHWISE_OPS:
             r = _depthwise(program, idx, ins, isa)
+        elif ins.op in ADD_OPS:
+            r = _add(program, idx, ins)
         else:
             continue
         if isinstance(r, str):
@@ -1515,23 +1593,135 @@ def _slug(op: str) -> str:
     return op.replace("::", "_").replace(".", "_")
 
 
+# -- the elementwise add on the DSP cores ---------------------------------------------------------
+# out = clamp(requantize(a + b, out_mult, out_shift) + out_zp): a and b are functions of one int8
+# each, so the generator tabulates them (exact, 2 x 256 int32 in flash, doubled) and the loop adds
+# two table entries and requantizes the doubled sum in one rounding with the output offset folded
+# (requant_smmlar, as the GEMM: ADD, SMMLAR, ASR, SSAT). Exact where add_dsp_plan's emulation of
+# that loop equals the reference on all 65,536 int8 pairs; else the library kernel.
+SHIFT_INT8 = 20  # the operands' left shift (mcu_gen/reference/integer.py's SHIFT_INT8)
+
+
+def requantize_reference(acc, multiplier: int, shift: int) -> np.ndarray:
+    """arm_nn_requantize in int64, as mcu_gen/reference/integer.py's requantize (this stage may not
+    import the reference; tests/test_generated_mve.py checks that the two agree)."""
+    v = np.asarray(acc, np.int64) << max(shift, 0)
+    v = (v * int(multiplier) + (1 << 30)) >> 31
+    right = max(-shift, 0)
+    if right:
+        mask = (1 << right) - 1
+        remainder = v & mask
+        v = v >> right
+        v = v + (remainder > (mask >> 1) + (v < 0))
+    return v
+
+
+def add_reference(x, y, params) -> np.ndarray:
+    """The reference's quantized_add (integer.py) of int8 arrays x, y with AddLayer.params."""
+    a_zp, a_m, a_s, b_zp, b_m, b_s, o_zp, o_m, o_s, lo, hi = params
+    fa = requantize_reference((np.asarray(x, np.int64) - a_zp) << SHIFT_INT8, a_m, a_s)
+    fb = requantize_reference((np.asarray(y, np.int64) - b_zp) << SHIFT_INT8, b_m, b_s)
+    return np.clip(requantize_reference(fa + fb, o_m, o_s) + o_zp, lo, hi)
+
+
+def _wrap(v):
+    """int64 values wrapped to int32 (two's complement), kept as int64."""
+    return ((np.asarray(v, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def add_dsp_plan(l: AddLayer):
+    """(doubled table of a, of b — indexed by the int8's bit pattern —, ra, right) of the DSP add, or why
+    it has none: the loop's arithmetic, emulated on every pair of int8 values, must equal the reference."""
+    right = -l.out_shift
+    if not 1 <= right <= 31:
+        return "add: the output shift is not a right shift of 1..31"
+    v = np.arange(256, dtype=np.int64)
+    v = np.where(v < 128, v, v - 256)  # the int8 of each bit pattern
+    ta = 2 * requantize_reference((v - l.a_zp) << SHIFT_INT8, l.a_mult, l.a_shift)
+    tb = 2 * requantize_reference((v - l.b_zp) << SHIFT_INT8, l.b_mult, l.b_shift)
+    if int(np.abs(ta).max()) + int(np.abs(tb).max()) >= 2**31:
+        return "add: the doubled sum may exceed 32 bits"
+    ra = (1 << (right - 1)) + l.out_zp * (1 << right)
+    if abs(ra) >= 2**30:  # ra + (s2 >> 31) and SMMLAR's 64-bit sum (the C form's too) stay in range
+        return "add: the output offset does not fold into the rounding constant"
+    s2 = ta[:, None] + tb[None, :]  # ADD (x and y by bit pattern), no overflow (checked above)
+    r = _wrap(ra + (s2 >> 31) + ((s2 * l.out_mult + 2**31) >> 32)) >> right  # SMMLAR, ASR
+    got = np.clip(r, max(-128, l.act_min), min(127, l.act_max))
+    want = add_reference(v[:, None], v[None, :], l.params)
+    if not np.array_equal(got, want):
+        return "add: no exact single-rounding requantization of the sum"
+    return ta, tb, ra, right
+
+
+ADD_SOURCE = r'''// ---------------------------------------------------------------------------
+// Elementwise add: y[i] = requant_smmlar(ta[x[i]] + tb[y[i]]), the tables holding 2a and 2b per int8
+// bit pattern (the doubled sum of requant_smmlar). Per element 2 LDRB, 2 LDR, ADD, ASR/ADD, SMMLAR, ASR,
+// SSAT, STRB. Element i of both operands is read before output i is written: in place is safe.
+template <int32_t kN, int32_t kActMin, int32_t kActMax>
+void add_tables(const int8_t* a, const int8_t* b, int8_t* y, const int32_t* ta, const int32_t* tb, int32_t mult,
+                int32_t ra, int32_t right) {
+  for (int32_t i = 0; i < kN; ++i) {
+    const int32_t s2 = ta[static_cast<uint8_t>(a[i])] + tb[static_cast<uint8_t>(b[i])];
+    y[i] = requant_smmlar<kActMin, kActMax>(s2, mult, ra, right);
+  }
+}
+'''
+
+
+def _add_layer_source(l: AddLayer, plan) -> str:
+    ta, tb, ra, right = plan
+    pre = f"k{l.name.title().replace('_', '')}"
+    return "\n".join([
+        "// ---------------------------------------------------------------------------",
+        f"// {l.name}: instruction {l.instruction} ({l.op}), add of {l.numel} elements; exact on all 65,536 input pairs.",
+        "namespace {",
+        "// 2 * requantize((x - zp) << 20, mult, shift) per int8 bit pattern x, of each operand.",
+        _c_array("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
+        _c_array("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
+        "",
+        f"bool {l.name}_matches(const KernelContext& ctx) {{",
+        "  return " + " &&\n         ".join(l.checks + ["output_allowed(ctx, 0, 13, true)", "output_allowed(ctx, 4, 13, true)"])
+        + ";",
+        "}",
+        "}  // namespace",
+        "",
+        f"void {l.name}_compute(const int8_t* a, const int8_t* b, int8_t* y) {{",
+        f"  add_tables<{l.numel}, {l.act_min}, {l.act_max}>(a, b, y, {pre}TableA, {pre}TableB, "
+        f"static_cast<int32_t>({l.out_mult}), static_cast<int32_t>({ra}), {right});",
+        "}",
+        "",
+        f"Error {l.name}(const KernelContext& ctx) {{",
+        f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data(0)), static_cast<const int8_t*>(ctx.decoded_data(4)),",
+        "                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(13))));",
+        "  return Error::Ok;",
+        "}",
+        ""])
+
+
 def generate(program: Program, kernels) -> Generated:
     """The generated layers for this program and the C++ file that holds them. ``kernels``: the
     selected library kernels (their fn/prepare are the fallback of each generated prepare)."""
     layers, skipped = eligible(program)
-    g = Generated(layers=layers, skipped=skipped)
+    add_plans = {l.instruction: add_dsp_plan(l) for l in layers if l.kind == "add"}
+    skipped += [(i, ADD_OPS[0], r) for i, r in add_plans.items() if isinstance(r, str)]
+    layers = [l for l in layers if l.kind != "add" or not isinstance(add_plans[l.instruction], str)]
+    g = Generated(layers=layers, skipped=sorted(skipped))
     if not layers:
         return g
     by_op = {k.op: k for k in kernels}
     parts = [PRELUDE, ROWS_SOURCE]
     fns = {}
     for l in layers:
-        if l.kind != "depthwise3x3" and l.requant_kind == "smmlar":
+        if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
             fns.setdefault(_gemm_fn_name(l), (l.k, l.n % 8 == 4, l.act_min, l.act_max))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
+    if add_plans:
+        parts.append(ADD_SOURCE)
     for l in layers:
-        if l.kind == "depthwise3x3":
+        if l.kind == "add":
+            parts.append(_add_layer_source(l, add_plans[l.instruction]))
+        elif l.kind == "depthwise3x3":
             parts.append(_dw_layer_source(l))
         elif l.requant_kind == "smmlar":
             parts.append(_smmlar_layer_source(l, _IO_ARGS[l.kind]))

@@ -19,6 +19,8 @@ conditions, same load-time checks), then written for MVE instead:
 * 3x3 depthwise: MVE across channels, 4 channels per vector (``VLDRB.S32`` of activations and
   weights, ``VMUL``, ``VADD``), padding folded into a per-border-class accumulator start as in
   the DSP kernel.
+* elementwise adds (``cortex_m::quantized_add``, equal shapes): a tail-predicated loop of 4 lanes
+  whose requantization sequence is proven exact per layer on every int8 pair (section at the end).
 * requantization vectorized, 4 channels at a time (as CMSIS-NN's arm_requantize_s32x4):
   ``VQRDMULH`` and a rounding right shift (``VRSHL`` after a fix-up of negative values, so that
   ties round away from zero as arm_nn_requantize does). Modes per layer: ``fast`` (every shift a
@@ -167,6 +169,13 @@ def eligible(program: Program):
     base, skipped0 = dsp.eligible(program, isa="mve")
     skipped += skipped0
     for l in base:
+        if l.kind == "add":  # its own section below
+            r = add_layer(l)
+            if isinstance(r, str):
+                skipped.append((l.instruction, l.op, r))
+            else:
+                layers.append(r)
+            continue
         w = np.asarray(l.weights, np.int64)
         if w.min() < -128 or w.max() > 127:
             skipped.append((l.instruction, l.op, "weights + filter offset outside int8"))
@@ -655,6 +664,9 @@ def generate(program: Program, kernels) -> Generated:
     by_op = {k.op: k for k in kernels}
     bodies, macs = [], {}
     for l in layers:
+        if l.kind == "add":  # its own section below
+            bodies.append(_add_layer_source(l))
+            continue
         text, helper = _layer_source(l)
         bodies.append(text)
         if helper.startswith("Dw"):
@@ -669,3 +681,226 @@ def generate(program: Program, kernels) -> Generated:
 
 
 hooked_kernels = dsp.hooked_kernels
+
+
+# -- elementwise add (cortex_m::quantized_add, equal shapes) --------------------------------------
+# out = clamp(requantize(a + b, out_mult, out_shift) + out_zp) with a = requantize((x - x_zp) << 20,
+# x_mult, x_shift) and b likewise, 4 elements per vector in a tail-predicated loop (DLSTP.32 /
+# LETP: an element count that is not a multiple of 4 ends with a predicated iteration), as
+# CMSIS-NN's arm_elementwise_add_s8 does on MVE: VLDRB.S32 of 4 bytes of each operand, one VMLAS
+# for (x - zp) << (20 + left shift), VQRDMULH and a rounding right shift per operand, VADD, the
+# output's, VADD of the zero point, VMAX/VMIN, VSTRB.32. Every vector reads its 4 elements of
+# both operands before it writes its 4 outputs, so the output may lie over either operand.
+#
+# Which instructions a layer takes is decided at build time by running them, emulated in numpy,
+# on every input they can see: the 256 int8 values of each operand, then all 65,536 pairs, against
+# the reference's arithmetic (add_reference, = mcu_gen/reference/integer.py's quantized_add); the
+# cheapest exact sequence wins (AddPlan). A rounding shift that rounds ties away from zero needs a
+# fix-up of negative values (VRSHR rounds half up), unless no tie occurs; a left shift of the output
+# (VSHL) is exact unless a sum overflows; the clamps are left out where no value reaches them. A
+# layer without an exact sequence stays on the library kernel (its reason in the report's skipped).
+
+I32_MIN, I32_MAX = -2**31, 2**31 - 1
+SHIFT_INT8 = dsp.SHIFT_INT8
+requantize_reference = dsp.requantize_reference
+add_reference = dsp.add_reference
+
+
+_w32 = dsp._wrap  # int64 values wrapped to int32 (two's complement, as the vector lanes hold them)
+
+
+def _vqrdmulh(q, m: int):
+    """VQRDMULH.S32 by a scalar: saturate((2 * q * m + 2^31) >> 32)."""
+    return np.clip((np.asarray(q, np.int64) * int(m) + (1 << 30)) >> 31, I32_MIN, I32_MAX)
+
+
+def _vqrdmlah(acc, q, m: int):
+    """VQRDMLAH.S32 (acc in {0, -1} here): saturate((acc * 2^32 + 2 * q * m + 2^31) >> 32)."""
+    return np.clip((np.asarray(q, np.int64) * int(m) + np.asarray(acc, np.int64) * 2**31 + (1 << 30)) >> 31,
+                   I32_MIN, I32_MAX)
+
+
+def _vrshr(q, n: int):
+    """VRSHR.S32 #n (1..32): (q + 2^(n - 1)) >> n without overflow."""
+    return (np.asarray(q, np.int64) + (1 << (n - 1))) >> n
+
+
+# A requantization of a vector register by multiplier m and right shift r, variants cheapest first:
+# "mul" (r = 0: VQRDMULH only), "plain" (VQRDMULH, VRSHR: ties rounded up), "sign" (VSHR #31 of the
+# input, VQRDMLAH onto it, VRSHR: negative inputs rounded half down), "fixup" (VQRDMULH, then the
+# sign of the product added before VRSHR: arm_nn_requantize's ties away from zero, for any multiplier).
+REQUANT_VARIANTS = ("mul", "plain", "sign", "fixup")
+
+
+def _requant_emulated(v, m: int, r: int, variant: str):
+    if variant == "mul":
+        return _vqrdmulh(v, m)
+    if variant == "plain":
+        return _vrshr(_vqrdmulh(v, m), r)
+    if variant == "sign":
+        return _vrshr(_vqrdmlah(np.asarray(v, np.int64) >> 31, v, m), r)
+    h = _vqrdmulh(v, m)
+    return _vrshr(_w32(h + (h >> 31)), r)
+
+
+def _requant_asm(x: str, t: str, m: str, r: int, variant: str) -> list:
+    """The instructions of one requantization variant on register x (t a temporary, m the multiplier's register)."""
+    if variant == "mul":
+        return [f"vqrdmulh.s32 {x}, {x}, {m}"]
+    if variant == "plain":
+        return [f"vqrdmulh.s32 {x}, {x}, {m}", f"vrshr.s32 {x}, {x}, #{r}"]
+    if variant == "sign":
+        return [f"vshr.s32 {t}, {x}, #31", f"vqrdmlah.s32 {t}, {x}, {m}", f"vrshr.s32 {x}, {t}, #{r}"]
+    return [f"vqrdmulh.s32 {x}, {x}, {m}", f"vshr.s32 {t}, {x}, #31", f"vadd.i32 {x}, {x}, {t}",
+            f"vrshr.s32 {x}, {x}, #{r}"]
+
+
+def _variants(shift: int) -> tuple:
+    return ("mul",) if shift >= 0 else REQUANT_VARIANTS[1:]
+
+
+@dataclass
+class AddPlan:
+    """The vector sequence of one add layer, proven exact on every pair of int8 inputs."""
+    scale_a: int  # 2^(20 + left shift) of operand a
+    scale_b: int
+    variant_a: str
+    variant_b: str
+    out_left: int  # VSHL of the sum before the output requantization (0: none)
+    variant_out: str
+    clamp_min: bool
+    clamp_max: bool
+    add_zp: bool  # VADD of the output zero point (none when it is 0)
+
+    @property
+    def instructions_per_vector(self) -> int:
+        cost = {"mul": 1, "plain": 2, "sign": 3, "fixup": 4}
+        return (2 + 2 + cost[self.variant_a] + cost[self.variant_b] + 1 + (self.out_left > 0) + cost[self.variant_out]
+                + self.add_zp + self.clamp_min + self.clamp_max + 1 + 1)  # loads, VMLAS x2, ..., clamps, VSTRB, LETP
+
+    def describe(self) -> str:
+        return (f"a: {self.variant_a}, b: {self.variant_b}, out: {'VSHL, ' if self.out_left else ''}{self.variant_out}"
+                f"{', VMAX' if self.clamp_min else ''}{', VMIN' if self.clamp_max else ''}")
+
+
+def _operand_plan(zp: int, mult: int, shift: int):
+    """(scale, variant, values of a for x = -128..127) of one operand, or why it has no exact vector form."""
+    x = np.arange(-128, 128, dtype=np.int64)
+    left = max(shift, 0)
+    if SHIFT_INT8 + left > 30 or int(np.abs(x - zp).max()) << (SHIFT_INT8 + left) >= 2**31:
+        return "an operand's (x - zero point) << (20 + left shift) exceeds 32 bits"
+    if shift < -31:
+        return "an operand's right shift exceeds 31"
+    scale = 1 << (SHIFT_INT8 + left)
+    v = (x - zp) * scale  # = VMLAS x * scale + (-zp * scale), no wrap (checked above)
+    want = requantize_reference((x - zp) << SHIFT_INT8, mult, shift)
+    for variant in _variants(shift):
+        got = _requant_emulated(v, mult, -shift, variant)
+        if np.array_equal(got, want):
+            return scale, variant, got
+    return "no exact vector requantization of an operand"
+
+
+def add_plan(l) -> AddPlan | str:
+    """The cheapest exact vector sequence for AddLayer ``l`` (every pair of int8 inputs checked
+    against the integer reference), or why there is none."""
+    pa = _operand_plan(l.a_zp, l.a_mult, l.a_shift)
+    pb = _operand_plan(l.b_zp, l.b_mult, l.b_shift)
+    for p in (pa, pb):
+        if isinstance(p, str):
+            return p
+    if l.out_shift < -31:
+        return "the output's right shift exceeds 31"
+    x, y = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    want = add_reference(x, y, l.params)
+    s = _w32(pa[2][:, None] + pb[2][None, :])  # VADD
+    left = max(l.out_shift, 0)
+    if left:
+        s = _w32(s << left)  # VSHL #left
+    for variant in _variants(l.out_shift):
+        r = _w32(_requant_emulated(s, l.out_mult, -l.out_shift, variant) + l.out_zp)
+        for clamp_min, clamp_max in ((False, False), (True, False), (False, True), (True, True)):
+            o = np.maximum(r, l.act_min) if clamp_min else r
+            o = np.minimum(o, l.act_max) if clamp_max else o
+            if np.array_equal(((o + 128) & 0xFF) - 128, want):  # VSTRB.32 keeps the low byte
+                return AddPlan(pa[0], pb[0], pa[1], pb[1], left, variant, clamp_min, clamp_max, l.out_zp != 0)
+    return "no exact vector form of the output requantization"
+
+
+@dataclass
+class MveAdd(MveLayer):
+    """A generated MVE add layer (AddLayer ``src``) and its proven vector sequence."""
+    plan: AddPlan = None
+
+    @property
+    def weight_bytes(self) -> int:
+        return 0
+
+    @property
+    def nk(self) -> int:
+        return 0
+
+
+def add_layer(l) -> "MveAdd | str":
+    plan = add_plan(l)
+    return plan if isinstance(plan, str) else MveAdd(src=l, mode="vector", plan=plan)
+
+
+def _add_asm(l: MveAdd) -> list:
+    """The loop body: pointers a, b, y; q registers qa, qb, qt (temporaries), ka, kb (scales), lo, hi."""
+    p, s = l.plan, l.src
+    lines = ["vldrb.s32 %q[qa], [%[a]], #4", "vldrb.s32 %q[qb], [%[b]], #4", "vmlas.u32 %q[qa], %q[ka], %[ca]"]
+    lines += _requant_asm("%q[qa]", "%q[qt]", "%[ma]", -s.a_shift, p.variant_a)
+    lines.append("vmlas.u32 %q[qb], %q[kb], %[cb]")
+    lines += _requant_asm("%q[qb]", "%q[qt]", "%[mb]", -s.b_shift, p.variant_b)
+    lines.append("vadd.i32 %q[qa], %q[qa], %q[qb]")
+    if p.out_left:
+        lines.append(f"vshl.i32 %q[qa], %q[qa], #{p.out_left}")
+    lines += _requant_asm("%q[qa]", "%q[qt]", "%[mo]", -s.out_shift, p.variant_out)
+    if p.add_zp:
+        lines.append("vadd.i32 %q[qa], %q[qa], %[zo]")
+    if p.clamp_min:
+        lines.append("vmax.s32 %q[qa], %q[qa], %q[lo]")
+    if p.clamp_max:
+        lines.append("vmin.s32 %q[qa], %q[qa], %q[hi]")
+    lines.append("vstrb.32 %q[qa], [%[y]], #4")
+    return lines
+
+
+def _add_layer_source(l: MveAdd) -> str:
+    s, p = l.src, l.plan
+    body = ["dlstp.32 lr, %[n]", "1:", *_add_asm(l), "letp lr, 1b"]
+    text = "\n".join(f'      "{ln}\\n\\t"' for ln in body)
+    c = lambda v: f"static_cast<int32_t>({int(_w32(v))})"  # noqa: E731
+    return "\n".join([
+        "// ---------------------------------------------------------------------------",
+        f"// {s.name}: instruction {s.instruction} ({s.op}), add of {s.numel} elements; per 4 elements "
+        f"{p.instructions_per_vector} instructions ({p.describe()}), exact on all 65,536 input pairs.",
+        "namespace {",
+        f"bool {s.name}_matches(const KernelContext& ctx) {{",
+        "  return " + " &&\n         ".join(s.checks + ["output_allowed(ctx, 0, 13, true)", "output_allowed(ctx, 4, 13, true)"])
+        + ";",
+        "}",
+        "}  // namespace",
+        "",
+        f"void {s.name}_compute(const int8_t* a, const int8_t* b, int8_t* y) {{",
+        f"  const int32x4_t ka = vdupq_n_s32({c(p.scale_a)}), kb = vdupq_n_s32({c(p.scale_b)});",
+        f"  const int32x4_t lo = vdupq_n_s32({s.act_min}), hi = vdupq_n_s32({s.act_max});",
+        f"  const int32_t ca = {c(-s.a_zp * p.scale_a)}, cb = {c(-s.b_zp * p.scale_b)};",
+        f"  const int32_t ma = {c(s.a_mult)}, mb = {c(s.b_mult)}, mo = {c(s.out_mult)}, zo = {s.out_zp};",
+        f"  const int32_t n = {s.numel};",
+        "  int32x4_t qa, qb, qt;",
+        "  __asm__ volatile(",
+        text,
+        '      : [a] "+r"(a), [b] "+r"(b), [y] "+r"(y), [qa] "=&w"(qa), [qb] "=&w"(qb), [qt] "=&w"(qt)',
+        '      : [n] "r"(n), [ka] "w"(ka), [kb] "w"(kb), [lo] "w"(lo), [hi] "w"(hi), [ca] "r"(ca), [cb] "r"(cb), [ma] "r"(ma),',
+        '        [mb] "r"(mb), [mo] "r"(mo), [zo] "r"(zo)',
+        '      : "lr", "memory");',
+        "}",
+        "",
+        f"Error {s.name}(const KernelContext& ctx) {{",
+        f"  {s.name}_compute(static_cast<const int8_t*>(ctx.decoded_data(0)), static_cast<const int8_t*>(ctx.decoded_data(4)),",
+        f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(13))));",
+        "  return Error::Ok;",
+        "}",
+        ""])
