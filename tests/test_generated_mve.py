@@ -65,6 +65,8 @@ def cases(rng):
         ("pointwise 3x3 64->20, right shifts", pointwise_program(rng, 3, 3, 64, 20, left_shift=False), "fast"),
         ("pointwise 3x5 40->8", pointwise_program(rng, 3, 5, 40, 8, left_shift=False), "fast"),
         ("pointwise scalar requantization", scalar_mode_pointwise(rng), "scalar"),
+        ("pointwise 8x8 16->16 (in place, K one chunk: se_hardswish's, GCC ran out of even registers)",
+         pointwise_program(rng, 8, 8, 16, 16, left_shift=False), "fast"),
         ("conv 10x4 1->8, 12x6, stride 2, padding 4,1", conv_program(rng, 12, 6, 1, 8, 10, 4, (2, 2), (4, 1)), "fast"),
         ("conv 3x3 3->8, 11x9, stride 2, padding 1 (27 taps)", conv_program(rng, 11, 9, 3, 8, 3, 3, (2, 2), (1, 1)),
          "fast"),

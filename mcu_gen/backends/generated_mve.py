@@ -290,8 +290,12 @@ MCU_MVE_INLINE void copy_bytes(int8_t* dst, const int8_t* src, int32_t n) {
 //   y[r][n] = requant(init[n] + sum_k x[r][k] * w[n][k]),  n < kN, k < K (Mac::kK)
 // Mac::two / Mac::one (below, generated per K): the MACs of 2 rows (1 row) x 4 channels into
 // scalar accumulators, the weight pointer advanced by one block. Weights: pack_gemm_weights().
+// gemm_pair and gemm_single are functions of their own (noinline): the 2x4 block's 8 accumulators
+// must sit in the 8 even registers, which GCC 12 cannot always free once they are inlined into a
+// caller with more live values ("'asm' operand has impossible constraints": the in-place GEMM of
+// tests/models_int8/se_hardswish on the M55). The call costs ~10 instructions per 2 rows.
 template <class Mac, int32_t kN, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
-MCU_MVE_INLINE void gemm_pair(const int8_t* x0, const int8_t* x1, int8_t* y0, int8_t* y1, const int8_t* weights,
+__attribute__((noinline)) void gemm_pair(const int8_t* x0, const int8_t* x1, int8_t* y0, int8_t* y1, const int8_t* weights,
                               Requant q) {
   const int8_t* w = weights;
   int32_t n = 0;
@@ -312,7 +316,7 @@ MCU_MVE_INLINE void gemm_pair(const int8_t* x0, const int8_t* x1, int8_t* y0, in
 }
 
 template <class Mac, int32_t kN, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
-MCU_MVE_INLINE void gemm_single(const int8_t* x0, int8_t* y0, const int8_t* weights, Requant q) {
+__attribute__((noinline)) void gemm_single(const int8_t* x0, int8_t* y0, const int8_t* weights, Requant q) {
   const int8_t* w = weights;
   int32_t n = 0;
   for (; n + 4 <= kN; n += 4) {
@@ -333,7 +337,7 @@ MCU_MVE_INLINE void gemm_single(const int8_t* x0, int8_t* y0, const int8_t* weig
 template <class Mac, int32_t kRows, int32_t kK, int32_t kN, bool kInplace, int kMode, int32_t kOut, int32_t kMin,
           int32_t kMax>
 void gemm(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
-  alignas(16) int8_t tmp[kInplace ? 2 * kN : 1];
+  alignas(16) int8_t tmp[kInplace ? (2 * kN + 15) / 16 * 16 : 1];  // whole vectors: copy_bytes reads 16 at a time
   int32_t r = 0;
   for (; r + 2 <= kRows; r += 2) {
     int8_t* y = kInplace ? tmp : out + r * kN;
@@ -499,8 +503,12 @@ def _mac_struct(nk: int, tail: int) -> str:
         ptrs = ['[x0] "+r"(x0)'] + (['[x1] "+r"(x1)'] if rows == 2 else []) + ['[w] "+r"(w)']
         ins = '[t] "r"(kTail)' if tail else ""
         decl = "int8x16_t p, u, v" + (", q" if rows == 2 else "") + ";"
+        # A tail chunk writes the predicate register (VCTP): "p0" (GCC's name for VPR) is clobbered, else
+        # GCC keeps a predicate of its own there across the block (or, with -fipa-ra, across a call
+        # to a function holding it: the in-place GEMM's copy of the second row was lost so).
+        clobbers = '"memory", "p0"' if tail else '"memory"'
         return (f"    {decl}\n    __asm__ volatile(\n{text}\n"
-                f"      : {', '.join(ptrs + accs + vecs)}\n      : {ins}\n      : \"memory\");")
+                f"      : {', '.join(ptrs + accs + vecs)}\n      : {ins}\n      : {clobbers});")
 
     return "\n".join([
         f"// K = {nk} chunks of 16" + (f", the last {tail} bytes" if tail else "") + ": per chunk 2 (1) VLDRB of activations, "
