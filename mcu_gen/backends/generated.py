@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mcu_gen.program.ir import Program, ScalarValue, TensorValue
+from mcu_gen.quantize.arith import SHIFT_INT8, quantized_add, requantize
 
 GENERATED_FILE = "generated_kernels.cpp"
 MODES = ("auto", "library", "generated")
@@ -486,8 +487,8 @@ def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
               _int_check(10, act_min), _int_check(11, act_max)]
     checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
     ring_rows = 0
-    if ins.op == CONV_ROWS_INPLACE:  # the ring of saved input rows: the variant's scratch (argument 12)
-        scratch = _t(program, a[12])
+    if ins.op == CONV_ROWS_INPLACE:  # the ring of saved input rows: the variant's scratch tensor
+        scratch = _t(program, a[CONV_SCRATCH_ARG])
         row = wd * cin
         if scratch is None or scratch.dtype != "int8" or len(scratch.shape) != 1 or scratch.nbytes < row:
             return "in place without a scratch of at least one input row"
@@ -1306,21 +1307,30 @@ struct RingRows {
 '''
 
 
-def rows_arg(l) -> tuple:
-    """(C++ expression of the Rows object of a convolution layer, extra compute parameter): the
-    input, or in place the ring of l.ring_rows rows in the scratch tensor (argument 12)."""
+def rows_arg(l) -> str:
+    """The C++ expression of a convolution layer's Rows object: the input, or in place the ring of
+    l.ring_rows rows in the scratch tensor (compute_signature's `ring`)."""
     h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
     if not l.ring_rows:
-        return f"InputRows<{w}, {cin}>{{in}}", ""
-    return (f"RingRows<{h}, {w}, {cin}, {sh}, {ph}, {ow}, {l.n}, {l.ring_rows}>{{in, ring, -1}}", ", int8_t* ring")
+        return f"InputRows<{w}, {cin}>{{in}}"
+    return f"RingRows<{h}, {w}, {cin}, {sh}, {ph}, {ow}, {l.n}, {l.ring_rows}>{{in, ring, -1}}"
 
 
-def compute_signature(l) -> tuple:
-    """(parameters of a layer's compute function, the arguments its Error function passes)."""
-    data = lambda i: f"static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({i})))"
-    if getattr(l, "ring_rows", 0):
-        return "const int8_t* in, int8_t* out, int8_t* ring", f",\n                 {data(12)}"
-    return "const int8_t* in, int8_t* out", ""
+CONV_SCRATCH_ARG = 12  # the in-place convolution variants' scratch tensor (the ring of saved rows)
+
+
+def compute_signature(ring_arg: int | None = None) -> tuple:
+    """(parameters of a layer's compute function, what its Error function passes after in and out):
+    ``ring_arg``, the argument whose tensor holds the layer's ring of rows, if any."""
+    if ring_arg is None:
+        return "const int8_t* in, int8_t* out", ""
+    return ("const int8_t* in, int8_t* out, int8_t* ring",
+            f",\n                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({ring_arg})))")
+
+
+def ring_arg(l) -> int | None:
+    """The scratch argument of a convolution layer planned in place row by row, else None."""
+    return CONV_SCRATCH_ARG if getattr(l, "ring_rows", 0) else None
 
 
 def _c_array(ctype: str, name: str, values, per_line: int = 16, align: int = 0) -> str:
@@ -1365,17 +1375,17 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
            "}",
            "}  // namespace",
            "",
-           f"void {l.name}_compute({compute_signature(l)[0]}) {{",
+           f"void {l.name}_compute({compute_signature(ring_arg(l))[0]}) {{",
            (f"  conv_patches<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, "
             f"{'kFast' if l.right_shift_only else 'kAny'}, {l.out_offset}, {l.act_min}, {l.act_max}>"
-            f"({rows_arg(l)[0]}, out, {pre}Weights, {pre}Requant);" if l.kind == "conv" else
+            f"({rows_arg(l)}, out, {pre}Weights, {pre}Requant);" if l.kind == "conv" else
             f"  gemm<{l.rows}, {l.k}, {l.n}, {'kFast' if l.right_shift_only else 'kAny'}, {l.out_offset}, {l.act_min}, {l.act_max}>"
             f"(in, out, {pre}Weights, {pre}Requant);"),
            "}",
            "",
            f"Error {l.name}(const KernelContext& ctx) {{",
            f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){compute_signature(l)[1]});",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){compute_signature(ring_arg(l))[1]});",
            "  return Error::Ok;",
            "}",
            ""]
@@ -1552,7 +1562,7 @@ def _smmlar_layer_source(l: GemmLayer, args: tuple) -> str:
                 f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {l.k} with padding)")
         chunk = max(1, min(oh * ow, CONV_CHUNK_BYTES // l.k))
         call = (f"  conv_stream<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, {chunk}>"
-                f"({rows_arg(l)[0]}, out, {pre}Desc, &{fn});")
+                f"({rows_arg(l)}, out, {pre}Desc, &{fn});")
     elif l.kind == "pointwise":
         what = f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels"
         call = (f"  gemm_stream_inplace<{l.rows}, {l.k}, {l.n}>(in, out, {pre}Desc, &{fn});" if l.op != POINTWISE_OPS[0]
@@ -1573,13 +1583,13 @@ def _smmlar_layer_source(l: GemmLayer, args: tuple) -> str:
            "}",
            "}  // namespace",
            "",
-           f"void {l.name}_compute({compute_signature(l)[0]}) {{",
+           f"void {l.name}_compute({compute_signature(ring_arg(l))[0]}) {{",
            call,
            "}",
            "",
            f"Error {l.name}(const KernelContext& ctx) {{",
            f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){compute_signature(l)[1]});",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){compute_signature(ring_arg(l))[1]});",
            "  return Error::Ok;",
            "}",
            ""]
@@ -1599,29 +1609,13 @@ def _slug(op: str) -> str:
 # two table entries and requantizes the doubled sum in one rounding with the output offset folded
 # (requant_smmlar, as the GEMM: ADD, SMMLAR, ASR, SSAT). Exact where add_dsp_plan's emulation of
 # that loop equals the reference on all 65,536 int8 pairs; else the library kernel.
-SHIFT_INT8 = 20  # the operands' left shift (mcu_gen/reference/integer.py's SHIFT_INT8)
-
-
-def requantize_reference(acc, multiplier: int, shift: int) -> np.ndarray:
-    """arm_nn_requantize in int64, as mcu_gen/reference/integer.py's requantize (this stage may not
-    import the reference; tests/test_generated_mve.py checks that the two agree)."""
-    v = np.asarray(acc, np.int64) << max(shift, 0)
-    v = (v * int(multiplier) + (1 << 30)) >> 31
-    right = max(-shift, 0)
-    if right:
-        mask = (1 << right) - 1
-        remainder = v & mask
-        v = v >> right
-        v = v + (remainder > (mask >> 1) + (v < 0))
-    return v
 
 
 def add_reference(x, y, params) -> np.ndarray:
-    """The reference's quantized_add (integer.py) of int8 arrays x, y with AddLayer.params."""
+    """The reference's quantized_add (quantize/arith.py, as the integer reference runs it) of int8
+    arrays x, y with AddLayer.params."""
     a_zp, a_m, a_s, b_zp, b_m, b_s, o_zp, o_m, o_s, lo, hi = params
-    fa = requantize_reference((np.asarray(x, np.int64) - a_zp) << SHIFT_INT8, a_m, a_s)
-    fb = requantize_reference((np.asarray(y, np.int64) - b_zp) << SHIFT_INT8, b_m, b_s)
-    return np.clip(requantize_reference(fa + fb, o_m, o_s) + o_zp, lo, hi)
+    return quantized_add(x, a_zp, a_m, a_s, y, b_zp, b_m, b_s, o_zp, o_m, o_s, lo, hi)
 
 
 def _wrap(v):
@@ -1637,8 +1631,8 @@ def add_dsp_plan(l: AddLayer):
         return "add: the output shift is not a right shift of 1..31"
     v = np.arange(256, dtype=np.int64)
     v = np.where(v < 128, v, v - 256)  # the int8 of each bit pattern
-    ta = 2 * requantize_reference((v - l.a_zp) << SHIFT_INT8, l.a_mult, l.a_shift)
-    tb = 2 * requantize_reference((v - l.b_zp) << SHIFT_INT8, l.b_mult, l.b_shift)
+    ta = 2 * requantize((v - l.a_zp) << SHIFT_INT8, l.a_mult, l.a_shift)
+    tb = 2 * requantize((v - l.b_zp) << SHIFT_INT8, l.b_mult, l.b_shift)
     if int(np.abs(ta).max()) + int(np.abs(tb).max()) >= 2**31:
         return "add: the doubled sum may exceed 32 bits"
     ra = (1 << (right - 1)) + l.out_zp * (1 << right)

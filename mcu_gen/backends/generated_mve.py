@@ -41,6 +41,7 @@ import numpy as np
 
 from mcu_gen.backends import generated as dsp
 from mcu_gen.program.ir import Program
+from mcu_gen.quantize.arith import SHIFT_INT8, requantize
 
 GENERATED_FILE = dsp.GENERATED_FILE
 GENERATED_OPS = dsp.GENERATED_OPS
@@ -591,7 +592,7 @@ def _layer_source(l: MveLayer) -> tuple:
     pre = f"k{s.name.title().replace('_', '')}"
     in_arg, out_arg = _IO_ARGS[s.kind]
     mode = _MODE[l.mode]
-    params, scratch_arg, extra_checks = "", "", []
+    ring, extra_checks = None, []  # the argument holding the layer's ring of rows (dsp.compute_signature)
     consts = f"{mode}, {s.out_offset}, {s.act_min}, {s.act_max}"
     if s.kind == "depthwise3x3":
         what = (f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
@@ -607,9 +608,8 @@ def _layer_source(l: MveLayer) -> tuple:
         call = "\n".join(ring_decl + [
             f"  depthwise3x3<Dw{g}, {s.h}, {s.w}, {s.c}, {g}, {s.oh}, {s.ow}, {s.stride}, {s.pad_h}, {s.pad_w}, "
             f"{-s.in_offset}, {consts}>(in, out, ring, {pre}Weights, {pre}Requant);"])
-        if in_scratch:  # the ring: argument 13, apart from the input and output
-            params, scratch_arg = ", int8_t* ring", ",\n                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(13)))"
-            extra_checks = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"]
+        if in_scratch:  # the ring: the scratch tensor (argument 13), apart from the input and output
+            ring, extra_checks = 13, ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"]
         helper = f"Dw{g}"  # the inline-assembly struct this layer needs
     else:
         mac = f"Mac{l.nk}_{s.k % 16}"
@@ -622,10 +622,8 @@ def _layer_source(l: MveLayer) -> tuple:
             what = (f"{kh}x{kw} convolution {cin} -> {s.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
                     f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {kp} bytes gathered)")
             call = (f"  conv_patches<Mac{l.nk}_0, {', '.join(str(g) for g in s.geometry)}, {kp}, {s.n}, "
-                    f"{s.zero_point}, {consts}>({dsp.rows_arg(s)[0]}, out, {pre}Weights, {pre}Requant);")
-            if s.ring_rows:  # in place: the ring of saved rows is the scratch tensor (argument 12)
-                params, scratch_arg = (", int8_t* ring",
-                                       ",\n                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(12)))")
+                    f"{s.zero_point}, {consts}>({dsp.rows_arg(s)}, out, {pre}Weights, {pre}Requant);")
+            ring = dsp.ring_arg(s)  # in place: the ring of saved rows is the scratch tensor
             mac = f"Mac{l.nk}_0"  # the windows are zero padded: no tail predication
         else:
             what = (f"1x1 convolution {s.k} -> {s.n} channels over {s.rows} pixels" if s.kind == "pointwise"
@@ -642,13 +640,13 @@ def _layer_source(l: MveLayer) -> tuple:
            "}",
            "}  // namespace",
            "",
-           f"void {s.name}_compute(const int8_t* in, int8_t* out{params}) {{",
+           f"void {s.name}_compute({dsp.compute_signature(ring)[0]}) {{",
            call,
            "}",
            "",
            f"Error {s.name}(const KernelContext& ctx) {{",
            f"  {s.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){scratch_arg});",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){dsp.compute_signature(ring)[1]});",
            "  return Error::Ok;",
            "}",
            ""]
@@ -709,8 +707,6 @@ hooked_kernels = dsp.hooked_kernels
 # layer without an exact sequence stays on the library kernel (its reason in the report's skipped).
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
-SHIFT_INT8 = dsp.SHIFT_INT8
-requantize_reference = dsp.requantize_reference
 add_reference = dsp.add_reference
 
 
@@ -801,7 +797,7 @@ def _operand_plan(zp: int, mult: int, shift: int):
         return "an operand's right shift exceeds 31"
     scale = 1 << (SHIFT_INT8 + left)
     v = (x - zp) * scale  # = VMLAS x * scale + (-zp * scale), no wrap (checked above)
-    want = requantize_reference((x - zp) << SHIFT_INT8, mult, shift)
+    want = requantize((x - zp) << SHIFT_INT8, mult, shift)
     for variant in _variants(shift):
         got = _requant_emulated(v, mult, -shift, variant)
         if np.array_equal(got, want):

@@ -19,26 +19,11 @@ import torch
 from mcu_gen.plan import planner
 from mcu_gen.program.ir import CODE_DTYPES, Program, ScalarValue, TensorValue
 from mcu_gen.reference.interpreter import ReferenceError, _execute, _Memory, interpret
-from mcu_gen.quantize.arith import dequantize_f32, quantize_f32  # noqa: F401 (used here and re-exported)
-
-SHIFT_INT8 = 20  # left shift of quantized_add operands
+from mcu_gen.quantize.arith import (SHIFT_INT8, dequantize_f32, quantize_f32, quantized_add,  # noqa: F401
+                                    requantize)  # (used here and re-exported)
 
 
 # -- arithmetic ---------------------------------------------------------------------------------------
-def requantize(acc, multiplier: int, shift: int) -> np.ndarray:
-    """CMSIS-NN arm_nn_requantize on int32/int64 values (vectorised over acc)."""
-    v = np.asarray(acc, dtype=np.int64) << max(shift, 0)
-    v = (v * int(multiplier) + (1 << 30)) >> 31
-    right = max(-shift, 0)
-    if right:
-        mask = (1 << right) - 1
-        remainder = v & mask
-        v = v >> right
-        threshold = (mask >> 1) + (v < 0)
-        v = v + (remainder > threshold)
-    return v.astype(np.int64)
-
-
 def _conv_acc(x: np.ndarray, w_oihw: np.ndarray, stride, padding, dilation, groups: int) -> np.ndarray:
     """int64 accumulators of a grouped 2-D convolution; x [N,C,H,W] (offset already added)."""
     n, c, h, wd = x.shape
@@ -106,14 +91,6 @@ def quantized_linear(x, weights, bias, kernel_sum, input_offset, filter_offset, 
             acc = acc + np.asarray(bias, np.int64)
     y = requantize(acc, int(mults[0]), int(shifts[0])) + output_offset
     return np.clip(y, act_min, act_max).astype(np.int8).reshape(*lead, w.shape[0])
-
-
-def quantized_add(a, a_zp, a_mult, a_shift, b, b_zp, b_mult, b_shift, out_zp, out_mult, out_shift, act_min,
-                  act_max):
-    fa = requantize((a.astype(np.int64) - a_zp) << SHIFT_INT8, a_mult, a_shift)
-    fb = requantize((b.astype(np.int64) - b_zp) << SHIFT_INT8, b_mult, b_shift)
-    y = requantize(fa + fb, out_mult, out_shift) + out_zp
-    return np.clip(y, act_min, act_max).astype(np.int8)
 
 
 def quantized_mul(a, a_zp, b, b_zp, out_zp, out_mult, out_shift):
