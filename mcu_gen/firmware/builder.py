@@ -421,19 +421,18 @@ def plan_check_inputs(program: Program, seed: int = 0) -> list:
     return out
 
 
-def check_program_plan(program: Program, available=None) -> bool:
+def check_program_plan(program: Program, available=None) -> None:
     """check_method_plan for every method of the program, then planner.check_methods (shared state at one
-    offset, never overwritten by another method's tensors). True when a method was planned again."""
+    offset, never overwritten by another method's tensors)."""
     if not program.more_methods:
-        return check_method_plan(program, available)
-    replanned = False
+        check_method_plan(program, available)
+        return
     for m in program.methods:
-        replanned = check_method_plan(m, available) or replanned
+        check_method_plan(m, available)
     try:
         planner.check_methods(program, available)
     except planner.PlanError as e:
         raise BuildError(f"the memory plan is wrong: {e}") from None
-    return replanned
 
 
 def adopt_program_plan(program: Program, available=None) -> bool:
@@ -462,28 +461,25 @@ def adopt_method_plan(program: Program, available=None) -> bool:
     return False
 
 
-def check_method_plan(program: Program, available=None) -> bool:
-    """Every build's memory plan, a .pte's as it came included (docs/memory_planning.md):
-    check_plan proves it, then the program runs on the host twice, each tensor in its own
-    buffer and all in the planned arena, and the outputs must be identical. A .pte whose plan
-    puts an output over an input that its kernel here cannot overwrite in place (another
-    runtime's kernels may) is planned again by mcu-gen; returns True then (re-write the bytes)."""
+def check_method_plan(program: Program, available=None) -> None:
+    """Every build's memory plan, a .pte's as it came included (docs/memory_planning.md; adopted
+    by adopt_program_plan before the kernels were chosen): check_plan proves it, then the program
+    runs on the host twice, each tensor in its own buffer and all in the planned arena, and the
+    outputs must be identical."""
     from mcu_gen.reference import PlannedExecutionError, ReferenceError, check_planned_execution
 
-    replanned = adopt_method_plan(program, available)
     try:
         planner.check_plan(program, available)
     except planner.PlanError as e:  # tensors live together overlap, or out of the arena: a wrong plan
         raise BuildError(f"the memory plan is wrong: {e}") from None
     if any(ins.op.startswith(pte.DELEGATE_PREFIX) for ins in program.instructions):
-        return replanned  # the host cannot run an NPU's part of the program
+        return  # the host cannot run an NPU's part of the program
     try:
         check_planned_execution(program, plan_check_inputs(program))
     except PlannedExecutionError as e:
         raise BuildError(f"the memory plan is wrong: {e}") from None
     except ReferenceError:
         pass  # the host reference cannot run this program (e.g. an operator it lacks): check_plan alone
-    return replanned
 
 
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
@@ -531,8 +527,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
             "see `mcu-gen kernels`)"
         )
-    if check_program_plan(program, available):
-        data = pte.write(program)
+    check_program_plan(program, available)
     if place_regions(b, program, available, ram_regions, arena_region, stack_bytes):
         data = pte.write(program)
         check_program_plan(program, available)  # the plan over several arenas, run on the host again
