@@ -114,10 +114,23 @@ def test_requant_mode():
     assert generated_mve.requant_mode(m, np.array([-32, -5, -3, -8]), np.full(4, 10)) == "scalar"
 
 
+def compile_for_the_m55(source: str, tmp_path) -> None:
+    """Cross-compiles a generated file for the Cortex-M55: no error, no warning (-Wall)."""
+    from mcu_gen.paths import KERNELS_PORTABLE, RUNTIME_CORE
+
+    src = tmp_path / generated_mve.GENERATED_FILE
+    src.write_text(source)
+    r = subprocess.run(["arm-none-eabi-g++", "-std=c++17", "-O2", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard",
+                        "-fno-exceptions", "-fno-rtti", "-Wall", "-Wno-psabi", "-DMCU_KERNEL_PREPARE=1",
+                        "-I", str(RUNTIME_CORE / "include"), "-I", str(KERNELS_PORTABLE), "-c", str(src),
+                        "-o", str(tmp_path / "g.o")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "warning" not in r.stderr, r.stderr[-3000:]
+
+
 def test_source_compiles_for_the_m55(tmp_path):
     """The generated file of all cases compiles for the Cortex-M55 (-Werror on the layer code)."""
-    cxx = shutil.which("arm-none-eabi-g++")
-    if cxx is None:
+    if shutil.which("arm-none-eabi-g++") is None:
         pytest.skip("no arm-none-eabi-g++")
     rng = np.random.default_rng(3)
     p = merged([c[1] for c in cases(rng)], allow_inplace=False)
@@ -125,16 +138,7 @@ def test_source_compiles_for_the_m55(tmp_path):
     g = generated_mve.generate(p, [lib[op] for op in p.operators])
     assert len(g.layers) == len(p.instructions), g.skipped
     assert "vmladava.s8" in g.source and "vctp.8" in g.source and "Dw132" in g.source
-    src = tmp_path / generated_mve.GENERATED_FILE
-    src.write_text(g.source)
-    from mcu_gen.paths import KERNELS_PORTABLE, RUNTIME_CORE
-
-    r = subprocess.run([cxx, "-std=c++17", "-O2", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-fno-exceptions",
-                        "-fno-rtti", "-Wall", "-Wno-psabi", "-DMCU_KERNEL_PREPARE=1", "-I", str(RUNTIME_CORE / "include"),
-                        "-I", str(KERNELS_PORTABLE), "-c", str(src), "-o", str(tmp_path / "g.o")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "warning" not in r.stderr, r.stderr[-3000:]
+    compile_for_the_m55(g.source, tmp_path)
 
 
 def test_not_on_dsp_only_cores():
@@ -321,24 +325,14 @@ def add_cases():
 
 
 def test_add_source_compiles_for_the_m55(tmp_path):
-    cxx = shutil.which("arm-none-eabi-g++")
-    if cxx is None:
+    if shutil.which("arm-none-eabi-g++") is None:
         pytest.skip("no arm-none-eabi-g++")
     p = merged([c[1] for c in add_cases()])
     lib = kernels.find_kernels()
     g = generated_mve.generate(p, [lib[op] for op in p.operators])
     assert len(g.layers) == len(p.instructions), g.skipped
     assert g.source.count("dlstp.32") == len(p.instructions) and "vqrdmlah.s32" in g.source
-    src = tmp_path / generated_mve.GENERATED_FILE
-    src.write_text(g.source)
-    from mcu_gen.paths import KERNELS_PORTABLE, RUNTIME_CORE
-
-    r = subprocess.run([cxx, "-std=c++17", "-O2", "-mcpu=cortex-m55", "-mthumb", "-mfloat-abi=hard", "-fno-exceptions",
-                        "-fno-rtti", "-Wall", "-Wno-psabi", "-DMCU_KERNEL_PREPARE=1", "-I", str(RUNTIME_CORE / "include"),
-                        "-I", str(KERNELS_PORTABLE), "-c", str(src), "-o", str(tmp_path / "g.o")],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "warning" not in r.stderr, r.stderr[-3000:]
+    compile_for_the_m55(g.source, tmp_path)
 
 
 def test_mve_adds_are_bit_exact_on_qemu(qemu_tools, tmp_path):
