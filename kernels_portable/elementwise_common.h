@@ -138,60 +138,68 @@ inline bool broadcasts_to(const TensorRef& a, const TensorRef& b, const TensorRe
   return true;
 }
 
-// A loop nest over `dims` sizes with up to two strided operands besides a
-// destination. Adjacent dims that every operand walks as one are merged, so
+// A loop nest over `dims` sizes with N strided operands (a destination and
+// N - 1 sources). Adjacent dims that every operand walks as one are merged, so
 // same-shape operands become one flat loop and a per-channel operand two.
-struct LoopNest {
+template <int N>
+struct LoopNestN {
   int32_t dims = 0;
   int32_t size[kMaxDims] = {};
-  int32_t stride[3][kMaxDims] = {};  // [operand][dim]
+  int32_t stride[N][kMaxDims] = {};  // [operand][dim]
 
-  void init(const int32_t* sizes, int32_t ndim, const int32_t* s0, const int32_t* s1, const int32_t* s2) {
-    const int32_t* src[3] = {s0, s1, s2};
+  // strides[k] holds operand k's stride (in elements) per dim of `sizes`.
+  void init(const int32_t* sizes, int32_t ndim, const int32_t* const* strides) {
     dims = 0;
     for (int32_t d = 0; d < ndim; ++d) {
       if (sizes[d] == 1) continue;  // contributes nothing to any offset
       bool merge = dims > 0;
-      for (int32_t k = 0; k < 3 && merge; ++k) {
-        merge = stride[k][dims - 1] == src[k][d] * sizes[d];
+      for (int32_t k = 0; k < N && merge; ++k) {
+        merge = stride[k][dims - 1] == strides[k][d] * sizes[d];
       }
       if (merge) {
         size[dims - 1] *= sizes[d];
-        for (int32_t k = 0; k < 3; ++k) stride[k][dims - 1] = src[k][d];
+        for (int32_t k = 0; k < N; ++k) stride[k][dims - 1] = strides[k][d];
       } else {
         size[dims] = sizes[d];
-        for (int32_t k = 0; k < 3; ++k) stride[k][dims] = src[k][d];
+        for (int32_t k = 0; k < N; ++k) stride[k][dims] = strides[k][d];
         ++dims;
       }
     }
     if (dims == 0) {  // a single element
       dims = 1;
       size[0] = 1;
-      for (int32_t k = 0; k < 3; ++k) stride[k][0] = 0;
+      for (int32_t k = 0; k < N; ++k) stride[k][0] = 0;
     }
   }
 
-  // Calls row(o0, o1, o2) with the element offsets of each operand at the
-  // start of every innermost row; the row has size[dims - 1] elements.
+  // Elements in each innermost row, and operand k's stride along it.
+  int32_t row_length() const { return size[dims - 1]; }
+  int32_t row_stride(int32_t k) const { return stride[k][dims - 1]; }
+
+  // Calls row(off) with off[k] the element offset of operand k at the start of
+  // every innermost row; the row has row_length() elements.
   template <typename Row>
   void for_each_row(Row row) const {
     const int32_t last = dims - 1;
     int32_t index[kMaxDims] = {};
-    int32_t off[3] = {0, 0, 0};
+    int32_t off[N] = {};
     int32_t rows = 1;
     for (int32_t d = 0; d < last; ++d) rows *= size[d];
     for (int32_t r = 0; r < rows; ++r) {
-      row(off[0], off[1], off[2]);
+      row(static_cast<const int32_t*>(off));
       // Advance the outer index like an odometer.
       for (int32_t d = last - 1; d >= 0; --d) {
-        for (int32_t k = 0; k < 3; ++k) off[k] += stride[k][d];
+        for (int32_t k = 0; k < N; ++k) off[k] += stride[k][d];
         if (++index[d] < size[d]) break;
-        for (int32_t k = 0; k < 3; ++k) off[k] -= stride[k][d] * size[d];
+        for (int32_t k = 0; k < N; ++k) off[k] -= stride[k][d] * size[d];
         index[d] = 0;
       }
     }
   }
 };
+
+// A destination and two sources (the binary kernels).
+using LoopNest = LoopNestN<3>;
 
 // ---------------------------------------------------------------------------
 // Elementwise float kernels. `out` may be the same memory as an input: each
@@ -245,15 +253,16 @@ Error binary_float(const TensorRef& a, const TensorRef& b, const TensorRef& out,
   broadcast_strides(a, out, sa);
   broadcast_strides(b, out, sb);
   contiguous_strides(out.sizes, out.dim, sz);
+  const int32_t* strides[3] = {sz, sa, sb};
   LoopNest loop;
-  loop.init(out.sizes, out.dim, sz, sa, sb);
-  const int32_t len = loop.size[loop.dims - 1];
-  const int32_t ia = loop.stride[1][loop.dims - 1];
-  const int32_t ib = loop.stride[2][loop.dims - 1];
-  loop.for_each_row([&](int32_t oz, int32_t oa, int32_t ob) {
-    float* zr = z + oz;
-    const float* xr = x + oa;
-    const float* yr = y + ob;
+  loop.init(out.sizes, out.dim, strides);
+  const int32_t len = loop.row_length();
+  const int32_t ia = loop.row_stride(1);
+  const int32_t ib = loop.row_stride(2);
+  loop.for_each_row([&](const int32_t* off) {
+    float* zr = z + off[0];
+    const float* xr = x + off[1];
+    const float* yr = y + off[2];
     if (ib == 0) {
       const float s = yr[0];
       for (int32_t i = 0; i < len; ++i) zr[i] = f(xr[i * ia], s);
@@ -271,16 +280,15 @@ Error binary_float(const TensorRef& a, const TensorRef& b, const TensorRef& out,
 // Element copies for shape ops
 
 template <typename E>
-void copy_rows(uint8_t* dst, const uint8_t* src, const LoopNest& loop) {
-  const int32_t last = loop.dims - 1;
-  const int32_t len = loop.size[last];
-  const int32_t sd = loop.stride[0][last];
-  const int32_t ss = loop.stride[1][last];
+void copy_rows(uint8_t* dst, const uint8_t* src, const LoopNestN<2>& loop) {
+  const int32_t len = loop.row_length();
+  const int32_t sd = loop.row_stride(0);
+  const int32_t ss = loop.row_stride(1);
   E* d0 = reinterpret_cast<E*>(dst);
   const E* s0 = reinterpret_cast<const E*>(src);
-  loop.for_each_row([&](int32_t od, int32_t os, int32_t) {
-    E* d = d0 + od;
-    const E* s = s0 + os;
+  loop.for_each_row([&](const int32_t* off) {
+    E* d = d0 + off[0];
+    const E* s = s0 + off[1];
     if (sd == 1 && ss == 1) {
       memmove(d, s,  // memmove: a corrupt plan may overlap input and output; no UB then
               static_cast<size_t>(len) * sizeof(E));
@@ -297,9 +305,9 @@ inline void strided_copy(void* dst, const int32_t* dst_strides, const void* src,
   for (int32_t d = 0; d < ndim; ++d) {
     if (sizes[d] == 0) return;
   }
-  static const int32_t kZero[kMaxDims] = {};
-  LoopNest loop;
-  loop.init(sizes, ndim, dst_strides, src_strides, kZero);
+  const int32_t* strides[2] = {dst_strides, src_strides};
+  LoopNestN<2> loop;
+  loop.init(sizes, ndim, strides);
   uint8_t* d = static_cast<uint8_t*>(dst);
   const uint8_t* s = static_cast<const uint8_t*>(src);
   switch (esize) {

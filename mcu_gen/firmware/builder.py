@@ -252,6 +252,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
     if npu_build is not None and npu_build.delegate_ids:
         table += kernel_registry.delegate_table_source(npu_build.delegate_ids)
     (dest / "src" / "kernel_table.cpp").write_text(table)
+    (dest / "include" / "mcu_selected_dtypes.h").write_text(kernel_registry.selected_dtypes_source(kernels, program))
     generated_sources = []
     if generated_source:
         (dest / "kernels" / "generated_kernels.cpp").write_text(generated_source)  # kernels/: built -O2

@@ -37,19 +37,22 @@ def runtime_sources() -> list:
 
 
 def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, error=RuntimeError,
-                 extra_objects=(), extra_includes=(), extra_sources=()) -> Path:
+                 extra_objects=(), extra_includes=(), extra_sources=(), program=None) -> Path:
     """Compile runtime_core's executor, `driver` (a main) and exactly these kernels with the
     generated kernel table into a native binary; reused while the compiler, flags and every
     source and header hash the same. `extra_objects` (already compiled, e.g. CMSIS-NN's C
-    sources) are linked in; `extra_includes` are more include folders; `extra_sources` more .cpp files (generated kernels)."""
+    sources) are linked in; `extra_includes` are more include folders; `extra_sources` more .cpp files (generated kernels).
+    `program`: compile in only the dtypes its instructions use (mcu_selected_dtypes.h), as a firmware build does;
+    without one, every dtype (a runner for any program of these operators)."""
     table = kernel_registry.kernel_table_source(kernels)
+    dtypes = kernel_registry.selected_dtypes_source(kernels, program)
     sources = runtime_sources() + [driver] + [Path(p) for p in extra_sources]
     kernel_sources = list(dict.fromkeys(k.file for k in kernels))
     folders = sorted({k.file.parent for k in kernels})
     headers = sorted((RUNTIME_CORE / "include").rglob("*.h")) + sorted((RUNTIME_CORE / "src").glob("*.h"))
     for folder in folders:
         headers += sorted(folder.glob("*.h"))
-    h = hashlib.sha256(table.encode() + cxx.encode() + " ".join(flags).encode())
+    h = hashlib.sha256(table.encode() + dtypes.encode() + cxx.encode() + " ".join(flags).encode())
     # Drivers may include runtime sources and their own headers (the protocol fuzzer does).
     headers += sorted(Path(driver).parent.glob("*.h")) + sorted((RUNTIME_CORE / "src").glob("*.cpp"))
     headers += [Path(f) for f in extra_objects]
@@ -62,7 +65,8 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
         return exe
     out.mkdir(parents=True, exist_ok=True)
     (out / "kernel_table.cpp").write_text(table)
-    includes = ["-I", str(RUNTIME_CORE / "include"), "-I", str(RUNTIME_CORE / "src")]
+    (out / "mcu_selected_dtypes.h").write_text(dtypes)
+    includes = ["-I", str(out), "-I", str(RUNTIME_CORE / "include"), "-I", str(RUNTIME_CORE / "src")]
     for folder in [*folders, *extra_includes]:
         includes += ["-I", str(folder)]
     tmp = out / f"{driver.stem}.{os.getpid()}"
@@ -79,25 +83,27 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
     return exe
 
 
-def build_runner(kernels, arena_regions: int = 1) -> Path:
+def build_runner(kernels, arena_regions: int = 1, program=None) -> Path:
     """Build (or reuse) a native runner with these kernels; returns its path. With arena_regions > 1 the
-    runtime takes that many arenas (MCU_ARENA_REGIONS) and the runner's ARENA_BYTES is "n1,n2,..."."""
+    runtime takes that many arenas (MCU_ARENA_REGIONS) and the runner's ARENA_BYTES is "n1,n2,...".
+    With a program, only the dtypes it uses are compiled in (as on the device), else all."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         raise HostRunError("no host C++ compiler: install g++ (Debian package g++)")
     flags = CXXFLAGS + ([f"-DMCU_ARENA_REGIONS={arena_regions}"] if arena_regions > 1 else [])
-    return build_native(cxx, flags, RUNTIME_CORE / "tools" / "host_runner.cpp", kernels, CACHE, HostRunError)
+    return build_native(cxx, flags, RUNTIME_CORE / "tools" / "host_runner.cpp", kernels, CACHE, HostRunError,
+                        program=program)
 
 
 def _np_dtype(dtype: str):
     return np.bool_ if dtype == "bool" else np.dtype(dtype)
 
 
-def run_pte(data: bytes, inputs, kernels, arena_size, outputs_meta) -> list:
+def run_pte(data: bytes, inputs, kernels, arena_size, outputs_meta, program=None) -> list:
     """Run .pte bytes with the given kernels. outputs_meta: list of TensorValue. arena_size: bytes of the
     arena, or a list of them, one per planned buffer (memory ids 1, 2, ...: a runner with that many arenas)."""
     sizes = list(arena_size) if isinstance(arena_size, (list, tuple)) else [arena_size]
-    exe = build_runner(kernels, arena_regions=len(sizes))
+    exe = build_runner(kernels, arena_regions=len(sizes), program=program)
     arena_size = ",".join(str(max(n, 16)) for n in sizes)
     with tempfile.TemporaryDirectory(prefix="mcu-host-") as tmp:
         tmp = Path(tmp)
@@ -133,4 +139,4 @@ def run_on_host(program: Program, inputs, available=None) -> list:
     data = pte.write(program)
     sizes = program.arena_sizes
     return run_pte(data, inputs, sel.kernels, sizes if len(sizes) > 1 else max(program.arena_size, 16),
-                   [program.tensor(o) for o in program.outputs])
+                   [program.tensor(o) for o in program.outputs], program=program)

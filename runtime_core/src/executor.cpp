@@ -1028,6 +1028,29 @@ double KernelContext::scalar_arg(int32_t i) const {
   }
 }
 
+Scalar KernelContext::scalar(int32_t i) const {
+  int32_t tag;
+  const uint8_t* f = exec_->value_field(arg_value(*this, i), &tag);
+  Scalar s;
+  if (f == nullptr) return s;
+  switch (tag) {
+    case kInt:
+      s.i = fb::i64(f);
+      break;
+    case kDouble:
+      s.kind = Scalar::Kind::Double;
+      s.d = fb::f64(f);
+      break;
+    case kBool:
+      s.kind = Scalar::Kind::Bool;
+      s.i = *f != 0;
+      break;
+    default:
+      break;
+  }
+  return s;
+}
+
 bool KernelContext::bool_arg(int32_t i) const {
   int32_t tag;
   const uint8_t* f = exec_->value_field(arg_value(*this, i), &tag);

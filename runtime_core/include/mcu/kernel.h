@@ -61,6 +61,7 @@ class KernelContext {
   int64_t int_arg(int32_t i) const;    // 'I'
   double double_arg(int32_t i) const;  // 'D'; for 'S' (Scalar) use scalar_arg
   double scalar_arg(int32_t i) const;  // 'S': Int, Double or Bool as a double
+  Scalar scalar(int32_t i) const;      // 'S' (or 's': none reads as Int 0), with its kind
   bool bool_arg(int32_t i) const;      // 'B'
   // 'Z': the string's bytes (not NUL-terminated) and its length.
   const char* string_arg(int32_t i, int32_t* length) const;

@@ -54,6 +54,23 @@ struct TensorRef {
   int64_t* i64() const { return static_cast<int64_t*>(data); }
 };
 
+// An ATen Scalar argument as the program stores it: an Int, a Double or a Bool
+// (its kind decides type promotion: an int tensor plus 2.5 is a float tensor).
+struct Scalar {
+  enum class Kind : uint8_t { Int, Double, Bool };
+  Kind kind = Kind::Int;
+  int64_t i = 0;   // Int and Bool (0 or 1)
+  double d = 0.0;  // Double
+
+  bool is_floating() const { return kind == Kind::Double; }
+  bool is_bool() const { return kind == Kind::Bool; }
+  // The value as a C type (float, int64_t, bool, ...), as ATen converts a Scalar.
+  template <typename C>
+  C as() const {
+    return kind == Kind::Double ? static_cast<C>(d) : static_cast<C>(i);
+  }
+};
+
 // A list of ints (an ATen int[] argument). Items live in the program.
 class IntList {
  public:
