@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from mcu_gen.firmware.builder import BuildResult, build
-from mcu_gen.device.session import DEFAULT_RANDOM_INPUTS, count_from_ticks, default_inputs  # noqa: F401 (API)
+from mcu_gen.device.session import DEFAULT_RANDOM_INPUTS, count_from_ticks, default_inputs, described_inputs  # noqa: F401
 from mcu_gen.reference.inputs import dequantize_outputs, quantize_inputs, random_inputs, to_numpy  # noqa: F401 (API)
 
 from mcu_gen.device.compare import (  # noqa: F401 (API: mcu_gen.runner.<name>)
@@ -15,6 +15,7 @@ from mcu_gen.device.compare import (  # noqa: F401 (API: mcu_gen.runner.<name>)
 from mcu_gen.device.method_calls import (  # noqa: F401 (API)
     METHOD_BLOCK, METHOD_CALLS, check_methods_link, method_inputs, method_schedule)
 from mcu_gen.device.sequences import SEQUENCE_STEPS, check_sequences, default_sequences  # noqa: F401 (API)
+from mcu_gen.reference.inputs import sequence_steps
 
 @dataclass
 class RunResult:
@@ -69,6 +70,12 @@ class RunResult:
     # Programs with several methods: per method its name, calls, max abs error, tolerance, verified,
     # instructions per call (max) and the instructions SELECT_METHOD took to switch to it (max).
     methods: list = field(default_factory=list)
+    # Which inputs were run: the model file's test inputs, held-out calibration samples, inputs drawn
+    # like the calibration data (reference/inputs.py), or given ones.
+    inputs_used: str = ""
+    # int8: how it was calibrated, every calibration method's error on the user's data, and the
+    # method recommended when another is measurably better (report.json "calibration").
+    calibration: dict | None = None
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -157,7 +164,8 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         calibration=None, max_inputs: int | None = None, backend: str = "auto", cmsis_nn_path=None,
         value_cache=None, upload: bool = False, frame_bytes: int | None = None,
         measure_stack: bool = True, kernels: str = "auto", cycles: bool = True,
-        methods: list | None = None, ram_regions=None, arena_region: str | None = None) -> RunResult:
+        methods: list | None = None, ram_regions=None, arena_region: str | None = None,
+        calibration_method: str | None = None, bias_correction: bool = False) -> RunResult:
     """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
     the linker script's stack; the device's stack high-water mark after the runs decides the stack of the
     deployable image (builder.stack_reserve), which is relinked and verified again: the figures returned are
@@ -168,7 +176,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
     result = build(model, board=board, pte_path=pte_path, out=out, fuse=fuse, quantize=quantize, io=io,
                    calibration=calibration, backend=backend, cmsis_nn_path=cmsis_nn_path, value_cache=value_cache,
                    upload=upload, frame_bytes=frame_bytes, kernels=kernels, ram_regions=ram_regions,
-                   arena_region=arena_region)
+                   arena_region=arena_region, calibration_method=calibration_method, bias_correction=bias_correction)
     b = result.board
     if not b.is_qemu:
         raise RuntimeError(
@@ -187,22 +195,29 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         if methods:
             inputs = {n: inputs[n] for n in methods}
         stateful = False  # verified as a schedule of method calls (check_methods_link)
+    used = "given inputs"
+    if result.program.more_methods:
+        used = "each method's test inputs, else seeded random ones"
+    elif inputs is None and stateful:
+        inputs = default_sequences(result)
+        used = ("the model's test_sequences()" if getattr(result.spec, "test_sequences", None) else
+                sequence_steps(result.spec, result.program, len(inputs[0]))[1])
     elif inputs is None:
-        inputs = default_sequences(result) if stateful else default_inputs(result, n_random, max_inputs)
+        inputs, used = described_inputs(result, n_random, max_inputs)
     elif max_inputs is not None:
         inputs = inputs[:max_inputs]
     first_stack, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
-    used = first_stack
+    stack_used = first_stack
     if measure_stack and c.verified and first_stack:
         from mcu_gen.firmware.builder import relink, stack_reserve
 
         relink(result, stack_reserve(first_stack), measured=first_stack)
-        used, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
+        stack_used, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
         reserved = result.report["stack"]["reserved_bytes"]
-        if used is None or used >= reserved:
+        if stack_used is None or stack_used >= reserved:
             raise RuntimeError(f"the stack overflowed its {reserved:,} B (measured {first_stack:,} B before): "
                                f"{result.out / 'firmware.elf'} is not safe to deploy")
-        result.report["stack"].update(measured_bytes=used, measurement_build_bytes=first_stack)
+        result.report["stack"].update(measured_bytes=stack_used, measurement_build_bytes=first_stack)
         from mcu_gen.firmware.report import write_reports
 
         write_reports(result.out, result.report)
@@ -221,13 +236,13 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         reference=c.reference, out=str(result.out), outputs=c.outputs, instructions=c.counts,
         quantize=quantize, io=io if quantize else "float32", bit_exact=c.bit_exact,
         quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement,
-        stack_used_bytes=used or None, stack_reserved_bytes=r["stack"]["reserved_bytes"],
+        stack_used_bytes=stack_used or None, stack_reserved_bytes=r["stack"]["reserved_bytes"],
         ram=dict((r.get("size") or {}).get("ram", {})), upload=bool(upload),
         quant_output_errors=c.quant_output_errors,
         n_sequences=len(inputs) if stateful else 0, reset_identical=c.reset_identical,
         state_bytes=sum(m.tensor(i).nbytes for _, m, i in result.program.all_states),
         **_cycle_fields(b, counter.reason, classes, c.counts),
-        methods=c.methods,
+        methods=c.methods, inputs_used=used, calibration=r.get("calibration"),
     )
 
 

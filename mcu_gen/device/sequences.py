@@ -10,7 +10,7 @@ from mcu_gen.device.compare import (INT8_REFERENCE, LinkCheck, check_device_quan
                                     equal_values, identical_outputs, is_classifier, is_int8_program,
                                     max_abs_difference, quant_error, verify_outputs)
 from mcu_gen.device.session import count_from_ticks
-from mcu_gen.reference.inputs import quantize_inputs, random_inputs, to_numpy
+from mcu_gen.reference.inputs import quantize_inputs, sequence_steps, to_numpy
 
 
 SEQUENCE_STEPS = 16  # steps of the seeded random sequence a stateful model without test_sequences() gets
@@ -18,12 +18,12 @@ SEQUENCE_STEPS = 16  # steps of the seeded random sequence a stateful model with
 
 def default_sequences(result: BuildResult, n_steps: int = SEQUENCE_STEPS, seed: int = 0) -> list:
     """The sequences a program with state is verified on: the model file's test_sequences(),
-    else one seeded random sequence of ``n_steps`` steps."""
+    else one sequence of ``n_steps`` steps drawn like its calibration steps (reference.inputs.sequence_steps)."""
     spec = result.spec
     seqs = getattr(spec, "test_sequences", None) if spec is not None else None
     if seqs:
         return [[tuple(to_numpy(x) for x in step) for step in seq] for seq in seqs]
-    return [random_inputs(result.program, n_steps, seed=seed)]
+    return [sequence_steps(spec, result.program, n_steps, seed=seed)[0]]
 
 
 def _module_steps(module, seq: list) -> list:
