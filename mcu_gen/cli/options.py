@@ -46,7 +46,7 @@ def print_calibration(cal) -> None:
     print(f"  calibration: {cal['method']}{bc} on {cal['samples']} sample(s){held}")
     rec = cal.get("recommended")
     if rec:
-        what = rec["method"] + (" with --bias-correction" if rec["bias_correction"] else "")
-        print(f"  hint: --calibration-method {what} is measurably more accurate on this calibration data "
+        what = f"--calibration-method {rec['method']}" + (" --bias-correction" if rec["bias_correction"] else "")
+        print(f"  hint: {what} is measurably more accurate on this calibration data "
               f"(relative RMS error {rec['relative_rms_error']:.3g} vs {rec['chosen_relative_rms_error']:.3g}, "
               f"on {cal.get('compared_on', 'the calibration data')})")
