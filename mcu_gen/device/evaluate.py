@@ -8,13 +8,12 @@
 
 Every sample goes through the verify protocol of one session (docs/protocol.md: WRITE_INPUT in
 frame-sized chunks, RUN, READ_OUTPUT), with the host's work (PyTorch fp32, the integer reference) done
-on a worker thread while the link waits for the device. int8 builds: the device's outputs must equal
+while the first input frame travels to the device (Link.infer's ``during``). int8 builds: the device's outputs must equal
 the integer reference's bit for bit, sample by sample; fp32 builds: PyTorch's within run's tolerance.
 """
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -137,40 +136,43 @@ def evaluate_link(link, result, samples: list, labels: np.ndarray, progress=None
     if spec is not None:
         module = spec.module if spec.module is not None else spec.exported_program.module()
 
-    def host(one):  # (device inputs, what the device must return)
+    def host(one, dev_in):  # what the device must return
         if int8:
-            dev_in = list(quantize_inputs(program, one))
-            return dev_in, run_int8_reference(program, dev_in)
+            return run_int8_reference(program, dev_in)
         if module is None:
             from mcu_gen.reference import run_reference
 
-            return list(one), [np.asarray(o) for o in run_reference(program, list(one))]
-        return list(one), _fp32_outputs(module, one)
+            return [np.asarray(o) for o in run_reference(program, list(one))]
+        return _fp32_outputs(module, one)
 
     n = len(samples)
     dev_scores, int8_scores = np.zeros((n, n_classes)), np.zeros((n, n_classes))
     fp_scores = fp32_scores(module, samples, n_classes) if module is not None else np.zeros((n, n_classes))
     same, mismatches, counts = 0, [], []
     start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=1) as pool:  # the host's share overlaps the device's
-        ahead = [pool.submit(host, samples[k]) for k in range(min(n, 2))]
-        for k in range(n):
-            dev_in, want = ahead.pop(0).result()
-            if k + 2 < n:
-                ahead.append(pool.submit(host, samples[k + 2]))
-            got, ticks = link.infer(dev_in)
-            counts.append(count_from_ticks(b, ticks))
-            ok = identical_outputs(got, want) if int8 else verify_outputs(got, want)[2]
-            same += ok
-            if not ok and len(mismatches) < 20:
-                mismatches.append(k)
-            if int8:
-                dev_scores[k] = _scores(dequantize_outputs(program, got))
-                int8_scores[k] = _scores(dequantize_outputs(program, want))
-            else:
-                dev_scores[k] = _scores(got)
-            if progress:
-                progress(k + 1, n)
+    for k in range(n):
+        dev_in = list(quantize_inputs(program, samples[k])) if int8 else list(samples[k])
+        box = {}
+
+        def work(one=samples[k], dev_in=dev_in):  # the host's share, while the first input frame travels
+            box["host"] = host(one, dev_in)
+
+        got, ticks = link.infer(dev_in, during=work)
+        if "host" not in box:
+            work()
+        want = box["host"]
+        counts.append(count_from_ticks(b, ticks))
+        ok = identical_outputs(got, want) if int8 else verify_outputs(got, want)[2]
+        same += ok
+        if not ok and len(mismatches) < 20:
+            mismatches.append(k)
+        if int8:
+            dev_scores[k] = _scores(dequantize_outputs(program, got))
+            int8_scores[k] = _scores(dequantize_outputs(program, want))
+        else:
+            dev_scores[k] = _scores(got)
+        if progress:
+            progress(k + 1, n)
     seconds = time.monotonic() - start
     accuracy = {}
     rows = [("fp32_host", fp_scores, module is not None), ("int8_host", int8_scores, int8), ("device", dev_scores, True)]
