@@ -4,7 +4,7 @@ quantized to int8 on 32 training images, then the whole test split (360 images) 
 int8 accuracy within 1 point of fp32, every device output identical to the host integer reference,
 a confusion matrix with the ten classes. On mps2-an505 (Cortex-M33) and rv32-virt (RV32IMAC).
 
-Also: the Python API with a module and no model file (a script), the pytest plugin's mcu.eval, and
+Also: the Python API with a module and no model file (a script) and
 run's in-distribution inputs for a model without test_inputs()."""
 import json
 import os
@@ -158,20 +158,3 @@ def calibration_inputs():
     normal = worst([(torch.randn(1, 1, 8, 8, generator=g),) for _ in range(8)])
     assert r.quant_max_abs_error <= 2.0 * fresh + 1e-3, (r.quant_max_abs_error, fresh)
     assert normal > 3.0 * r.quant_max_abs_error  # what standard-normal defaults would have reported
-
-
-@pytest.mark.qemu
-def test_eval_through_the_pytest_fixture(pytester, qemu_tools, digits_npz):
-    from tests.test_plugin import run_user_tests
-
-    res = run_user_tests(pytester, f'''
-import numpy as np
-
-def test_digits(mcu):
-    z = np.load({str(digits_npz)!r})
-    r = mcu.eval(ROOT + "/examples/digits/model.py", (z["x"][:40], z["y"][:40]), quantize="int8", backend="portable")
-    assert r.verified and r.agreement == 1.0 and r.n_samples == 40 and r.board == "mps2-an505"
-    assert r.accuracy["device"]["top1"] == r.accuracy["int8_host"]["top1"] > 0.85
-    assert len(r.confusion) == 10 and r.confusion_files
-''', "--mcu-board", "mps2-an505")
-    res.assert_outcomes(passed=1)
