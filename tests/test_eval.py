@@ -54,8 +54,8 @@ def test_digits_int8_on_the_device_is_as_accurate_as_fp32(qemu_tools, tmp_path, 
     assert {str(c) for c in range(10)} <= labels
     assert json.loads((out / "eval.json").read_text())["accuracy"] == acc
     assert "| device |" in (out / "eval.md").read_text()
+    # samples/s is printed, not asserted: it is wall-clock time on a shared machine (docs/testing_on_device.md)
     print(f"{board}: {r['samples_per_second']:.1f} samples/s, fp32 {fp32:.2%}, int8 {int8:.2%}")
-    assert r["samples_per_second"] > 5  # the whole split in well under a minute
 
 
 SCRIPT = '''

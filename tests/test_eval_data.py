@@ -141,3 +141,47 @@ def test_in_distribution_inputs_say_where_they_come_from():
     steps, what = sequence_steps(_Spec(seqs=[[(torch.ones(1, 2),), (torch.ones(1, 2) * 2,)]]), None, 5)
     assert len(steps) == 5 and what == "one sequence of 5 steps drawn from the calibration steps' values"
     assert all(set(s[0].reshape(-1).tolist()) <= {1.0, 2.0} for s in steps)
+
+
+def test_eval_counts_a_device_that_differs_by_one_bit(tmp_path):
+    """evaluate_link's bookkeeping against a stand-in device that answers with the host integer reference
+    except for one flipped bit on sample 3 (the QEMU tests in test_eval.py run the real one): agreement
+    39/40, the mismatch named, not verified; the accuracy rows are still computed."""
+    from types import SimpleNamespace
+
+    from mcu_gen.device.evaluate import evaluate_link
+    from mcu_gen.firmware.builder import build
+    from mcu_gen.reference.integer import run_int8_reference
+
+    pytest.importorskip("sklearn")
+    from tests.test_eval import DIGITS
+
+    result = build(str(DIGITS), board="mps2-an505", out=tmp_path / "fw", quantize="int8", io="int8", compile=False)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("digits_model", DIGITS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    x, y = mod.test_data()
+    samples, labels = load_dataset((x[:40], y[:40]), [(1, 1, 8, 8)])
+
+    class StandIn:
+        calls = 0
+
+        def hello(self):
+            return SimpleNamespace(program_id=result.program_id, builtin_status=0, firmware_version="stand-in",
+                                   inputs=[SimpleNamespace(scale=None)], outputs=[SimpleNamespace(scale=None)])
+
+        def infer(self, inputs, during=None):
+            if during:
+                during()
+            out = [np.array(o) for o in run_int8_reference(result.program, inputs)]
+            if StandIn.calls == 3:
+                out[0].reshape(-1)[0] ^= 1
+            StandIn.calls += 1
+            return out, 1000
+
+    r = evaluate_link(StandIn(), result, samples, labels, out_dir=tmp_path / "eval")
+    assert r.agreement == 39 / 40 and r.mismatches == [3] and not r.verified
+    assert r.accuracy["int8_host"]["top1"] > 0.85 and r.n_classes == 10
+    assert (tmp_path / "eval" / "eval.json").is_file()
