@@ -223,6 +223,9 @@ def main() -> int:
     for name in names:
         print(f"... {name}", file=sys.stderr, flush=True)
         rows.append(row(name, paths[name], et))
+        print(table(rows[-1:], args.markdown).splitlines()[-1], file=sys.stderr, flush=True)  # as it goes
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     print("rel RMS error against fp32 (max abs error), on the same calibration data and evaluation inputs")
     print(table(rows, args.markdown))
     for r in rows:
