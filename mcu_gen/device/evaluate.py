@@ -216,6 +216,10 @@ def eval_model(model=None, *, data, board: str = "mps2-an505", out=None, quantiz
     from mcu_gen.firmware.builder import build
     from mcu_gen.device.session import ensure_program, open_device
 
+    from pathlib import Path
+
+    if isinstance(data, (str, Path)) and not Path(data).is_file():  # before minutes of building
+        raise DatasetError(f"data file not found: {data}")
     io = io or ("int8" if quantize else "float32")
     result = build(model, board=board, out=out if out is not None else default_eval_out(model, board),
                    quantize=quantize, io=io, **build_options)
