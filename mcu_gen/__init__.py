@@ -7,4 +7,4 @@ progress.py and errors.py are shared by all stages.
 """
 __version__ = "0.1.0"
 
-from mcu_gen.api import build, run  # noqa: E402,F401
+from mcu_gen.api import build, eval, run  # noqa: E402,F401,A004

@@ -60,3 +60,26 @@ def test_options_are_registered(pytester):
     pytester.makepyfile(test_user="def test_x(): pass")
     res = pytester.runpytest_subprocess("-p", PLUGIN, "--help")
     res.stdout.fnmatch_lines(["*--mcu-board*", "*--mcu-port*"])
+
+
+@pytest.mark.qemu
+def test_eval_through_the_fixture(pytester, qemu_tools, tmp_path):
+    """mcu.eval: 40 digits test images through the device (tests/test_eval.py runs all 360 on two boards)."""
+    pytest.importorskip("sklearn", reason="the digits data set ships with scikit-learn (pyproject's test extra)")
+    import subprocess
+    import sys
+
+    digits_npz = tmp_path / "digits_test.npz"
+    subprocess.run([sys.executable, os.path.join(ROOT, "examples", "digits", "model.py"), str(digits_npz)], check=True,
+                   capture_output=True)
+    res = run_user_tests(pytester, f'''
+import numpy as np
+
+def test_digits(mcu):
+    z = np.load({str(digits_npz)!r})
+    r = mcu.eval(ROOT + "/examples/digits/model.py", (z["x"][:40], z["y"][:40]), quantize="int8", backend="portable")
+    assert r.verified and r.agreement == 1.0 and r.n_samples == 40 and r.board == "mps2-an505"
+    assert r.accuracy["device"]["top1"] == r.accuracy["int8_host"]["top1"] > 0.85
+    assert len(r.confusion) == 10 and r.confusion_files
+''', "--mcu-board", "mps2-an505")
+    res.assert_outcomes(passed=1)

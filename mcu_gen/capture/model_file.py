@@ -42,6 +42,9 @@ class ModelSpec:
     test_sequences: Optional[list] = None  # list of sequences (lists of input tuples), stateful models
     calibration_sequences: Optional[list] = None  # the same, to calibrate a stateful model's int8 quantization
     methods: Optional[list] = None  # MethodSpec per method (a model file's methods(model)), else one method
+    # Calibration samples int8 quantization kept out of calibration (a model without test inputs):
+    # what `run` verifies on first (mcu_gen/quantize/calibration.py).
+    held_out_inputs: Optional[list] = None
 
 
 @dataclass
@@ -62,6 +65,9 @@ class MethodSpec:
 
 
 def load_model_file(path) -> ModelSpec:
+    """A ModelSpec from a model file (.py or .pt2); a ModelSpec (spec_from_module) is taken as is."""
+    if isinstance(path, ModelSpec):
+        return path
     path = Path(path)
     if not path.is_file():
         raise ModelFileError(f"model file not found: {path}")
@@ -70,6 +76,34 @@ def load_model_file(path) -> ModelSpec:
     if path.suffix != ".py":
         raise ModelFileError(f"{path}: expected a Python model file (.py) or a torch.export file (.pt2)")
     return _load_python(path)
+
+
+def spec_from_module(model, example_inputs, calibration=None, test_inputs=None, name: str | None = None
+                     ) -> ModelSpec:
+    """A ModelSpec for what a Python user has at the end of training: an ``nn.Module`` or an
+    ``ExportedProgram``, its example inputs (a tensor or a tuple of tensors; an ExportedProgram's own
+    when omitted), calibration and test inputs (lists of input tuples or of tensors)."""
+    ep = model if isinstance(model, torch.export.ExportedProgram) else None
+    if ep is None and not isinstance(model, torch.nn.Module):
+        raise ModelFileError(f"expected an nn.Module or a torch.export ExportedProgram, got {type(model).__name__}")
+    where = name or type(model).__name__
+    if example_inputs is None and ep is not None and getattr(ep, "example_inputs", None):
+        example_inputs = tuple(ep.example_inputs[0])
+    if example_inputs is None:
+        raise ModelFileError(f"{where}: give example_inputs=(x,), the inputs forward() takes")
+    example = _input_tuple(example_inputs, where, "example_inputs")
+    lists = []
+    for what, items in (("calibration", calibration), ("test_inputs", test_inputs)):
+        if items is None:
+            lists.append(None)
+            continue
+        if isinstance(items, torch.Tensor):
+            raise ModelFileError(f"{where}: {what} must be a list of input tuples, not one tensor")
+        lists.append([_input_tuple(item, where, f"each item of {what}") for item in items])
+    module = ep.module(check_guards=False) if ep is not None else model.eval()
+    return ModelSpec(module=module, example_inputs=example, calibration_inputs=lists[0], test_inputs=lists[1],
+                     name=name or (type(model).__name__.lower() if ep is None else "exported"),
+                     exported_program=ep)
 
 
 def _model_name(path: Path) -> str:

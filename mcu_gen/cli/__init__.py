@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 from mcu_gen.errors import McuGenError
-from mcu_gen.cli.options import add_kernel_options
+from mcu_gen.cli.options import add_calibration_options, add_kernel_options, calibration_options, print_calibration
 from mcu_gen.progress import quiet
 
 
@@ -53,7 +53,7 @@ def cmd_build(args) -> int:
               backend=args.backend, cmsis_nn_path=args.cmsis_nn, npu=args.npu, ethos_u_driver=args.ethos_u_driver,
               value_cache=args.value_cache, upload=args.upload, frame_bytes=args.frame_bytes,
               stack_bytes=args.stack_bytes, kernels=args.kernels, ram_regions=args.ram_regions,
-              arena_region=args.arena_region)
+              arena_region=args.arena_region, **calibration_options(args))
     rep = r.report
     if args.json:
         print(json.dumps(rep, indent=2))
@@ -83,6 +83,7 @@ def _print_quant(rep: dict) -> None:
                 print(f"  {kind[:-1]} {k}: int8 {t['shape']}, scale {t['scale']:.6g}, zero point {t['zero_point']}")
     for f in rep.get("fp32_fallback", []):
         print(f"  fp32 fallback: {f['op']} ({f['reason']})")
+    print_calibration(rep.get("calibration"))
 
 
 def _print_npu(rep: dict) -> None:
@@ -122,7 +123,8 @@ def cmd_run(args) -> int:
             n_random=args.n, timeout=args.timeout, quantize=args.quantize, io=args.io, calibration=args.calibration,
             progress=bar, backend=args.backend, cmsis_nn_path=args.cmsis_nn, value_cache=args.value_cache,
              upload=args.upload, frame_bytes=args.frame_bytes, kernels=args.kernels, cycles=args.cycles,
-             methods=args.method, ram_regions=args.ram_regions, arena_region=args.arena_region)
+             methods=args.method, ram_regions=args.ram_regions, arena_region=args.arena_region,
+             **calibration_options(args))
     bar.done()
     if args.json:
         print(json.dumps(r.to_json(), indent=2))
@@ -131,7 +133,10 @@ def cmd_run(args) -> int:
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, device {r.quantize} outputs vs the host "
               f"integer reference (I/O {r.io})")
         top1 = f", top-1 agreement {r.top1_agreement:.0%}" if r.top1_agreement is not None else ""
-        print(f"  quantization error vs fp32: max abs {r.quant_max_abs_error:.3g}{top1}")
+        print(f"  quantization error vs fp32: max abs {r.quant_max_abs_error:.3g}{top1}"
+              + (f", RMS {_rms(r):.3g}" if _rms(r) is not None else ""))
+        print(f"  inputs: {r.inputs_used}")
+        print_calibration(r.calibration)
         _print_state(r)
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         _print_cycles(r)
@@ -143,6 +148,7 @@ def cmd_run(args) -> int:
         status = "VERIFIED" if r.verified else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
               f"(tolerance {r.tolerance:.3g}, against {r.reference})")
+        print(f"  inputs: {r.inputs_used}")
         _print_state(r)
         for m in r.methods:
             print(f"  method {m['name']}: {'verified' if m['verified'] else 'MISMATCH'}, {m['calls']} call(s), "
@@ -158,6 +164,11 @@ def cmd_run(args) -> int:
         _print_stack(r)
         _print_generated_hint(r.out)
     return 0 if r.verified else 2
+
+
+def _rms(r):
+    rows = r.quant_output_errors or []
+    return max((row["rms_error"] for row in rows), default=None)
 
 
 def _print_cycles(r) -> None:
@@ -281,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="dtype of the firmware's inputs/outputs with --quantize (int8: the host (de)quantizes)")
         s.add_argument("--calibration", default=None,
                        help="torch.save'd list of input tuples (default: the model file's calibration_inputs())")
+        add_calibration_options(s)
         add_kernel_options(s)
         s.add_argument("--value-cache", dest="value_cache", metavar="N|all", default=None,
                        help="program values the runtime decodes once at load (20 bytes of RAM each; default: all "
@@ -313,7 +325,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="baremetal (default) or a PlatformIO framework the board offers, e.g. arduino "
                                 "(rp2350: USB serial via Arduino-Pico; needs network to build)")
         if name == "run":
-            s.add_argument("-n", type=int, default=None, help="random inputs when the model has no test_inputs()")
+            s.add_argument("-n", type=int, default=None,
+                           help="inputs to run when the model has no test_inputs() (default 3): held-out "
+                                "calibration samples first, then inputs drawn like the calibration data")
             s.add_argument("--method", action="append", default=None, metavar="NAME",
                            help="verify only this method of a program with several (repeatable; default: all)")
             s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
@@ -338,6 +352,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mcu_gen.cli.hil_commands import add_hil_commands
 
     add_hil_commands(sub)  # profile, debug
+    from mcu_gen.cli.eval_command import add_eval_command
+
+    add_eval_command(sub)  # eval
     verbose_help = f"show everything the libraries (torch, torchao) print, not only mcu-gen's own messages (or {VERBOSE_ENV}=1)"
     p.add_argument("--verbose", action="store_true", help=verbose_help)
     for s in sub.choices.values():  # also after the command: mcu-gen run --verbose ...

@@ -1,4 +1,5 @@
-"""Command-line options shared by `build`, `run`, `profile` and `debug`: which int8 kernels a build uses."""
+"""Command-line options shared by `build`, `run`, `eval`, `profile` and `debug`: which int8 kernels a build
+uses, and how int8 quantization calibrates."""
 from __future__ import annotations
 
 
@@ -16,3 +17,36 @@ def add_kernel_options(s) -> None:
 
 def kernel_build_options(args) -> dict:
     return {"backend": args.backend, "cmsis_nn_path": args.cmsis_nn, "kernels": args.kernels}
+
+
+# mcu_gen.quantize.observers.METHODS / DEFAULT_METHOD (not imported: torchao would load for every command)
+CALIBRATION_METHODS = ("histogram", "minmax", "moving_average", "percentile")
+DEFAULT_METHOD = "histogram"
+
+
+def add_calibration_options(s) -> None:
+    METHODS = CALIBRATION_METHODS
+    s.add_argument("--calibration-method", dest="calibration_method", choices=METHODS, default=None,
+                   help=f"how calibration sets each activation's int8 range (default {DEFAULT_METHOD}; "
+                        "docs/quantization.md); the report compares all of them on the calibration data")
+    s.add_argument("--bias-correction", dest="bias_correction", action="store_true",
+                   help="int8: each conv / linear bias absorbs the mean error its int8 weights add (per channel)")
+
+
+def calibration_options(args) -> dict:
+    return {"calibration_method": args.calibration_method, "bias_correction": args.bias_correction}
+
+
+def print_calibration(cal) -> None:
+    """The calibration line of `build` / `run`: method, samples, and a better method when there is one."""
+    if not cal:
+        return
+    held = f", {cal['held_out']} held out" if cal.get("held_out") else ""
+    bc = " + bias correction" if cal.get("bias_correction") else ""
+    print(f"  calibration: {cal['method']}{bc} on {cal['samples']} sample(s){held}")
+    rec = cal.get("recommended")
+    if rec:
+        what = f"--calibration-method {rec['method']}" + (" --bias-correction" if rec["bias_correction"] else "")
+        print(f"  hint: {what} is measurably more accurate on this calibration data "
+              f"(relative RMS error {rec['relative_rms_error']:.3g} vs {rec['chosen_relative_rms_error']:.3g}, "
+              f"on {cal.get('compared_on', 'the calibration data')})")

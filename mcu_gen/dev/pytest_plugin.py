@@ -11,7 +11,9 @@
 (once per model file content + options, in the session's temp dir), boots QEMU or talks to
 the port (uploading the program when the firmware has room, or flashing with --mcu-flash),
 runs every input set and compares with PyTorch (fp32) or the host integer reference (int8,
-bit for bit). `mcu.profile(...)` and `mcu.debug(...)` return mcu_gen.profile / mcu_gen.debug
+bit for bit). `mcu.eval(model, data, quantize="int8")` runs a labelled dataset on the device
+(mcu_gen.eval: accuracy of fp32 / int8 on the host and of the device, agreement, per class, confusion
+matrix; an EvalResult). `mcu.profile(...)` and `mcu.debug(...)` return mcu_gen.profile / mcu_gen.debug
 results. Registered through the `pytest11` entry point of the mcu-gen package.
 """
 from __future__ import annotations
@@ -87,10 +89,16 @@ class Mcu:
         """BuildResult for `model`, built once per (file content, options) in this session."""
         from mcu_gen.firmware.builder import build
 
-        model = Path(model)
         opts = dict(build_options, quantize=quantize)
-        key = hashlib.sha256(model.read_bytes() + str(model.resolve()).encode()
-                             + json.dumps(opts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        options = json.dumps(opts, sort_keys=True, default=str).encode()
+        if not isinstance(model, (str, Path)):  # a ModelSpec (capture.model_file.spec_from_module): one per object
+            key = hashlib.sha256(f"{id(model)}".encode() + options).hexdigest()[:12]
+            if key not in self._builds:
+                out = self.root / f"{model.name}-{self.board.name}-{key}"
+                self._builds[key] = (model, build(model, board=self.board.name, out=out, **opts))
+            return self._builds[key][1]
+        model = Path(model)
+        key = hashlib.sha256(model.read_bytes() + str(model.resolve()).encode() + options).hexdigest()[:12]
         if key not in self._builds:
             out = self.root / f"{model.parent.name or model.stem}-{self.board.name}-{key}"
             self._builds[key] = build(str(model), board=self.board.name, out=out, **opts)
@@ -135,6 +143,20 @@ class Mcu:
             instructions_per_inference=max(c.counts) if c.counts else None, counts=c.counts,
             unit=self.board.ticks_unit, n_inferences=len(sets), reference=c.reference, quantize=quantize,
             quant_max_abs_error=c.quant_max_abs_error if quantize else None, build=result)
+
+    def eval(self, model, data, quantize=None, io=None, top_k=None, **build_options):
+        """A labelled dataset through the device (`mcu-gen eval`): an EvalResult with the accuracy of fp32
+        and int8 on the host and of the device, their agreement (int8: bit for bit), per class and the
+        confusion matrix. int8 builds take int8 I/O unless `io` says otherwise (4x fewer bytes per sample)."""
+        from mcu_gen.device.evaluate import evaluate_link
+        from mcu_gen.reference.dataset import load_dataset
+
+        io = io or ("int8" if quantize else "float32")
+        result = self.build(model, quantize=quantize, io=io, **build_options)
+        shapes = [tuple(result.program.tensor(i).shape) for i in result.program.inputs]
+        samples, labels = load_dataset(data, shapes)
+        with self._device(result) as link:
+            return evaluate_link(link, result, samples, labels, top_k=top_k, out_dir=Path(result.out) / "eval")
 
     def profile(self, model, inputs=None, quantize=None, **build_options):
         from mcu_gen.dev.profile import profile_link

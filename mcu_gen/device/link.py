@@ -124,9 +124,11 @@ class Link:
                     return frame
 
     def request(self, msg: Msg, payload: bytes = b"", timeout: Optional[float] = None,
-                retries: Optional[int] = None) -> bytes:
+                retries: Optional[int] = None, during: Optional[Callable[[], None]] = None) -> bytes:
         """Sends one request (resending the same seq on timeout or a transport error reply);
-        returns the reply body after the status byte, raises DeviceError or LinkError."""
+        returns the reply body after the status byte, raises DeviceError or LinkError.
+        ``during``: host work to do once, after the request is sent and before its reply is awaited
+        (the link trickles the bytes into the device meanwhile; the reply's deadline starts after it)."""
         self._seq = (self._seq + 1) & 0xFF
         seq = self._seq
         frame = encode_frame(msg, seq, payload)
@@ -138,6 +140,9 @@ class Link:
                 self.port.write(frame)
             except Exception as e:
                 raise LinkError(f"link failed while sending {getattr(msg, 'name', msg)}: {e}{self._context()}") from e
+            if during is not None:
+                during, work = None, during
+                work()
             reply = self._read_reply(seq, time.monotonic() + timeout)
             if reply is None:
                 problem = f"no reply within {timeout:g} s"
@@ -190,10 +195,11 @@ class Link:
     def echo(self, data: bytes) -> bytes:
         return self.request(Msg.ECHO, data)
 
-    def write_input(self, index: int, data: bytes) -> None:
+    def write_input(self, index: int, data: bytes, during: Optional[Callable[[], None]] = None) -> None:
         data, chunk = bytes(data), self.chunk()
         for off in range(0, len(data), chunk):
-            self.request(Msg.WRITE_INPUT, struct.pack("<BI", index, off) + data[off : off + chunk])
+            self.request(Msg.WRITE_INPUT, struct.pack("<BI", index, off) + data[off : off + chunk], during=during)
+            during = None
 
     def run(self) -> tuple[int, int]:
         """Executes the program once: (status, ticks of execute() only). status is an
@@ -317,8 +323,9 @@ class Link:
                 raise self._unsupported(Msg.READ_VALUE, e) from None
         return bytes(out)
 
-    def write_inputs(self, inputs: list) -> None:
-        """Writes every input (logical layout; channels-last tensors are permuted here)."""
+    def write_inputs(self, inputs: list, during: Optional[Callable[[], None]] = None) -> None:
+        """Writes every input (logical layout; channels-last tensors are permuted here); ``during`` as in
+        request(), with the first frame."""
         if self.info is None:
             self.hello()
         info = self.info
@@ -330,18 +337,22 @@ class Link:
                 raise ValueError(f"input {i}: shape {tuple(arr.shape)} != program's {tuple(t.sizes)}")
             if t.dim_order and tuple(t.dim_order) != tuple(range(len(t.dim_order))):
                 arr = arr.transpose(t.dim_order)
-            self.write_input(i, np.ascontiguousarray(arr).tobytes())
+            self.write_input(i, np.ascontiguousarray(arr).tobytes(), during=during)
+            during = None
 
     # --- whole inferences -------------------------------------------------------
-    def infer(self, inputs: list, rerun: bool = True) -> tuple[list, int]:
+    def infer(self, inputs: list, rerun: bool = True, during: Optional[Callable[[], None]] = None
+              ) -> tuple[list, int]:
         """Writes every input, runs once, reads every output: (outputs as numpy arrays, ticks).
         Arrays are in logical (PyTorch) layout; channels-last tensors are permuted here.
         ``rerun=False`` (programs with state, where a second run would advance the state):
-        a lost RUN request or reply raises instead of running again."""
+        a lost RUN request or reply raises instead of running again. ``during``: host work done once
+        while the first input frame travels (request()); `mcu-gen eval` computes the host's outputs there."""
         # RUN is not resent on its own: a run may overwrite its inputs (the plan reuses their memory),
         # so after a lost RUN request or reply the inputs are written again and the program rerun.
         for attempt in range(1 + self.retries):
-            self.write_inputs(inputs)
+            self.write_inputs(inputs, during=during)
+            during = None
             try:
                 status, ticks = self.run()
                 break

@@ -16,7 +16,7 @@ import numpy as np
 from mcu_gen.boards import Board
 from mcu_gen.device.link import Link
 from mcu_gen.device.protocol import Error
-from mcu_gen.reference.inputs import float_random_inputs, quantize_inputs, random_inputs, to_numpy
+from mcu_gen.reference.inputs import in_distribution_inputs, to_numpy
 
 DEFAULT_RANDOM_INPUTS = 3
 
@@ -105,15 +105,21 @@ def value_from_bytes(program, index: int, raw: bytes) -> np.ndarray:
     return stored.transpose(np.argsort(order)).copy()
 
 
-def default_inputs(result: BuildResult, n_random: int | None = None, max_inputs: int | None = None) -> list:
-    """The model file's test_inputs(), else `n_random` seeded random ones (float inputs, also for
-    --io int8: the host quantizes them)."""
+def default_inputs(result, n_random: int | None = None, max_inputs: int | None = None) -> list:
+    """The model file's test_inputs(), else `n_random` in-distribution ones (described_inputs)."""
+    return described_inputs(result, n_random, max_inputs)[0]
+
+
+def described_inputs(result, n_random: int | None = None, max_inputs: int | None = None) -> tuple[list, str]:
+    """(input sets, where they come from): the model file's test_inputs(), else `n_random` inputs like
+    the calibration data (held-out calibration samples first; reference.inputs.in_distribution_inputs).
+    Float inputs also for --io int8: the host quantizes them."""
     program, spec = result.program, result.spec
     test = getattr(spec, "test_inputs", None) if spec is not None else None
     if test:
         inputs = [tuple(to_numpy(x) for x in t) for t in test]
-    elif result.report.get("quantize"):
-        inputs = float_random_inputs(program, n_random or DEFAULT_RANDOM_INPUTS)
-    else:
-        inputs = random_inputs(program, n_random or DEFAULT_RANDOM_INPUTS)
-    return inputs[:max_inputs] if max_inputs is not None else inputs
+        inputs = inputs[:max_inputs] if max_inputs is not None else inputs
+        return inputs, f"{len(inputs)} test input(s) from the model's test_inputs()"
+    n = n_random or DEFAULT_RANDOM_INPUTS
+    n = min(n, max_inputs) if max_inputs is not None else n
+    return in_distribution_inputs(spec, program, n, bool(result.report.get("quantize")))

@@ -132,7 +132,7 @@ def write_stack_file(project: Path, stack_bytes: int | None) -> None:
 
 
 def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=None, io="float32",
-                 calibration=None):
+                 calibration=None, calibration_method=None, bias_correction=False):
     """(program, pte bytes, spec) from a model file / .pt2, or from a .pte as is.
     ``quantize="int8"`` quantizes the model (mcu_gen.quantize) with ``io`` graph inputs/outputs."""
     if (model is None) == (pte_path is None):
@@ -168,7 +168,8 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
         from mcu_gen.quantize import QuantizeError, export_quantized
 
         try:
-            program, gm = export_quantized(spec, io=io, calibration=calibration, has_kernel=has_kernel)
+            program, gm = export_quantized(spec, io=io, calibration=calibration, has_kernel=has_kernel,
+                                           calibration_method=calibration_method, bias_correction=bias_correction)
         except QuantizeError as e:
             raise BuildError(str(e)) from None
         spec.quantized_module = gm
@@ -488,7 +489,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
           calibration=None, framework: str | None = None, backend: str = "auto", cmsis_nn_path=None,
           npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
           frame_bytes: int | None = None, stack_bytes: int | None = None,
-          kernels: str = "auto", ram_regions=None, arena_region: str | None = None) -> BuildResult:
+          kernels: str = "auto", ram_regions=None, arena_region: str | None = None,
+          calibration_method: str | None = None, bias_correction: bool = False) -> BuildResult:
     """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
     default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
     reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink()).
@@ -500,7 +502,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     framework = platformio_project.choose_framework(b, framework)  # "baremetal" unless the board is pio-only
     available = kernel_registry.find_kernels()
     program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
-                                       calibration=calibration)
+                                       calibration=calibration, calibration_method=calibration_method,
+                                       bias_correction=bias_correction)
     if adopt_program_plan(program, available):  # before the kernels are chosen: a new plan may pick other operators
         data = pte.write(program)
     npu_build = None
@@ -600,6 +603,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         report["quantize"] = quantize
         report["io"] = io
         report["fp32_fallback"] = program.meta.get("fp32_fallback", [])
+        report["calibration"] = program.meta.get("calibration")  # methods compared (quantize/calibration.py)
         if spec is not None and spec.module is not None:
             from mcu_gen.reference.accuracy import operator_errors
 

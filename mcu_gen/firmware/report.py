@@ -240,6 +240,7 @@ def markdown(r: dict) -> str:
                 cost = f"; runs {', '.join(f['kernels'])}, {f.get('fp32_bytes', 0)} B of fp32 values"
             lines.append(f"- `{f['op']}`: {f['reason']}{cost}" + (f" ({f['source']})" if f.get("source") else ""))
         lines.append("")
+        lines += calibration_section(r.get("calibration"))
         errors = r.get("int8_operator_error") or []
         if errors:
             lines += ["### Error of the int8 graph against fp32, per operator", "",
@@ -251,6 +252,33 @@ def markdown(r: dict) -> str:
                              f"{e['rel_error']:.2%} |")
             lines.append("")
     return "\n".join(lines)
+
+
+def calibration_section(cal) -> list:
+    """report.md: how calibration went, every method's error on the user's data, a recommendation."""
+    if not cal:
+        return []
+    bc = " with bias correction" if cal.get("bias_correction") else ""
+    held = f" ({cal['held_out']} more held out: what `mcu-gen run` verifies on)" if cal.get("held_out") else ""
+    lines = ["### Calibration", "", f"Method `{cal['method']}`{bc}, on {cal['samples']} sample(s){held}."]
+    rows = cal.get("rows") or []
+    if rows:
+        lines += ["", f"Every method, measured on {cal.get('compared_on', 'the calibration data')}: the PT2E "
+                  "quantized graph against fp32 (relative RMS error: RMS error / RMS of the fp32 output).", "",
+                  "| method | bias correction | relative RMS error | max abs error |", "|---|---|---|---|"]
+        for row in rows:
+            mark = " (used)" if row["method"] == cal["method"] and row["bias_correction"] == cal.get("bias_correction") else ""
+            lines.append(f"| {row['method']}{mark} | {'yes' if row['bias_correction'] else 'no'} | "
+                         f"{row['relative_rms_error']:.4g} | {row['max_abs_error']:.4g} |")
+    rec = cal.get("recommended")
+    lines.append("")
+    if rec:
+        flag = f"--calibration-method {rec['method']}" + (" --bias-correction" if rec["bias_correction"] else "")
+        lines.append(f"**Recommended: `{flag}`**: relative RMS error {rec['relative_rms_error']:.4g} against "
+                     f"{rec['chosen_relative_rms_error']:.4g} with the method used, on this calibration data.")
+    elif rows:
+        lines.append("No other method is measurably (10%) more accurate on this data.")
+    return lines + [""]
 
 
 def generated_hint(n: int) -> str:

@@ -13,7 +13,7 @@ import torch
 
 from mcu_gen.errors import McuGenError
 
-_QUANTIZER_NAMES = ("McuQuantizer", "capture_for_quantization", "is_quantized_graph", "quantize_ptq")
+_QUANTIZER_NAMES = ("McuQuantizer", "capture_for_quantization", "is_quantized_graph")
 
 
 def __getattr__(name):
@@ -23,6 +23,10 @@ def __getattr__(name):
         from mcu_gen.quantize import quantizer
 
         return getattr(quantizer, name)
+    if name == "quantize_ptq":
+        from mcu_gen.quantize.calibration import quantize_ptq
+
+        return quantize_ptq
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -55,10 +59,20 @@ def load_calibration(path, n_inputs: int) -> list:
     return out
 
 
-def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool]:
+def quantized_module(spec, calibration=None, method: str | None = None,
+                     bias_correction: bool = False) -> tuple[torch.fx.GraphModule, bool]:
     """(converted GraphModule, was it quantized already). A model that is already a converted
-    PT2E graph (QAT with McuQuantizer, then convert_pt2e) is taken as is."""
-    from mcu_gen.quantize.quantizer import is_quantized_graph, quantize_ptq
+    PT2E graph (QAT with McuQuantizer, then convert_pt2e) is taken as is. ``method``: the calibration
+    method (quantize/observers.py; None: the default). A model without test inputs keeps a few
+    calibration samples out of calibration (spec.held_out_inputs: what `run` verifies it on)."""
+    from mcu_gen.quantize.calibration import held_out_count, quantize_ptq
+    from mcu_gen.quantize.observers import DEFAULT_METHOD, check_method
+    from mcu_gen.quantize.quantizer import is_quantized_graph
+
+    try:
+        method = check_method(method or DEFAULT_METHOD)
+    except ValueError as e:
+        raise QuantizeError(str(e)) from None
 
     module = spec.module
     if module is None and spec.exported_program is not None:
@@ -80,8 +94,13 @@ def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool
             "list). mcu-gen never calibrates on random data.")
     from mcu_gen.quantize.quantizer import StatefulModelError
 
+    sequences = bool(getattr(spec, "calibration_sequences", None))
+    hold = 0 if (spec.test_inputs or sequences) else held_out_count(len(data))
     try:
-        return quantize_ptq(module, spec.example_inputs, data), False
+        gm = quantize_ptq(module, spec.example_inputs, data, method=method, hold_out=hold,
+                          bias_correction=bias_correction, compare_on=spec.test_inputs)
+        spec.held_out_inputs = gm.meta.get("mcu_held_out") or None
+        return gm, False
     except QuantizeError:
         raise
     except StatefulModelError as e:
@@ -91,12 +110,16 @@ def quantized_module(spec, calibration=None) -> tuple[torch.fx.GraphModule, bool
 
 
 def export_quantized(spec, io: str = "float32", calibration=None,
-                     has_kernel: Optional[Callable[[str], bool]] = None):
-    """(unplanned int8 Program, converted GraphModule)."""
+                     has_kernel: Optional[Callable[[str], bool]] = None, calibration_method: str | None = None,
+                     bias_correction: bool = False):
+    """(unplanned int8 Program, converted GraphModule). program.meta["calibration"]: how it was
+    calibrated and how every calibration method did (calibration.quantize_ptq)."""
     from mcu_gen.quantize.lowering import lower_quantized
 
-    gm, pre = quantized_module(spec, calibration)
+    gm, pre = quantized_module(spec, calibration, calibration_method, bias_correction)
     program = lower_quantized(gm, io=io, user_file=spec.path, has_kernel=has_kernel)
     program.meta["model"] = spec.name
     program.meta["prequantized"] = pre
+    if gm.meta.get("mcu_calibration"):
+        program.meta["calibration"] = gm.meta["mcu_calibration"]
     return program, gm

@@ -27,7 +27,6 @@ import torch
 import torch.fx
 from torchao.quantization.pt2e import (
     FakeQuantize,
-    HistogramObserver,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
@@ -40,6 +39,8 @@ from torchao.quantization.pt2e.quantizer import (
     Quantizer,
     SharedQuantizationSpec,
 )
+
+from mcu_gen.quantize.observers import DEFAULT_METHOD, EPS, CalibrationObserver
 
 aten = torch.ops.aten
 
@@ -77,12 +78,13 @@ ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.h
                aten.hardtanh_.default, aten.clamp.default}
 
 
-def activation_spec(qat: bool = False) -> QuantizationSpec:
+def activation_spec(qat: bool = False, method: str = DEFAULT_METHOD) -> QuantizationSpec:
+    """PTQ: a CalibrationObserver (all calibration methods at once, `method` chosen; observers.py)."""
     if qat:
         ctr = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
                                      dtype=torch.int8, qscheme=torch.per_tensor_affine, eps=2**-12)
     else:
-        ctr = HistogramObserver.with_args(eps=2**-12)
+        ctr = CalibrationObserver.with_args(eps=EPS, method=method)
     return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
                             is_dynamic=False, observer_or_fake_quant_ctr=ctr)
 
@@ -151,10 +153,10 @@ def _fused_activation(node: torch.fx.Node):
 class McuQuantizer(Quantizer):
     """Annotates a torch.export graph (pre-dispatch ATen) for mcu-gen's int8 lowering."""
 
-    def __init__(self, qat: bool = False):
+    def __init__(self, qat: bool = False, method: str = DEFAULT_METHOD):
         super().__init__()
         self.qat = qat
-        self.act = activation_spec(qat)
+        self.act = activation_spec(qat, method)
         self.conv_w = conv_weight_spec(qat)
         self.linear_w = linear_weight_spec(qat)
         self.conv_t_w = conv_weight_spec(qat, ch_axis=1)  # [Cin, Cout, kh, kw]: per output channel
@@ -530,53 +532,6 @@ def share_state_observers(prepared: torch.fx.GraphModule, states: list) -> list:
     return names
 
 
-def calibration_sequences(calibration: list) -> list:
-    """Calibration data of a stateful model as sequences: a list of input tuples is one sequence,
-    a list of lists of tuples several."""
-    if calibration and isinstance(calibration[0], list):
-        return calibration
-    return [list(calibration)]
-
-
-def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: list) -> torch.fx.GraphModule:
-    """Post-training quantization: capture, annotate, calibrate on every input tuple, convert.
-    A stateful model is calibrated step by step over sequences, the state carried from step to
-    step (reset to its initial value at the start of each sequence)."""
-    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-
-    if not calibration:
-        raise ValueError("int8 quantization needs calibration data: define calibration_inputs() in the model "
-                         "file or pass --calibration FILE (a torch.save'd list of input tuples)")
-    gm = capture_for_quantization(module, example_inputs)
-    states = gm.meta.get("mcu_states", [])
-    n_user_out = gm.meta.get("mcu_user_outputs")
-    prepared = prepare_pt2e(gm, McuQuantizer())
-    if states:
-        share_state_observers(prepared, states)
-    from mcu_gen.progress import Progress
-
-    seqs = calibration_sequences(calibration)
-    if not states:  # a stateless model: every step is an input of its own
-        seqs = [[x for seq in seqs for x in seq]]
-    bar = Progress("calibration", total=sum(len(s) for s in seqs))
-    k = 0
-    with torch.no_grad():
-        for seq in seqs:
-            state = [st["init"].clone() for st in states]
-            for inputs in seq:
-                outs = prepared(*inputs, *state)
-                if states:
-                    state = [o.detach() for o in list(outs)[n_user_out:]]
-                k += 1
-                bar.update(k)
-    bar.done()
-    converted = convert_pt2e(prepared)
-    if states:
-        converted.meta["mcu_states"] = states
-        converted.meta["mcu_user_outputs"] = n_user_out
-    return converted
-
-
 def is_quantized_graph(gm: torch.fx.GraphModule) -> bool:
     """True for a graph that already holds quantize/dequantize nodes (a converted PT2E model)."""
     qd = torch.ops.quantized_decomposed
@@ -585,5 +540,5 @@ def is_quantized_graph(gm: torch.fx.GraphModule) -> bool:
     return any(n.op == "call_function" and n.target in targets for n in gm.graph.nodes)
 
 
-__all__ = ["McuQuantizer", "capture_for_quantization", "quantize_ptq", "is_quantized_graph", "fold_batch_norm",
+__all__ = ["McuQuantizer", "capture_for_quantization", "is_quantized_graph", "fold_batch_norm",
            "SOFTMAX_SCALE", "SOFTMAX_ZERO_POINT"]

@@ -57,3 +57,75 @@ def dequantize_outputs(program: Program, outputs: list) -> list:
         t = program.tensor(i)
         res.append(dequantize_f32(y, t.scale, t.zero_point) if t.dtype == "int8" else np.asarray(y, np.float32))
     return res
+
+
+# -- in-distribution inputs (run's defaults when the model file has no test_inputs()) -------------
+MAX_POOL = 1 << 16  # values per input tensor the drawn inputs choose from (an even spread of what was seen)
+
+
+def _arrays(samples) -> list:
+    return [tuple(to_numpy(x) for x in one) for one in samples]
+
+
+def matched_inputs(samples: list, n: int, seed: int = 0) -> list:
+    """`n` input tuples drawn like `samples` (input tuples): every element of input k is drawn from the
+    values input k takes over the samples (its empirical distribution per tensor), in its shape and dtype.
+    Range, mean, spread and the set of values (token ids, bools) are the samples'; nothing lies outside."""
+    rng = np.random.RandomState(seed)
+    samples = _arrays(samples)
+    pools = []
+    for k, first in enumerate(samples[0]):
+        pool = np.concatenate([np.asarray(one[k]).reshape(-1) for one in samples])
+        if pool.size > MAX_POOL:
+            pool = pool[np.linspace(0, pool.size - 1, MAX_POOL).astype(np.int64)]
+        pools.append((pool, first.shape, first.dtype))
+    out = []
+    for _ in range(n):
+        out.append(tuple(rng.choice(pool, size=shape).astype(dtype) if pool.size else np.zeros(shape, dtype)
+                         for pool, shape, dtype in pools))
+    return out
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def in_distribution_inputs(spec, program: Program, n: int, quantized: bool) -> tuple[list, str]:
+    """(input tuples, where they come from) for a model without test inputs: the calibration samples
+    quantization kept out (int8; an fp32 build: the calibration samples themselves), then inputs drawn
+    from the calibration inputs' values per tensor (matched_inputs), else from the example input's;
+    never a distribution the model was not given. Without a model (a .pte): seeded random ones."""
+    if spec is None:
+        sets = float_random_inputs(program, n) if quantized else random_inputs(program, n)
+        return sets, (f"{_count(n, 'seeded random input')} (no model: standard normal floats, integers in "
+                      "[-128, 127]; give test inputs to verify on real data)")
+    held = _arrays(getattr(spec, "held_out_inputs", None) or [])
+    calib = _arrays(spec.calibration_inputs or [])
+    if not calib and getattr(spec, "calibration_sequences", None):
+        calib = _arrays([step for seq in spec.calibration_sequences for step in seq])
+    if quantized:
+        first, first_what = held, "held-out calibration sample"
+    else:
+        first, first_what = calib, "calibration sample"
+    taken = first[:n]
+    parts = [_count(len(taken), first_what)] if taken else []
+    if quantized and taken:
+        parts[0] += " (not calibrated on)"
+    rest = n - len(taken)
+    if rest > 0:
+        source = calib + held if (calib or held) else _arrays([spec.example_inputs])
+        what = "the calibration inputs'" if (calib or held) else "the example input's"
+        taken = taken + matched_inputs(source, rest, seed=0)
+        parts.append(f"{_count(rest, 'input')} drawn from {what} values, per tensor")
+    return taken, " + ".join(parts)
+
+
+def sequence_steps(spec, program: Program, n_steps: int, seed: int = 0) -> tuple[list, str]:
+    """One sequence of `n_steps` steps for a stateful model without test sequences, drawn like its
+    calibration steps (else its example input), per tensor; seeded random without a model."""
+    if spec is None:
+        return random_inputs(program, n_steps, seed=seed), f"one seeded random sequence of {n_steps} steps"
+    steps = [step for seq in (spec.calibration_sequences or []) for step in seq] or list(spec.calibration_inputs or [])
+    what = "the calibration steps'" if steps else "the example input's"
+    steps = steps or [spec.example_inputs]
+    return matched_inputs(steps, n_steps, seed=seed), f"one sequence of {n_steps} steps drawn from {what} values"
