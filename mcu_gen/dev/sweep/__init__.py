@@ -114,6 +114,7 @@ def sweep(models, boards, grid: dict, out="mcu-gen-out/sweep", cache_dir=None, u
         key = task_key(data[str(p.model)], p.board, p.options, mode, n)
         hit = cache.get(key)
         if hit is not None:
+            hit["artifacts"] = str(cache.folder(key))
             rows[i] = _row(p, hit, key, cached=True)
         else:
             jobs.append((i, p, mode, key))

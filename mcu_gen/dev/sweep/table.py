@@ -127,11 +127,12 @@ def write_picture(rows, paths, title: str) -> list:
     cmds = [f"[{k + 1}] {r['model']} {r['board']} {_opts(r)}: {r['ms']:.3g} ms, RAM {_kib(r['ram_bytes'])} KiB, "
             f"flash {_kib(r['flash_bytes'])} KiB, err {r['error_vs_fp32']:.2g}\n     {r['command']}"
             for k, r in enumerate(front)]
-    height = 4.6 + 0.34 * len(cmds) * 2
+    n_lines = 2 * len(cmds)
+    height = 0.55 + 3.4 + 0.75 + 0.16 * n_lines + 0.2  # inches: title, plots, x labels, the command list
     fig = plt.figure(figsize=(12, height))
-    top = 4.2 / height
-    ax1 = fig.add_axes([0.07, 1 - top + 0.06 / height * 4, 0.38, top - 0.7 / height])
-    ax2 = fig.add_axes([0.55, 1 - top + 0.06 / height * 4, 0.38, top - 0.7 / height])
+    bottom = (height - 0.55 - 3.4) / height
+    ax1 = fig.add_axes([0.07, bottom, 0.36, 3.4 / height])
+    ax2 = fig.add_axes([0.52, bottom, 0.36, 3.4 / height])
     errs = [max(r["error_vs_fp32"], 1e-9) for r in pts] or [1e-9]
     norm = LogNorm(vmin=min(errs), vmax=max(max(errs), min(errs) * 10))
     markers = "osD^vP*X"
@@ -156,10 +157,11 @@ def write_picture(rows, paths, title: str) -> list:
     if pts:
         ax1.legend(fontsize=8, loc="best")
     if sc is not None:
-        fig.colorbar(sc, ax=[ax1, ax2], label="max abs error vs fp32 PyTorch", fraction=0.03, pad=0.02)
+        cax = fig.add_axes([0.91, bottom, 0.015, 3.4 / height])
+        fig.colorbar(sc, cax=cax, label="max abs error vs fp32 PyTorch")
     fig.suptitle(title + f"  ({len(front)} Pareto point(s) ringed of {len(pts)} verified; "
                  f"{len(rows) - len(pts)} failed or without estimate)", fontsize=10)
-    fig.text(0.01, 1 - top - 0.02, "\n".join(cmds), fontsize=7, family="monospace", va="top")
+    fig.text(0.01, (0.16 * n_lines + 0.2) / height, "\n".join(cmds), fontsize=7, family="monospace", va="top")
     written = []
     for p in paths:
         fig.savefig(p, dpi=110)

@@ -69,7 +69,8 @@ def run_point(model_file: str, model_bytes: bytes, board: str, options: dict, mo
         try:
             row.update(_do(mode, str(path), board, opts, out, n, timeout))
         except Exception as e:  # a row with its reason; the sweep goes on
-            row.update(status="failed", reason=_reason(e), error_type=type(e).__name__,
+            reason = _reason(e).replace(str(path), model_file).replace(str(folder), str(src.parent))
+            row.update(status="failed", reason=reason.replace(tmp, "<task folder>"), error_type=type(e).__name__,
                        deterministic=_deterministic(e))
         row["seconds"] = round(time.monotonic() - t0, 2)
         artifacts = {a: (out / a).read_bytes() for a in ARTIFACTS if (out / a).is_file()}
