@@ -164,7 +164,8 @@ def write_picture(rows, paths, title: str) -> list:
     fig.text(0.01, (0.16 * n_lines + 0.2) / height, "\n".join(cmds), fontsize=7, family="monospace", va="top")
     written = []
     for p in paths:
-        fig.savefig(p, dpi=110)
+        with matplotlib.rc_context({"svg.fonttype": "none"}):  # SVG text stays text: the commands can be copied
+            fig.savefig(p, dpi=110)
         written.append(str(p))
     plt.close(fig)
     return written

@@ -55,7 +55,7 @@ def run_point(model_file: str, model_bytes: bytes, board: str, options: dict, mo
     """Builds (and with mode run / hil verifies) one point; returns {"row": {...}, "artifacts": {name: bytes}}.
     model_file is the file's name as given (its folder names the model, as for `mcu-gen build`)."""
     t0 = time.monotonic()
-    row = {"host": socket.gethostname(), "pid": os.getpid(), "mode": mode}
+    row = {"host": socket.gethostname(), "pid": os.getpid(), "mode": mode, "started": time.time()}
     with tempfile.TemporaryDirectory(prefix="mcu-sweep-") as tmp:
         src = Path(model_file)
         folder = Path(tmp) / (src.parent.name or "model")
@@ -73,6 +73,7 @@ def run_point(model_file: str, model_bytes: bytes, board: str, options: dict, mo
             row.update(status="failed", reason=reason.replace(tmp, "<task folder>"), error_type=type(e).__name__,
                        deterministic=_deterministic(e))
         row["seconds"] = round(time.monotonic() - t0, 2)
+        row["ended"] = time.time()
         artifacts = {a: (out / a).read_bytes() for a in ARTIFACTS if (out / a).is_file()}
     if "report.json" in artifacts and row.get("status") == "failed":
         _sizes_from_report(row, artifacts["report.json"])
@@ -96,6 +97,10 @@ def _do(mode, path, board, opts, out, n, timeout) -> dict:
         return _row_from_run(r)
     from mcu_gen.firmware.builder import build
 
+    ports = board_ports() if mode == "hil" else {}
+    if mode == "hil" and board not in ports:
+        raise RuntimeError(f"this host ({socket.gethostname()}) offers board:{board} but {PORTS_ENV} names no "
+                           f"port for it (e.g. {PORTS_ENV}={board}=/dev/ttyACM0 before `ray start`)")
     b = build(path, board=board, out=out, **opts)
     rep = b.report
     row = {"arena_bytes": rep["arena_bytes"], "flash_bytes": rep["flash_bytes"], "ram_bytes": rep["ram_bytes"],
@@ -103,10 +108,6 @@ def _do(mode, path, board, opts, out, n, timeout) -> dict:
     if mode == "build":
         return {**row, "status": "built", "reason": f"built only: {board} has no emulator and no Ray node "
                                                       f"offers board:{board} (docs/sweep.md)"}
-    ports = board_ports()
-    if board not in ports:
-        raise RuntimeError(f"this host ({socket.gethostname()}) offers board:{board} but {PORTS_ENV} names no "
-                           f"port for it (e.g. {PORTS_ENV}={board}=/dev/ttyACM0 before `ray start`)")
     from mcu_gen.device.flash import flash
     from mcu_gen.device.verify import verify_port
 
