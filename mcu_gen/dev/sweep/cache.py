@@ -28,6 +28,11 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "sweep"
 
 
+# Sources that do not decide a task's row: the command line, and the sweep's own driver (grid, table,
+# picture); task.py and this file (ROW_FORMAT) do.
+NOT_HASHED = ("cli/", "dev/sweep/__init__.py", "dev/sweep/grid.py", "dev/sweep/table.py")
+
+
 @functools.lru_cache(maxsize=1)
 def sources_hash() -> str:
     """SHA-256 over mcu-gen's Python sources and the runtime, kernels, boards and templates it compiles."""
@@ -40,7 +45,10 @@ def sources_hash() -> str:
         for f in sorted(root.rglob("*")):
             if not f.is_file() or "__pycache__" in f.parts or f.suffix in (".pyc", ".so") or "_data" in f.parts:
                 continue
-            h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+            rel = f.relative_to(root).as_posix()
+            if root == paths.PACKAGE and rel.startswith(NOT_HASHED):
+                continue
+            h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
