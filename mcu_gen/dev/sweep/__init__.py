@@ -135,6 +135,7 @@ def sweep(models, boards, grid: dict, out="mcu-gen-out/sweep", cache_dir=None, u
     table.mark_pareto(rows)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out / "builds", ignore_errors=True)  # this sweep's points only
     for r in rows:  # each point's artifacts beside the table
         src = Path(r["artifacts"]) if r.get("artifacts") else None
         if src is not None and src.is_dir():

@@ -55,8 +55,7 @@ def sources_hash() -> str:
 @functools.lru_cache(maxsize=1)
 def tool_versions() -> dict:
     import importlib.metadata as md
-
-    import mcu_gen
+    import sys
 
     def first_line(cmd):
         try:
@@ -68,7 +67,8 @@ def tool_versions() -> dict:
         torch = md.version("torch")
     except md.PackageNotFoundError:
         torch = None
-    return {"mcu_gen": mcu_gen.__version__, "sources": sources_hash(), "torch": torch,
+    return {"mcu_gen": sys.modules["mcu_gen"].__version__,  # the package this module is in (imported first)
+            "sources": sources_hash(), "torch": torch,
             "arm-none-eabi-gcc": first_line(["arm-none-eabi-gcc", "--version"]),
             "qemu-system-arm": first_line(["qemu-system-arm", "--version"])}
 
