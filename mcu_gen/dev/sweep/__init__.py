@@ -66,8 +66,14 @@ def _mode(board, resources: dict | None) -> str:
 def start_ray(address: str | None, num_cpus: int | None, verbose: bool = False):
     """Connects to the cluster at address (or $RAY_ADDRESS), else starts a local Ray on this machine's cores,
     offering the boards of MCU_GEN_BOARD_PORTS as resources. Returns (ray, started_here, description)."""
-    ray = _ray()
     address = address or os.environ.get("RAY_ADDRESS") or None
+    if address and "RAY_AUTH_MODE" not in os.environ and "ray" not in sys.modules and (
+            os.environ.get("RAY_AUTH_TOKEN") or Path(os.environ.get("RAY_AUTH_TOKEN_PATH", "~/.ray/auth_token"))
+            .expanduser().is_file()):
+        # `ray start` (Ray 2.5x) makes clusters that want the token it saved in ~/.ray/auth_token, which a driver
+        # sends only in token mode (read when ray is imported)
+        os.environ["RAY_AUTH_MODE"] = "token"
+    ray = _ray()
     if ray.is_initialized():
         return ray, False, {"address": "already initialized"}
     kw = {"log_to_driver": verbose, "logging_level": "INFO" if verbose else "WARNING"}

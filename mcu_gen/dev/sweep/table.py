@@ -91,7 +91,7 @@ def choose(rows, max_ram=None, max_flash=None, max_ms=None, max_error=None, pref
         failed = len(mine) - len(ok)
         limit_text = " and ".join(f"{names[k]} <= {show(k, v)}" for k, v in limits) or "no limits"
         if not fits:
-            why = (f"no verified build of {model} fits {limit_text}: "
+            why = (f"no verified build of {model}" + (f" fits {limit_text}" if limits else "") + ": "
                    + "; ".join(f"{r['board']} {_opts(r)}: {', '.join(o)}" for r, o in out[:6])
                    + (f" ({failed} build(s) failed)" if failed else ""))
             picks.append({"model": model, "row": None, "why": why})
