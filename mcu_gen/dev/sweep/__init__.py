@@ -81,7 +81,9 @@ def start_ray(address: str | None, num_cpus: int | None, verbose: bool = False):
         ray.init(address=address, **kw)
     else:
         env = {k: os.environ[k] for k in ("PYTHONPATH", "MCU_GEN_CACHE") if os.environ.get(k)}
-        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False,
+        # address="local": a new Ray of our own, even when `ray start` left a cluster on this machine (which
+        # ray.init() without an address would join)
+        ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False,
                  resources={RESOURCE_PREFIX + b: 1 for b in board_ports()},
                  object_store_memory=200 * 1024 ** 2, runtime_env={"env_vars": env} if env else None, **kw)
     res = ray.cluster_resources()
@@ -151,7 +153,9 @@ def sweep(models, boards, grid: dict, out="mcu-gen-out/sweep", cache_dir=None, u
             r["artifacts"] = str(dst)
     lim = limits or {}
     picks = table.choose(rows, prefer=prefer, **lim)
-    meta = {"command": " ".join(sys.argv), "tools": tool_versions(), "ray": desc, "cached": n_cached,
+    import shlex
+
+    meta = {"command": "mcu-gen " + shlex.join(sys.argv[1:]), "tools": tool_versions(), "ray": desc, "cached": n_cached,
             "ran": len(jobs), "merged": merged, "limits": lim, "picks": [
                 {"model": p["model"], "why": p["why"], "command": p["row"]["command"] if p["row"] else None}
                 for p in picks]}
