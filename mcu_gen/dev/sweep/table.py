@@ -88,12 +88,14 @@ def choose(rows, max_ram=None, max_flash=None, max_ms=None, max_error=None, pref
         for r in ok:
             over = [f"{names[k]} {show(k, r[k])} > {show(k, v)}" for k, v in limits if r.get(k) is not None and r[k] > v]
             (out if over else fits).append((r, over))
-        failed = len(mine) - len(ok)
+        failed = sum(r["status"] in ("failed", "mismatch") for r in mine)
+        built = sum(r["status"] == "built" for r in mine)
         limit_text = " and ".join(f"{names[k]} <= {show(k, v)}" for k, v in limits) or "no limits"
         if not fits:
             why = (f"no verified build of {model}" + (f" fits {limit_text}" if limits else "") + ": "
                    + "; ".join(f"{r['board']} {_opts(r)}: {', '.join(o)}" for r, o in out[:6])
-                   + (f" ({failed} build(s) failed)" if failed else ""))
+                   + (f" ({failed} build(s) failed)" if failed else "")
+                   + (f" ({built} built only, not verified)" if built else ""))
             picks.append({"model": model, "row": None, "why": why})
             continue
         fits.sort(key=lambda ro: tuple(math.inf if ro[0].get(k) is None else ro[0][k] for k in order))
@@ -109,6 +111,8 @@ def choose(rows, max_ram=None, max_flash=None, max_ms=None, max_error=None, pref
             why += f"; {len(out)} verified build(s) exceed the limits, e.g. {out[0][0]['board']} {_opts(out[0][0])}: {', '.join(out[0][1])}"
         if failed:
             why += f"; {failed} build(s) failed"
+        if built:
+            why += f"; {built} built only, not verified"
         picks.append({"model": model, "row": best, "why": why})
     return picks
 
