@@ -86,6 +86,28 @@ def test_grid_drops_options_that_do_not_apply_and_names_each_build():
         65536, 524288, 1048576, 1000)
 
 
+def test_sweep_flags_make_the_grid():
+    from mcu_gen.cli import build_parser
+    from mcu_gen.cli.sweep_command import grid_from_args
+
+    args = build_parser().parse_args([
+        "sweep", "--model", "m.py", "--quantize", "none,int8", "--io", "int8", "--kernels", "library",
+        "--kernels", "auto,library", "--calibration-method", "minmax,percentile",
+        "--ram-regions", "dtcm=16K,sram=1M;default", "--ram-regions", "dtcm=4K,sram=1M"])
+    assert grid_from_args(args) == {
+        "quantize": [None, "int8"], "io": ["int8"], "backend": [], "kernels": ["library", "auto"],
+        "calibration_method": ["minmax", "percentile"], "ram_regions": ["dtcm=16K,sram=1M", None, "dtcm=4K,sram=1M"],
+        "npu": []}
+    with pytest.raises(ValueError, match="--calibration-method hist: one of histogram, minmax"):
+        grid_from_args(build_parser().parse_args(["sweep", "--model", "m.py", "--calibration-method", "hist"]))
+    from mcu_gen.dev.sweep.grid import expand
+
+    points, _ = expand(["m.py"], ["mps3-an547"], grid_from_args(args))
+    assert len(points) == 3 + 1 * 2 * 2 * 3  # fp32 x 3 RAM layouts + int8 x kernels x methods x layouts
+    assert points[-1].command() == ("mcu-gen build --board mps3-an547 --model m.py --quantize int8 --io int8 "
+                                    "--kernels auto --calibration-method percentile --ram-regions dtcm=4K,sram=1M")
+
+
 def _row(model, board, ms, ram, flash, err, status="ok"):
     return {"model": model, "board": board, "quantize": "int8", "status": status, "ms": ms, "ram_bytes": ram,
             "flash_bytes": flash, "error_vs_fp32": err, "command": f"mcu-gen build --board {board}"}
@@ -171,7 +193,8 @@ def test_sweep_table_picture_and_failures(first_sweep):
         assert err < 1e-4 if r["quantize"] == "" else 0 < err < 0.2
     assert got[("tiny", "mps2-an505", "int8")]["bit_exact"] == "True"
     # the table printed, and the picture: its SVG names every Pareto point's command
-    assert "mul_add  mps2-an505  int8" in p.stdout and "8 build(s): 0 served from the cache, 6" not in p.stdout
+    assert "mul_add  mps2-an505  int8" in p.stdout
+    assert "8 build(s): 0 served from the cache, 8 task(s) ran on Ray (local, 2 CPU(s))" in p.stdout
     assert "int8 quantization needs calibration data" in p.stdout
     png = (tmp / "out" / "pareto.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000

@@ -10,11 +10,9 @@ import sys
 from mcu_gen.cli.options import CALIBRATION_METHODS
 
 
-def cmd_sweep(args) -> int:
-    from mcu_gen.dev.sweep import split_values, sweep
-    from mcu_gen.dev.sweep.grid import parse_bytes
-    from mcu_gen.dev.sweep.table import text_table
-    from mcu_gen.progress import for_cli
+def grid_from_args(args) -> dict:
+    """{option: [values]} from the sweep's flags (comma lists and repeats; --ram-regions: ';' or repeats)."""
+    from mcu_gen.dev.sweep import split_values
 
     grid = {"quantize": split_values(args.quantize), "io": split_values(args.io),
             "backend": split_values(args.backend), "kernels": split_values(args.kernels),
@@ -25,6 +23,16 @@ def cmd_sweep(args) -> int:
     bad = [v for v in grid["calibration_method"] if v not in CALIBRATION_METHODS]
     if bad:
         raise ValueError(f"--calibration-method {', '.join(bad)}: one of {', '.join(CALIBRATION_METHODS)}")
+    return grid
+
+
+def cmd_sweep(args) -> int:
+    from mcu_gen.dev.sweep import sweep
+    from mcu_gen.dev.sweep.grid import parse_bytes
+    from mcu_gen.dev.sweep.table import text_table
+    from mcu_gen.progress import for_cli
+
+    grid = grid_from_args(args)
     limits = {"max_ram": parse_bytes(args.max_ram), "max_flash": parse_bytes(args.max_flash),
               "max_ms": args.max_ms, "max_error": args.max_error}
     bar = for_cli(args, "sweep tasks")
