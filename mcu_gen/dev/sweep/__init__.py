@@ -186,6 +186,8 @@ def _run_jobs(ray, jobs, data, rows, cache, n, timeout, log, progress) -> None:
         ref = remote.remote(str(p.model), data[str(p.model)], p.board, p.options, mode, n, timeout)
         refs[ref] = (i, p, mode, key)
     done = 0
+    if progress is not None:
+        progress(0, len(jobs))  # the bar from the start, not from the first result
     pending = list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
