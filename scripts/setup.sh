@@ -47,7 +47,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # torch is pinned so that pip takes the CPU wheel; executorch (test oracle
 # and interop only) declares no torch dependency and installs beside it.
 "$VPY" -m pip install -q "torch==2.13.0"
-"$VPY" -m pip install -q -e ".[test,pio,ethos-u]"
+"$VPY" -m pip install -q -e ".[test,pio,ethos-u,sweep]"
 "$VPY" -m pip install -q --no-deps "tosa-tools==2026.8.0"
 "$VPY" -m pip install -q "executorch==1.5.1"
 # ExecuTorch's Cortex-M backend (interop tests only) imports tosa_serializer; its

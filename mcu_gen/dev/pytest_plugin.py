@@ -15,6 +15,11 @@ bit for bit). `mcu.eval(model, data, quantize="int8")` runs a labelled dataset o
 (mcu_gen.eval: accuracy of fp32 / int8 on the host and of the device, agreement, per class, confusion
 matrix; an EvalResult). `mcu.profile(...)` and `mcu.debug(...)` return mcu_gen.profile / mcu_gen.debug
 results. Registered through the `pytest11` entry point of the mcu-gen package.
+
+Under pytest-xdist (`pytest -n 2 --mcu-board mps2-an505`) every worker has its own `mcu`: its own build
+folder (the worker's temporary folder, named after it), its own QEMU (one at a time per worker, on a pty:
+no TCP ports), and with `--mcu-port A,B` its own board (worker gwN takes the N-th port). The caches mcu-gen
+shares between processes (the QEMU plugin, host runners: $MCU_GEN_CACHE) are written atomically.
 """
 from __future__ import annotations
 
@@ -31,7 +36,8 @@ def pytest_addoption(parser):
     g.addoption("--mcu-board", default="mps2-an505",
                 help="board to run on (default mps2-an505, emulated by QEMU; see `mcu-gen boards`)")
     g.addoption("--mcu-port", default=None,
-                help="serial port of a flashed board (default: the board's emulator)")
+                help="serial port of a flashed board (default: the board's emulator); under pytest-xdist a "
+                     "comma-separated list, one board per worker (gw0 the first)")
     g.addoption("--mcu-baud", type=int, default=None, help="baud rate of --mcu-port (default: the board's)")
     g.addoption("--mcu-timeout", type=float, default=60.0, help="seconds an inference may take on the device")
     g.addoption("--mcu-flash", action="store_true",
@@ -173,9 +179,29 @@ class Mcu:
             return debug_link(result, link, inputs)
 
 
+def worker_port(ports: str | None, worker: str | None = None, count: str | None = None) -> str | None:
+    """This xdist worker's port of --mcu-port A,B,... (gwN: the N-th); no xdist: the first (and only) one."""
+    import os
+
+    if ports is None:
+        return None
+    names = [p.strip() for p in ports.split(",") if p.strip()]
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "") if worker is None else worker
+    count = int((os.environ.get("PYTEST_XDIST_WORKER_COUNT") if count is None else count) or 1)
+    if count > len(names):
+        raise pytest.UsageError(f"--mcu-port {ports}: {count} pytest-xdist workers need {count} boards (one port "
+                                f"each, comma-separated), {len(names)} given; or fewer workers (-n {len(names)})")
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return names[index]
+
+
 @pytest.fixture(scope="session")
 def mcu(request, tmp_path_factory) -> Mcu:
-    """Builds models for --mcu-board and runs them on it (QEMU, or the board on --mcu-port)."""
+    """Builds models for --mcu-board and runs them on it (QEMU, or the board on --mcu-port): one per xdist worker."""
+    import os
+
     opt = request.config.getoption
-    return Mcu(opt("--mcu-board"), opt("--mcu-port"), tmp_path_factory.mktemp("mcu-gen"), baud=opt("--mcu-baud"),
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return Mcu(opt("--mcu-board"), worker_port(opt("--mcu-port")),
+               tmp_path_factory.mktemp(f"mcu-gen-{worker}" if worker else "mcu-gen"), baud=opt("--mcu-baud"),
                timeout=opt("--mcu-timeout"), flash=opt("--mcu-flash"))
