@@ -1,0 +1,251 @@
+// Register-blocked fp32 forward convolution (issue 27), used by aten::convolution,
+// mcu::conv2d and (as a 1x1 convolution) the linear kernels.
+//
+// Output-stationary: a block of OB output channels x PB output pixels of one
+// output row is held in OB*PB float accumulators (FPU registers on an M33/M4F/M55)
+// for the whole reduction, so every output is loaded never and stored once, and
+// each loaded input value is used by OB output channels (and, for a kernel row of
+// KW taps held in registers, by up to KW taps). Blocks: 4 channels x 4 pixels for
+// convolutions with several output channels per group, 1 channel x 8 pixels for
+// depthwise convolutions and channel tails.
+//
+// Summation order (the reference order; every path below follows it, so a result
+// does not depend on which path or block an output fell into):
+//     acc = bias[oc] (0 without bias)
+//     for ic in the group's input channels, ascending
+//       for kh ascending, for kw ascending, skipping taps that fall in the padding
+//         acc = acc + (w[oc][ic][kh][kw] * x)      -- product rounded, then sum rounded
+//     out = clamp(acc, lo, hi)
+// The product and the sum are two IEEE single operations (no fused multiply-add:
+// fp-contract is off here): VMUL + VADD, 1 + 1 cycles in the Cortex-M4 TRM's FPU
+// table against 3 for VFMA/VMLA, and what a host without FMA computes, so the host
+// runner and the device agree bit for bit. Taps in the padding are skipped rather
+// than multiplied by zero (they differ only for inf/NaN weights and the sign of a
+// zero sum).
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conv_common.h"
+
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+
+namespace mcu::kernels::f32fast {
+
+struct Conv {
+  const float* in;      // batch n, first input channel of the group
+  const float* weight;  // first output channel of the block
+  const float* bias;    // null: 0
+  float* out;           // batch n, first output channel of the block
+  int32_t cin_g, in_plane, in_w, out_plane, out_w;
+  int32_t taps, kernel_w, stride_w, dil_w, dil_h, pad_w;
+  float lo, hi;
+  bool clamp;
+};
+
+template <int OB, int PB>
+inline void store_block(const Conv& c, float* o, const float (&acc)[OB][PB]) {
+  if (c.clamp) {
+    for (int q = 0; q < OB; ++q) {
+      for (int p = 0; p < PB; ++p) {
+        const float v = acc[q][p];
+        o[q * c.out_plane + p] = v < c.lo ? c.lo : (v > c.hi ? c.hi : v);
+      }
+    }
+  } else {
+    for (int q = 0; q < OB; ++q) {
+      for (int p = 0; p < PB; ++p) o[q * c.out_plane + p] = acc[q][p];
+    }
+  }
+}
+
+// One kernel row of KW taps (dilation 1, stride S) over PB pixels: the
+// (PB - 1) * S + KW inputs it reads are loaded once.
+template <int OB, int PB, int KW, int S>
+struct RowFixed {
+  static inline void run(float (&acc)[OB][PB], const float* x, const float* w, int32_t w_oc, const Conv&) {
+    constexpr int kN = (PB - 1) * S + KW;
+    float xr[kN];
+#pragma GCC unroll 32
+    for (int j = 0; j < kN; ++j) xr[j] = x[j];
+#pragma GCC unroll 8
+    for (int k = 0; k < KW; ++k) {
+#pragma GCC unroll 4
+      for (int q = 0; q < OB; ++q) {
+        const float wv = w[q * w_oc + k];
+#pragma GCC unroll 8
+        for (int p = 0; p < PB; ++p) acc[q][p] = acc[q][p] + wv * xr[p * S + k];
+      }
+    }
+  }
+};
+
+// Any kernel width, stride and dilation: PB inputs loaded per tap.
+template <int OB, int PB>
+struct RowAny {
+  static inline void run(float (&acc)[OB][PB], const float* x, const float* w, int32_t w_oc, const Conv& c) {
+    const int32_t s = c.stride_w, d = c.dil_w;
+    for (int32_t k = 0; k < c.kernel_w; ++k) {
+      float xr[PB];
+#pragma GCC unroll 8
+      for (int p = 0; p < PB; ++p) xr[p] = x[p * s + k * d];
+#pragma GCC unroll 4
+      for (int q = 0; q < OB; ++q) {
+        const float wv = w[q * w_oc + k];
+#pragma GCC unroll 8
+        for (int p = 0; p < PB; ++p) acc[q][p] = acc[q][p] + wv * xr[p];
+      }
+    }
+  }
+};
+
+// `blocks` blocks of PB pixels of one output row; `x` the input of kernel row
+// kh_lo at the first block's first pixel, `w` the weights of kernel row kh_lo.
+template <int OB, int PB, class Row>
+void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t nkh, int32_t blocks) {
+  const int32_t w_oc = c.cin_g * c.taps;
+  const int32_t step = PB * c.stride_w;
+  const int32_t row_step = c.dil_h * c.in_w;
+  for (int32_t b = 0; b < blocks; ++b, o += PB, x += step) {
+    float acc[OB][PB];
+    for (int q = 0; q < OB; ++q) {
+      const float b0 = c.bias != nullptr ? c.bias[q] : 0.0f;
+      for (int p = 0; p < PB; ++p) acc[q][p] = b0;
+    }
+    const float* xi = x;
+    const float* wi = w;
+    for (int32_t ic = 0; ic < c.cin_g; ++ic, xi += c.in_plane, wi += c.taps) {
+      const float* xr = xi;
+      const float* wr = wi;
+      for (int32_t kh = 0; kh < nkh; ++kh, xr += row_step, wr += c.kernel_w) Row::run(acc, xr, wr, w_oc, c);
+    }
+    store_block<OB, PB>(c, o, acc);
+  }
+}
+
+// One output pixel with bounds: taps [kw_lo, kw_hi) of kernel rows [0, nkh).
+template <int OB>
+void run_pixel(const Conv& c, float* o, const float* x, const float* w, int32_t nkh, int32_t kw_lo, int32_t kw_hi) {
+  const int32_t w_oc = c.cin_g * c.taps;
+  const int32_t row_step = c.dil_h * c.in_w;
+  float acc[OB][1];
+  for (int q = 0; q < OB; ++q) acc[q][0] = c.bias != nullptr ? c.bias[q] : 0.0f;
+  for (int32_t ic = 0; ic < c.cin_g; ++ic, x += c.in_plane, w += c.taps) {
+    const float* xr = x;
+    const float* wr = w;
+    for (int32_t kh = 0; kh < nkh; ++kh, xr += row_step, wr += c.kernel_w) {
+      for (int32_t k = kw_lo; k < kw_hi; ++k) {
+        const float xv = xr[k * c.dil_w];
+#pragma GCC unroll 4
+        for (int q = 0; q < OB; ++q) acc[q][0] = acc[q][0] + wr[q * w_oc + k] * xv;
+      }
+    }
+  }
+  store_block<OB, 1>(c, o, acc);
+}
+
+using BlocksFn = void (*)(const Conv&, float*, const float*, const float*, int32_t, int32_t);
+
+// Channel blocks (4 x 4): 1x1, 3x3 stride 1 and 2; everything else by RowAny.
+inline BlocksFn pick4(const ConvGeometry& g) {
+  if (g.dil_w == 1) {
+    if (g.kernel_w == 1 && g.stride_w == 1) return &run_blocks<4, 4, RowFixed<4, 4, 1, 1>>;
+    if (g.kernel_w == 3 && g.stride_w == 1) return &run_blocks<4, 4, RowFixed<4, 4, 3, 1>>;
+    if (g.kernel_w == 3 && g.stride_w == 2) return &run_blocks<4, 4, RowFixed<4, 4, 3, 2>>;
+  }
+  return &run_blocks<4, 4, RowAny<4, 4>>;
+}
+
+// Single channels (1 x 8: depthwise, channel tails): 3x3 and 5x5, stride 1 and 2.
+inline BlocksFn pick1(const ConvGeometry& g) {
+  if (g.dil_w == 1) {
+    if (g.kernel_w == 3 && g.stride_w == 1) return &run_blocks<1, 8, RowFixed<1, 8, 3, 1>>;
+    if (g.kernel_w == 3 && g.stride_w == 2) return &run_blocks<1, 8, RowFixed<1, 8, 3, 2>>;
+    if (g.kernel_w == 5 && g.stride_w == 1) return &run_blocks<1, 8, RowFixed<1, 8, 5, 1>>;
+    if (g.kernel_w == 5 && g.stride_w == 2) return &run_blocks<1, 8, RowFixed<1, 8, 5, 2>>;
+  }
+  return &run_blocks<1, 8, RowAny<1, 8>>;
+}
+
+// One block of OB output channels over the whole output plane.
+template <int OB, int PB>
+void run_channels(const Conv& c, const ConvGeometry& g, RowSpan span, BlocksFn blocks_fn) {
+  const int32_t n_int = span.end - span.begin;
+  const int32_t blocks = n_int > 0 ? n_int / PB : 0;
+  const int32_t tail_begin = span.begin + blocks * PB;
+  for (int32_t oh = 0; oh < g.out_h; ++oh) {
+    // Kernel rows whose input row exists.
+    const int32_t base = oh * g.stride_h - g.pad_h;
+    const int32_t kh_lo = clamp_i32(ceil_div(-base, g.dil_h), 0, g.kernel_h);
+    const int32_t kh_hi = clamp_i32(floor_div(g.in_h - 1 - base, g.dil_h) + 1, kh_lo, g.kernel_h);
+    const int32_t nkh = kh_hi - kh_lo;
+    float* orow = c.out + oh * g.out_w;
+    const float* xrow = c.in + (base + kh_lo * g.dil_h) * g.in_w;
+    const float* wrow = c.weight + kh_lo * g.kernel_w;
+    if (nkh <= 0) {  // every kernel row in the padding: bias only
+      for (int32_t ow = 0; ow < g.out_w; ++ow) run_pixel<OB>(c, orow + ow, xrow, wrow, 0, 0, 0);
+      continue;
+    }
+    if (blocks > 0) blocks_fn(c, orow + span.begin, xrow + span.begin * g.stride_w - g.pad_w, wrow, nkh, blocks);
+    for (int32_t ow = 0; ow < g.out_w; ++ow) {
+      if (ow == span.begin) {
+        ow = tail_begin;
+        if (ow >= g.out_w) break;
+      }
+      const int32_t start = ow * g.stride_w - g.pad_w;
+      const int32_t kw_lo = clamp_i32(ceil_div(-start, g.dil_w), 0, g.kernel_w);
+      const int32_t kw_hi = clamp_i32(floor_div(g.in_w - 1 - start, g.dil_w) + 1, kw_lo, g.kernel_w);
+      run_pixel<OB>(c, orow + ow, xrow + start, wrow, nkh, kw_lo, kw_hi);
+    }
+  }
+}
+
+// Forward convolution (arguments checked by conv_geometry; a 1x1 stride-1
+// unpadded convolution may come flattened to one row per plane).
+inline void conv2d(const float* in, const float* weight, const float* bias, float* out, const ConvGeometry& g,
+                   float lo, float hi) {
+  const int32_t cin_g = g.in_channels / g.groups;
+  const int32_t cout_g = g.out_channels / g.groups;
+  const RowSpan span = interior_columns(g);
+  Conv c;
+  c.cin_g = cin_g;
+  c.in_plane = g.in_h * g.in_w;
+  c.in_w = g.in_w;
+  c.out_plane = g.out_h * g.out_w;
+  c.out_w = g.out_w;
+  c.taps = g.kernel_h * g.kernel_w;
+  c.kernel_w = g.kernel_w;
+  c.stride_w = g.stride_w;
+  c.dil_w = g.dil_w;
+  c.dil_h = g.dil_h;
+  c.pad_w = g.pad_w;
+  c.lo = lo;
+  c.hi = hi;
+  c.clamp = !(lo == -INFINITY && hi == INFINITY);
+  const BlocksFn f4 = cout_g >= 4 ? pick4(g) : nullptr;
+  const BlocksFn f1 = pick1(g);
+  for (int32_t n = 0; n < g.batch; ++n) {
+    for (int32_t grp = 0; grp < g.groups; ++grp) {
+      c.in = in + (static_cast<size_t>(n) * g.in_channels + static_cast<size_t>(grp) * cin_g) * c.in_plane;
+      int32_t oc = grp * cout_g;
+      const int32_t oc_end = oc + cout_g;
+      for (; oc + 4 <= oc_end; oc += 4) {
+        c.weight = weight + static_cast<size_t>(oc) * cin_g * c.taps;
+        c.bias = bias != nullptr ? bias + oc : nullptr;
+        c.out = out + (static_cast<size_t>(n) * g.out_channels + oc) * c.out_plane;
+        run_channels<4, 4>(c, g, span, f4);
+      }
+      for (; oc < oc_end; ++oc) {
+        c.weight = weight + static_cast<size_t>(oc) * cin_g * c.taps;
+        c.bias = bias != nullptr ? bias + oc : nullptr;
+        c.out = out + (static_cast<size_t>(n) * g.out_channels + oc) * c.out_plane;
+        run_channels<1, 8>(c, g, span, f1);
+      }
+    }
+  }
+}
+
+}  // namespace mcu::kernels::f32fast
+
+#pragma GCC pop_options
