@@ -29,7 +29,7 @@
 #include "conv_common.h"
 
 #pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
+#pragma GCC optimize("fp-contract=off", "no-schedule-insns")
 
 namespace mcu::kernels::f32fast {
 
@@ -39,14 +39,22 @@ struct Conv {
   const float* bias;    // null: 0
   float* out;           // batch n, first output channel of the block
   int32_t cin_g, in_plane, in_w, out_plane, out_w;
+  int32_t ic_step, row_step;  // between the input channels / kernel rows a block reads
   int32_t taps, kernel_w, stride_w, dil_w, dil_h, pad_w;
   float lo, hi;
   bool clamp;
 };
 
 template <int OB, int PB>
-inline void store_block(const Conv& c, float* o, const float (&acc)[OB][PB]) {
-  if (c.clamp) {
+inline void store_block(const Conv& c, float* o, const float (&acc)[OB][PB], int32_t n = PB) {
+  if (n < PB) {  // a partial last block (padded rows): its first n pixels
+    for (int q = 0; q < OB; ++q) {
+      for (int32_t p = 0; p < n; ++p) {
+        const float v = acc[q][p];
+        o[q * c.out_plane + p] = !c.clamp ? v : (v < c.lo ? c.lo : (v > c.hi ? c.hi : v));
+      }
+    }
+  } else if (c.clamp) {
     for (int q = 0; q < OB; ++q) {
       for (int p = 0; p < PB; ++p) {
         const float v = acc[q][p];
@@ -100,13 +108,14 @@ struct RowAny {
   }
 };
 
-// `blocks` blocks of PB pixels of one output row; `x` the input of kernel row
-// kh_lo at the first block's first pixel, `w` the weights of kernel row kh_lo.
+// `blocks` blocks of PB pixels of one output row, the last with `last` pixels;
+// `x` the input of kernel row kh_lo at the first block's first pixel, `w` the
+// weights of kernel row kh_lo.
 template <int OB, int PB, class Row>
-void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t nkh, int32_t blocks) {
+void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t nkh, int32_t blocks, int32_t last) {
   const int32_t w_oc = c.cin_g * c.taps;
   const int32_t step = PB * c.stride_w;
-  const int32_t row_step = c.dil_h * c.in_w;
+  const int32_t row_step = c.row_step;
   for (int32_t b = 0; b < blocks; ++b, o += PB, x += step) {
     float acc[OB][PB];
     for (int q = 0; q < OB; ++q) {
@@ -115,12 +124,12 @@ void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t
     }
     const float* xi = x;
     const float* wi = w;
-    for (int32_t ic = 0; ic < c.cin_g; ++ic, xi += c.in_plane, wi += c.taps) {
+    for (int32_t ic = 0; ic < c.cin_g; ++ic, xi += c.ic_step, wi += c.taps) {
       const float* xr = xi;
       const float* wr = wi;
       for (int32_t kh = 0; kh < nkh; ++kh, xr += row_step, wr += c.kernel_w) Row::run(acc, xr, wr, w_oc, c);
     }
-    store_block<OB, PB>(c, o, acc);
+    store_block<OB, PB>(c, o, acc, b + 1 == blocks ? last : PB);
   }
 }
 
@@ -128,13 +137,12 @@ void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t
 template <int OB>
 void run_pixel(const Conv& c, float* o, const float* x, const float* w, int32_t nkh, int32_t kw_lo, int32_t kw_hi) {
   const int32_t w_oc = c.cin_g * c.taps;
-  const int32_t row_step = c.dil_h * c.in_w;
   float acc[OB][1];
   for (int q = 0; q < OB; ++q) acc[q][0] = c.bias != nullptr ? c.bias[q] : 0.0f;
-  for (int32_t ic = 0; ic < c.cin_g; ++ic, x += c.in_plane, w += c.taps) {
+  for (int32_t ic = 0; ic < c.cin_g; ++ic, x += c.ic_step, w += c.taps) {
     const float* xr = x;
     const float* wr = w;
-    for (int32_t kh = 0; kh < nkh; ++kh, xr += row_step, wr += c.kernel_w) {
+    for (int32_t kh = 0; kh < nkh; ++kh, xr += c.row_step, wr += c.kernel_w) {
       for (int32_t k = kw_lo; k < kw_hi; ++k) {
         const float xv = xr[k * c.dil_w];
 #pragma GCC unroll 4
@@ -145,7 +153,7 @@ void run_pixel(const Conv& c, float* o, const float* x, const float* w, int32_t 
   store_block<OB, 1>(c, o, acc);
 }
 
-using BlocksFn = void (*)(const Conv&, float*, const float*, const float*, int32_t, int32_t);
+using BlocksFn = void (*)(const Conv&, float*, const float*, const float*, int32_t, int32_t, int32_t);
 
 // Channel blocks (4 x 4): 1x1, 3x3 stride 1 and 2; everything else by RowAny.
 inline BlocksFn pick4(const ConvGeometry& g) {
@@ -187,7 +195,7 @@ void run_channels(const Conv& c, const ConvGeometry& g, RowSpan span, BlocksFn b
       for (int32_t ow = 0; ow < g.out_w; ++ow) run_pixel<OB>(c, orow + ow, xrow, wrow, 0, 0, 0);
       continue;
     }
-    if (blocks > 0) blocks_fn(c, orow + span.begin, xrow + span.begin * g.stride_w - g.pad_w, wrow, nkh, blocks);
+    if (blocks > 0) blocks_fn(c, orow + span.begin, xrow + span.begin * g.stride_w - g.pad_w, wrow, nkh, blocks, PB);
     for (int32_t ow = 0; ow < g.out_w; ++ow) {
       if (ow == span.begin) {
         ow = tail_begin;
@@ -197,6 +205,75 @@ void run_channels(const Conv& c, const ConvGeometry& g, RowSpan span, BlocksFn b
       const int32_t kw_lo = clamp_i32(ceil_div(-start, g.dil_w), 0, g.kernel_w);
       const int32_t kw_hi = clamp_i32(floor_div(g.in_w - 1 - start, g.dil_w) + 1, kw_lo, g.kernel_w);
       run_pixel<OB>(c, orow + ow, xrow + start, wrow, nkh, kw_lo, kw_hi);
+    }
+  }
+}
+
+// Padded rows: floats of the stack buffer that holds, for one output row, the
+// kernel rows of every input channel of a group with the padding columns as
+// zeros, wide enough for whole blocks of 8 pixels. Used where a row has padding
+// columns and the rows fit: every pixel then takes the blocked path (the taps in
+// the padding are multiplied by +0 there; see the summation order above).
+constexpr int32_t kPadBufFloats = 256;
+
+inline int32_t padded_row_width(const ConvGeometry& g) {
+  const int32_t blocks8 = (g.out_w + 7) / 8;
+  return (blocks8 * 8 - 1) * g.stride_w + (g.kernel_w - 1) * g.dil_w + 1;
+}
+
+inline bool use_padded_rows(const ConvGeometry& g) {
+  if (g.pad_w == 0) return false;
+  const int64_t floats = static_cast<int64_t>(g.in_channels / g.groups) * g.kernel_h * padded_row_width(g);
+  return floats <= kPadBufFloats;
+}
+
+// One group over the whole output plane, rows padded into the stack buffer.
+__attribute__((noinline)) inline void run_group_padded(Conv c, const ConvGeometry& g, const float* weight,
+                                                       const float* bias, float* out, int32_t oc_begin,
+                                                       int32_t oc_end, BlocksFn f4, BlocksFn f1) {
+  float buf[kPadBufFloats];
+  const int32_t wp = padded_row_width(g);
+  const float* in = c.in;
+  for (int32_t oh = 0; oh < g.out_h; ++oh) {
+    const int32_t base = oh * g.stride_h - g.pad_h;
+    const int32_t kh_lo = clamp_i32(ceil_div(-base, g.dil_h), 0, g.kernel_h);
+    const int32_t kh_hi = clamp_i32(floor_div(g.in_h - 1 - base, g.dil_h) + 1, kh_lo, g.kernel_h);
+    const int32_t nkh = kh_hi - kh_lo;
+    // buf[ic][r][j] = input (ic, row base + (kh_lo + r) * dil_h, column j - pad_w), 0 outside.
+    float* d = buf;
+    for (int32_t ic = 0; ic < c.cin_g; ++ic) {
+      for (int32_t r = 0; r < nkh; ++r, d += wp) {
+        const float* src = in + static_cast<size_t>(ic) * c.in_plane + (base + (kh_lo + r) * g.dil_h) * g.in_w;
+        const int32_t left = g.pad_w < wp ? g.pad_w : wp;
+        const int32_t n = clamp_i32(wp - left, 0, g.in_w);
+        int32_t j = 0;
+        for (; j < left; ++j) d[j] = 0.0f;
+        for (int32_t k = 0; k < n; ++k) d[j + k] = src[k];
+        for (j += n; j < wp; ++j) d[j] = 0.0f;
+      }
+    }
+    c.ic_step = nkh * wp;
+    c.row_step = wp;
+    int32_t oc = oc_begin;
+    for (; f4 != nullptr && oc + 4 <= oc_end; oc += 4) {
+      c.weight = weight + static_cast<size_t>(oc) * c.cin_g * c.taps;
+      c.bias = bias != nullptr ? bias + oc : nullptr;
+      float* o = out + static_cast<size_t>(oc) * c.out_plane + oh * g.out_w;
+      if (nkh <= 0) {
+        for (int32_t ow = 0; ow < g.out_w; ++ow) run_pixel<4>(c, o + ow, buf, c.weight, 0, 0, 0);
+      } else {
+        f4(c, o, buf, c.weight + kh_lo * g.kernel_w, nkh, (g.out_w + 3) / 4, g.out_w - ((g.out_w + 3) / 4 - 1) * 4);
+      }
+    }
+    for (; oc < oc_end; ++oc) {
+      c.weight = weight + static_cast<size_t>(oc) * c.cin_g * c.taps;
+      c.bias = bias != nullptr ? bias + oc : nullptr;
+      float* o = out + static_cast<size_t>(oc) * c.out_plane + oh * g.out_w;
+      if (nkh <= 0) {
+        for (int32_t ow = 0; ow < g.out_w; ++ow) run_pixel<1>(c, o + ow, buf, c.weight, 0, 0, 0);
+      } else {
+        f1(c, o, buf, c.weight + kh_lo * g.kernel_w, nkh, (g.out_w + 7) / 8, g.out_w - ((g.out_w + 7) / 8 - 1) * 8);
+      }
     }
   }
 }
@@ -214,6 +291,8 @@ inline void conv2d(const float* in, const float* weight, const float* bias, floa
   c.in_w = g.in_w;
   c.out_plane = g.out_h * g.out_w;
   c.out_w = g.out_w;
+  c.ic_step = c.in_plane;
+  c.row_step = g.dil_h * g.in_w;
   c.taps = g.kernel_h * g.kernel_w;
   c.kernel_w = g.kernel_w;
   c.stride_w = g.stride_w;
@@ -225,21 +304,27 @@ inline void conv2d(const float* in, const float* weight, const float* bias, floa
   c.clamp = !(lo == -INFINITY && hi == INFINITY);
   const BlocksFn f4 = cout_g >= 4 ? pick4(g) : nullptr;
   const BlocksFn f1 = pick1(g);
+  const bool padded = use_padded_rows(g);
   for (int32_t n = 0; n < g.batch; ++n) {
     for (int32_t grp = 0; grp < g.groups; ++grp) {
       c.in = in + (static_cast<size_t>(n) * g.in_channels + static_cast<size_t>(grp) * cin_g) * c.in_plane;
       int32_t oc = grp * cout_g;
       const int32_t oc_end = oc + cout_g;
+      float* out_n = out + static_cast<size_t>(n) * g.out_channels * c.out_plane;
+      if (padded) {
+        run_group_padded(c, g, weight, bias, out_n, oc, oc_end, f4, f1);
+        continue;
+      }
       for (; oc + 4 <= oc_end; oc += 4) {
         c.weight = weight + static_cast<size_t>(oc) * cin_g * c.taps;
         c.bias = bias != nullptr ? bias + oc : nullptr;
-        c.out = out + (static_cast<size_t>(n) * g.out_channels + oc) * c.out_plane;
+        c.out = out_n + static_cast<size_t>(oc) * c.out_plane;
         run_channels<4, 4>(c, g, span, f4);
       }
       for (; oc < oc_end; ++oc) {
         c.weight = weight + static_cast<size_t>(oc) * cin_g * c.taps;
         c.bias = bias != nullptr ? bias + oc : nullptr;
-        c.out = out + (static_cast<size_t>(n) * g.out_channels + oc) * c.out_plane;
+        c.out = out_n + static_cast<size_t>(oc) * c.out_plane;
         run_channels<1, 8>(c, g, span, f1);
       }
     }
