@@ -29,7 +29,7 @@
 #include "conv_common.h"
 
 #pragma GCC push_options
-#pragma GCC optimize("fp-contract=off", "no-schedule-insns")
+#pragma GCC optimize("fp-contract=off", "no-schedule-insns", "no-tree-loop-distribute-patterns")
 
 namespace mcu::kernels::f32fast {
 
@@ -124,10 +124,14 @@ void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t
     }
     const float* xi = x;
     const float* wi = w;
-    for (int32_t ic = 0; ic < c.cin_g; ++ic, xi += c.ic_step, wi += c.taps) {
-      const float* xr = xi;
-      const float* wr = wi;
-      for (int32_t kh = 0; kh < nkh; ++kh, xr += row_step, wr += c.kernel_w) Row::run(acc, xr, wr, w_oc, c);
+    if (nkh == 1) {  // one kernel row (1x1, 1-D): no row loop
+      for (int32_t ic = 0; ic < c.cin_g; ++ic, xi += c.ic_step, wi += c.taps) Row::run(acc, xi, wi, w_oc, c);
+    } else {
+      for (int32_t ic = 0; ic < c.cin_g; ++ic, xi += c.ic_step, wi += c.taps) {
+        const float* xr = xi;
+        const float* wr = wi;
+        for (int32_t kh = 0; kh < nkh; ++kh, xr += row_step, wr += c.kernel_w) Row::run(acc, xr, wr, w_oc, c);
+      }
     }
     store_block<OB, PB>(c, o, acc, b + 1 == blocks ? last : PB);
   }
@@ -234,26 +238,25 @@ __attribute__((noinline)) inline void run_group_padded(Conv c, const ConvGeometr
   float buf[kPadBufFloats];
   const int32_t wp = padded_row_width(g);
   const float* in = c.in;
+  for (int32_t i = 0; i < kPadBufFloats; ++i) buf[i] = 0.0f;
+  c.ic_step = g.kernel_h * wp;
+  c.row_step = wp;
   for (int32_t oh = 0; oh < g.out_h; ++oh) {
     const int32_t base = oh * g.stride_h - g.pad_h;
     const int32_t kh_lo = clamp_i32(ceil_div(-base, g.dil_h), 0, g.kernel_h);
     const int32_t kh_hi = clamp_i32(floor_div(g.in_h - 1 - base, g.dil_h) + 1, kh_lo, g.kernel_h);
     const int32_t nkh = kh_hi - kh_lo;
-    // buf[ic][r][j] = input (ic, row base + (kh_lo + r) * dil_h, column j - pad_w), 0 outside.
-    float* d = buf;
+    // buf[ic][r][j] = input (ic, row base + (kh_lo + r) * dil_h, column j - pad_w);
+    // the padding columns stay zero from the start.
+    const int32_t left = g.pad_w < wp ? g.pad_w : wp;
+    const int32_t n = clamp_i32(wp - left, 0, g.in_w);
     for (int32_t ic = 0; ic < c.cin_g; ++ic) {
+      float* d = buf + ic * g.kernel_h * wp + left;
       for (int32_t r = 0; r < nkh; ++r, d += wp) {
         const float* src = in + static_cast<size_t>(ic) * c.in_plane + (base + (kh_lo + r) * g.dil_h) * g.in_w;
-        const int32_t left = g.pad_w < wp ? g.pad_w : wp;
-        const int32_t n = clamp_i32(wp - left, 0, g.in_w);
-        int32_t j = 0;
-        for (; j < left; ++j) d[j] = 0.0f;
-        for (int32_t k = 0; k < n; ++k) d[j + k] = src[k];
-        for (j += n; j < wp; ++j) d[j] = 0.0f;
+        for (int32_t k = 0; k < n; ++k) d[k] = src[k];
       }
     }
-    c.ic_step = nkh * wp;
-    c.row_step = wp;
     int32_t oc = oc_begin;
     for (; f4 != nullptr && oc + 4 <= oc_end; oc += 4) {
       c.weight = weight + static_cast<size_t>(oc) * c.cin_g * c.taps;
