@@ -185,7 +185,10 @@ template <int OB, int PB>
 void run_channels(const Conv& c, const ConvGeometry& g, RowSpan span, BlocksFn blocks_fn) {
   const int32_t n_int = span.end - span.begin;
   const int32_t blocks = n_int > 0 ? n_int / PB : 0;
-  const int32_t tail_begin = span.begin + blocks * PB;
+  // A tail of the interior shorter than a block: one more block ending at the
+  // interior's end, recomputing (identically) a few pixels of the one before.
+  const bool overlap = blocks > 0 && blocks * PB < n_int;
+  const int32_t tail_begin = overlap ? span.end : span.begin + blocks * PB;
   for (int32_t oh = 0; oh < g.out_h; ++oh) {
     // Kernel rows whose input row exists.
     const int32_t base = oh * g.stride_h - g.pad_h;
@@ -200,6 +203,10 @@ void run_channels(const Conv& c, const ConvGeometry& g, RowSpan span, BlocksFn b
       continue;
     }
     if (blocks > 0) blocks_fn(c, orow + span.begin, xrow + span.begin * g.stride_w - g.pad_w, wrow, nkh, blocks, PB);
+    if (overlap) {
+      const int32_t ow0 = span.end - PB;
+      blocks_fn(c, orow + ow0, xrow + ow0 * g.stride_w - g.pad_w, wrow, nkh, 1, PB);
+    }
     for (int32_t ow = 0; ow < g.out_w; ++ow) {
       if (ow == span.begin) {
         ow = tail_begin;
