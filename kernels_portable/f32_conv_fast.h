@@ -245,7 +245,7 @@ __attribute__((noinline)) inline void run_group_padded(Conv c, const ConvGeometr
   float buf[kPadBufFloats];
   const int32_t wp = padded_row_width(g);
   const float* in = c.in;
-  for (int32_t i = 0; i < kPadBufFloats; ++i) buf[i] = 0.0f;
+  for (int32_t i = 0, used = c.cin_g * g.kernel_h * wp; i < used; ++i) buf[i] = 0.0f;
   c.ic_step = g.kernel_h * wp;
   c.row_step = wp;
   for (int32_t oh = 0; oh < g.out_h; ++oh) {
