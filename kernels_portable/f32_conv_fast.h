@@ -45,20 +45,25 @@ struct Conv {
   bool clamp;
 };
 
+// clamp(v, lo, hi) for lo <= hi, NaN kept: two compare-and-selects (VSEL on fpv5).
+inline float clamp1(float v, float lo, float hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
 template <int OB, int PB>
 inline void store_block(const Conv& c, float* o, const float (&acc)[OB][PB], int32_t n = PB) {
   if (n < PB) {  // a partial last block (padded rows): its first n pixels
     for (int q = 0; q < OB; ++q) {
       for (int32_t p = 0; p < n; ++p) {
         const float v = acc[q][p];
-        o[q * c.out_plane + p] = !c.clamp ? v : (v < c.lo ? c.lo : (v > c.hi ? c.hi : v));
+        o[q * c.out_plane + p] = !c.clamp ? v : clamp1(v, c.lo, c.hi);
       }
     }
   } else if (c.clamp) {
     for (int q = 0; q < OB; ++q) {
       for (int p = 0; p < PB; ++p) {
-        const float v = acc[q][p];
-        o[q * c.out_plane + p] = v < c.lo ? c.lo : (v > c.hi ? c.hi : v);
+        o[q * c.out_plane + p] = clamp1(acc[q][p], c.lo, c.hi);
       }
     }
   } else {
