@@ -78,6 +78,7 @@ inline void store_block(const Conv& c, float* o, const float (&acc)[OB][PB], int
 template <int OB, int PB, int KW, int S>
 struct RowFixed {
   static constexpr bool kPointwise4x4 = OB == 4 && PB == 4 && KW == 1 && S == 1;
+  static constexpr bool kOneTap = KW == 1;
   static inline void run(float (&acc)[OB][PB], const float* x, const float* w, int32_t w_oc, const Conv&) {
     constexpr int kN = (PB - 1) * S + KW;
     float xr[kN];
@@ -99,6 +100,7 @@ struct RowFixed {
 template <int OB, int PB>
 struct RowAny {
   static constexpr bool kPointwise4x4 = false;
+  static constexpr bool kOneTap = false;
   static inline void run(float (&acc)[OB][PB], const float* x, const float* w, int32_t w_oc, const Conv& c) {
     const int32_t s = c.stride_w, d = c.dil_w;
     for (int32_t k = 0; k < c.kernel_w; ++k) {
@@ -191,7 +193,7 @@ void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t
     }
     const float* xi = x;
     const float* wi = w;
-    if (nkh == 1) {  // one kernel row (1x1, 1-D): no row loop
+    if (Row::kOneTap && nkh == 1) {  // a 1x1 kernel: no row loop
       int32_t ic = 0;
 #ifdef MCU_F32_POINTWISE_ASM
       if constexpr (Row::kPointwise4x4) {
