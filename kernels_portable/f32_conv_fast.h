@@ -117,11 +117,10 @@ struct RowAny {
   }
 };
 
-#if defined(__arm__) && defined(__ARM_FP) && (__ARM_FP & 4)  // single-precision VFP: M4F, M33, M55 (scalar)
+#if defined(__arm__) && defined(__ARM_FP) && !defined(__ARM_FEATURE_MVE)
 #define MCU_F32_POINTWISE_ASM 1
 // 4 output channels x 4 pixels of a 1x1 convolution over `pairs` pairs of input
-// channels, in assembly (scalar VFP; on the M55 too, which has no MVE-F kernel
-// here yet): GCC 12 neither forms VLDM from the C loop nor keeps 16
+// channels, in assembly: GCC 12 neither forms VLDM from the C loop nor keeps 16
 // accumulators and the loads in registers without spilling. Per pair of input
 // channels: 4 VLDM of a weight pair (w[oc][ic], w[oc][ic + 1]), 2 VLDM of 4
 // inputs, 32 VMUL + 32 VADD into s16-s31 (loaded from and stored to `acc` once
