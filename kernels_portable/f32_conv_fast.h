@@ -41,8 +41,7 @@ struct Conv {
   int32_t cin_g, in_plane, in_w, out_plane, out_w;
   int32_t ic_step, row_step;  // between the input channels / kernel rows a block reads
   int32_t taps, kernel_w, stride_w, dil_w, dil_h, pad_w;
-  float lo, hi;
-  bool clamp;
+  float lo, hi;  // the clamp; -inf, +inf for none
 };
 
 // clamp(v, lo, hi) for lo <= hi, NaN kept: two compare-and-selects (VSEL on fpv5).
@@ -51,24 +50,18 @@ inline float clamp1(float v, float lo, float hi) {
   return v > hi ? hi : v;
 }
 
+// Stores the first n pixels of a block, clamped (an unclamped convolution has
+// lo = -inf, hi = +inf: clamp1 is then the identity, NaN included). Constant
+// indices only, so that GCC keeps `acc` in registers; one store sequence per
+// block shape (flash).
 template <int OB, int PB>
 inline void store_block(const Conv& c, float* o, const float (&acc)[OB][PB], int32_t n = PB) {
-  if (n < PB) {  // a partial last block (padded rows): its first n pixels
-    for (int q = 0; q < OB; ++q) {
-      for (int32_t p = 0; p < n; ++p) {
-        const float v = acc[q][p];
-        o[q * c.out_plane + p] = !c.clamp ? v : clamp1(v, c.lo, c.hi);
-      }
-    }
-  } else if (c.clamp) {
-    for (int q = 0; q < OB; ++q) {
-      for (int p = 0; p < PB; ++p) {
-        o[q * c.out_plane + p] = clamp1(acc[q][p], c.lo, c.hi);
-      }
-    }
-  } else {
-    for (int q = 0; q < OB; ++q) {
-      for (int p = 0; p < PB; ++p) o[q * c.out_plane + p] = acc[q][p];
+  const float lo = c.lo, hi = c.hi;
+#pragma GCC unroll 4
+  for (int q = 0; q < OB; ++q) {
+#pragma GCC unroll 8
+    for (int p = 0; p < PB; ++p) {
+      if (p < n) o[q * c.out_plane + p] = clamp1(acc[q][p], lo, hi);
     }
   }
 }
@@ -216,8 +209,10 @@ void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t
   const int32_t row_step = c.row_step;
   for (int32_t b = 0; b < blocks; ++b, o += PB, x += step) {
     float acc[OB][PB];
+#pragma GCC unroll 4
     for (int q = 0; q < OB; ++q) {
       const float b0 = c.bias != nullptr ? c.bias[q] : 0.0f;
+#pragma GCC unroll 8
       for (int p = 0; p < PB; ++p) acc[q][p] = b0;
     }
     const float* xi = x;
@@ -429,7 +424,6 @@ inline void conv2d(const float* in, const float* weight, const float* bias, floa
   c.pad_w = g.pad_w;
   c.lo = lo;
   c.hi = hi;
-  c.clamp = !(lo == -INFINITY && hi == INFINITY);
   const BlocksFn f4 = cout_g >= 4 ? pick4(g) : nullptr;
   const BlocksFn f1 = pick1(g);
   const bool padded = use_padded_rows(g);
