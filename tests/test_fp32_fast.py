@@ -6,7 +6,8 @@ groups (depthwise, grouped, depth multiplier), odd channel counts (block tails),
 clamps — compared with PyTorch within a tolerance AND bit for bit with a numpy model of the documented
 summation order (acc = bias; for ic, kh, kw ascending: acc = acc + (w * x), each operation rounded to
 float32, taps in the padding contributing nothing). QEMU: a small TCN-style 1-D network and a
-depthwise-separable 2-D one verified against PyTorch on the Cortex-M33.
+depthwise-separable 2-D one verified against PyTorch on the Cortex-M33, and the devices' outputs (M33, M55) equal to the host's bit
+for bit.
 """
 from __future__ import annotations
 
@@ -211,10 +212,12 @@ def test_tcn_conv1d_on_the_m33(qemu_tools, tmp_path):
     assert r.max_abs_error < 1e-4
 
 
-def test_device_matches_host_bit_for_bit_on_the_m33(qemu_tools, tmp_path):
-    """The Cortex-M33 build (assembly 1x1 path, VFP code from GCC) gives the host runner's outputs bit for
-    bit: the summation order holds on the device too. Cases: 1x1 with even and odd channel counts (the
-    assembly runs pairs of input channels, a C tail the odd one), KWS's layers, a 5x5 depthwise, 1-D."""
+@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547"])
+def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
+    """The Cortex-M33 build (assembly 1x1 path, VFP code from GCC) and the Cortex-M55 build (MVE-F 1x1
+    path, the rest vectorized by GCC) give the host runner's outputs bit for bit: the summation order
+    holds on the devices too. Cases: 1x1 with even and odd channel counts (the assembly runs pairs of
+    input channels, a C tail the odd one), KWS's layers, a 5x5 depthwise, 1-D."""
     from mcu_gen.device.runner import run
     from mcu_gen.program import pte
 
@@ -227,7 +230,7 @@ def test_device_matches_host_bit_for_bit_on_the_m33(qemu_tools, tmp_path):
     host = run_on_host(b.p, b.inputs)
     path = tmp_path / "cases.pte"
     path.write_bytes(pte.write(b.p))
-    r = run(pte_path=path, board="mps2-an505", out=tmp_path / "m33", inputs=[b.inputs], cycles=False)
+    r = run(pte_path=path, board=board, out=tmp_path / board, inputs=[b.inputs], cycles=False)
     assert r.verified, r
     dev = r.outputs[0]
     assert len(dev) == len(host)
