@@ -1,27 +1,36 @@
-// Register-blocked fp32 forward convolution (issue 27), used by aten::convolution,
-// mcu::conv2d and (as a 1x1 convolution) the linear kernels.
+// Register-blocked fp32 forward convolution (issue 27; docs/fp32_kernels.md),
+// used by aten::convolution (1-D and 2-D, grouped, depthwise) and mcu::conv2d.
 //
 // Output-stationary: a block of OB output channels x PB output pixels of one
 // output row is held in OB*PB float accumulators (FPU registers on an M33/M4F/M55)
-// for the whole reduction, so every output is loaded never and stored once, and
+// for the whole reduction, so every output is stored once and never reloaded, and
 // each loaded input value is used by OB output channels (and, for a kernel row of
 // KW taps held in registers, by up to KW taps). Blocks: 4 channels x 4 pixels for
 // convolutions with several output channels per group, 1 channel x 8 pixels for
-// depthwise convolutions and channel tails.
+// depthwise convolutions and channel tails. A 1x1 convolution's 4x4 block runs in
+// assembly on FPU cores without MVE (VLDM) and with MVE-F intrinsics on the M55.
+//
+// Paths per output row: the interior columns (every tap inside the input) in
+// blocks, a tail shorter than a block as one more block overlapping the one
+// before, the border columns per pixel with their tap range; or, where a row has
+// padding columns and the rows fit 1 KB, "padded rows": the kernel rows of every
+// input channel copied into a stack buffer with zero columns, every pixel then in
+// blocks (the last one partial).
 //
 // Summation order (the reference order; every path below follows it, so a result
 // does not depend on which path or block an output fell into):
 //     acc = bias[oc] (0 without bias)
 //     for ic in the group's input channels, ascending
-//       for kh ascending, for kw ascending, skipping taps that fall in the padding
+//       for kh ascending, for kw ascending, over the taps inside the input
 //         acc = acc + (w[oc][ic][kh][kw] * x)      -- product rounded, then sum rounded
 //     out = clamp(acc, lo, hi)
 // The product and the sum are two IEEE single operations (no fused multiply-add:
-// fp-contract is off here): VMUL + VADD, 1 + 1 cycles in the Cortex-M4 TRM's FPU
-// table against 3 for VFMA/VMLA, and what a host without FMA computes, so the host
-// runner and the device agree bit for bit. Taps in the padding are skipped rather
-// than multiplied by zero (they differ only for inf/NaN weights and the sign of a
-// zero sum).
+// fp-contract is off here; the MVE path uses VMUL + VADD too): 1 + 1 cycles in the
+// Cortex-M4 TRM's FPU table against 3 for VFMA/VMLA, and what the host computes,
+// so the host runner and the devices agree bit for bit (tests/test_fp32_fast.py).
+// Taps in the padding are skipped on the per-pixel path and multiplied by +0 on
+// the padded-rows path: the same result except for inf/NaN weights (and the sign
+// of an all-zero sum).
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
