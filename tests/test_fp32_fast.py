@@ -201,6 +201,7 @@ def test_inputs():
 '''
 
 
+@pytest.mark.qemu
 def test_tcn_conv1d_on_the_m33(qemu_tools, tmp_path):
     """A TCN-style Conv1d network (dilations 1, 2, 4, depthwise, pointwise) end to end on QEMU mps2-an505."""
     import mcu_gen
@@ -212,6 +213,7 @@ def test_tcn_conv1d_on_the_m33(qemu_tools, tmp_path):
     assert r.max_abs_error < 1e-4
 
 
+@pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547"])
 def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
     """The Cortex-M33 build (assembly 1x1 path, VFP code from GCC) and the Cortex-M55 build (MVE-F 1x1
