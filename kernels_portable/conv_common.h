@@ -6,11 +6,9 @@
 // (IOHW for a transposed convolution, as ATen stores it). 1-D convolutions are
 // run as 2-D ones with a height of 1.
 //
-// The forward convolution accumulates one kernel row into one output row at a
-// time: for the output columns where every tap of the row lies inside the
-// input ("interior", computed once per convolution) the taps are held in
-// registers and the inner loop is a chain of multiply-adds over contiguous
-// input; only the few border columns check bounds.
+// The forward convolution is f32_conv_fast.h's register-blocked kernel (its
+// header documents the summation order); only the border columns of a row,
+// where some tap lies in the padding, check bounds.
 #pragma once
 #include <math.h>
 #include <stddef.h>
@@ -163,170 +161,23 @@ inline RowSpan interior_columns(const ConvGeometry& g) {
   return {begin, end};
 }
 
-// out[i] += sum_k w[k] * in[i * stride + k * dil] for i in [0, n): every tap
-// inside the input. K taps held in registers; DIL1 makes the offsets constants.
-template <int K, bool DIL1>
-inline void row_taps(float* out, int32_t n, const float* in, int32_t stride, int32_t dil, const float* w) {
-  float wr[K];
-#pragma GCC unroll 8
-  for (int k = 0; k < K; ++k) wr[k] = w[k];
-  for (int32_t i = 0; i < n; ++i) {
-    float acc = out[i];
-#pragma GCC unroll 8
-    for (int k = 0; k < K; ++k) acc += wr[k] * in[DIL1 ? k : k * dil];
-    out[i] = acc;
-    in += stride;
-  }
-}
+}  // namespace mcu::kernels
 
-// Any kernel width: one tap at a time over the whole interior.
-inline void row_taps_any(float* out, int32_t n, const float* in, int32_t stride, int32_t dil, const float* w,
-                         int32_t kernel_w) {
-  for (int32_t k = 0; k < kernel_w; ++k) {
-    const float wk = w[k];
-    const float* ip = in + k * dil;
-    if (stride == 1) {
-      for (int32_t i = 0; i < n; ++i) out[i] += wk * ip[i];
-    } else {
-      for (int32_t i = 0; i < n; ++i) out[i] += wk * ip[i * stride];
-    }
-  }
-}
+#include "f32_conv_fast.h"
 
-// Border columns of one output row (outside `span`): each tap bounds-checked.
-inline void conv_row_border(float* out, const float* in, const float* w, const ConvGeometry& g, RowSpan span) {
-  const int32_t s = g.stride_w, d = g.dil_w, p = g.pad_w, kw = g.kernel_w;
-  for (int32_t ow = 0; ow < g.out_w; ++ow) {
-    if (ow == span.begin) {
-      ow = span.end;
-      if (ow >= g.out_w) break;
-    }
-    const int32_t start = ow * s - p;
-    float acc = out[ow];
-    for (int32_t k = 0; k < kw; ++k) {
-      const int32_t iw = start + k * d;
-      if (iw >= 0 && iw < g.in_w) acc += w[k] * in[iw];
-    }
-    out[ow] = acc;
-  }
-}
-
-// Adds one kernel row `w` applied to one input row into one output row.
-inline void conv_row(float* out, const float* in, const float* w, const ConvGeometry& g, RowSpan span) {
-  const int32_t s = g.stride_w, d = g.dil_w, p = g.pad_w, kw = g.kernel_w;
-  conv_row_border(out, in, w, g, span);
-  const int32_t n = span.end - span.begin;
-  if (n <= 0) return;
-  float* o = out + span.begin;
-  const float* ip = in + span.begin * s - p;
-  if (d == 1) {
-    switch (kw) {
-      case 1: return row_taps<1, true>(o, n, ip, s, d, w);
-      case 2: return row_taps<2, true>(o, n, ip, s, d, w);
-      case 3: return row_taps<3, true>(o, n, ip, s, d, w);
-      case 5: return row_taps<5, true>(o, n, ip, s, d, w);
-      case 7: return row_taps<7, true>(o, n, ip, s, d, w);
-      default: break;
-    }
-  } else if (kw == 3) {
-    return row_taps<3, false>(o, n, ip, s, d, w);
-  }
-  row_taps_any(o, n, ip, s, d, w, kw);
-}
-
-// The whole 3x3 kernel (dilation 1) over the interior columns of one output
-// row whose three input rows all exist: nine taps in registers, one load and
-// one store of the output per nine multiply-adds.
-inline void taps_3x3(float* out, int32_t n, const float* in, int32_t in_w, int32_t stride, const float* w) {
-  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8];
-  const float* r0 = in;
-  const float* r1 = in + in_w;
-  const float* r2 = in + 2 * in_w;
-  for (int32_t i = 0; i < n; ++i) {
-    float acc = out[i];
-    acc += w0 * r0[0];
-    acc += w1 * r0[1];
-    acc += w2 * r0[2];
-    acc += w3 * r1[0];
-    acc += w4 * r1[1];
-    acc += w5 * r1[2];
-    acc += w6 * r2[0];
-    acc += w7 * r2[1];
-    acc += w8 * r2[2];
-    out[i] = acc;
-    r0 += stride;
-    r1 += stride;
-    r2 += stride;
-  }
-}
+namespace mcu::kernels {
 
 // Forward convolution, clamped to [lo, hi]. Arguments checked by conv_geometry.
+// The register-blocked kernel of f32_conv_fast.h (its header states the
+// summation order); a 1x1 convolution with unit stride and no padding is one
+// long row per plane.
 inline void conv2d_f32(const float* in, const float* weight, const float* bias, float* out, ConvGeometry g,
                        float lo, float hi) {
-  const int32_t cin_g = g.in_channels / g.groups;
-  const int32_t cout_g = g.out_channels / g.groups;
-  const int32_t in_plane = g.in_h * g.in_w;
-  const int32_t out_plane = g.out_h * g.out_w;
-  const int32_t taps = g.kernel_h * g.kernel_w;
-  // A 1x1 convolution with unit stride and no padding is one long row per plane.
-  if (taps == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0) {
-    g.in_w = g.out_w = in_plane;
+  if (g.kernel_h * g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0) {
+    g.in_w = g.out_w = g.in_h * g.in_w;
     g.in_h = g.out_h = 1;
   }
-  const RowSpan span = interior_columns(g);
-  const bool has_border = span.begin > 0 || span.end < g.out_w;
-  // Output rows [full_begin, full_end) see every kernel row inside the input;
-  // for a 3x3 kernel with dilation 1 they take the one-pass path.
-  const bool fast_3x3 = g.kernel_h == 3 && g.kernel_w == 3 && g.dil_h == 1 && g.dil_w == 1;
-  int32_t full_begin = -1, full_end = -1;
-  if (fast_3x3) {
-    full_begin = clamp_i32(ceil_div(g.pad_h, g.stride_h), 0, g.out_h);
-    const int32_t last = g.in_h - 3 + g.pad_h;
-    full_end = last < 0 ? full_begin : clamp_i32(floor_div(last, g.stride_h) + 1, full_begin, g.out_h);
-    if (full_end == full_begin) full_begin = full_end = -1;
-  }
-  for (int32_t n = 0; n < g.batch; ++n) {
-    for (int32_t oc = 0; oc < g.out_channels; ++oc) {
-      float* o = out + (static_cast<size_t>(n) * g.out_channels + oc) * out_plane;
-      const float b = bias != nullptr ? bias[oc] : 0.0f;
-      for (int32_t i = 0; i < out_plane; ++i) o[i] = b;
-      const int32_t first_ic = (oc / cout_g) * cin_g;
-      for (int32_t icg = 0; icg < cin_g; ++icg) {
-        const float* ip = in + (static_cast<size_t>(n) * g.in_channels + first_ic + icg) * in_plane;
-        const float* wk = weight + (static_cast<size_t>(oc) * cin_g + icg) * taps;
-        if (fast_3x3) {
-          // Rows where all three input rows exist: one pass of the whole kernel.
-          for (int32_t oh = full_begin; oh < full_end; ++oh) {
-            const int32_t ih = oh * g.stride_h - g.pad_h;
-            float* orow = o + oh * g.out_w;
-            if (has_border) {
-              for (int32_t kh = 0; kh < 3; ++kh) conv_row_border(orow, ip + (ih + kh) * g.in_w, wk + kh * 3, g, span);
-            }
-            if (span.end > span.begin) {
-              taps_3x3(orow + span.begin, span.end - span.begin, ip + ih * g.in_w + span.begin * g.stride_w - g.pad_w,
-                       g.in_w, g.stride_w, wk);
-            }
-          }
-        }
-        for (int32_t kh = 0; kh < g.kernel_h; ++kh) {
-          // Output rows whose input row ih = oh * stride - pad + kh * dil exists.
-          const int32_t shift = kh * g.dil_h - g.pad_h;
-          const int32_t oh_begin = clamp_i32(ceil_div(-shift, g.stride_h), 0, g.out_h);
-          const int32_t oh_end = clamp_i32(floor_div(g.in_h - 1 - shift, g.stride_h) + 1, 0, g.out_h);
-          const float* wrow = wk + kh * g.kernel_w;
-          for (int32_t oh = oh_begin; oh < oh_end; ++oh) {
-            if (oh == full_begin) {
-              oh = full_end - 1;  // done above
-              continue;
-            }
-            const int32_t ih = oh * g.stride_h + shift;
-            conv_row(o + oh * g.out_w, ip + ih * g.in_w, wrow, g, span);
-          }
-        }
-      }
-      clamp_f32(o, out_plane, lo, hi);
-    }
-  }
+  f32fast::conv2d(in, weight, bias, out, g, lo, hi);
 }
 
 // Transposed convolution (scatter form): every input pixel adds its weighted

@@ -1,0 +1,466 @@
+// Register-blocked fp32 forward convolution (issue 27; docs/fp32_kernels.md),
+// used by aten::convolution (1-D and 2-D, grouped, depthwise) and mcu::conv2d.
+//
+// Output-stationary: a block of OB output channels x PB output pixels of one
+// output row is held in OB*PB float accumulators (FPU registers on an M33/M4F/M55)
+// for the whole reduction, so every output is stored once and never reloaded, and
+// each loaded input value is used by OB output channels (and, for a kernel row of
+// KW taps held in registers, by up to KW taps). Blocks: 4 channels x 4 pixels for
+// convolutions with several output channels per group, 1 channel x 8 pixels for
+// depthwise convolutions and channel tails. A 1x1 convolution's 4x4 block runs in
+// assembly on FPU cores without MVE (VLDM) and with MVE-F intrinsics on the M55.
+//
+// Paths per output row: the interior columns (every tap inside the input) in
+// blocks, a tail shorter than a block as one more block overlapping the one
+// before, the border columns per pixel with their tap range; or, where a row has
+// padding columns and the rows fit 1 KB, "padded rows": the kernel rows of every
+// input channel copied into a stack buffer with zero columns, every pixel then in
+// blocks (the last one partial).
+//
+// Summation order (the reference order; every path below follows it, so a result
+// does not depend on which path or block an output fell into):
+//     acc = bias[oc] (0 without bias)
+//     for ic in the group's input channels, ascending
+//       for kh ascending, for kw ascending, over the taps inside the input
+//         acc = acc + (w[oc][ic][kh][kw] * x)      -- product rounded, then sum rounded
+//     out = clamp(acc, lo, hi)
+// The product and the sum are two IEEE single operations (no fused multiply-add:
+// fp-contract is off here; the MVE path uses VMUL + VADD too): 1 + 1 cycles in the
+// Cortex-M4 TRM's FPU table against 3 for VFMA/VMLA, and what the host computes,
+// so the host runner and the devices agree bit for bit (tests/test_fp32_fast.py).
+// Taps in the padding are skipped on the per-pixel path and multiplied by +0 on
+// the padded-rows path: the same result except for inf/NaN weights (and the sign
+// of an all-zero sum).
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conv_common.h"
+
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off", "no-schedule-insns", "no-tree-loop-distribute-patterns")
+
+namespace mcu::kernels::f32fast {
+
+struct Conv {
+  const float* in;      // batch n, first input channel of the group
+  const float* weight;  // first output channel of the block
+  const float* bias;    // null: 0
+  float* out;           // batch n, first output channel of the block
+  int32_t cin_g, in_plane, in_w, out_plane, out_w;
+  int32_t ic_step, row_step;  // between the input channels / kernel rows a block reads
+  int32_t taps, kernel_w, stride_w, dil_w, dil_h, pad_w;
+  float lo, hi;  // the clamp; -inf, +inf for none
+};
+
+// clamp(v, lo, hi) for lo <= hi, NaN kept: two compare-and-selects (VSEL on fpv5).
+inline float clamp1(float v, float lo, float hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
+// Stores the first n pixels of a block, clamped (an unclamped convolution has
+// lo = -inf, hi = +inf: clamp1 is then the identity, NaN included). Constant
+// indices only, so that GCC keeps `acc` in registers; one store sequence per
+// block shape (flash).
+template <int OB, int PB>
+inline void store_block(const Conv& c, float* o, const float (&acc)[OB][PB], int32_t n = PB) {
+  const float lo = c.lo, hi = c.hi;
+#pragma GCC unroll 4
+  for (int q = 0; q < OB; ++q) {
+#pragma GCC unroll 8
+    for (int p = 0; p < PB; ++p) {
+      if (p < n) o[q * c.out_plane + p] = clamp1(acc[q][p], lo, hi);
+    }
+  }
+}
+
+// One kernel row of KW taps (dilation 1, stride S) over PB pixels: the
+// (PB - 1) * S + KW inputs it reads are loaded once.
+template <int OB, int PB, int KW, int S>
+struct RowFixed {
+  static constexpr bool kPointwise4x4 = OB == 4 && PB == 4 && KW == 1 && S == 1;
+  static constexpr bool kOneTap = KW == 1;
+  static inline void run(float (&acc)[OB][PB], const float* x, const float* w, int32_t w_oc, const Conv&) {
+    constexpr int kN = (PB - 1) * S + KW;
+    float xr[kN];
+#pragma GCC unroll 32
+    for (int j = 0; j < kN; ++j) xr[j] = x[j];
+#pragma GCC unroll 8
+    for (int k = 0; k < KW; ++k) {
+#pragma GCC unroll 4
+      for (int q = 0; q < OB; ++q) {
+        const float wv = w[q * w_oc + k];
+#pragma GCC unroll 8
+        for (int p = 0; p < PB; ++p) acc[q][p] = acc[q][p] + wv * xr[p * S + k];
+      }
+    }
+  }
+};
+
+// Any kernel width, stride and dilation: PB inputs loaded per tap.
+template <int OB, int PB>
+struct RowAny {
+  static constexpr bool kPointwise4x4 = false;
+  static constexpr bool kOneTap = false;
+  static inline void run(float (&acc)[OB][PB], const float* x, const float* w, int32_t w_oc, const Conv& c) {
+    const int32_t s = c.stride_w, d = c.dil_w;
+    for (int32_t k = 0; k < c.kernel_w; ++k) {
+      float xr[PB];
+#pragma GCC unroll 8
+      for (int p = 0; p < PB; ++p) xr[p] = x[p * s + k * d];
+#pragma GCC unroll 4
+      for (int q = 0; q < OB; ++q) {
+        const float wv = w[q * w_oc + k];
+#pragma GCC unroll 8
+        for (int p = 0; p < PB; ++p) acc[q][p] = acc[q][p] + wv * xr[p];
+      }
+    }
+  }
+};
+
+// Not on MVE cores: there GCC 12 vectorizes the C block (VMUL/VADD.F32 on 4 pixels),
+// which the scalar assembly is slower than (M55 KWS 14.1 M -> 15.1 M estimated cycles).
+#if defined(__arm__) && defined(__ARM_FP) && !defined(__ARM_FEATURE_MVE)
+#define MCU_F32_POINTWISE_ASM 1
+// 4 output channels x 4 pixels of a 1x1 convolution over `pairs` pairs of input
+// channels, in assembly: GCC 12 neither forms VLDM from the C loop nor keeps 16
+// accumulators and the loads in registers without spilling. Per pair of input
+// channels: 4 VLDM of a weight pair (w[oc][ic], w[oc][ic + 1]), 2 VLDM of 4
+// inputs, 32 VMUL + 32 VADD into s16-s31 (loaded from and stored to `acc` once
+// per call; 4 product registers in rotation, so no add reads the product of the
+// instruction just before it): 4 x 3 + 2 x 5 + 64 + loop ~ 92 cycles per 32
+// MACs by the M4 table, against ~108 for the C loop (a VLDR per value). Same
+// order as the C path: ic, then ic + 1, each a rounded product and a rounded sum.
+#define MCU_F32_MAC4(w, a0, a1, a2, a3)                                     \
+  "vmul.f32 s12, " w ", s8\n\t"                                             \
+  "vmul.f32 s13, " w ", s9\n\t"                                             \
+  "vadd.f32 " a0 ", " a0 ", s12\n\t"                                        \
+  "vmul.f32 s14, " w ", s10\n\t"                                            \
+  "vadd.f32 " a1 ", " a1 ", s13\n\t"                                        \
+  "vmul.f32 s15, " w ", s11\n\t"                                            \
+  "vadd.f32 " a2 ", " a2 ", s14\n\t"                                        \
+  "vadd.f32 " a3 ", " a3 ", s15\n\t"
+inline void pointwise4x4_pairs(float (&acc)[4][4], const float* x, const float* w, int32_t pairs, int32_t x_step,
+                               int32_t w_oc) {
+  const int32_t xs = x_step * 4, ws = w_oc * 4;
+  int32_t t0, t1, t2;
+  float* const accp = &acc[0][0];
+  asm volatile(
+      "vldmia %[acc], {s16-s31}\n\t"
+      "1:\n\t"
+      "add %[t0], %[w], %[ws]\n\t"
+      "vldmia %[w], {s0-s1}\n\t"
+      "add %[t1], %[t0], %[ws]\n\t"
+      "vldmia %[t0], {s2-s3}\n\t"
+      "add %[t2], %[t1], %[ws]\n\t"
+      "vldmia %[t1], {s4-s5}\n\t"
+      "vldmia %[t2], {s6-s7}\n\t"
+      "vldmia %[x], {s8-s11}\n\t"
+      "add %[x], %[x], %[xs]\n\t"
+      MCU_F32_MAC4("s0", "s16", "s17", "s18", "s19")
+      MCU_F32_MAC4("s2", "s20", "s21", "s22", "s23")
+      MCU_F32_MAC4("s4", "s24", "s25", "s26", "s27")
+      MCU_F32_MAC4("s6", "s28", "s29", "s30", "s31")
+      "vldmia %[x], {s8-s11}\n\t"
+      "add %[x], %[x], %[xs]\n\t"
+      MCU_F32_MAC4("s1", "s16", "s17", "s18", "s19")
+      MCU_F32_MAC4("s3", "s20", "s21", "s22", "s23")
+      MCU_F32_MAC4("s5", "s24", "s25", "s26", "s27")
+      MCU_F32_MAC4("s7", "s28", "s29", "s30", "s31")
+      "add %[w], %[w], #8\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "bne 1b\n\t"
+      "vstmia %[acc], {s16-s31}\n\t"
+      : [x] "+r"(x), [w] "+r"(w), [n] "+r"(pairs), [t0] "=&r"(t0), [t1] "=&r"(t1), [t2] "=&r"(t2)
+      : [xs] "r"(xs), [ws] "r"(ws), [acc] "r"(accp)
+      : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "s16",
+        "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31", "cc",
+        "memory");
+}
+#undef MCU_F32_MAC4
+#endif
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include <arm_mve.h>
+#define MCU_F32_POINTWISE_MVE 1
+// The same 4 x 4 block with MVE-F (Cortex-M55): 4 pixels per vector, 4 vector
+// accumulators; per input channel one VLDRW of the 4 inputs, per output channel
+// a scalar weight, VMUL.F32 (vector by scalar) and VADD.F32: the same rounded
+// product and rounded sum per output as the scalar path (no VFMA).
+inline void pointwise4x4_mve(float (&acc)[4][4], const float* x, const float* w, int32_t n, int32_t x_step,
+                             int32_t w_oc) {
+  float32x4_t a0 = vld1q_f32(acc[0]), a1 = vld1q_f32(acc[1]), a2 = vld1q_f32(acc[2]), a3 = vld1q_f32(acc[3]);
+  const float* w1 = w + w_oc;
+  const float* w2 = w1 + w_oc;
+  const float* w3 = w2 + w_oc;
+  for (int32_t i = 0; i < n; ++i, x += x_step) {
+    const float32x4_t xv = vld1q_f32(x);
+    a0 = vaddq_f32(a0, vmulq_n_f32(xv, w[i]));
+    a1 = vaddq_f32(a1, vmulq_n_f32(xv, w1[i]));
+    a2 = vaddq_f32(a2, vmulq_n_f32(xv, w2[i]));
+    a3 = vaddq_f32(a3, vmulq_n_f32(xv, w3[i]));
+  }
+  vst1q_f32(acc[0], a0);
+  vst1q_f32(acc[1], a1);
+  vst1q_f32(acc[2], a2);
+  vst1q_f32(acc[3], a3);
+}
+#endif
+
+// `blocks` blocks of PB pixels of one output row, the last with `last` pixels;
+// `x` the input of kernel row kh_lo at the first block's first pixel, `w` the
+// weights of kernel row kh_lo.
+template <int OB, int PB, class Row>
+void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t nkh, int32_t blocks, int32_t last) {
+  const int32_t w_oc = c.cin_g * c.taps;
+  const int32_t step = PB * c.stride_w;
+  const int32_t row_step = c.row_step;
+  for (int32_t b = 0; b < blocks; ++b, o += PB, x += step) {
+    float acc[OB][PB];
+#pragma GCC unroll 4
+    for (int q = 0; q < OB; ++q) {
+      const float b0 = c.bias != nullptr ? c.bias[q] : 0.0f;
+#pragma GCC unroll 8
+      for (int p = 0; p < PB; ++p) acc[q][p] = b0;
+    }
+    const float* xi = x;
+    const float* wi = w;
+    if (Row::kOneTap && nkh == 1) {  // a 1x1 kernel: no row loop
+      int32_t ic = 0;
+#ifdef MCU_F32_POINTWISE_ASM
+      if constexpr (Row::kPointwise4x4) {
+        if (c.taps == 1 && c.cin_g >= 2) {
+          const int32_t pairs = c.cin_g / 2;
+          pointwise4x4_pairs(reinterpret_cast<float(&)[4][4]>(acc), xi, wi, pairs, c.ic_step, w_oc);
+          ic = 2 * pairs;
+          xi += static_cast<size_t>(ic) * c.ic_step;
+          wi += ic;
+        }
+      }
+#endif
+#ifdef MCU_F32_POINTWISE_MVE
+      if constexpr (Row::kPointwise4x4) {
+        if (c.taps == 1) {
+          pointwise4x4_mve(reinterpret_cast<float(&)[4][4]>(acc), xi, wi, c.cin_g, c.ic_step, w_oc);
+          ic = c.cin_g;
+        }
+      }
+#endif
+      for (; ic < c.cin_g; ++ic, xi += c.ic_step, wi += c.taps) Row::run(acc, xi, wi, w_oc, c);
+    } else {
+      for (int32_t ic = 0; ic < c.cin_g; ++ic, xi += c.ic_step, wi += c.taps) {
+        const float* xr = xi;
+        const float* wr = wi;
+        for (int32_t kh = 0; kh < nkh; ++kh, xr += row_step, wr += c.kernel_w) Row::run(acc, xr, wr, w_oc, c);
+      }
+    }
+    store_block<OB, PB>(c, o, acc, b + 1 == blocks ? last : PB);
+  }
+}
+
+// One output pixel with bounds: taps [kw_lo, kw_hi) of kernel rows [0, nkh).
+template <int OB>
+void run_pixel(const Conv& c, float* o, const float* x, const float* w, int32_t nkh, int32_t kw_lo, int32_t kw_hi) {
+  const int32_t w_oc = c.cin_g * c.taps;
+  float acc[OB][1];
+  for (int q = 0; q < OB; ++q) acc[q][0] = c.bias != nullptr ? c.bias[q] : 0.0f;
+  for (int32_t ic = 0; ic < c.cin_g; ++ic, x += c.ic_step, w += c.taps) {
+    const float* xr = x;
+    const float* wr = w;
+    for (int32_t kh = 0; kh < nkh; ++kh, xr += c.row_step, wr += c.kernel_w) {
+      for (int32_t k = kw_lo; k < kw_hi; ++k) {
+        const float xv = xr[k * c.dil_w];
+#pragma GCC unroll 4
+        for (int q = 0; q < OB; ++q) acc[q][0] = acc[q][0] + wr[q * w_oc + k] * xv;
+      }
+    }
+  }
+  store_block<OB, 1>(c, o, acc);
+}
+
+using BlocksFn = void (*)(const Conv&, float*, const float*, const float*, int32_t, int32_t, int32_t);
+
+// Channel blocks (4 x 4): 1x1, 3x3 stride 1; everything else by RowAny (flash: each
+// fixed shape is 1-2.5 KB of code; a 3x3 stride-2 stem or 5x5 depthwise layers
+// run ~10% slower on RowAny, MNASNet-0.5 6.66x -> 6.15x fewer cycles than before).
+inline BlocksFn pick4(const ConvGeometry& g) {
+  if (g.dil_w == 1) {
+    if (g.kernel_w == 1 && g.stride_w == 1) return &run_blocks<4, 4, RowFixed<4, 4, 1, 1>>;
+    if (g.kernel_w == 3 && g.stride_w == 1) return &run_blocks<4, 4, RowFixed<4, 4, 3, 1>>;
+  }
+  return &run_blocks<4, 4, RowAny<4, 4>>;
+}
+
+// Single channels (1 x 8: depthwise, channel tails): 3x3, stride 1 and 2.
+inline BlocksFn pick1(const ConvGeometry& g) {
+  if (g.dil_w == 1) {
+    if (g.kernel_w == 3 && g.stride_w == 1) return &run_blocks<1, 8, RowFixed<1, 8, 3, 1>>;
+    if (g.kernel_w == 3 && g.stride_w == 2) return &run_blocks<1, 8, RowFixed<1, 8, 3, 2>>;
+  }
+  return &run_blocks<1, 8, RowAny<1, 8>>;
+}
+
+// One block of OB output channels over the whole output plane.
+template <int OB, int PB>
+void run_channels(const Conv& c, const ConvGeometry& g, RowSpan span, BlocksFn blocks_fn) {
+  const int32_t n_int = span.end - span.begin;
+  const int32_t blocks = n_int > 0 ? n_int / PB : 0;
+  // A tail of the interior shorter than a block: one more block ending at the
+  // interior's end, recomputing (identically) a few pixels of the one before.
+  const bool overlap = blocks > 0 && blocks * PB < n_int;
+  const int32_t tail_begin = overlap ? span.end : span.begin + blocks * PB;
+  for (int32_t oh = 0; oh < g.out_h; ++oh) {
+    // Kernel rows whose input row exists.
+    const int32_t base = oh * g.stride_h - g.pad_h;
+    const int32_t kh_lo = clamp_i32(ceil_div(-base, g.dil_h), 0, g.kernel_h);
+    const int32_t kh_hi = clamp_i32(floor_div(g.in_h - 1 - base, g.dil_h) + 1, kh_lo, g.kernel_h);
+    const int32_t nkh = kh_hi - kh_lo;
+    float* orow = c.out + oh * g.out_w;
+    const float* xrow = c.in + (base + kh_lo * g.dil_h) * g.in_w;
+    const float* wrow = c.weight + kh_lo * g.kernel_w;
+    if (nkh <= 0) {  // every kernel row in the padding: bias only
+      for (int32_t ow = 0; ow < g.out_w; ++ow) run_pixel<OB>(c, orow + ow, xrow, wrow, 0, 0, 0);
+      continue;
+    }
+    if (blocks > 0) blocks_fn(c, orow + span.begin, xrow + span.begin * g.stride_w - g.pad_w, wrow, nkh, blocks, PB);
+    if (overlap) {
+      const int32_t ow0 = span.end - PB;
+      blocks_fn(c, orow + ow0, xrow + ow0 * g.stride_w - g.pad_w, wrow, nkh, 1, PB);
+    }
+    for (int32_t ow = 0; ow < g.out_w; ++ow) {
+      if (ow == span.begin) {
+        ow = tail_begin;
+        if (ow >= g.out_w) break;
+      }
+      const int32_t start = ow * g.stride_w - g.pad_w;
+      const int32_t kw_lo = clamp_i32(ceil_div(-start, g.dil_w), 0, g.kernel_w);
+      const int32_t kw_hi = clamp_i32(floor_div(g.in_w - 1 - start, g.dil_w) + 1, kw_lo, g.kernel_w);
+      run_pixel<OB>(c, orow + ow, xrow + start, wrow, nkh, kw_lo, kw_hi);
+    }
+  }
+}
+
+// Padded rows: floats of the stack buffer that holds, for one output row, the
+// kernel rows of every input channel of a group with the padding columns as
+// zeros, wide enough for whole blocks of 8 pixels. Used where a row has padding
+// columns and the rows fit: every pixel then takes the blocked path (the taps in
+// the padding are multiplied by +0 there; see the summation order above).
+constexpr int32_t kPadBufFloats = 256;
+
+inline int32_t padded_row_width(const ConvGeometry& g) {
+  const int32_t blocks8 = (g.out_w + 7) / 8;
+  return (blocks8 * 8 - 1) * g.stride_w + (g.kernel_w - 1) * g.dil_w + 1;
+}
+
+inline bool use_padded_rows(const ConvGeometry& g) {
+  if (g.pad_w == 0) return false;
+  const int64_t floats = static_cast<int64_t>(g.in_channels / g.groups) * g.kernel_h * padded_row_width(g);
+  return floats <= kPadBufFloats;
+}
+
+// One group over the whole output plane, rows padded into the stack buffer.
+__attribute__((noinline)) inline void run_group_padded(Conv c, const ConvGeometry& g, const float* weight,
+                                                       const float* bias, float* out, int32_t oc_begin,
+                                                       int32_t oc_end, BlocksFn f4, BlocksFn f1) {
+  float buf[kPadBufFloats];
+  const int32_t wp = padded_row_width(g);
+  const float* in = c.in;
+  for (int32_t i = 0, used = c.cin_g * g.kernel_h * wp; i < used; ++i) buf[i] = 0.0f;
+  c.ic_step = g.kernel_h * wp;
+  c.row_step = wp;
+  for (int32_t oh = 0; oh < g.out_h; ++oh) {
+    const int32_t base = oh * g.stride_h - g.pad_h;
+    const int32_t kh_lo = clamp_i32(ceil_div(-base, g.dil_h), 0, g.kernel_h);
+    const int32_t kh_hi = clamp_i32(floor_div(g.in_h - 1 - base, g.dil_h) + 1, kh_lo, g.kernel_h);
+    const int32_t nkh = kh_hi - kh_lo;
+    // buf[ic][r][j] = input (ic, row base + (kh_lo + r) * dil_h, column j - pad_w);
+    // the padding columns stay zero from the start.
+    const int32_t left = g.pad_w < wp ? g.pad_w : wp;
+    const int32_t n = clamp_i32(wp - left, 0, g.in_w);
+    for (int32_t ic = 0; ic < c.cin_g; ++ic) {
+      float* d = buf + ic * g.kernel_h * wp + left;
+      for (int32_t r = 0; r < nkh; ++r, d += wp) {
+        const float* src = in + static_cast<size_t>(ic) * c.in_plane + (base + (kh_lo + r) * g.dil_h) * g.in_w;
+        for (int32_t k = 0; k < n; ++k) d[k] = src[k];
+      }
+    }
+    int32_t oc = oc_begin;
+    for (; f4 != nullptr && oc + 4 <= oc_end; oc += 4) {
+      c.weight = weight + static_cast<size_t>(oc) * c.cin_g * c.taps;
+      c.bias = bias != nullptr ? bias + oc : nullptr;
+      float* o = out + static_cast<size_t>(oc) * c.out_plane + oh * g.out_w;
+      if (nkh <= 0) {
+        for (int32_t ow = 0; ow < g.out_w; ++ow) run_pixel<4>(c, o + ow, buf, c.weight, 0, 0, 0);
+      } else {
+        f4(c, o, buf, c.weight + kh_lo * g.kernel_w, nkh, (g.out_w + 3) / 4, g.out_w - ((g.out_w + 3) / 4 - 1) * 4);
+      }
+    }
+    for (; oc < oc_end; ++oc) {
+      c.weight = weight + static_cast<size_t>(oc) * c.cin_g * c.taps;
+      c.bias = bias != nullptr ? bias + oc : nullptr;
+      float* o = out + static_cast<size_t>(oc) * c.out_plane + oh * g.out_w;
+      if (nkh <= 0) {
+        for (int32_t ow = 0; ow < g.out_w; ++ow) run_pixel<1>(c, o + ow, buf, c.weight, 0, 0, 0);
+      } else {
+        f1(c, o, buf, c.weight + kh_lo * g.kernel_w, nkh, (g.out_w + 7) / 8, g.out_w - ((g.out_w + 7) / 8 - 1) * 8);
+      }
+    }
+  }
+}
+
+// Forward convolution (arguments checked by conv_geometry; a 1x1 stride-1
+// unpadded convolution may come flattened to one row per plane).
+inline void conv2d(const float* in, const float* weight, const float* bias, float* out, const ConvGeometry& g,
+                   float lo, float hi) {
+  const int32_t cin_g = g.in_channels / g.groups;
+  const int32_t cout_g = g.out_channels / g.groups;
+  const RowSpan span = interior_columns(g);
+  Conv c;
+  c.cin_g = cin_g;
+  c.in_plane = g.in_h * g.in_w;
+  c.in_w = g.in_w;
+  c.out_plane = g.out_h * g.out_w;
+  c.out_w = g.out_w;
+  c.ic_step = c.in_plane;
+  c.row_step = g.dil_h * g.in_w;
+  c.taps = g.kernel_h * g.kernel_w;
+  c.kernel_w = g.kernel_w;
+  c.stride_w = g.stride_w;
+  c.dil_w = g.dil_w;
+  c.dil_h = g.dil_h;
+  c.pad_w = g.pad_w;
+  c.lo = lo;
+  c.hi = hi;
+  const BlocksFn f4 = cout_g >= 4 ? pick4(g) : nullptr;
+  const BlocksFn f1 = pick1(g);
+  const bool padded = use_padded_rows(g);
+  for (int32_t n = 0; n < g.batch; ++n) {
+    for (int32_t grp = 0; grp < g.groups; ++grp) {
+      c.in = in + (static_cast<size_t>(n) * g.in_channels + static_cast<size_t>(grp) * cin_g) * c.in_plane;
+      int32_t oc = grp * cout_g;
+      const int32_t oc_end = oc + cout_g;
+      float* out_n = out + static_cast<size_t>(n) * g.out_channels * c.out_plane;
+      if (padded) {
+        run_group_padded(c, g, weight, bias, out_n, oc, oc_end, f4, f1);
+        continue;
+      }
+      for (; oc + 4 <= oc_end; oc += 4) {
+        c.weight = weight + static_cast<size_t>(oc) * cin_g * c.taps;
+        c.bias = bias != nullptr ? bias + oc : nullptr;
+        c.out = out_n + static_cast<size_t>(oc) * c.out_plane;
+        run_channels<4, 4>(c, g, span, f4);
+      }
+      for (; oc < oc_end; ++oc) {
+        c.weight = weight + static_cast<size_t>(oc) * cin_g * c.taps;
+        c.bias = bias != nullptr ? bias + oc : nullptr;
+        c.out = out_n + static_cast<size_t>(oc) * c.out_plane;
+        run_channels<1, 8>(c, g, span, f1);
+      }
+    }
+  }
+}
+
+}  // namespace mcu::kernels::f32fast
+
+#pragma GCC pop_options
