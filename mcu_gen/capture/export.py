@@ -428,6 +428,25 @@ class _Lowering:
             return out
         return v
 
+    def _check_upsample_scales(self, node, op, bound):
+        """The upsampling kernels take the source scale from the sizes (in / out); ATen uses 1 / scale
+        when scale_factors is given. Those agree whenever out = in * scale exactly (scale_factor=2, ...);
+        otherwise say so instead of computing something else."""
+        if op._schema.name not in ("aten::upsample_bilinear2d", "aten::upsample_nearest2d"):
+            return
+        scales = bound.get("scale_factors")
+        if not scales:
+            return
+        ins = node.args[0].meta["val"].shape[2:]
+        outs = node.meta["val"].shape[2:]
+        for s, i, o in zip(scales, ins, outs):
+            if np.float32(1.0 / s) != np.float32(i) / np.float32(o):
+                raise UnsupportedOperatorError(
+                    f"{op_name(node.target)} with scale_factor {s}: the output size {int(o)} is not "
+                    f"{int(i)} x {s}, and the device computes the source scale from the sizes; pass "
+                    f"size=... (or recompute_scale_factor=True) to F.interpolate{self._where(node)}"
+                )
+
     def lower_call(self, node):
         op = node.target
         if op is operator.getitem:
@@ -452,6 +471,7 @@ class _Lowering:
                 raise UnsupportedOperatorError(f"{op_name(op)}: view op without a copy variant{self._where(node)}")
             op = getattr(copy_packet, overload)
         bound = bind_args(op._schema, node.args, node.kwargs)
+        self._check_upsample_scales(node, op, bound)
         out_op = find_out_variant(op, bound)
         if out_op is None:
             raise UnsupportedOperatorError(
