@@ -265,7 +265,7 @@ class _Lowering:
 
     def constant_value(self, tensor: torch.Tensor, name: str) -> int:
         t = tensor.detach().contiguous()
-        data = np.ascontiguousarray(t.numpy())
+        data = np.asarray(t.numpy(), order="C")
         return self.program.add(TensorValue(tuple(t.shape), torch_dtype_name(t.dtype), data=data, name=name))
 
     def _where(self, node) -> str:
@@ -328,7 +328,7 @@ class _Lowering:
                 if tuple(init.shape) != t.shape or torch_dtype_name(init.dtype) != t.dtype:
                     raise ExportError(f"buffer {target}: initial value {tuple(init.shape)} {init.dtype} does not "
                                       f"match the graph's {t.shape} {t.dtype}")
-                t.init = np.ascontiguousarray(init.contiguous().numpy())
+                t.init = np.asarray(init.contiguous().numpy(), order="C")
                 t.name = target
                 self.env[node] = v
                 state_value[target] = v

@@ -231,7 +231,7 @@ class QuantLowering:
                                             scale=float(scale), zero_point=int(zp)))
 
     def _const(self, array: np.ndarray, dtype: str, name: str) -> int:
-        array = np.ascontiguousarray(array.astype(dtype))
+        array = np.asarray(array.astype(dtype), order="C")
         return self.program.add(TensorValue(array.shape, dtype, data=array, name=name))
 
     def _scalar(self, kind, value=None) -> int:
@@ -1148,13 +1148,13 @@ class QuantLowering:
             v = self._int8(shape, scale, zp, NHWC if len(shape) == 4 else None, st["name"])
             t = self.program.tensor(v)
             q = np.clip(quantize_f32(init.astype(np.float32), scale, zp), INT8_MIN, INT8_MAX).astype(np.int8)
-            t.init = np.ascontiguousarray(q.transpose(t.dim_order) if t.dim_order else q)
+            t.init = np.asarray(q.transpose(t.dim_order) if t.dim_order else q, order="C")
             for u in users:
                 self.q[u] = v
                 self.done.add(u)
         else:  # kept as the buffer is (fp32, or an integer counter the quantizer leaves alone)
             v = self.program.add(TensorValue(shape, torch_dtype_name(st["init"].dtype), name=st["name"]))
-            self.program.tensor(v).init = np.ascontiguousarray(init)
+            self.program.tensor(v).init = np.asarray(init, order="C")
             self.f[(node, True)] = v
             if not _nontrivial_nhwc(shape):
                 self.f[(node, False)] = v

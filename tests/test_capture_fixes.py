@@ -1,0 +1,90 @@
+"""Issue 24's capture bugs: 0-dim (shape []) tensors, pixel_shuffle(x, 1), in-place ops in fp32 islands,
+_assert_tensor_metadata, integer inputs through --quantize int8."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import mcu_gen
+from mcu_gen.capture.model_file import spec_from_module
+from mcu_gen.firmware.builder import load_program, plan_check_inputs
+from mcu_gen.firmware.host import run_on_host
+from mcu_gen.reference import run_reference
+from mcu_gen.reference.inputs import float_random_inputs, matched_inputs, random_inputs
+
+
+class Scalars(torch.nn.Module):
+    """Takes two scalars, returns scalars: add, mul, sub, div, relu, rsub, zeros_like, full_like."""
+
+    def forward(self, x, y):
+        a = torch.relu(x + y) * 2.0 - y
+        b = torch.rsub(a, y) / (y * y + 1.0)
+        z = torch.zeros_like(x) + torch.full_like(y, 3.0)
+        return a, b + z, torch.mul(x, y)
+
+
+class ScoreAndThreshold(torch.nn.Module):
+    """A tensor and a scalar threshold in; a tensor and a scalar score out."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc = torch.nn.Linear(8, 4)
+
+    def forward(self, x, thr):
+        h = torch.relu(self.fc(x))
+        return h - thr, h.sum(dim=(0, 1)) * 0.125 * thr
+
+
+def _spec(net, example, calibration=None):
+    return spec_from_module(net, example, calibration)
+
+
+def _scalars():
+    return _spec(Scalars(), (torch.tensor(1.5), torch.tensor(-0.25)))
+
+
+def _score():
+    torch.manual_seed(1)
+    cal = [(torch.randn(2, 8), torch.rand(())) for _ in range(8)]
+    return _spec(ScoreAndThreshold(), (torch.randn(2, 8), torch.tensor(0.1)), cal)
+
+
+def test_random_inputs_keep_zero_dim_shapes():
+    program, _, _ = load_program(_scalars())
+    assert [program.tensor(i).shape for i in program.inputs] == [(), ()]
+    for sets in (random_inputs(program, 2), float_random_inputs(program, 2),
+                 matched_inputs([(np.float32(1.0), np.array(2.0, np.float32))], 2), [plan_check_inputs(program)]):
+        for one in sets:
+            assert [np.shape(x) for x in one] == [(), ()]
+            assert all(isinstance(x, np.ndarray) for x in one)
+
+
+def test_zero_dim_fp32_host_and_reference_match_torch():
+    spec = _scalars()
+    program, _, _ = load_program(spec)
+    for x, y in [(1.5, -0.25), (-2.0, 0.5), (0.0, 3.0)]:
+        xs = (np.array(x, np.float32), np.array(y, np.float32))
+        want = [o.numpy() for o in spec.module(*map(torch.from_numpy, xs))]
+        for got in (run_on_host(program, list(xs)), run_reference(program, list(xs))):
+            assert [np.shape(g) for g in got] == [(), (), ()]
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6, atol=1e-6)
+
+
+def test_zero_dim_int8_program_builds_and_reference_runs():
+    program, _, spec = load_program(_score(), quantize="int8")
+    assert program.tensor(program.inputs[1]).shape == ()
+    outs = run_reference(program, [np.zeros((2, 8), np.float32), np.array(0.5, np.float32)])
+    assert [np.shape(o) for o in outs] == [(2, 4), ()]
+
+
+@pytest.mark.qemu
+def test_zero_dim_models_verify_on_qemu(tmp_path, qemu_tools):
+    r = mcu_gen.run(_scalars(), board="mps2-an505", out=tmp_path / "scalars")
+    assert r.verified, f"max abs error {r.max_abs_error} > {r.tolerance}"
+    r = mcu_gen.run(_score(), board="mps2-an505", out=tmp_path / "score")
+    assert r.verified, f"max abs error {r.max_abs_error} > {r.tolerance}"
+    r = mcu_gen.run(_score(), board="mps2-an505", quantize="int8", out=tmp_path / "score-int8")
+    assert r.verified and r.bit_exact
