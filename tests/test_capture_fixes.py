@@ -88,3 +88,27 @@ def test_zero_dim_models_verify_on_qemu(tmp_path, qemu_tools):
     assert r.verified, f"max abs error {r.max_abs_error} > {r.tolerance}"
     r = mcu_gen.run(_score(), board="mps2-an505", quantize="int8", out=tmp_path / "score-int8")
     assert r.verified and r.bit_exact
+
+
+# -- pixel_shuffle(x, 1) / pixel_unshuffle(x, 1): a graph output that views the input through no-op permutes
+class Shuffle1(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.pixel_shuffle(x, 1), torch.nn.functional.pixel_unshuffle(x, 1), x + 1.0
+
+
+@pytest.mark.parametrize("shape", [(1, 9, 2, 2), (1, 1, 6, 6)])
+def test_pixel_shuffle_by_one_output_gets_its_own_bytes(shape):
+    from mcu_gen.plan import picture
+
+    x = torch.randn(shape)
+    spec = _spec(Shuffle1(), (x,))
+    program, _, _ = load_program(spec)
+    for o in program.outputs[:2]:  # outputs are never the input's bytes
+        root = o
+        while root in program.meta.get("aliases", {}):
+            root = program.meta["aliases"][root]
+        assert root not in program.inputs
+    assert picture.summary(program)["peak_ops"]  # the build report (it failed with IndexError)
+    got = run_on_host(program, [x.numpy()])
+    for g, w in zip(got, spec.module(x)):
+        np.testing.assert_array_equal(g, w.numpy())
