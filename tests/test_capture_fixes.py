@@ -112,3 +112,46 @@ def test_pixel_shuffle_by_one_output_gets_its_own_bytes(shape):
     got = run_on_host(program, [x.numpy()])
     for g, w in zip(got, spec.module(x)):
         np.testing.assert_array_equal(g, w.numpy())
+
+
+# -- export artifacts and in-place operators in fp32 islands
+class ToDtype(torch.nn.Module):
+    def forward(self, x):
+        return x.to(torch.float32) * 2.0, x.float() + 1.0
+
+
+def test_assert_tensor_metadata_is_dropped():
+    x = torch.randn(2, 3)
+    spec = _spec(ToDtype(), (x,))
+    ep = torch.export.export(spec.module, (x,)).run_decompositions()
+    assert any(n.target is torch.ops.aten._assert_tensor_metadata.default for n in ep.graph.nodes)
+    program, _, _ = load_program(spec)
+    assert not any("assert" in ins.op for ins in program.instructions)
+    for g, w in zip(run_on_host(program, [x.numpy()]), spec.module(x)):
+        np.testing.assert_array_equal(g, w.numpy())
+
+
+class InplaceIsland(torch.nn.Module):
+    """In-place activations as torchvision's MobileNetV3 has them; hardswish_ is an fp32 island in int8."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.c = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.a = torch.nn.Hardswish(inplace=True)
+        self.c2 = torch.nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        y = self.a(self.c(x))
+        return self.c2(torch.nn.functional.hardsigmoid(y, inplace=True) * y)
+
+
+def test_inplace_activation_in_int8_program():
+    torch.manual_seed(2)
+    cal = [(torch.randn(1, 3, 8, 8),) for _ in range(6)]
+    spec = _spec(InplaceIsland(), cal[0], cal)
+    program, _, _ = load_program(spec, quantize="int8")
+    assert program.meta["quantized"] == "int8"
+    got = run_reference(program, [cal[0][0].numpy()])[0]
+    want = spec.module(cal[0][0]).detach().numpy()
+    assert np.abs(got - want).max() < 0.1 * np.abs(want).max() + 0.05
