@@ -155,3 +155,42 @@ def test_inplace_activation_in_int8_program():
     got = run_reference(program, [cal[0][0].numpy()])[0]
     want = spec.module(cal[0][0]).detach().numpy()
     assert np.abs(got - want).max() < 0.1 * np.abs(want).max() + 0.05
+
+
+# -- integer inputs in int8 programs
+class TokenClassifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.e = torch.nn.Embedding(20, 8)
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, ids):
+        return self.fc(self.e(ids).sum(dim=1) * 0.2)
+
+
+def _tokens():
+    g = torch.Generator().manual_seed(3)
+    cal = [(torch.randint(0, 20, (1, 5), generator=g),) for _ in range(8)]
+    return _spec(TokenClassifier(), cal[0], cal)
+
+
+@pytest.mark.parametrize("io", ["float32", "int8"])
+def test_int8_program_keeps_integer_inputs(io):
+    spec = _tokens()
+    program, _, _ = load_program(spec, quantize="int8", io=io)
+    assert program.tensor(program.inputs[0]).dtype == "int64"
+    ids = spec.calibration_inputs[0][0]
+    got = run_reference(program, [ids.numpy()])[0]
+    if io == "int8":
+        from mcu_gen.reference.inputs import dequantize_outputs
+        got = dequantize_outputs(program, [got])[0]
+    want = spec.module(ids).detach().numpy()
+    assert np.abs(got - want).max() < 0.1 * np.abs(want).max() + 0.05
+
+
+@pytest.mark.qemu
+def test_int8_token_classifier_bit_exact_on_qemu(tmp_path, qemu_tools):
+    r = mcu_gen.run(_tokens(), board="mps2-an505", quantize="int8", out=tmp_path / "tokens")
+    assert r.verified and r.bit_exact
+    assert r.top1_agreement is not None and r.max_abs_error > 0  # compared with fp32 (integer inputs too)

@@ -1112,7 +1112,11 @@ class QuantLowering:
         shape = tuple(val.shape)
         users = list(node.users)
         quantized = bool(users) and all(u.op == "call_function" and u.target in Q_OPS for u in users)
-        if self.io == "int8":
+        if not val.dtype.is_floating_point:  # token ids, indices, masks: stay integer / bool (never quantized)
+            v = self.program.add(TensorValue(shape, torch_dtype_name(val.dtype), name=node.name))
+            self.f[(node, True)] = self.f[(node, False)] = v
+            self.fp.env[node] = v
+        elif self.io == "int8":
             params = {self._qparams(u) for u in users} if quantized else set()
             if len(params) != 1:
                 raise QuantLoweringError(f"input {node.name}: --io int8 needs the input to be quantized once "
