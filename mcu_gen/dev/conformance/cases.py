@@ -27,7 +27,8 @@ DTYPES = {"float32": torch.float32, "int64": torch.int64, "int32": torch.int32, 
 
 # Out of scope (issue 24): random numbers, training-only and backward ops, sparse and complex tensors.
 _SKIP_WORDS = ("rand", "bernoulli", "dropout", "multinomial", "_backward", "sparse", "complex", "fft.",
-               "cuda", "jiterator", "empty")  # (other random ops: two eager runs differ, see _eager)
+               "cuda", "jiterator", "empty", "cauchy", "exponential", "geometric", "log_normal", "normal.in_place",
+               "uniform")  # (other random ops: two eager runs differ, see _eager)
 
 
 def _seed(name: str) -> int:
@@ -131,8 +132,8 @@ def op_database() -> list:
     return list(op_db)
 
 
-def case_for(op, dtype: str, check_export: bool = True) -> Optional[Case]:
-    """The case of one op and dtype, or None."""
+def case_for(op, dtype: str, check_export: bool = True, index: Optional[int] = None) -> Optional[Case]:
+    """The case of one op and dtype, or None; with ``index``, the case of that sample (for case_by_id)."""
     if _skipped(op) or DTYPES[dtype] not in op.dtypes:
         return None
     key = op_key(op)
@@ -140,7 +141,11 @@ def case_for(op, dtype: str, check_export: bool = True) -> Optional[Case]:
     try:
         samples = op.sample_inputs("cpu", DTYPES[dtype], requires_grad=False)
         tried = 0
-        for index, sample in enumerate(samples):
+        for k, sample in enumerate(samples):
+            if index is not None and k != index:
+                if k > index:
+                    return None
+                continue
             made = _module_of(op, sample)
             if made is None:
                 continue
@@ -148,7 +153,7 @@ def case_for(op, dtype: str, check_export: bool = True) -> Optional[Case]:
             module, inputs = made
             expected = _eager(module, inputs)
             if expected is not None and (not check_export or _captures(module, inputs)):
-                return Case(f"{key}:{dtype}:{index}", key, family(op.name), dtype, module, inputs, expected)
+                return Case(f"{key}:{dtype}:{k}", key, family(op.name), dtype, module, inputs, expected)
             if tried >= MAX_SAMPLES_TRIED:
                 return None
     except Exception:  # a sample generator that fails on this machine
@@ -169,9 +174,9 @@ def iter_cases(dtypes=("float32",), ops: Optional[list] = None, check_export: bo
 
 
 def case_by_id(case_id: str, db: Optional[list] = None) -> Optional[Case]:
-    key, dtype, _ = case_id.rsplit(":", 2)
+    key, dtype, index = case_id.rsplit(":", 2)
     for op in db or op_database():
         if op_key(op) == key:
-            case = case_for(op, dtype, check_export=False)
+            case = case_for(op, dtype, check_export=False, index=int(index))
             return case if case is not None and case.id == case_id else None
     return None
