@@ -72,8 +72,15 @@ class OpModule(torch.nn.Module):
 
 
 def family(name: str) -> str:
-    name = name.split(".")[-1] if name.startswith(("nn.functional.", "_refs.")) else name.split(".")[0]
-    return name.strip("_").split("_")[0] or name
+    """The operator without its namespace and variant: 'nn.functional.pixel_shuffle' -> 'pixel_shuffle',
+    'max.reduction_with_dim' -> 'max'."""
+    for prefix in ("nn.functional.", "_refs."):
+        if name.startswith(prefix):
+            return name[len(prefix):].split(".")[0]
+    for prefix in ("masked.", "linalg.", "special."):  # kept: linalg.norm is not norm
+        if name.startswith(prefix):
+            return prefix + name[len(prefix):].split(".")[0]
+    return name.split(".")[0].strip("_") or name
 
 
 def _skipped(op) -> bool:
