@@ -194,3 +194,18 @@ def test_int8_token_classifier_bit_exact_on_qemu(tmp_path, qemu_tools):
     r = mcu_gen.run(_tokens(), board="mps2-an505", quantize="int8", out=tmp_path / "tokens")
     assert r.verified and r.bit_exact
     assert r.top1_agreement is not None and r.max_abs_error > 0  # compared with fp32 (integer inputs too)
+
+
+# -- a number where the schema has a Tensor (sub.Tensor(1.0, x), from 1.0 - x and rsub(x, 2))
+class NumberFirst(torch.nn.Module):
+    def forward(self, x):
+        return 1.0 - x, torch.rsub(x, 2)
+
+
+def test_number_as_first_operand_becomes_a_constant():
+    x = torch.randn(2, 3)
+    spec = _spec(NumberFirst(), (x,))
+    program, _, _ = load_program(spec)
+    assert "aten::sub.out" in program.operators
+    for g, w in zip(run_on_host(program, [x.numpy()]), spec.module(x)):
+        np.testing.assert_array_equal(g, w.numpy())
