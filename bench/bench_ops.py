@@ -1,7 +1,7 @@
 """Operator conformance on PyTorch's own operator test inputs (OpInfo), mcu-gen next to ExecuTorch.
 
     python bench/bench_ops.py [--dtypes float32,int64,bool] [--ops add,abs,...] [--no-executorch]
-                              [--qemu N] [--families N] [--json rows.json]
+                              [--qemu N] [--families N] [--json rows.json] [--executorch-from rows.json]
 
 Cases (mcu_gen/dev/conformance/cases.py): per OpInfo entry and dtype, the first sample small enough for
 an MCU (every tensor <= 4096 elements, none empty) that torch.export captures, with deterministic
@@ -35,6 +35,8 @@ def main(argv=None) -> int:
     ap.add_argument("--qemu", type=int, default=0, help="also run this many host-correct cases on QEMU")
     ap.add_argument("--families", type=int, default=30, help="rows of the per-family table (0: all)")
     ap.add_argument("--json", default=None, help="write every case's results here")
+    ap.add_argument("--executorch-from", default=None,
+                    help="reuse ExecuTorch's statuses from an earlier --json file (the wheel does not change)")
     args = ap.parse_args(argv)
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
@@ -52,7 +54,14 @@ def main(argv=None) -> int:
         cases.append(case)
         ours[case.id] = runner.run(case)
     t_host = time.time() - t0
-    theirs = {} if args.no_executorch else et.run_in_executorch([c.id for c in cases])
+    if args.executorch_from:
+        earlier = {r["case"]: (r["executorch"], r["executorch_detail"])
+                   for r in json.loads(Path(args.executorch_from).read_text()) if r.get("executorch")}
+        todo = [c.id for c in cases if c.id not in earlier]
+        theirs = {**earlier, **(et.run_in_executorch(todo) if todo and not args.no_executorch else {})}
+        theirs = {c.id: theirs[c.id] for c in cases if c.id in theirs}
+    else:
+        theirs = {} if args.no_executorch else et.run_in_executorch([c.id for c in cases])
     t_et = time.time() - t0 - t_host
     qemu = {}
     if args.qemu:
