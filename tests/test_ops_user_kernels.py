@@ -124,3 +124,11 @@ def test_bilinear_scale_factor_that_the_sizes_do_not_express_is_refused_by_name(
     module = Fn(lambda a: F.interpolate(a, scale_factor=1.5, mode="bilinear"))
     with pytest.raises(UnsupportedOperatorError, match=r"upsample_bilinear2d.*scale_factor 1.5.*size="):
         export_model(ModelSpec(module, (x,)))
+
+
+def test_copy_broadcasts_and_converts_into_selfs_shape_and_dtype():
+    x = torch.randn(2, 3)
+    v = torch.tensor([1, -2, 3], dtype=torch.int32)
+    b = torch.tensor([True, False, True])
+    check(lambda a, s, m: (torch.ops.aten.copy.default(a, s), torch.ops.aten.copy.default(a, m),
+                           torch.ops.aten.copy.default(s, a[0])), x, v, b)
