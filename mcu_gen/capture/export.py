@@ -64,7 +64,7 @@ def _is_out_arg(a) -> bool:
 
 
 def _is_number(v) -> bool:
-    return isinstance(v, (int, float, bool)) and not isinstance(v, torch.fx.Node)
+    return isinstance(v, (int, float, bool)) and not isinstance(v, (torch.fx.Node, _Lifted))
 
 
 def find_out_variant(op, bound: Optional[dict] = None):
@@ -237,6 +237,10 @@ def to_const_graph(ep: torch.export.ExportedProgram) -> tuple:
 
 
 # -- lowering -----------------------------------------------------------------------------------
+class _Lifted(int):
+    """The value index of a number made a constant tensor (_Lowering._numbers_as_tensors)."""
+
+
 class _Lowering:
     def __init__(self, cg: ConstGraph, user_file, has_kernel):
         self.cg = cg
@@ -265,7 +269,7 @@ class _Lowering:
 
     def constant_value(self, tensor: torch.Tensor, name: str) -> int:
         t = tensor.detach().contiguous()
-        data = np.ascontiguousarray(t.numpy())
+        data = np.asarray(t.numpy(), order="C")
         return self.program.add(TensorValue(tuple(t.shape), torch_dtype_name(t.dtype), data=data, name=name))
 
     def _where(self, node) -> str:
@@ -278,6 +282,8 @@ class _Lowering:
 
     def arg_value(self, value, type_str: str) -> int:
         p = self.program
+        if isinstance(value, _Lifted):
+            return int(value)
         if isinstance(value, torch.fx.Node):
             return self.env[value]
         if value is None:
@@ -328,7 +334,7 @@ class _Lowering:
                 if tuple(init.shape) != t.shape or torch_dtype_name(init.dtype) != t.dtype:
                     raise ExportError(f"buffer {target}: initial value {tuple(init.shape)} {init.dtype} does not "
                                       f"match the graph's {t.shape} {t.dtype}")
-                t.init = np.ascontiguousarray(init.contiguous().numpy())
+                t.init = np.asarray(init.contiguous().numpy(), order="C")
                 t.name = target
                 self.env[node] = v
                 state_value[target] = v
@@ -428,6 +434,37 @@ class _Lowering:
             return out
         return v
 
+    def _check_upsample_scales(self, node, op, bound):
+        """The upsampling kernels take the source scale from the sizes (in / out); ATen uses 1 / scale
+        when scale_factors is given. Those agree whenever out = in * scale exactly (scale_factor=2, ...);
+        otherwise say so instead of computing something else."""
+        if op._schema.name not in ("aten::upsample_bilinear2d", "aten::upsample_nearest2d"):
+            return
+        scales = bound.get("scale_factors")
+        if not scales:
+            return
+        ins = node.args[0].meta["val"].shape[2:]
+        outs = node.meta["val"].shape[2:]
+        for s, i, o in zip(scales, ins, outs):
+            if np.float32(1.0 / s) != np.float32(i) / np.float32(o):
+                raise UnsupportedOperatorError(
+                    f"{op_name(node.target)} with scale_factor {s}: the output size {int(o)} is not "
+                    f"{int(i)} x {s}, and the device computes the source scale from the sizes; pass "
+                    f"size=... (or recompute_scale_factor=True) to F.interpolate{self._where(node)}"
+                )
+
+    def _numbers_as_tensors(self, op, bound: dict, node) -> dict:
+        """A Python number where the schema has a Tensor becomes a 0-dim constant (as ExecuTorch's
+        scalar_to_tensor), of the result's dtype (a 0-dim tensor promotes as the number does)."""
+        val = node.meta.get("val")
+        out = dict(bound)
+        for a in op._schema.arguments:
+            v = bound.get(a.name)
+            if str(a.type) == "Tensor" and _is_number(v):
+                dtype = val.dtype if isinstance(val, torch.Tensor) and val.dtype != torch.bool else None
+                out[a.name] = _Lifted(self.constant_value(torch.tensor(v, dtype=dtype), f"{node.name}_{a.name}"))
+        return out
+
     def lower_call(self, node):
         op = node.target
         if op is operator.getitem:
@@ -452,7 +489,11 @@ class _Lowering:
                 raise UnsupportedOperatorError(f"{op_name(op)}: view op without a copy variant{self._where(node)}")
             op = getattr(copy_packet, overload)
         bound = bind_args(op._schema, node.args, node.kwargs)
+        self._check_upsample_scales(node, op, bound)
         out_op = find_out_variant(op, bound)
+        if out_op is None and any(str(a.type) == "Tensor" and _is_number(bound.get(a.name)) for a in op._schema.arguments):
+            bound = self._numbers_as_tensors(op, bound, node)  # sub.Tensor(1.0, x): no Scalar overload has it
+            out_op = find_out_variant(op, bound)
         if out_op is None:
             raise UnsupportedOperatorError(
                 f"{op_name(node.target)} is not supported: no out-variant kernel{self._where(node)}"

@@ -5,7 +5,7 @@ parameter, buffer and lifted constant has become a ``get_attr`` node, so a
 constant is simply a node for which ``const(node)`` returns a tensor.
 
 Order (see ``run_passes``):
-  remove_noops        eval dropout, no-op clone / alias / _to_copy, detach
+  remove_noops        eval dropout, no-op clone / alias / _to_copy, detach, export's asserts
   fold_constants      any op whose inputs are all constants (e.g. permute(W))
   fold_batch_norm     eval BN into the preceding convolution / addmm / mm
   fuse (optional)     convolution -> mcu::conv2d, addmm/mm/linear -> mcu::linear,
@@ -132,9 +132,16 @@ def _is_noop(node: torch.fx.Node) -> bool:
     return False
 
 
+# torch.export's checks (``.to(dtype)`` leaves _assert_tensor_metadata): no value, dropped as ExecuTorch does.
+EXPORT_ASSERTS = {aten._assert_tensor_metadata.default, aten._assert_scalar.default, aten._assert_async.msg,
+                  aten.sym_constrain_range_for_size.default, aten.sym_constrain_range.default}
+
+
 def remove_noops(cg: ConstGraph) -> None:
     for node in call_nodes(cg.graph):
-        if _is_noop(node):
+        if node.target in EXPORT_ASSERTS and not node.users:
+            cg.graph.erase_node(node)
+        elif _is_noop(node):
             cg.replace(node, node.args[0])
         elif node.target is aten.native_dropout.default and node.args[2] is False:
             # (out, mask): only the output may be used in eval mode

@@ -20,7 +20,7 @@ def expected_outputs(result: BuildResult, inputs: tuple) -> tuple[list, str]:
     if spec is not None:
         with torch.no_grad():
             module = spec.module if getattr(spec, "module", None) is not None else spec.exported_program.module()
-            out = module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in inputs])
+            out = module(*[torch.from_numpy(np.asarray(x, order="C")) for x in inputs])
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         return [to_numpy(o) for o in outs], "pytorch"
     from mcu_gen.reference import run_reference

@@ -66,7 +66,7 @@ def _fp32_outputs(module, one: tuple) -> list:
     import torch
 
     with torch.no_grad():
-        out = module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in one])
+        out = module(*[torch.from_numpy(np.asarray(x, order="C")) for x in one])
     return [to_numpy(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
 
 
@@ -83,7 +83,7 @@ def fp32_scores(module, samples: list, n_classes: int) -> np.ndarray:
         part = samples[lo:lo + BATCH]
         try:
             with torch.no_grad():
-                y = module(*[torch.from_numpy(np.ascontiguousarray(np.concatenate([one[k] for one in part])))
+                y = module(*[torch.from_numpy(np.asarray(np.concatenate([one[k] for one in part]), order="C"))
                              for k in range(len(part[0]))])
             y = to_numpy(y[0] if isinstance(y, (tuple, list)) else y).reshape(len(part), -1)
             if y.shape[1] != n_classes:

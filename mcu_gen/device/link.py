@@ -337,7 +337,7 @@ class Link:
                 raise ValueError(f"input {i}: shape {tuple(arr.shape)} != program's {tuple(t.sizes)}")
             if t.dim_order and tuple(t.dim_order) != tuple(range(len(t.dim_order))):
                 arr = arr.transpose(t.dim_order)
-            self.write_input(i, np.ascontiguousarray(arr).tobytes(), during=during)
+            self.write_input(i, np.asarray(arr, order="C").tobytes(), during=during)
             during = None
 
     # --- whole inferences -------------------------------------------------------

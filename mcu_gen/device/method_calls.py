@@ -56,7 +56,7 @@ def _expected_method_calls(result: BuildResult, calls: list) -> tuple[list, str]
         wants = []
         with torch.no_grad():
             for name, x in calls:
-                out = fns[name](*[torch.from_numpy(np.ascontiguousarray(a)) for a in x])
+                out = fns[name](*[torch.from_numpy(np.asarray(a, order="C")) for a in x])
                 outs = [] if out is None else (list(out) if isinstance(out, (tuple, list)) else [out])
                 wants.append([to_numpy(o) for o in outs])
         return wants, "pytorch, method by method"

@@ -120,9 +120,10 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
             c.verified = c.verified and exact
             c.bit_exact = c.verified
             c.reference = "host int8 reference (mcu_gen.quantize.reference), bit for bit"
-            if spec is not None and all(np.asarray(x).dtype.kind == "f" for x in one):
+            if spec is not None and all(np.asarray(x).dtype.kind == "f" or program.tensor(i).dtype != "int8"
+                                        for x, i in zip(one, program.inputs)):  # (integer ids are model inputs)
                 with torch.no_grad():
-                    fp = spec.module(*[torch.from_numpy(np.ascontiguousarray(x)) for x in one])
+                    fp = spec.module(*[torch.from_numpy(np.asarray(x, order="C")) for x in one])
                 fp = [to_numpy(o) for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
                 err, hit = quant_error(program, got, fp)
                 c.max_abs_error, top1 = max(c.max_abs_error, err), top1 + hit

@@ -36,7 +36,7 @@ def _module_steps(module, seq: list) -> list:
     outs = []
     with torch.no_grad():
         for step in seq:
-            out = m(*[torch.from_numpy(np.ascontiguousarray(x)) for x in step])
+            out = m(*[torch.from_numpy(np.asarray(x, order="C")) for x in step])
             outs.append([to_numpy(o) for o in (out if isinstance(out, (tuple, list)) else [out])])
     return outs
 

@@ -111,7 +111,7 @@ def run_pte(data: bytes, inputs, kernels, arena_size, outputs_meta, program=None
         paths = []
         for i, x in enumerate(inputs):
             p = tmp / f"in_{i}.bin"
-            p.write_bytes(np.ascontiguousarray(x).tobytes())
+            p.write_bytes(np.asarray(x, order="C").tobytes())
             paths.append(str(p))
         r = subprocess.run([str(exe), str(tmp / "program.pte"), str(arena_size), str(tmp), *paths],
                            capture_output=True, text=True, timeout=120)

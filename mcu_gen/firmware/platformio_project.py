@@ -130,7 +130,7 @@ def _render_test(dest: Path, env, program) -> None:
 
     def memory_order(arr, t):
         order = tuple(t.dim_order) if getattr(t, "dim_order", None) else tuple(range(arr.ndim))
-        return np.ascontiguousarray(np.asarray(arr, dtype=t.dtype).transpose(order)).tobytes()
+        return np.asarray(np.asarray(arr, dtype=t.dtype).transpose(order), order="C").tobytes()
 
     cases = []
     outs = [program.tensor(i) for i in program.outputs]

@@ -94,6 +94,11 @@ def remove_noop_copies(program: Program) -> list:
     aliases = program.meta.setdefault("aliases", {})
     slices = program.meta.get("slices", {})
     kept, removed = [], []
+    to_output = set()  # the outputs and what they view (pixel_shuffle(x, 1): output = view(permute(view(x))))
+    for a in program.outputs:
+        while a not in to_output:
+            to_output.add(a)
+            a = aliases.get(a, a)
     for ins in program.instructions:
         pair = noop_copy(program, ins)
         if pair is not None:
@@ -104,7 +109,7 @@ def remove_noop_copies(program: Program) -> list:
                 and out not in program.states and root not in program.states  # a state keeps its own bytes
                 and _activation(program, root) is not None
                 # a graph output keeps bytes of its own, apart from the graph inputs
-                and not (out in program.outputs and root in program.inputs)
+                and not (out in to_output and root in program.inputs)
             )
             if ok:
                 aliases[out] = src

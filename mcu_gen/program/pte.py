@@ -257,7 +257,7 @@ class _Writer:
             const_index, state_index = {}, {}
             for i, v in enumerate(values):  # initial values first, then constants (the order ExecuTorch writes)
                 if isinstance(v, TensorValue) and not v.is_constant and v.init is not None:
-                    arr = np.ascontiguousarray(v.init)
+                    arr = np.asarray(v.init, order="C")
                     if arr.nbytes != v.nbytes:
                         raise PteError(f"state '{v.name}' has {arr.nbytes} bytes of initial value, its shape needs {v.nbytes}")
                     raw = arr.tobytes()  # only the initial bytes: equal ones are stored once
@@ -265,7 +265,7 @@ class _Writer:
                                                  (hashlib.sha256(raw).digest(), len(raw)), raw)
             for i, v in enumerate(values):
                 if isinstance(v, TensorValue) and v.is_constant:
-                    arr = np.ascontiguousarray(v.data)
+                    arr = np.asarray(v.data, order="C")
                     if arr.nbytes != v.nbytes:
                         raise PteError(f"constant '{v.name}' holds {arr.nbytes} bytes, its shape needs {v.nbytes}")
                     raw = arr.tobytes()

@@ -35,6 +35,8 @@ class _One(torch.nn.Module):
             self.const_names[n] = name
 
     def forward(self, *xs):
+        if self.target._schema.is_mutable:  # hardswish_(x): the island's copy of x, not its input (functionalized)
+            xs = tuple(x.clone() for x in xs)
         env = dict(zip(self.activations, xs))
 
         def sub(a):

@@ -231,7 +231,7 @@ class QuantLowering:
                                             scale=float(scale), zero_point=int(zp)))
 
     def _const(self, array: np.ndarray, dtype: str, name: str) -> int:
-        array = np.ascontiguousarray(array.astype(dtype))
+        array = np.asarray(array.astype(dtype), order="C")
         return self.program.add(TensorValue(array.shape, dtype, data=array, name=name))
 
     def _scalar(self, kind, value=None) -> int:
@@ -1112,7 +1112,11 @@ class QuantLowering:
         shape = tuple(val.shape)
         users = list(node.users)
         quantized = bool(users) and all(u.op == "call_function" and u.target in Q_OPS for u in users)
-        if self.io == "int8":
+        if not val.dtype.is_floating_point:  # token ids, indices, masks: stay integer / bool (never quantized)
+            v = self.program.add(TensorValue(shape, torch_dtype_name(val.dtype), name=node.name))
+            self.f[(node, True)] = self.f[(node, False)] = v
+            self.fp.env[node] = v
+        elif self.io == "int8":
             params = {self._qparams(u) for u in users} if quantized else set()
             if len(params) != 1:
                 raise QuantLoweringError(f"input {node.name}: --io int8 needs the input to be quantized once "
@@ -1148,13 +1152,13 @@ class QuantLowering:
             v = self._int8(shape, scale, zp, NHWC if len(shape) == 4 else None, st["name"])
             t = self.program.tensor(v)
             q = np.clip(quantize_f32(init.astype(np.float32), scale, zp), INT8_MIN, INT8_MAX).astype(np.int8)
-            t.init = np.ascontiguousarray(q.transpose(t.dim_order) if t.dim_order else q)
+            t.init = np.asarray(q.transpose(t.dim_order) if t.dim_order else q, order="C")
             for u in users:
                 self.q[u] = v
                 self.done.add(u)
         else:  # kept as the buffer is (fp32, or an integer counter the quantizer leaves alone)
             v = self.program.add(TensorValue(shape, torch_dtype_name(st["init"].dtype), name=st["name"]))
-            self.program.tensor(v).init = np.ascontiguousarray(init)
+            self.program.tensor(v).init = np.asarray(init, order="C")
             self.f[(node, True)] = v
             if not _nontrivial_nhwc(shape):
                 self.f[(node, False)] = v

@@ -81,8 +81,16 @@ class CalibrationObserver(UniformQuantizationObserverBase):
         })
 
     def forward(self, x_orig):
+        # An additive attention mask (-inf where masked) or a clamp to inf carries values no int8 range
+        # holds: the range comes from the finite values, and the infinities saturate to the int8 limits
+        # (a masked logit at -128 is exp(-128 * scale - max) in softmax, as near 0 as int8 gets).
+        x = x_orig.detach()
+        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            x = x[torch.isfinite(x)]
+            if x.numel() == 0:
+                return x_orig
         for obs in self.by_method.values():
-            obs(x_orig)
+            obs(x)
         return x_orig
 
     def calculate_qparams(self):

@@ -79,7 +79,7 @@ def operator_errors(program, spec) -> list:
         if rt.shape != t.shape:  # an alias of another shape: the value's logical view of the same bytes
             mem = q.transpose(rt.dim_order) if rt.dim_order else q
             order = t.dim_order or tuple(range(len(t.shape)))
-            q = np.ascontiguousarray(mem).reshape([t.shape[d] for d in order]).transpose(np.argsort(order))
+            q = np.asarray(mem, order="C").reshape([t.shape[d] for d in order]).transpose(np.argsort(order))
         deq = (q.astype(np.float32) - t.zero_point) * np.float32(t.scale)
         err = float(np.max(np.abs(deq - ref.reshape(deq.shape)))) if deq.size else 0.0
         scale = float(np.max(np.abs(ref))) if ref.size else 0.0

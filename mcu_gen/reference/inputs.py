@@ -22,9 +22,9 @@ def random_inputs(program: Program, n: int, seed: int = 0) -> list:
         for i in program.inputs:
             t = program.tensor(i)
             if t.dtype.startswith("float"):
-                one.append(rng.randn(*t.shape).astype(t.dtype))
+                one.append(np.asarray(rng.randn(*t.shape)).astype(t.dtype))  # asarray: 0-dim
             else:
-                one.append(rng.randint(-128, 128, size=t.shape).astype(t.dtype))
+                one.append(np.asarray(rng.randint(-128, 128, size=t.shape)).astype(t.dtype))
         sets.append(tuple(one))
     return sets
 
@@ -33,7 +33,7 @@ def float_random_inputs(program: Program, n: int) -> list:
     rng = np.random.RandomState(0)
     sets = []
     for _ in range(n):
-        sets.append(tuple(rng.randn(*program.tensor(i).shape).astype(np.float32) for i in program.inputs))
+        sets.append(tuple(np.asarray(rng.randn(*program.tensor(i).shape)).astype(np.float32) for i in program.inputs))
     return sets
 def quantize_inputs(program: Program, inputs: tuple) -> tuple:
     """fp32 inputs -> the int8 tensors an --io int8 program takes (host-side quantization)."""
@@ -81,7 +81,7 @@ def matched_inputs(samples: list, n: int, seed: int = 0) -> list:
         pools.append((pool, first.shape, first.dtype))
     out = []
     for _ in range(n):
-        out.append(tuple(rng.choice(pool, size=shape).astype(dtype) if pool.size else np.zeros(shape, dtype)
+        out.append(tuple(np.asarray(rng.choice(pool, size=shape)).astype(dtype) if pool.size else np.zeros(shape, dtype)
                          for pool, shape, dtype in pools))
     return out
 

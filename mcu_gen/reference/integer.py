@@ -293,7 +293,7 @@ def _run_cortex_m(mem: _Memory, ins) -> None:
     elif name == "softmax":
         y = softmax(a.t(0), a.s(1), a.s(2), a.s(3), a.s(4), a.s(5), a.s(6))
     elif name == "transpose":
-        y = np.ascontiguousarray(a.t(0).transpose(a.s(1)))
+        y = np.asarray(a.t(0).transpose(a.s(1)), order="C")
     elif name == "pad":
         x = a.t(0)
         pre, post, value = list(a.s(1)), list(a.s(2)), a.s(3)
@@ -307,7 +307,7 @@ def _run_cortex_m(mem: _Memory, ins) -> None:
         raise ReferenceError(f"{ins.op}: not in the int8 reference")
     if nhwc:
         y = y.transpose(0, 2, 3, 1)
-    mem.write(out, torch.from_numpy(np.ascontiguousarray(y)))
+    mem.write(out, torch.from_numpy(np.asarray(y, order="C")))
 
 
 def planned(program: Program) -> Program:
@@ -359,7 +359,7 @@ def _emulated_layer_norm(mem: _Memory, ins) -> None:
 
     y, mean, rstd = native_layer_norm_f32(x, n, opt(2), opt(3), float(p.values[ins.args[4]].value))
     for index, val in zip(ins.args[5:8], (y, mean, rstd)):
-        mem.write(index, torch.from_numpy(np.ascontiguousarray(val.reshape(p.tensor(index).shape))))
+        mem.write(index, torch.from_numpy(np.asarray(val.reshape(p.tensor(index).shape), order="C")))
 
 
 def _libm():
@@ -414,7 +414,7 @@ def _emulated_softmax(fn):
     def run(mem: _Memory, ins) -> None:
         x = mem.tensor(ins.args[0]).numpy()
         dim = int(mem.program.values[ins.args[1]].value) % x.ndim
-        mem.write(ins.args[3], torch.from_numpy(np.ascontiguousarray(fn(x, dim))))
+        mem.write(ins.args[3], torch.from_numpy(np.asarray(fn(x, dim), order="C")))
 
     return run
 
@@ -431,7 +431,7 @@ def execute_instruction(mem: _Memory, ins) -> None:
         out = ins.args[-1]
         shape = mem.program.tensor(out).shape
         y = upsample_nearest_int8(mem.tensor(ins.args[0]).numpy(), shape[2], shape[3])
-        mem.write(out, torch.from_numpy(np.ascontiguousarray(y)))
+        mem.write(out, torch.from_numpy(np.asarray(y, order="C")))
         return
     if ins.op in EMULATED:
         EMULATED[ins.op](mem, ins)

@@ -106,7 +106,7 @@ class _Memory:
     def tensor(self, index: int) -> torch.Tensor:
         v = self.program.values[index]
         if v.is_constant:
-            return torch.from_numpy(np.ascontiguousarray(v.data)).reshape(v.shape)
+            return torch.from_numpy(np.asarray(v.data, order="C")).reshape(v.shape)
         return self._view(v, *self._storage(index))
 
     @staticmethod
@@ -213,7 +213,7 @@ def initial_state(program: Program) -> dict:
         arr = np.asarray(v.init)
         if list(v.dim_order) != list(range(len(v.shape))):
             arr = arr.reshape([v.shape[d] for d in v.dim_order]).transpose([v.dim_order.index(k) for k in range(len(v.shape))])
-        out[i] = np.ascontiguousarray(arr.reshape(v.shape))
+        out[i] = np.asarray(arr.reshape(v.shape), order="C")
     return out
 
 
@@ -230,7 +230,7 @@ def interpret(program: Program, inputs, execute, trace: bool = False, shared_are
     _record_file_views(program)
     mem = _Memory(program, shared_arena)
     for index, x in zip(program.inputs, inputs):
-        x = torch.as_tensor(np.ascontiguousarray(np.asarray(x)))
+        x = torch.as_tensor(np.asarray(np.asarray(x), order="C"))
         v = program.tensor(index)
         if tuple(x.shape) != v.shape:
             raise ReferenceError(f"input value {index}: shape {tuple(x.shape)}, program expects {v.shape}")
@@ -239,7 +239,7 @@ def interpret(program: Program, inputs, execute, trace: bool = False, shared_are
         before = initial_state(program)
         before.update(state or {})
         for index in program.states:
-            mem.write(index, torch.as_tensor(np.ascontiguousarray(before[index])))
+            mem.write(index, torch.as_tensor(np.asarray(before[index], order="C")))
     steps, written = [], []
     if trace:
         plain_write = mem.write

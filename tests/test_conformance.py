@@ -1,0 +1,99 @@
+"""The OpInfo conformance harness (mcu_gen/dev/conformance) on a small fixed sample: it classifies
+correct / incorrect / missing / refused properly (a deliberately wrong reference is caught), ops mcu-gen
+supports pass on the host runner, and a case rebuilt from its id (ExecuTorch's worker) is the same case.
+The full sweep is bench/bench_ops.py."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mcu_gen.backends import kernels as kernel_registry
+from mcu_gen.dev.conformance import executorch as et
+from mcu_gen.dev.conformance.cases import case_by_id, case_for, op_database, op_key
+from mcu_gen.dev.conformance.host import HostRunner, lower_case
+
+# OpInfo entries whose first small float32 sample mcu-gen computes correctly today.
+SUPPORTED = ["add", "sub", "mul", "abs", "nn.functional.relu", "sigmoid", "tanh", "cat", "permute", "where",
+             "eq", "sum", "softmax", "nn.functional.pixel_shuffle", "nn.functional.pixel_unshuffle", "zeros_like",
+             "full_like", "nn.functional.embedding", "mm", "nn.functional.conv2d"]
+
+
+@pytest.fixture(scope="module")
+def db():
+    return {op_key(op): op for op in op_database()}
+
+
+@pytest.fixture(scope="module")
+def cases(db):
+    out = {}
+    for name in SUPPORTED + ["nonzero"]:
+        case = case_for(db[name], "float32")
+        assert case is not None, f"{name}: no small exportable float32 sample"
+        out[name] = case
+    return out
+
+
+@pytest.fixture(scope="module")
+def runner(cases):
+    """A runner with the kernels these cases use (the bench builds one with every portable kernel)."""
+    every = kernel_registry.find_kernels()
+    ops = set()
+    for name in SUPPORTED:
+        program, missing = lower_case(cases[name], every)
+        assert not missing, f"{name}: {missing}"
+        ops.update(program.operators)
+    return HostRunner(available={op: every[op] for op in ops})
+
+
+@pytest.mark.parametrize("name", SUPPORTED)
+def test_supported_ops_are_correct(runner, cases, name):
+    r = runner.run(cases[name])
+    assert r.status == "correct", f"{cases[name].id}: {r.status}: {r.detail}"
+
+
+def test_a_wrong_result_is_caught(runner, cases):
+    case = cases["add"]
+    wrong = [w + 1e-2 * (1 + w.abs().max()) for w in case.expected]
+    r = runner.run(case, expected=wrong)
+    assert r.status == "incorrect" and "tolerance" in r.detail
+    r = runner.run(case, expected=[w.to(torch.int32) for w in case.expected])
+    assert r.status == "incorrect" and "dtype" in r.detail
+    r = runner.run(case, expected=[w.reshape(-1) for w in case.expected])
+    assert r.status == "incorrect" and "shape" in r.detail
+    nan = [w.clone() for w in case.expected]
+    nan[0].view(-1)[0] = float("nan")
+    assert runner.run(case, expected=nan).status == "incorrect"
+
+
+def test_missing_kernel_is_classified(runner, cases):
+    saved = runner.available
+    runner.available = {op: k for op, k in saved.items() if op != "aten::abs.out"}
+    try:
+        r = runner.run(cases["abs"])
+    finally:
+        runner.available = saved
+    assert r.status == "missing" and r.missing == ["aten::abs.out"], r
+
+
+def test_data_dependent_shape_is_refused_not_crashed(runner, cases):
+    r = runner.run(cases["nonzero"])
+    assert r.status == "refused" and "depends on the input data" in r.detail, r
+
+
+def test_case_rebuilt_from_its_id_is_the_same(db, cases):
+    for name in ("add", "cat", "nn.functional.embedding"):
+        case = cases[name]
+        again = case_by_id(case.id, list(db.values()))
+        assert again is not None and again.id == case.id
+        assert all(torch.equal(a, b) for a, b in zip(case.inputs, again.inputs))
+        assert all(torch.equal(a, b) for a, b in zip(case.expected, again.expected))
+
+
+@pytest.mark.interop
+def test_executorch_worker_runs_cases(cases):
+    if not et.available():
+        pytest.skip("executorch wheel not installed (scripts/setup.sh installs it): no ExecuTorch comparison")
+    ids = [cases["add"].id, cases["abs"].id, "no_such_op:float32:0"]
+    got = et.run_in_executorch(ids)
+    assert got[cases["add"].id][0] == "correct" and got[cases["abs"].id][0] == "correct", got
+    assert got["no_such_op:float32:0"][0] == "unsupported"
