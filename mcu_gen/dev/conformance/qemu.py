@@ -10,13 +10,15 @@ from mcu_gen.errors import McuGenError
 
 
 def run_on_board(case, board: str = "mps2-an505", out: Path | None = None) -> Result:
-    import mcu_gen
     from mcu_gen.capture.export import UnsupportedOperatorError
+    from mcu_gen.capture.model_file import spec_from_module
+    from mcu_gen.device.runner import run
 
     with tempfile.TemporaryDirectory(prefix="mcu-conf-qemu-") as tmp:
         try:
-            r = mcu_gen.run(case.module, example_inputs=case.fresh_inputs(), test_inputs=[case.fresh_inputs()],
-                            name=case.op.replace(".", "_"), board=board, out=Path(out or tmp) / "case")
+            spec = spec_from_module(case.module, case.fresh_inputs(), None, [case.fresh_inputs()],
+                                    case.op.replace(".", "_"))
+            r = run(spec, board=board, out=Path(out or tmp) / "case")
         except UnsupportedOperatorError as e:
             names = missing_from_message(str(e))
             return Result(case.id, "missing" if names else "refused", str(e).splitlines()[0], names)
