@@ -733,30 +733,41 @@ def _vrshr(q, n: int):
 # "mul" (r = 0: VQRDMULH only), "plain" (VQRDMULH, VRSHR: ties rounded up), "sign" (VSHR #31 of the
 # input, VQRDMLAH onto it, VRSHR: negative inputs rounded half down), "fixup" (VQRDMULH, then the
 # sign of the product added before VRSHR: arm_nn_requantize's ties away from zero, for any multiplier).
-REQUANT_VARIANTS = ("mul", "plain", "sign", "fixup")
+# One table drives both what is emitted and what is proven: each step is (mnemonic, destination,
+# source, operand) over the registers x (the value), t (a temporary), m (the multiplier) and the
+# immediates #31 / #r; _requant_asm prints the steps, _requant_emulated runs them with _STEP_SEMANTICS.
+REQUANT_SEQUENCES = {
+    "mul": (("vqrdmulh.s32", "x", "x", "m"),),
+    "plain": (("vqrdmulh.s32", "x", "x", "m"), ("vrshr.s32", "x", "x", "#r")),
+    "sign": (("vshr.s32", "t", "x", "#31"), ("vqrdmlah.s32", "t", "x", "m"), ("vrshr.s32", "x", "t", "#r")),
+    "fixup": (("vqrdmulh.s32", "x", "x", "m"), ("vshr.s32", "t", "x", "#31"), ("vadd.i32", "x", "x", "t"),
+              ("vrshr.s32", "x", "x", "#r")),
+}
+REQUANT_VARIANTS = tuple(REQUANT_SEQUENCES)
+
+# mnemonic -> (destination's old value, source, operand) -> destination's new value (int64 lanes)
+_STEP_SEMANTICS = {
+    "vqrdmulh.s32": lambda d, a, b: _vqrdmulh(a, b),
+    "vqrdmlah.s32": lambda d, a, b: _vqrdmlah(d, a, b),
+    "vrshr.s32": lambda d, a, n: _vrshr(a, n),
+    "vshr.s32": lambda d, a, n: np.asarray(a, np.int64) >> n,
+    "vadd.i32": lambda d, a, b: _w32(np.asarray(a, np.int64) + b),
+}
 
 
 def _requant_emulated(v, m: int, r: int, variant: str):
-    if variant == "mul":
-        return _vqrdmulh(v, m)
-    if variant == "plain":
-        return _vrshr(_vqrdmulh(v, m), r)
-    if variant == "sign":
-        return _vrshr(_vqrdmlah(np.asarray(v, np.int64) >> 31, v, m), r)
-    h = _vqrdmulh(v, m)
-    return _vrshr(_w32(h + (h >> 31)), r)
+    """REQUANT_SEQUENCES[variant] run in numpy on the int32 lanes v (multiplier m, right shift r)."""
+    regs = {"x": np.asarray(v, np.int64), "t": None, "m": int(m), "#31": 31, "#r": r}
+    for mnemonic, dst, src, operand in REQUANT_SEQUENCES[variant]:
+        regs[dst] = _STEP_SEMANTICS[mnemonic](regs[dst], regs[src], regs[operand])
+    return regs["x"]
 
 
 def _requant_asm(x: str, t: str, m: str, r: int, variant: str) -> list:
-    """The instructions of one requantization variant on register x (t a temporary, m the multiplier's register)."""
-    if variant == "mul":
-        return [f"vqrdmulh.s32 {x}, {x}, {m}"]
-    if variant == "plain":
-        return [f"vqrdmulh.s32 {x}, {x}, {m}", f"vrshr.s32 {x}, {x}, #{r}"]
-    if variant == "sign":
-        return [f"vshr.s32 {t}, {x}, #31", f"vqrdmlah.s32 {t}, {x}, {m}", f"vrshr.s32 {x}, {t}, #{r}"]
-    return [f"vqrdmulh.s32 {x}, {x}, {m}", f"vshr.s32 {t}, {x}, #31", f"vadd.i32 {x}, {x}, {t}",
-            f"vrshr.s32 {x}, {x}, #{r}"]
+    """REQUANT_SEQUENCES[variant] as instructions on register x (t a temporary, m the multiplier's register)."""
+    names = {"x": x, "t": t, "m": m, "#31": "#31", "#r": f"#{r}"}
+    return [f"{mnemonic} {names[dst]}, {names[src]}, {names[operand]}"
+            for mnemonic, dst, src, operand in REQUANT_SEQUENCES[variant]]
 
 
 def _variants(shift: int) -> tuple:
@@ -778,7 +789,7 @@ class AddPlan:
 
     @property
     def instructions_per_vector(self) -> int:
-        cost = {"mul": 1, "plain": 2, "sign": 3, "fixup": 4}
+        cost = {variant: len(steps) for variant, steps in REQUANT_SEQUENCES.items()}
         return (2 + 2 + cost[self.variant_a] + cost[self.variant_b] + 1 + (self.out_left > 0) + cost[self.variant_out]
                 + self.add_zp + self.clamp_min + self.clamp_max + 1 + 1)  # loads, VMLAS x2, ..., clamps, VSTRB, LETP
 
