@@ -212,7 +212,7 @@ class DepthwiseLayer(_RequantChoice):
         for ky0, ky1 in ru:
             for kx0, kx1 in cu:
                 rows.append(self.bias + self.in_offset * w[ky0:ky1, kx0:kx1].sum(axis=(0, 1)))
-        return _wrap32(np.array(rows))
+        return wrap32(np.array(rows))
 
     def packed_weights(self) -> np.ndarray:
         """int16: per group of 4 channels, per tap: w[c], w[c+2], w[c+1], w[c+3]."""
@@ -333,7 +333,7 @@ def _u32_array(name: str, values, per_line: int = 8, align: int = 8) -> str:
 
 def _round_array(name: str, l) -> str:
     vals = (1 << (-l.shifts.astype(np.int64) - 1)) if l.right_shift_only else np.zeros(len(l.shifts), np.int64)
-    return _c_array("int32_t", name, vals, per_line=8)
+    return c_array("int32_t", name, vals, per_line=8)
 
 
 def _shape_text(l) -> str:
@@ -447,7 +447,7 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
               _int_check(11, act_max)]
     checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
     return GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd, k=cin,
-                     n=cout, weights=wt.astype(np.int16), acc_init=_wrap32(init), mults=mults.astype(np.int32),
+                     n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
                      inplace_ok=cout <= cin, checks=checks)
 
@@ -498,7 +498,7 @@ def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
         ring_rows = scratch.nbytes // row
         checks += [_tensor_check(12, scratch), "apart(ctx, 12, 0)", "apart(ctx, 12, 13)"]
     return ConvLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="conv", rows=oh * ow, k=k, n=cout,
-                     weights=wt.astype(np.int16), acc_init=_wrap32(init), mults=mults.astype(np.int32),
+                     weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
                      inplace_ok=bool(ring_rows), checks=checks,
                      geometry=(h, wd, cin, kh, kw, sh, sw, ph, pw, oh, ow), zero_point=-in_off, ring_rows=ring_rows)
@@ -548,7 +548,7 @@ def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
     m = np.resize(np.asarray(mults, np.int64), n)
     s = np.resize(np.asarray(shifts, np.int64), n)
     return GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="linear", rows=rows, k=k, n=n,
-                     weights=wt.astype(np.int16), acc_init=_wrap32(init), mults=m.astype(np.int32),
+                     weights=wt.astype(np.int16), acc_init=wrap32(init), mults=m.astype(np.int32),
                      shifts=s.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
                      inplace_ok=False, checks=checks)
 
@@ -639,7 +639,7 @@ def _add(program: Program, idx: int, ins) -> AddLayer | str:
                     act_max=hi, checks=checks)
 
 
-def _wrap32(v) -> np.ndarray:
+def wrap32(v) -> np.ndarray:
     return ((np.asarray(v, np.int64) + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
@@ -710,7 +710,7 @@ def ring_arg(l) -> int | None:
     return CONV_SCRATCH_ARG if getattr(l, "ring_rows", 0) else None
 
 
-def _c_array(ctype: str, name: str, values, per_line: int = 16, align: int = 0) -> str:
+def c_array(ctype: str, name: str, values, per_line: int = 16, align: int = 0) -> str:
     vals = [str(int(v)) for v in np.asarray(values).reshape(-1)]
     lines = ["  " + ", ".join(vals[i:i + per_line]) + "," for i in range(0, len(vals), per_line)]
     al = f"alignas({align}) " if align else ""
@@ -740,10 +740,10 @@ def _layer_source(l: GemmLayer, args: tuple) -> str:
            f"// Weights + filter offset as int16 pairs (lo, hi) in the order the loop reads them: "
            f"{l.weight_bytes:,} bytes.",
            _pairs(f"{pre}Weights", l.packed_weights()),
-           _c_array("int32_t", f"{pre}Init", l.acc_init, per_line=8),
-           _c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
-           (_c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
-            else _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
+           c_array("int32_t", f"{pre}Init", l.acc_init, per_line=8),
+           c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
+           (c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
+            else c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
            _round_array(f"{pre}Round", l),
            f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};",
            "",
@@ -813,12 +813,12 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     scale = 2 if consts is not None else 1  # smmlar: doubled weights and starts (requant_smmlar)
     mode = {"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind]
     if consts is not None:
-        rq = [_c_array("int32_t", f"{pre}Mult", consts, per_line=9),
+        rq = [c_array("int32_t", f"{pre}Mult", consts, per_line=9),
               f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, nullptr, nullptr}};"]
     else:
-        rq = [_c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
-              (_c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
-               else _c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
+        rq = [c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
+              (c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
+               else c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
               _round_array(f"{pre}Round", l),
               f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};"]
     out = [f"// ---------------------------------------------------------------------------",
@@ -830,7 +830,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
            _pairs(f"{pre}Weights", l.packed_weights().astype(np.int64) * scale),
            f"// Accumulator start{' x 2' if scale == 2 else ''} per border class (taps inside the input: rows {ru}, "
            f"columns {cu}).",
-           _c_array("int32_t", f"{pre}Init", _wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
+           c_array("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
            ] + rq + [
            "",
            f"bool {l.name}_matches(const KernelContext& ctx) {{",
@@ -995,7 +995,7 @@ def add_reference(x, y, params) -> np.ndarray:
     return quantized_add(x, a_zp, a_m, a_s, y, b_zp, b_m, b_s, o_zp, o_m, o_s, lo, hi)
 
 
-def _wrap(v):
+def wrap_i32(v):
     """int64 values wrapped to int32 (two's complement), kept as int64."""
     return ((np.asarray(v, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
 
@@ -1016,7 +1016,7 @@ def add_dsp_plan(l: AddLayer):
     if abs(ra) >= 2**30:  # ra + (s2 >> 31) and SMMLAR's 64-bit sum (the C form's too) stay in range
         return "add: the output offset does not fold into the rounding constant"
     s2 = ta[:, None] + tb[None, :]  # ADD (x and y by bit pattern), no overflow (checked above)
-    r = _wrap(ra + (s2 >> 31) + ((s2 * l.out_mult + 2**31) >> 32)) >> right  # SMMLAR, ASR
+    r = wrap_i32(ra + (s2 >> 31) + ((s2 * l.out_mult + 2**31) >> 32)) >> right  # SMMLAR, ASR
     got = np.clip(r, max(-128, l.act_min), min(127, l.act_max))
     want = add_reference(v[:, None], v[None, :], l.params)
     if not np.array_equal(got, want):
@@ -1036,8 +1036,8 @@ def _add_layer_source(l: AddLayer, plan) -> str:
         f"// {l.name}: instruction {l.instruction} ({l.op}), add of {l.numel} elements; exact on all 65,536 input pairs.",
         "namespace {",
         "// 2 * requantize((x - zp) << 20, mult, shift) per int8 bit pattern x, of each operand.",
-        _c_array("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
-        _c_array("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
+        c_array("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
+        c_array("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
         "",
         f"bool {l.name}_matches(const KernelContext& ctx) {{",
         "  return " + " &&\n         ".join(l.checks + ["output_allowed(ctx, 0, 13, true)", "output_allowed(ctx, 4, 13, true)"])

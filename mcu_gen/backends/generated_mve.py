@@ -131,7 +131,7 @@ class MveLayer:
         """bias + input_offset * (sum of the 9 weights) per channel: every tap counts, the taps
         outside the input read the zero point (x + input_offset = 0)."""
         s = self.src
-        return dsp._wrap32(s.bias + s.in_offset * s.weights.astype(np.int64).sum(axis=0))
+        return dsp.wrap32(s.bias + s.in_offset * s.weights.astype(np.int64).sum(axis=0))
 
 
 def pack_gemm_weights(w: np.ndarray) -> np.ndarray:
@@ -298,7 +298,7 @@ def _requant_arrays(pre: str, l: MveLayer, init) -> list:
     s = l.src
     shifts = np.asarray(s.shifts, np.int64)
     right, left = _right_left(shifts)
-    a = dsp._c_array
+    a = dsp.c_array
     rows = [a("int32_t", f"{pre}Init", _pad4(init), per_line=8, align=16),
             a("int32_t", f"{pre}Mult", _pad4(s.mults), per_line=8, align=16)]
     if l.mode == "scalar":
@@ -327,7 +327,7 @@ def _layer_source(l: MveLayer) -> tuple:
         what = (f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
                 f"padding {s.pad_h},{s.pad_w}")
         arrays = [f"// int8 weights per group of 4 channels, per tap: {l.weight_bytes:,} bytes.",
-                  dsp._c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
+                  dsp.c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
         rq = _requant_arrays(pre, l, l.depthwise_init())
         g, in_scratch = l.ring
         ring_bytes = 3 * (s.w + 2 * s.pad_w) * g
@@ -343,7 +343,7 @@ def _layer_source(l: MveLayer) -> tuple:
     else:
         mac = f"Mac{l.nk}_{s.k % 16}"
         arrays = [f"// int8 weights in the order the loop reads them: {l.weight_bytes:,} bytes.",
-                  dsp._c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
+                  dsp.c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
         rq = _requant_arrays(pre, l, s.acc_init)
         if s.kind == "conv":
             h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = s.geometry
@@ -439,7 +439,7 @@ I32_MIN, I32_MAX = -2**31, 2**31 - 1
 add_reference = dsp.add_reference
 
 
-_w32 = dsp._wrap  # int64 values wrapped to int32 (two's complement, as the vector lanes hold them)
+_w32 = dsp.wrap_i32  # int64 values wrapped to int32 (two's complement, as the vector lanes hold them)
 
 
 def _vqrdmulh(q, m: int):
