@@ -10,8 +10,8 @@ from importlib.resources import files
 from pathlib import Path
 
 # The directories (relative to the tree's top) a wheel carries; setup.py copies exactly these.
-DATA_DIRS = ("runtime_core", "kernels_portable", "kernels_cmsis_nn", "boards", "templates", "docs/schema",
-             "examples")
+DATA_DIRS = ("runtime_core", "kernels_portable", "kernels_cmsis_nn", "kernels_generated", "boards", "templates",
+             "docs/schema", "examples")
 
 PACKAGE = Path(str(files("mcu_gen")))
 PACKAGED_DATA = PACKAGE / "_data"
@@ -31,6 +31,7 @@ ROOT = _root()
 RUNTIME_CORE = ROOT / "runtime_core"
 KERNELS_PORTABLE = ROOT / "kernels_portable"
 KERNELS_CMSIS_NN = ROOT / "kernels_cmsis_nn"
+KERNELS_GENERATED = ROOT / "kernels_generated"  # the static C++ of the generated int8 kernels
 BOARDS = ROOT / "boards"
 TEMPLATES = ROOT / "templates"
 SCHEMA = ROOT / "docs" / "schema"

@@ -240,10 +240,9 @@ CASES = [  # (kind, shape parameters)
 ]
 
 
-@pytest.mark.parametrize("kind,shape", CASES, ids=[f"{k}-{'x'.join(map(str, s.values()))}" for k, s in CASES])
-def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
-    # A seed of the case's own (hash() of a string differs per process: some seeds saturated a small
-    # layer's outputs and the distinctness check below failed at random).
+def case_program(kind: str, shape: dict):
+    """(program, input) of one CASES entry, from a seed of the case's own (hash() of a string differs
+    per process: some seeds saturated a small layer's outputs and the distinctness check failed at random)."""
     rng = np.random.default_rng(zlib.crc32(f"{kind}-{sorted(shape.items())}".encode()))
     if kind.startswith("pointwise"):
         p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=kind != "pointwise_right", **shape)
@@ -257,6 +256,12 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     else:
         p = linear_program(rng, kernel_sum=kind == "linear", **shape)
         x = rng.integers(-128, 128, (shape["rows"], shape["k"])).astype(np.int8)
+    return p, x
+
+
+@pytest.mark.parametrize("kind,shape", CASES, ids=[f"{k}-{'x'.join(map(str, s.values()))}" for k, s in CASES])
+def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
+    p, x = case_program(kind, shape)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
     assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "depthwise_inplace", "conv",

@@ -127,7 +127,14 @@ def cmd_run(args) -> int:
              **calibration_options(args))
     bar.done()
     if args.json:
-        print(json.dumps(r.to_json(), indent=2))
+        gate = int8_error_gate(r, getattr(args, "max_int8_error", None))
+        d = r.to_json()
+        if gate is not None:
+            d["int8_error_gate"] = {"max_abs_error": getattr(args, "max_int8_error"), "failed": gate[0],
+                                    "message": gate[1]}
+        print(json.dumps(d, indent=2))
+        if r.verified and gate is not None and gate[0]:
+            return 3
     elif r.quantize:
         status = "BIT-EXACT" if r.bit_exact else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, device {r.quantize} outputs vs the host "
@@ -144,6 +151,11 @@ def cmd_run(args) -> int:
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
         _print_generated_hint(r.out)
+        gate = int8_error_gate(r, getattr(args, "max_int8_error", None))
+        if gate is not None:
+            print(f"  {gate[1]}")
+            if r.verified and gate[0]:
+                return 3
     else:
         status = "VERIFIED" if r.verified else "MISMATCH"
         print(f"{status}: {r.n_inferences} inference(s) on {r.board}, max abs error {r.max_abs_error:.3g} "
@@ -164,6 +176,23 @@ def cmd_run(args) -> int:
         _print_stack(r)
         _print_generated_hint(r.out)
     return 0 if r.verified else 2
+
+
+def int8_error_gate(r, limit):
+    """`run --max-int8-error X`: (failed, line) when the gate is asked for, else None. It fails when the
+    error of the device's outputs against the fp32 model is above X, or when there is no such error
+    (no fp32 model to compare with, e.g. --pte): a gate that cannot be measured does not pass."""
+    if limit is None:
+        return None
+    if not r.quantize:
+        return False, f"--max-int8-error {limit:g}: not an int8 build, nothing to gate"
+    err = r.quant_max_abs_error
+    if err is None:
+        return True, (f"INT8 ERROR NOT MEASURED: --max-int8-error {limit:g} asked for, but there is no fp32 model "
+                      "to compare the outputs with")
+    if err > limit:
+        return True, f"INT8 ERROR ABOVE GATE: max abs error vs fp32 {err:.4g} > --max-int8-error {limit:g}"
+    return False, f"int8 error gate passed: max abs error vs fp32 {err:.4g} <= --max-int8-error {limit:g}"
 
 
 def _rms(r):
@@ -277,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_boards)
 
     for name, fn, helptext in (("build", cmd_build, "build firmware for a model or a .pte"),
-                               ("run", cmd_run, "build, run on the emulated board and verify against PyTorch")):
+                               ("run", cmd_run, "build, run on the emulated board and verify against PyTorch (fp32) or the host integer reference (int8)")):
         s = sub.add_parser(name, help=helptext)
         s.add_argument("--board", default="mps2-an505")
         src = s.add_mutually_exclusive_group(required=True)
@@ -333,6 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
             s.add_argument("--timeout", type=float, default=60.0, help="seconds without an answer before giving up")
             s.add_argument("--no-cycles", dest="cycles", action="store_false",
                            help="no cycle estimate (the QEMU plugin counting instructions by class, docs/cycles.md)")
+            s.add_argument("--max-int8-error", dest="max_int8_error", type=float, default=None, metavar="X",
+                           help="with --quantize int8: also fail (exit 3) when the device's dequantized outputs differ "
+                                "from the fp32 model by more than X (max abs error); by default only the device vs "
+                                "the host integer reference (bit-exact) decides the exit code")
         s.set_defaults(fn=fn)
 
     s = sub.add_parser("inspect", help="operators, tensors, plan and sizes of a .pte")
@@ -438,8 +471,12 @@ def main(argv=None) -> int:
             return args.fn(args)  # --json: stdout is one JSON object and stderr carries no bars
     except KeyboardInterrupt:
         return 130
-    except Exception as e:  # every failure ends in one clear line, not a traceback
+    except Exception as e:  # every failure ends in one clear line, not a traceback (with --verbose: both)
         if isinstance(e, (McuGenError, FileNotFoundError, RuntimeError, ValueError)):
+            if verbose:
+                import traceback
+
+                traceback.print_exc(file=sys.stderr)
             return _err(str(e))
         raise
 

@@ -7,7 +7,8 @@ checks NPU subgraphs. Takes a Program and inputs; gives the outputs the device m
 """
 from mcu_gen.program.ir import Program
 from mcu_gen.reference.integer import execute_instruction, is_int8_op, run_int8_reference
-from mcu_gen.reference.interpreter import ReferenceError, _execute, interpret  # noqa: F401
+from mcu_gen.reference.interpreter import (  # noqa: F401
+    OperatorFailed, ReferenceError, ReferenceUnsupported, _execute, interpret)
 
 
 def run_reference(program: Program, inputs, state: dict | None = None) -> list:

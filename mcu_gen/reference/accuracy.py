@@ -37,7 +37,9 @@ def _fp32_node_values(spec, inputs) -> dict:
 
 
 def operator_errors(program, spec) -> list:
-    """[{node, op, source, max_abs_error, rel_error}] for every int8 result with an fp32 twin."""
+    """[{node, op, source, max_abs_error, rel_error}] for every int8 result with an fp32 twin; when
+    the figures cannot be had, one row {"unavailable": why} instead (report.md prints it): the table is
+    never emptied silently."""
     from mcu_gen.reference.integer import execute_instruction, planned
     from mcu_gen.reference.interpreter import interpret
 
@@ -45,12 +47,14 @@ def operator_errors(program, spec) -> list:
     if spec is None or spec.module is None or not results or program.meta.get("prequantized"):
         return []  # (a model quantized already, e.g. by QAT, has no fp32 twin here)
     if any(ins.op.startswith(DELEGATE_PREFIX) for ins in program.instructions):
-        return []  # the host cannot run an NPU's part of the program
+        return [{"unavailable": "the host cannot run the NPU's part of the program, so there are no int8 "
+                                "results per operator to compare"}]
     inputs = (spec.calibration_inputs or [spec.example_inputs])[0]
     try:
         fp = _fp32_node_values(spec, inputs)
-    except Exception:  # a model that cannot be captured again: no per-operator figures
-        return []
+    except Exception as e:  # a model that cannot be captured again: no per-operator figures, and why
+        return [{"unavailable": f"the fp32 model could not be captured and run again to compare with "
+                                f"({type(e).__name__}: {e})"}]
     p = planned(program)
     if p.meta.get("io") == "int8":
         from mcu_gen.reference.integer import quantize_f32

@@ -18,7 +18,7 @@ import torch
 
 from mcu_gen.plan import planner
 from mcu_gen.program.ir import CODE_DTYPES, Program, ScalarValue, TensorValue
-from mcu_gen.reference.interpreter import ReferenceError, _execute, _Memory, interpret
+from mcu_gen.reference.interpreter import ReferenceError, ReferenceUnsupported, _execute, _Memory, interpret
 from mcu_gen.quantize.arith import (SHIFT_INT8, dequantize_f32, quantize_f32, quantized_add,  # noqa: F401
                                     requantize)  # (used here and re-exported)
 
@@ -174,9 +174,9 @@ def _pool_windows(x, kernel, stride, padding, fill, ceil_mode=False):
 
 def quantized_max_pool2d(x, kernel, stride, padding, dilation, ceil_mode, in_zp, out_zp, act_min, act_max):
     if list(dilation) != [1, 1] or ceil_mode:
-        raise ReferenceError("quantized_max_pool2d: dilation 1 and ceil_mode False only")
+        raise ReferenceUnsupported("quantized_max_pool2d: dilation 1 and ceil_mode False only")
     if in_zp != out_zp:
-        raise ReferenceError("quantized_max_pool2d: input and output zero points differ")
+        raise ReferenceUnsupported("quantized_max_pool2d: input and output zero points differ")
     wins, _ = _pool_windows(x, kernel, stride, padding, -(1 << 40))
     return np.clip(wins.max(axis=0), act_min, act_max).astype(np.int8)
 
@@ -304,7 +304,7 @@ def _run_cortex_m(mem: _Memory, ins) -> None:
         off = 4 - x.ndim
         y = np.pad(x, [(pre[off + i], post[off + i]) for i in range(x.ndim)], constant_values=value)
     else:
-        raise ReferenceError(f"{ins.op}: not in the int8 reference")
+        raise ReferenceUnsupported(f"{ins.op}: not in the int8 reference")
     if nhwc:
         y = y.transpose(0, 2, 3, 1)
     mem.write(out, torch.from_numpy(np.asarray(y, order="C")))

@@ -31,7 +31,22 @@ _MEMORY_FORMATS = {0: torch.contiguous_format, 1: torch.preserve_format, 2: torc
 
 
 class ReferenceError(McuGenError, RuntimeError):
-    pass
+    """The host reference did not produce outputs. Two kinds say why: ReferenceUnsupported (it has no
+    implementation of something in this program: a caller may fall back to other checks and say so) and
+    OperatorFailed (an operator raised while running: a failure, never to be taken as "cannot check")."""
+
+
+class ReferenceUnsupported(ReferenceError):
+    """The reference cannot run this program: an operator, an overload or a variant it does not have."""
+
+
+class OperatorFailed(ReferenceError):
+    """An instruction raised while the reference ran it; the original exception is __cause__ and
+    .cause, its type named in the message."""
+
+    def __init__(self, message: str, cause: BaseException | None = None):
+        super().__init__(message)
+        self.cause = cause
 
 
 def _torch_dtype(name: str) -> torch.dtype:
@@ -50,7 +65,7 @@ def resolve_op(name: str):
     try:
         return getattr(getattr(getattr(torch.ops, ns), opname), overload)
     except (AttributeError, RuntimeError) as e:
-        raise ReferenceError(f"unknown operator {name}") from e
+        raise ReferenceUnsupported(f"unknown operator {name}") from e
 
 
 class _Memory:
@@ -171,7 +186,7 @@ def _execute(mem: _Memory, ins) -> None:
     out_op = resolve_op(ins.op)
     fn = find_functional(out_op)
     if fn is None:
-        raise ReferenceError(f"{ins.op}: no functional overload to run it with")
+        raise ReferenceUnsupported(f"{ins.op}: no functional overload to run it with")
     schema_args = out_op._schema.arguments
     if len(ins.args) < len(schema_args):
         raise ReferenceError(f"{ins.op}: {len(ins.args)} arguments, schema needs {len(schema_args)}")
@@ -252,7 +267,7 @@ def interpret(program: Program, inputs, execute, trace: bool = False, shared_are
             raise
         except Exception as e:
             where = f" ({ins.source})" if ins.source else ""
-            raise ReferenceError(f"{ins.op}{where}: {type(e).__name__}: {e}") from e
+            raise OperatorFailed(f"{ins.op}{where}: {type(e).__name__}: {e}", e) from e
         if trace:
             steps.append({i: mem.tensor(i).detach().clone().contiguous().numpy() for i in dict.fromkeys(written)})
     for i in program.outputs:

@@ -1,0 +1,126 @@
+"""int8 lowering handlers: convolutions: conv1d/conv2d (regular and depthwise) and transposed conv2d.
+
+Each handler gets the lowering (mcu_gen/quantize/lowering.py's QuantLowering, `lw`), the fx node,
+its quantize node and the activation fused into it (or None); it returns None when it lowered
+the pattern, else the reason it cannot (the node then runs as an fp32 island)."""
+from __future__ import annotations
+
+import numpy as np
+
+from mcu_gen.quantize.int8_common import NHWC, aten, conv_scratch_bytes, quantize_multiplier, shape_of
+from mcu_gen.quantize.int8_ops.registry import handler
+
+
+@handler(aten.conv2d.default, aten.conv1d.default, aten.conv2d.padding, aten.conv1d.padding)
+def conv(lw, node, qnode, act):
+    args = list(node.args) + [None] * (7 - len(node.args))
+    x, wn, bn, stride, padding, dilation, groups = args
+    one_d = node.target in (aten.conv1d.default, aten.conv1d.padding)
+    stride = list(stride or [1, 1])
+    padding = padding if padding is not None else [0, 0]
+    dilation = list(dilation or [1, 1])
+    groups = groups or 1
+    if isinstance(padding, str):  # conv2d.padding / conv1d.padding: 'valid' or 'same' (stride 1)
+        wq = lw.weight(wn)
+        kernel = list(wq[0].shape[2:]) if wq is not None else None
+        dil = dilation * len(kernel) if kernel is not None and len(dilation) == 1 else dilation
+        if padding == "valid":
+            padding = [0] * (1 if one_d else 2)
+        elif padding == "same" and kernel is not None and all((d * (k - 1)) % 2 == 0 for d, k in zip(dil, kernel)):
+            padding = [d * (k - 1) // 2 for d, k in zip(dil, kernel)]
+        else:
+            return f"padding='{padding}' with an even kernel extent (asymmetric padding)"
+    padding = list(padding)
+    if one_d:  # conv1d as a 1xN conv2d: [N, C, L] is [N, C, 1, L]
+        stride, padding, dilation = [1, stride[0]], [0, padding[0]], [1, dilation[0]]
+    stride, padding, dilation = [s * 2 if len(s) == 1 else s for s in (stride, padding, dilation)]
+    v = lw.quant_of(x)
+    wq = lw.weight(wn)
+    if v is None or wq is None:
+        return "input or weight is not int8"
+    w, w_scales, w_zps = wq
+    if np.any(w_zps != 0):
+        return "weights are not symmetric"
+    if one_d:
+        v = _as_4d(lw, v)
+        w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
+    v = lw._to_nhwc(v, node)
+    xt = lw.program.tensor(v)
+    s_out, zp_out = lw._qparams(qnode)
+    cin, cout = xt.shape[1], w.shape[0]
+    depthwise = groups > 1 and groups == cin and cout % cin == 0
+    mults, shifts = zip(*[quantize_multiplier(xt.scale * float(s) / s_out) for s in w_scales])
+    oshape = shape_of(node)
+    out = lw._int8(oshape if not one_d else (oshape[0], oshape[1], 1, oshape[2]), s_out, zp_out, NHWC,
+                   qnode.name)
+    bias = lw.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
+    lo, hi = lw._act_range(act, s_out, zp_out)
+    if depthwise:
+        wt = w.transpose(1, 2, 3, 0)  # [O,1,kh,kw] -> IHWO [1,kh,kw,O]
+        name = "cortex_m::quantized_depthwise_conv2d.out"
+    else:
+        wt = w.transpose(0, 2, 3, 1)  # OIHW -> OHWI
+        name = "cortex_m::quantized_conv2d.out"
+    scratch = lw._scratch(conv_scratch_bytes(xt.shape, w.shape, stride, padding, dilation, depthwise),
+                          f"{node.name}_scratch")
+    a = [v, lw._const(wt, "int8", f"{node.name}_weight"),
+         bias if bias is not None else lw._scalar("none"),
+         lw._scalar("int_list", stride), lw._scalar("int_list", padding), lw._scalar("int_list", dilation)]
+    if depthwise:
+        a.append(lw._scalar("int", cout // cin))
+    a += [lw._scalar("int", -xt.zero_point), lw._scalar("int", zp_out),
+          lw._const(np.array(mults), "int32", f"{node.name}_multipliers"),
+          lw._const(np.array(shifts), "int32", f"{node.name}_shifts"),
+          lw._scalar("int", lo), lw._scalar("int", hi), scratch]
+    lw._emit(name, a, out, node)
+    if one_d:  # [N, O, 1, L] channels-last is [N, O, L] with dim_order (0, 2, 1)
+        out = lw._alias(out, oshape, (0, 2, 1), qnode.name + "_1d")
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+def _as_4d(lw, v: int) -> int:
+    """A 3-D [N, C, L] int8 value as the 4-D [N, C, 1, L] (free: same bytes)."""
+    t = lw.program.tensor(v)
+    n, c, length = t.shape
+    if t.dim_order == (0, 2, 1):
+        return lw._alias(v, (n, c, 1, length), NHWC, t.name + "_4d")
+    v = lw._contig(v)
+    return lw._alias(v, (n, c, 1, length), (0, 1, 2, 3), t.name + "_4d")
+
+
+@handler(aten.conv_transpose2d.input)
+def conv_transpose(lw, node, qnode, act):
+    args = list(node.args) + [None] * (8 - len(node.args))
+    x, wn, bn, stride, padding, output_padding, groups, dilation = args
+    stride, padding = list(stride or [1, 1]), list(padding or [0, 0])
+    output_padding, dilation = list(output_padding or [0, 0]), list(dilation or [1, 1])
+    stride, padding, output_padding, dilation = [s * 2 if len(s) == 1 else s for s in
+                                                 (stride, padding, output_padding, dilation)]
+    if (groups or 1) != 1:
+        return "grouped transposed convolution"
+    v = lw.quant_of(x)
+    wq = lw.weight(wn, axis=1)
+    if v is None or wq is None:
+        return "input or weight is not int8 (per output channel)"
+    w, w_scales, w_zps = wq
+    if np.any(w_zps != 0):
+        return "weights are not symmetric"
+    v = lw._to_nhwc(v, node)
+    xt = lw.program.tensor(v)
+    s_out, zp_out = lw._qparams(qnode)
+    mults, shifts = zip(*[quantize_multiplier(xt.scale * float(s) / s_out) for s in w_scales])
+    out = lw._int8(shape_of(node), s_out, zp_out, NHWC, qnode.name)
+    bias = lw.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
+    lo, hi = lw._act_range(act, s_out, zp_out)
+    wt = w.transpose(1, 2, 3, 0)  # [Cin, Cout, kh, kw] -> OHWI [Cout, kh, kw, Cin]
+    il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
+    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
+    a = [v, lw._const(wt, "int8", f"{node.name}_weight"), bias if bias is not None else lw._scalar("none"),
+         il(stride), il(padding), il(output_padding), il(dilation), i(-xt.zero_point), i(zp_out),
+         lw._const(np.array(mults), "int32", f"{node.name}_multipliers"),
+         lw._const(np.array(shifts), "int32", f"{node.name}_shifts"), i(lo), i(hi),
+         lw._scratch(0, f"{node.name}_scratch"), lw._scratch(0, f"{node.name}_output_scratch")]
+    lw._emit("cortex_m::quantized_transpose_conv2d.out", a, out, node)
+    lw._finish(node, qnode, act, out)
+    return None

@@ -1,0 +1,81 @@
+"""int8 lowering handlers: elementwise: add/sub and mul of two tensors, and every one-tensor function as a lookup table.
+add and mul register before the table, which also takes add/mul by a number.
+
+Each handler gets the lowering (mcu_gen/quantize/lowering.py's QuantLowering, `lw`), the fx node,
+its quantize node and the activation fused into it (or None); it returns None when it lowered
+the pattern, else the reason it cannot (the node then runs as an fp32 island)."""
+from __future__ import annotations
+
+import torch
+
+from mcu_gen.quantize.int8_common import (NHWC, activation_lut, add_params, aten, is_lut_node, quantize_multiplier,
+                                          shape_of)
+from mcu_gen.quantize.int8_ops.registry import handler
+
+
+def two_tensors(node) -> bool:
+    """add/sub/mul of two tensors (by a number they are a lookup table)."""
+    return all(isinstance(a, torch.fx.Node) for a in node.args[:2])
+
+
+@handler(aten.add.Tensor, aten.sub.Tensor, when=two_tensors)
+def add(lw, node, qnode, act):
+    a_node, b_node = node.args[0], node.args[1]
+    if node.kwargs.get("alpha", 1) != 1 or len(node.args) > 2:
+        return "add with alpha != 1"
+    va, vb = lw.quant_of(a_node), lw.quant_of(b_node)
+    if va is None or vb is None:
+        return "an input is not int8"
+    va, vb = lw._to_nhwc(va, node), lw._to_nhwc(vb, node)
+    ta, tb = lw.program.tensor(va), lw.program.tensor(vb)
+    s_out, zp_out = lw._qparams(qnode)
+    (m1, s1), (m2, s2), (mo, so) = add_params(ta.scale, tb.scale, s_out)
+    if node.target is aten.sub.Tensor:
+        m2 = -m2  # x - y: y's rescaling negated (same arithmetic on both kernels and the reference)
+    shape = shape_of(node)
+    out = lw._int8(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
+    lo, hi = lw._act_range(act, s_out, zp_out)
+    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
+    lw._emit("cortex_m::quantized_add.out",
+             [va, i(ta.zero_point), i(m1), i(s1), vb, i(tb.zero_point), i(m2), i(s2), i(zp_out), i(mo), i(so),
+                i(lo), i(hi)], out, node)
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+@handler(aten.mul.Tensor, when=two_tensors)
+def mul(lw, node, qnode, act):
+    """Two int8 activations (broadcasting): cortex_m::quantized_mul."""
+    va, vb = lw.quant_of(node.args[0]), lw.quant_of(node.args[1])
+    if va is None or vb is None:
+        return "an input is not int8"
+    if act is not None:
+        return "mul with a fused activation"
+    va, vb = lw._to_nhwc(va, node), lw._to_nhwc(vb, node)
+    ta, tb = lw.program.tensor(va), lw.program.tensor(vb)
+    s_out, zp_out = lw._qparams(qnode)
+    m, sh = quantize_multiplier(ta.scale * tb.scale / s_out)
+    shape = shape_of(node)
+    out = lw._int8(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
+    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
+    lw._emit("cortex_m::quantized_mul.out", [va, i(ta.zero_point), vb, i(tb.zero_point), i(zp_out), i(m), i(sh)],
+             out, node)
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+@handler(when=is_lut_node)
+def lut(lw, node, qnode, act):
+    """An elementwise function of one int8 activation: a 256-entry table, cortex_m::quantized_activation."""
+    v = lw.quant_of(node.args[0])
+    if v is None:
+        return "input is not int8"
+    xt = lw.program.tensor(v)
+    s_out, zp_out = lw._qparams(qnode)
+    lo, hi = lw._act_range(act, s_out, zp_out)
+    lut = activation_lut(node.target, node.args[1:], dict(node.kwargs), xt.scale, xt.zero_point, s_out, zp_out,
+                         lo, hi)
+    out = lw._int8(xt.shape, s_out, zp_out, xt.dim_order, qnode.name)
+    lw._emit("cortex_m::quantized_activation.out", [v, lw._const(lut, "int8", f"{node.name}_lut")], out, node)
+    lw._finish(node, qnode, act, out)
+    return None

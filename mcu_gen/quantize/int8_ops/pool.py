@@ -1,0 +1,165 @@
+"""int8 lowering handlers: pooling and reductions: max / average / adaptive average pooling, mean.
+
+Each handler gets the lowering (mcu_gen/quantize/lowering.py's QuantLowering, `lw`), the fx node,
+its quantize node and the activation fused into it (or None); it returns None when it lowered
+the pattern, else the reason it cannot (the node then runs as an fp32 island)."""
+from __future__ import annotations
+
+import numpy as np
+
+from mcu_gen.quantize.int8_common import INT8_MIN, NHWC, aten, pool_geometry, quantize_multiplier, shape_of
+from mcu_gen.quantize.int8_ops.registry import handler
+
+
+def _pool_args(lw, node, n_defaults):
+    return list(node.args) + [None] * (n_defaults - len(node.args))
+
+
+@handler(aten.max_pool2d.default)
+def max_pool(lw, node, qnode, act):
+    x, kernel, stride, padding, dilation, ceil_mode = _pool_args(lw, node, 6)
+    kernel, stride, padding = pool_geometry(kernel, stride, padding)
+    dilation = list(dilation) if dilation else [1, 1]
+    dilation = dilation * 2 if len(dilation) == 1 else dilation
+    if dilation != [1, 1]:
+        return "max pool with dilation"
+    v = lw.quant_of(x)
+    if v is None:
+        return "input is not int8"
+    v = lw._to_nhwc(v, node)
+    xt = lw.program.tensor(v)
+    if ceil_mode:  # the windows past the end: pad bottom/right with -128 (never the max)
+        n, c, h, w = xt.shape
+        oh, ow = shape_of(node)[2:]
+        eh = max(0, (oh - 1) * stride[0] + kernel[0] - h - 2 * padding[0])
+        ew = max(0, (ow - 1) * stride[1] + kernel[1] - w - 2 * padding[1])
+        if eh or ew:
+            padded = lw._int8((n, c, h + eh, w + ew), xt.scale, xt.zero_point, NHWC, xt.name + "_ceil")
+            il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
+            lw._emit("cortex_m::pad.out", [v, il([0, 0, 0, 0]), il([0, eh, ew, 0]),
+                                           lw._scalar("int", INT8_MIN)], padded, node)
+            v, xt = padded, lw.program.tensor(padded)
+    s_out, zp_out = lw._qparams(qnode)
+    if zp_out != xt.zero_point or s_out != xt.scale:
+        return "output quantization differs from the input's"
+    lo, hi = lw._act_range(act, s_out, zp_out)
+    out = lw._int8(shape_of(node), s_out, zp_out, NHWC, qnode.name)
+    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
+    il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
+    lw._emit("cortex_m::quantized_max_pool2d.out",
+             [v, il(kernel), il(stride), il(padding), il(dilation), lw._scalar("bool", False),
+                i(xt.zero_point), i(zp_out), i(lo), i(hi)], out, node)
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+@handler(aten.avg_pool2d.default)
+def avg_pool(lw, node, qnode, act):
+    x, kernel, stride, padding, ceil_mode, count_include_pad, divisor = _pool_args(lw, node, 7)
+    kernel, stride, padding = pool_geometry(kernel, stride, padding)
+    if divisor is not None or act is not None:
+        return "avg pool with divisor_override or a fused activation"
+    if any(padding) and count_include_pad is not False:
+        return "padded avg pool that counts the padding"
+    v = lw.quant_of(x)
+    if v is None:
+        return "input is not int8"
+    v = lw._to_nhwc(v, node)
+    xt = lw.program.tensor(v)
+    s_out, zp_out = lw._qparams(qnode)
+    if zp_out != xt.zero_point or s_out != xt.scale:
+        return "output quantization differs from the input's"
+    mult, shift = quantize_multiplier(xt.scale)
+    out = lw._int8(shape_of(node), s_out, zp_out, NHWC, qnode.name)
+    scratch = lw._scratch(xt.shape[1] * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
+    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
+    il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
+    lw._emit("cortex_m::quantized_avg_pool2d.out",
+             [v, il(kernel), il(stride), il(padding), lw._scalar("bool", bool(ceil_mode)), i(zp_out), i(mult), i(shift),
+              scratch], out, node)
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+def _avg_pool_int8(lw, node, qnode, v, kernel, stride, padding):
+    """cortex_m::quantized_avg_pool2d of int8 value v (same quantization in and out)."""
+    v = lw._to_nhwc(v, node)
+    xt = lw.program.tensor(v)
+    s_out, zp_out = lw._qparams(qnode)
+    if zp_out != xt.zero_point or s_out != xt.scale:
+        return None, "output quantization differs from the input's"
+    n, c, h, w = xt.shape
+    oh = (h + 2 * padding[0] - kernel[0]) // stride[0] + 1
+    ow = (w + 2 * padding[1] - kernel[1]) // stride[1] + 1
+    mult, shift = quantize_multiplier(xt.scale)
+    out = lw._int8((n, c, oh, ow), s_out, zp_out, NHWC, qnode.name)
+    scratch = lw._scratch(c * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
+    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
+    il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
+    lw._emit("cortex_m::quantized_avg_pool2d.out",
+             [v, il(kernel), il(stride), il(padding), lw._scalar("bool", False), i(zp_out), i(mult), i(shift),
+                scratch], out, node)
+    return out, None
+
+
+@handler(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
+def adaptive_avg_pool(lw, node, qnode, act):
+    """adaptive_avg_pool2d whose windows tile the input (H, W multiples of the output size,
+    global pooling among them): an int8 average pool with kernel = stride = H/oh x W/ow."""
+    v = lw.quant_of(node.args[0])
+    if v is None:
+        return "input is not int8"
+    if act is not None:
+        return "adaptive avg pool with a fused activation"
+    xt = lw.program.tensor(v)
+    if len(xt.shape) != 4:
+        return "adaptive avg pool of a tensor that is not 4-D"
+    (_, _, h, w), (oh, ow) = xt.shape, shape_of(node)[2:]
+    if h % oh or w % ow:
+        return f"adaptive avg pool {h}x{w} -> {oh}x{ow}: windows of different sizes"
+    k = [h // oh, w // ow]
+    out, why = _avg_pool_int8(lw, node, qnode, v, k, k, [0, 0])
+    if why:
+        return why
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+@handler(aten.mean.dim)
+def mean(lw, node, qnode, act):
+    """mean over H and W of a 4-D tensor (keepdim or not): a global int8 average pool."""
+    x, dims = node.args[0], node.args[1]
+    keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    if node.kwargs.get("dtype") is not None or len(node.args) > 3:
+        return "mean with a dtype"
+    v = lw.quant_of(x)
+    if v is None:
+        return "input is not int8"
+    if act is not None:
+        return "mean with a fused activation"
+    xt = lw.program.tensor(v)
+    nd = len(xt.shape)
+    red = sorted({d % nd for d in (dims or range(nd))})
+    order = list(xt.dim_order or range(nd))
+    pos = [order.index(d) for d in red]
+    if pos != list(range(pos[0], pos[0] + len(pos))):
+        return "mean over dimensions that are not adjacent in memory"
+    outer = int(np.prod([xt.shape[d] for d in order[:pos[0]]]))
+    inner = int(np.prod([xt.shape[d] for d in order[pos[-1] + 1:]]))
+    span = int(np.prod([xt.shape[d] for d in red]))
+    # the same bytes as an NHWC [outer, inner, span, 1] tensor: a global average pool over H
+    v4 = lw._alias(v, (outer, inner, span, 1), NHWC, xt.name + "_pool_view")
+    out, why = _avg_pool_int8(lw, node, qnode, v4, [span, 1], [span, 1], [0, 0])
+    if why:
+        return why
+    kept = [d for d in order if d not in red]
+    shape = shape_of(node)
+    if keepdim:
+        out_order = tuple(order)
+    else:
+        renum = {d: k for k, d in enumerate(x for x in range(nd) if x not in red)}
+        out_order = tuple(renum[d] for d in kept)
+    out_order = None if out_order == tuple(range(len(shape))) else out_order
+    out = lw._alias(out, shape, out_order, node.name)
+    lw._finish(node, qnode, act, out)
+    return None

@@ -1,0 +1,120 @@
+"""int8 lowering handlers: layout and data movement: permute/transpose, concatenation, slicing, nearest upsampling.
+
+Each handler gets the lowering (mcu_gen/quantize/lowering.py's QuantLowering, `lw`), the fx node,
+its quantize node and the activation fused into it (or None); it returns None when it lowered
+the pattern, else the reason it cannot (the node then runs as an fp32 island)."""
+from __future__ import annotations
+
+from mcu_gen.quantize.int8_common import NHWC, aten, shape_of
+from mcu_gen.quantize.int8_ops.registry import handler
+
+
+def _same_qparams_input(lw, node, qnode, act, what: str):
+    """(value, tensor) of the int8 input of an operator that keeps its input's quantization
+    parameters (a data movement), or why it cannot run in int8."""
+    v = lw.quant_of(node.args[0])
+    if v is None:
+        return "input is not int8"
+    t = lw.program.tensor(v)
+    if lw._qparams(qnode) != (t.scale, t.zero_point) or act is not None:
+        return f"{what} that changes quantization parameters"
+    return v, t
+
+
+@handler(aten.transpose.int, aten.permute.default, aten.t.default)
+def permute(lw, node, qnode, act):
+    """transpose / permute of an int8 activation: free, a view with another dim_order."""
+    r = _same_qparams_input(lw, node, qnode, act, "a permute")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    nd = len(t.shape)
+    if node.target is aten.transpose.int:
+        d0, d1 = node.args[1] % nd, node.args[2] % nd
+        perm = list(range(nd))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    elif node.target is aten.t.default:
+        perm = list(range(nd))[::-1]
+    else:
+        perm = [d % nd for d in node.args[1]]
+    inv = [perm.index(i) for i in range(nd)]
+    order = t.dim_order or tuple(range(nd))
+    new_order = tuple(inv[d] for d in order)
+    shape = tuple(t.shape[p] for p in perm)
+    out = lw._alias(v, shape, None if new_order == tuple(range(nd)) else new_order, qnode.name)
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+@handler(aten.cat.default)
+def cat(lw, node, qnode, act):
+    """int8 cat: inputs with the output's quantization (others requantized by a table), in
+    one memory order; aten::cat.out on the memory-order views."""
+    tensors = node.args[0]
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", 0)
+    vs = [lw.quant_of(x) for x in tensors]
+    if any(v is None for v in vs):
+        return "an input is not int8"
+    if act is not None:
+        return "cat with a fused activation"
+    s_out, zp_out = lw._qparams(qnode)
+    vs = [lw._requantize(v, s_out, zp_out, node) for v in vs]
+    ts = [lw.program.tensor(v) for v in vs]
+    nd = len(ts[0].shape)
+    dim = dim % nd
+    if nd == 4:
+        vs = [lw._to_nhwc(v, node) for v in vs]
+        order = NHWC
+    else:
+        vs = [lw._contig(v, node) for v in vs]
+        order = tuple(range(nd))
+    mem = []
+    for v in vs:
+        t = lw.program.tensor(v)
+        mem.append(lw._alias(v, tuple(t.shape[d] for d in order), None, t.name + "_mem"))
+    mdim = order.index(dim)
+    shape = shape_of(node)
+    mem_shape = tuple(shape[d] for d in order)
+    out_mem = lw._int8(mem_shape, s_out, zp_out, tuple(range(nd)), qnode.name + "_mem")
+    lw._emit("aten::cat.out", [lw._scalar("tensor_list", mem), lw._scalar("int", mdim)], out_mem, node)
+    out = lw._alias(out_mem, shape, NHWC if nd == 4 else None, qnode.name)
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+@handler(aten.slice.Tensor)
+def slice_tensor(lw, node, qnode, act):
+    """A slice (e.g. the older frames of a ring buffer): a byte copy, aten::slice_copy on int8."""
+    r = _same_qparams_input(lw, node, qnode, act, "slice")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    if len(t.shape) == 4:
+        return "slice of a 4-D (channels-last) int8 tensor"
+    args = list(node.args) + [0, None, None, 1][len(node.args) - 1:]
+    dim, start, end, step = args[1:5]
+    v = lw._contig(v, node)
+    out = lw._int8(shape_of(node), t.scale, t.zero_point, None, qnode.name)
+    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
+    lw._emit("aten::slice_copy.Tensor_out",
+             [v, i(dim), i(0 if start is None else start), i(2**63 - 1 if end is None else end), i(step)], out,
+             node)
+    lw._finish(node, qnode, act, out)
+    return None
+
+
+@handler(aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default)
+def upsample_nearest(lw, node, qnode, act):
+    """Nearest upsampling: a byte copy (aten::upsample_nearest2d.vec_out on int8, NCHW order)."""
+    r = _same_qparams_input(lw, node, qnode, act, "upsampling")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    s_out, zp_out = t.scale, t.zero_point
+    v = lw._to_nchw(v, node)
+    shape = shape_of(node)
+    out = lw._int8(shape, s_out, zp_out, (0, 1, 2, 3), qnode.name)
+    lw._emit("aten::upsample_nearest2d.vec_out",
+             [v, lw._scalar("int_list", list(shape[2:])), lw._scalar("none")], out, node)
+    lw._finish(node, qnode, act, out)
+    return None
