@@ -178,12 +178,14 @@ Error map_elementwise(const TensorRef& out, DType compute, Op op, const In&... i
 // Unary ops ATen computes in floating point (sqrt, log, sin, ...): integer and
 // bool inputs are converted to float; out is float. Signature TOO.
 template <DTypeSet Selected, typename Op>
-Error unary_to_float(const KernelContext& ctx, Op op) {
+Error unary_to_float(const TensorRef& in, const TensorRef& out, Op op) {
   constexpr DTypeSet kSet = (Selected & kAllTypes) | kFloatTypes;
-  const TensorRef in = ctx.tensor(0);
-  const TensorRef out = ctx.tensor(1);
   if (out.dtype != DType::Float) return Error::KernelFailed;
   return map_elementwise<kSet>(out, DType::Float, [op](auto x) { return op(static_cast<float>(x)); }, in);
+}
+template <DTypeSet Selected, typename Op>
+Error unary_to_float(const KernelContext& ctx, Op op) {
+  return unary_to_float<Selected>(ctx.tensor(0), ctx.tensor(1), op);
 }
 
 // Every element of `out` set to the Scalar `value` (converted as ATen does).

@@ -9,10 +9,10 @@ namespace mcu {
 namespace kernels {
 
 Error aten_logit_out(const KernelContext& ctx) {
-  if (ctx.is_none(1)) return unary_to_float<selected::aten_logit_out>(ctx, [](float x) { return logf(x / (1.0f - x)); });
+  if (ctx.is_none(1)) return unary_to_float<selected::aten_logit_out>(ctx.tensor(0), ctx.tensor(2), [](float x) { return logf(x / (1.0f - x)); });
   const float lo = static_cast<float>(ctx.double_arg(1));
   const float hi = 1.0f - lo;
-  return unary_to_float<selected::aten_logit_out>(ctx, [lo, hi](float x) {
+  return unary_to_float<selected::aten_logit_out>(ctx.tensor(0), ctx.tensor(2), [lo, hi](float x) {
     const float z = x < lo ? lo : x > hi ? hi : x;  // NaN stays NaN
     return logf(z / (1.0f - z));
   });
