@@ -177,6 +177,15 @@ C wrapping_neg(C a) {
   return wrapping_sub(C(0), a);
 }
 
+// A Scalar as the C type C, as ATen converts it, without undefined behaviour
+// (a Double beyond an integer type's range saturates, NaN gives 0).
+template <typename C>
+C scalar_as(const Scalar& s) {
+  if (s.kind == Scalar::Kind::Double) return convert<C>(static_cast<float>(s.d));
+  if constexpr (__is_same(C, bool)) return s.i != 0;
+  else return static_cast<C>(s.i);
+}
+
 // ---------------------------------------------------------------------------
 // Type promotion (ATen's promote_types and result_type, for the dtypes above).
 

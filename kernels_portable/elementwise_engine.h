@@ -175,6 +175,32 @@ Error map_elementwise(const TensorRef& out, DType compute, Op op, const In&... i
              : Error::KernelFailed;
 }
 
+// Unary ops ATen computes in floating point (sqrt, log, sin, ...): integer and
+// bool inputs are converted to float; out is float. Signature TOO.
+template <DTypeSet Selected, typename Op>
+Error unary_to_float(const TensorRef& in, const TensorRef& out, Op op) {
+  constexpr DTypeSet kSet = (Selected & kAllTypes) | kFloatTypes;
+  if (out.dtype != DType::Float) return Error::KernelFailed;
+  return map_elementwise<kSet>(out, DType::Float, [op](auto x) { return op(static_cast<float>(x)); }, in);
+}
+template <DTypeSet Selected, typename Op>
+Error unary_to_float(const KernelContext& ctx, Op op) {
+  return unary_to_float<Selected>(ctx.tensor(0), ctx.tensor(1), op);
+}
+
+// Every element of `out` set to the Scalar `value` (converted as ATen does).
+template <DTypeSet Set>
+Error fill_with(const TensorRef& out, const Scalar& value) {
+  return dispatch_dtype<Set>(out.dtype, [&](auto tag) {
+           using C = decltype(tag);
+           const C v = scalar_as<C>(value);
+           C* p = static_cast<C*>(out.data);
+           for (int32_t i = 0; i < out.numel; ++i) p[i] = v;
+         })
+             ? Error::Ok
+             : Error::KernelFailed;
+}
+
 // The dtype ATen computes a binary op of two tensors in (result_type).
 inline DType result_type(const TensorRef& a, const TensorRef& b) {
   ResultType r;

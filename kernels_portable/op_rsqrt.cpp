@@ -1,20 +1,15 @@
-// mcu-gen-kernel: op=aten::rsqrt.out fn=aten_rsqrt_out sig=TOO dtypes=float32 inplace=0
+// mcu-gen-kernel: op=aten::rsqrt.out fn=aten_rsqrt_out sig=TOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0
 // aten::rsqrt.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
-// out = 1 / sqrt(self) (inf at 0, NaN below 0, as in ATen); integer and bool
-// inputs are computed in float, out must be float.
+// out = 1.0f / sqrtf(self); integer and bool inputs are computed in float32 (out is float32).
 #include <math.h>
 
-#include "elementwise_engine.h"
+#include "elementwise_math.h"
 
 namespace mcu {
 namespace kernels {
 
 Error aten_rsqrt_out(const KernelContext& ctx) {
-  constexpr DTypeSet kSet = (selected::aten_rsqrt_out & kAllTypes) | kFloatTypes;
-  const TensorRef out = ctx.tensor(1);
-  if (out.dtype != DType::Float) return Error::KernelFailed;
-  return map_elementwise<kSet>(out, DType::Float, [](auto x) { return 1.0f / sqrtf(static_cast<float>(x)); },
-                               ctx.tensor(0));
+  return unary_to_float<selected::aten_rsqrt_out>(ctx, [](float x) { return 1.0f / sqrtf(x); });
 }
 
 }  // namespace kernels

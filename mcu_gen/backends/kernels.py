@@ -188,6 +188,8 @@ def instruction_dtypes(program, ins) -> set:
         dtypes.add("float32")
     if "int" in scalars and "bool" in dtypes:
         dtypes.add("int64")
+    if "uint8" in dtypes and "int8" in dtypes:  # promote_types(uint8, int8) is int16
+        dtypes.add("int16")
     return dtypes
 
 

@@ -328,7 +328,7 @@ namespace {
 
 // The KernelTypes tags a signature character accepts, one bit per tag ('O'
 // and 'Y' also need their tensors to live in the arena): a table of 16-bit
-// masks for '?'..'Z'; 't', 'i', 's', 'l' are their capital or None.
+// masks for '?'..'Z'; a small letter ('t', 'i', 's', 'l', 'd', 'z') is its capital or None.
 constexpr uint16_t kOptional = 1u << kNone | 1u << kNull;
 struct SignatureTags {
   uint16_t tags['Z' - '?' + 1] = {};
@@ -347,7 +347,7 @@ struct SignatureTags {
 constexpr SignatureTags kSignatureTags;
 
 uint32_t accepted_tags(char sig) {
-  const bool optional = sig == 't' || sig == 'i' || sig == 's' || sig == 'l';
+  const bool optional = sig >= 'a' && sig <= 'z';  // a small letter: its capital or None
   const int c = optional ? sig - ('a' - 'A') : sig;
   if (c < '?' || c > 'Z') return 0;
   return kSignatureTags.tags[c - '?'] | (optional ? kOptional : 0u);

@@ -57,7 +57,7 @@ class KernelContext {
     if (static_cast<uint32_t>(v) < static_cast<uint32_t>(num_decoded_)) return decoded_[v].ref();
     return decode_tensor(v);
   }
-  bool is_none(int32_t i) const;       // signature 't', 'i', 's', 'l'
+  bool is_none(int32_t i) const;       // signature 't', 'i', 's', 'l', 'd', 'z'
   int64_t int_arg(int32_t i) const;    // 'I'
   double double_arg(int32_t i) const;  // 'D'; for 'S' (Scalar) use scalar_arg
   double scalar_arg(int32_t i) const;  // 'S': Int, Double or Bool as a double
@@ -119,7 +119,8 @@ using KernelFn = Error (*)(const KernelContext& ctx);
 //     T tensor   t tensor or None   O out tensor (must live in the arena)
 //     I int      i int or None      D double    B bool
 //     S scalar (int, double or bool)            s scalar or None
-//     L int list l int list or None Z string    X tensor list (read, or not touched)
+//     L int list l int list or None Z string    z string or None   d double or None
+//     X tensor list (read, or not touched)
 //     Y tensor list the kernel writes (every tensor must live in the arena)
 //     ? anything (not checked, not to be read)
 struct KernelEntry {

@@ -1,0 +1,14 @@
+// mcu-gen-kernel: op=aten::lt.Scalar_out fn=aten_lt_scalar_out sig=TSOO dtypes=float32,uint8,int8,int16,int32,int64,bool
+// aten::lt.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
+// out = (self < other), compared in the dtype ATen promotes the two to.
+#include "compare_common.h"
+
+namespace mcu {
+namespace kernels {
+
+Error aten_lt_scalar_out(const KernelContext& ctx) {
+  return compare_scalar<selected::aten_lt_scalar_out>(ctx, [](auto a, auto b) { return a < b; });
+}
+
+}  // namespace kernels
+}  // namespace mcu

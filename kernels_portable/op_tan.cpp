@@ -1,0 +1,16 @@
+// mcu-gen-kernel: op=aten::tan.out fn=aten_tan_out sig=TOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0
+// aten::tan.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+// out = tanf(self); integer and bool inputs are computed in float32 (out is float32).
+#include <math.h>
+
+#include "elementwise_math.h"
+
+namespace mcu {
+namespace kernels {
+
+Error aten_tan_out(const KernelContext& ctx) {
+  return unary_to_float<selected::aten_tan_out>(ctx, [](float x) { return tanf(x); });
+}
+
+}  // namespace kernels
+}  // namespace mcu
