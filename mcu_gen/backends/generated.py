@@ -1228,8 +1228,9 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x, int8_t* y, int32_t cou
 // Load-time checks: is this instruction the one a layer was generated for?
 inline bool tensor_is(const KernelContext& ctx, int32_t i, DType dtype, std::initializer_list<int32_t> sizes,
                       std::initializer_list<uint8_t> order) {
-  const DecodedValue& v = ctx.decoded(i);
-  if (v.tag != DecodedValue::kTensor || v.dtype != dtype || v.dim != static_cast<uint8_t>(sizes.size())) return false;
+  if (ctx.is_none(i)) return false;
+  const TensorRef v = ctx.tensor(i);  // decoded on demand: no value cache needed
+  if (v.dtype != dtype || v.dim != static_cast<int32_t>(sizes.size())) return false;
   int32_t d = 0;
   for (int32_t s : sizes) if (v.sizes[d++] != s) return false;
   d = 0;
@@ -1237,10 +1238,10 @@ inline bool tensor_is(const KernelContext& ctx, int32_t i, DType dtype, std::ini
   return true;
 }
 inline bool constant_is(const KernelContext& ctx, int32_t i, uint32_t nbytes, uint32_t crc) {
-  const DecodedValue& v = ctx.decoded(i);
+  if (ctx.is_none(i)) return false;
+  const TensorRef v = ctx.tensor(i);
   const uint32_t size = v.dtype == DType::Int32 ? 4u * static_cast<uint32_t>(v.numel) : static_cast<uint32_t>(v.numel);
-  return v.tag == DecodedValue::kTensor && size == nbytes &&
-         crc32(static_cast<const uint8_t*>(v.data), nbytes) == crc;
+  return size == nbytes && crc32(static_cast<const uint8_t*>(v.data), nbytes) == crc;
 }
 inline bool int_is(const KernelContext& ctx, int32_t i, int64_t value) { return ctx.int_arg(i) == value; }
 inline bool list_is(const KernelContext& ctx, int32_t i, std::initializer_list<int64_t> items) {
@@ -1252,8 +1253,8 @@ inline bool list_is(const KernelContext& ctx, int32_t i, std::initializer_list<i
 }
 // The output either does not overlap the input or starts at its address (in-place pointwise).
 inline bool output_allowed(const KernelContext& ctx, int32_t in, int32_t out, bool inplace_ok) {
-  const DecodedValue& x = ctx.decoded(in);
-  const DecodedValue& y = ctx.decoded(out);
+  const TensorRef x = ctx.tensor(in);
+  const TensorRef y = ctx.tensor(out);
   const uint8_t* xb = static_cast<const uint8_t*>(x.data);
   const uint8_t* yb = static_cast<const uint8_t*>(y.data);
   if (yb + y.numel <= xb || xb + x.numel <= yb) return true;
@@ -1262,9 +1263,11 @@ inline bool output_allowed(const KernelContext& ctx, int32_t in, int32_t out, bo
 
 // Whether tensors a and b (e.g. a scratch tensor and an input) share no byte.
 inline bool apart(const KernelContext& ctx, int32_t a, int32_t b) {
-  const uint8_t* ab = static_cast<const uint8_t*>(ctx.decoded(a).data);
-  const uint8_t* bb = static_cast<const uint8_t*>(ctx.decoded(b).data);
-  return ab + ctx.decoded(a).numel <= bb || bb + ctx.decoded(b).numel <= ab;
+  const TensorRef ta = ctx.tensor(a);
+  const TensorRef tb = ctx.tensor(b);
+  const uint8_t* ab = static_cast<const uint8_t*>(ta.data);
+  const uint8_t* bb = static_cast<const uint8_t*>(tb.data);
+  return ab + ta.numel <= bb || bb + tb.numel <= ab;
 }
 
 }  // namespace
@@ -1723,7 +1726,7 @@ def generate(program: Program, kernels) -> Generated:
             parts.append(_layer_source(l, _IO_ARGS[l.kind]))
     parts.append("}  // namespace generated\n\nnamespace kernels {")
     parts += prepare_hooks_source(layers, by_op, g)
-    g.source = "\n".join(parts)
+    g.source = bind_at_load("\n".join(parts), layers)
     return g
 
 
@@ -1745,15 +1748,47 @@ def prepare_hooks_source(layers, by_op: dict, g: "Generated") -> list:
         g.prepare[op] = name
         fallback = f"{lib.prepare}(ctx)" if lib.prepare else f"&{lib.fn}"
         body = [f"// {op}: the generated layer this instruction is, else the library kernel ({lib.backend}).",
-                f"KernelFn {name}(const KernelContext& ctx) {{",
-                "  if (ctx.all_decoded()) {"]
+                f"KernelFn {name}(const KernelContext& ctx) {{"]
         for l in layers:
             if l.op == op:
-                body.append(f"    if (generated::{l.name}_matches(ctx)) return &generated::{l.name};")
-        body += ["  }", f"  return {fallback};", "}", ""]
+                body.append(f"  if (generated::{l.name}_matches(ctx)) return &generated::{l.name};")
+        body += [f"  return {fallback};", "}", ""]
         parts.append("\n".join(body))
     parts.append("}  // namespace kernels\n}  // namespace mcu\n")
     return parts
+
+
+def bind_at_load(source: str, layers) -> str:
+    """Generated layers bound at load, without the value cache (issue 25): each layer's runtime function
+    reads the data pointers of its tensors from a small array (one pointer per tensor it touches) that its
+    _matches() fills once, at load, after every check held; the checks decode the arguments on demand.
+    So a generated layer needs neither every value decoded nor any argument decoding per call. A layer
+    matches only the instruction it was generated for (its index, ctx.instruction_), so two identical
+    instructions never share (and re-bind) one layer."""
+    import re
+
+    for layer in layers:
+        name = layer.name
+        run = f"Error {name}(const KernelContext& ctx) {{"
+        i = source.index(run)
+        j = source.index("\n}\n", i)
+        body = source[i:j]
+        args = list(dict.fromkeys(int(a) for a in re.findall(r"ctx\.decoded_data\((\d+)\)", body)))
+        if not args:
+            continue
+        slot = {a: k for k, a in enumerate(args)}
+        body = re.sub(r"ctx\.decoded_data\((\d+)\)", lambda m: f"{name}_bound[{slot[int(m.group(1))]}]", body)
+        source = source[:i] + body + source[j:]
+        head = f"bool {name}_matches(const KernelContext& ctx) {{\n  return "
+        m0 = source.index(head)
+        m1 = source.index(";\n}\n", m0)
+        expr = source[m0 + len(head):m1]
+        binds = "".join(f"  {name}_bound[{k}] = ctx.tensor({a}).data;\n" for a, k in slot.items())
+        source = (source[:m0] + f"void* {name}_bound[{len(args)}];  // data pointers, bound at load\n"
+                  + f"bool {name}_matches(const KernelContext& ctx) {{\n"
+                  + f"  if (ctx.instruction_ != {int(layer.instruction)} || !({expr})) return false;\n"
+                  + binds + "  return true;\n}\n" + source[m1 + len(";\n}\n"):])
+    return source
 
 
 def hooked_kernels(kernels, g: Generated):

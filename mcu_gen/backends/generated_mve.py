@@ -682,7 +682,7 @@ def generate(program: Program, kernels) -> Generated:
             macs[helper] = _mac_struct(nk, tail)
     parts = [PRELUDE, dsp.ROWS_SOURCE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
     parts += dsp.prepare_hooks_source(layers, by_op, g)
-    g.source = "\n".join(parts)
+    g.source = dsp.bind_at_load("\n".join(parts), layers)
     return g
 
 

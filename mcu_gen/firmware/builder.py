@@ -543,9 +543,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     stored = pte.read(data)
     num_values = max(len(m.values) for m in stored.methods)
     num_instructions = max(len(m.instructions) for m in stored.methods)
-    # Generated layers are chosen at load by prepare functions, which need every value decoded.
-    cache = value_cache_size(value_cache, "cmsis-nn" if gen.layers else backend_choice.backend, num_values)
-    icache = num_instructions if cache >= num_values else DEFAULT_INSTRUCTION_CACHE
+    # Generated layers are chosen at load by prepare functions, which decode the arguments they check on
+    # demand and bind the layer's data pointers (generated.bind_at_load): they need no value cache, only
+    # every instruction's call cached (12 B each), where the chosen function is kept.
+    cache = value_cache_size(value_cache, backend_choice.backend, num_values)
+    icache = num_instructions if cache >= num_values or gen.layers else DEFAULT_INSTRUCTION_CACHE
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
                              framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
                              value_cache=cache, instruction_cache=icache, upload=upload, frame_bytes=frame_bytes,

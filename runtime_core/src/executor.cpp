@@ -903,6 +903,7 @@ Executor::Call Executor::decode_call(int32_t i) const {
     if (prepare == nullptr) continue;
     ctx.args_ = call.args;
     ctx.num_args_ = call.num_args;
+    ctx.instruction_ = i;
     const KernelFn chosen = prepare(ctx);
     if (chosen != nullptr) call.fn = chosen;
   }
