@@ -896,7 +896,7 @@ def _add_layer_source(l: MveAdd) -> str:
         "  int32x4_t qa, qb, qt;",
         "  __asm__ volatile(",
         text,
-        '      : [a] "+r"(a), [b] "+r"(b), [y] "+r"(y), [qa] "=&w"(qa), [qb] "=&w"(qb), [qt] "=&w"(qt)',
+        '      : [a] "+l"(a), [b] "+l"(b), [y] "+l"(y), [qa] "=&w"(qa), [qb] "=&w"(qb), [qt] "=&w"(qt)',
         '      : [n] "r"(n), [ka] "w"(ka), [kb] "w"(kb), [lo] "w"(lo), [hi] "w"(hi), [ca] "r"(ca), [cb] "r"(cb), [ma] "r"(ma),',
         '        [mb] "r"(mb), [mo] "r"(mo), [zo] "r"(zo)',
         '      : "lr", "memory");',
