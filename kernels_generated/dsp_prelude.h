@@ -551,8 +551,9 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x, int8_t* y, int32_t cou
 // Load-time checks: is this instruction the one a layer was generated for?
 inline bool tensor_is(const KernelContext& ctx, int32_t i, DType dtype, std::initializer_list<int32_t> sizes,
                       std::initializer_list<uint8_t> order) {
-  const DecodedValue& v = ctx.decoded(i);
-  if (v.tag != DecodedValue::kTensor || v.dtype != dtype || v.dim != static_cast<uint8_t>(sizes.size())) return false;
+  if (ctx.is_none(i)) return false;
+  const TensorRef v = ctx.tensor(i);  // decoded on demand: no value cache needed
+  if (v.dtype != dtype || v.dim != static_cast<int32_t>(sizes.size())) return false;
   int32_t d = 0;
   for (int32_t s : sizes) if (v.sizes[d++] != s) return false;
   d = 0;
@@ -560,10 +561,10 @@ inline bool tensor_is(const KernelContext& ctx, int32_t i, DType dtype, std::ini
   return true;
 }
 inline bool constant_is(const KernelContext& ctx, int32_t i, uint32_t nbytes, uint32_t crc) {
-  const DecodedValue& v = ctx.decoded(i);
+  if (ctx.is_none(i)) return false;
+  const TensorRef v = ctx.tensor(i);
   const uint32_t size = v.dtype == DType::Int32 ? 4u * static_cast<uint32_t>(v.numel) : static_cast<uint32_t>(v.numel);
-  return v.tag == DecodedValue::kTensor && size == nbytes &&
-         crc32(static_cast<const uint8_t*>(v.data), nbytes) == crc;
+  return size == nbytes && crc32(static_cast<const uint8_t*>(v.data), nbytes) == crc;
 }
 inline bool int_is(const KernelContext& ctx, int32_t i, int64_t value) { return ctx.int_arg(i) == value; }
 inline bool list_is(const KernelContext& ctx, int32_t i, std::initializer_list<int64_t> items) {
@@ -575,8 +576,8 @@ inline bool list_is(const KernelContext& ctx, int32_t i, std::initializer_list<i
 }
 // The output either does not overlap the input or starts at its address (in-place pointwise).
 inline bool output_allowed(const KernelContext& ctx, int32_t in, int32_t out, bool inplace_ok) {
-  const DecodedValue& x = ctx.decoded(in);
-  const DecodedValue& y = ctx.decoded(out);
+  const TensorRef x = ctx.tensor(in);
+  const TensorRef y = ctx.tensor(out);
   const uint8_t* xb = static_cast<const uint8_t*>(x.data);
   const uint8_t* yb = static_cast<const uint8_t*>(y.data);
   if (yb + y.numel <= xb || xb + x.numel <= yb) return true;
@@ -585,9 +586,11 @@ inline bool output_allowed(const KernelContext& ctx, int32_t in, int32_t out, bo
 
 // Whether tensors a and b (e.g. a scratch tensor and an input) share no byte.
 inline bool apart(const KernelContext& ctx, int32_t a, int32_t b) {
-  const uint8_t* ab = static_cast<const uint8_t*>(ctx.decoded(a).data);
-  const uint8_t* bb = static_cast<const uint8_t*>(ctx.decoded(b).data);
-  return ab + ctx.decoded(a).numel <= bb || bb + ctx.decoded(b).numel <= ab;
+  const TensorRef ta = ctx.tensor(a);
+  const TensorRef tb = ctx.tensor(b);
+  const uint8_t* ab = static_cast<const uint8_t*>(ta.data);
+  const uint8_t* bb = static_cast<const uint8_t*>(tb.data);
+  return ab + ta.numel <= bb || bb + tb.numel <= ab;
 }
 
 }  // namespace

@@ -189,7 +189,7 @@ def run_generated(program: Program, gen: generated.Generated, lib: dict, tmp_pat
     sel = [lib[op] for op in program.operators]
     src = tmp_path / generated.GENERATED_FILE
     src.write_text(gen.source)
-    flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=64", "-DMCU_INSTRUCTION_CACHE=8",
+    flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=0", "-DMCU_INSTRUCTION_CACHE=8",  # no value cache: bound at load
                              "-I", str(KERNELS_PORTABLE)]
     exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",
                             generated.hooked_kernels(sel, gen), tmp_path / "cache", host.HostRunError,
@@ -451,7 +451,7 @@ def test_generated_add_is_bit_exact(params, shape, chain, failing_kernels, tmp_p
         pytest.skip("no host C++ compiler (g++)")
     src = tmp_path / generated.GENERATED_FILE
     src.write_text(gen.source)
-    flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=64", "-DMCU_INSTRUCTION_CACHE=8",
+    flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=0", "-DMCU_INSTRUCTION_CACHE=1", "-DMCU_BOUND_CALLS=4",  # bound at load
                              "-I", str(KERNELS_PORTABLE)]
     sel = [failing_kernels[op] for op in p.operators]
     exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",

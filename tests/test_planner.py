@@ -103,7 +103,7 @@ def _optimum(specs) -> int:
                 min_size=2, max_size=4))
 def test_placement_is_optimal_on_small_cases(specs):
     bufs = [planner.Buffer([k], s, s + d, [size] * (d + 1)) for k, (s, d, size) in enumerate(specs)]
-    pl = planner.place(bufs, time_limit=2.0)
+    pl = planner.place(bufs, node_limit=10**7)
     assert pl.top == _optimum(specs)
     # and the placement itself is valid by the same independent rule (not only its size optimal)
     off = pl.offsets
@@ -117,7 +117,7 @@ def test_exact_search_beats_greedy_and_stops_at_the_bound():
     # Two long-lived and four short-lived buffers where size-ordered greedy leaves a hole.
     spec = [(0, 5, 32), (0, 1, 64), (2, 3, 48), (2, 5, 16), (4, 5, 48), (1, 2, 32)]
     bufs = [planner.Buffer([k], s, e, [size] * (e - s + 1)) for k, (s, e, size) in enumerate(spec)]
-    pl = planner.place(bufs, time_limit=2.0)
+    pl = planner.place(bufs, node_limit=10**7)
     assert pl.bound <= pl.top <= min(pl.tried.values())
     assert pl.top == 128 and pl.exact_complete
 

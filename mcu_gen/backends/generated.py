@@ -1089,7 +1089,7 @@ def generate(program: Program, kernels) -> Generated:
             parts.append(_layer_source(l, _IO_ARGS[l.kind]))
     parts.append("}  // namespace generated\n\nnamespace kernels {")
     parts += prepare_hooks_source(layers, by_op, g)
-    g.source = "\n".join(parts)
+    g.source = bind_at_load("\n".join(parts), layers)
     return g
 
 
@@ -1111,15 +1111,47 @@ def prepare_hooks_source(layers, by_op: dict, g: "Generated") -> list:
         g.prepare[op] = name
         fallback = f"{lib.prepare}(ctx)" if lib.prepare else f"&{lib.fn}"
         body = [f"// {op}: the generated layer this instruction is, else the library kernel ({lib.backend}).",
-                f"KernelFn {name}(const KernelContext& ctx) {{",
-                "  if (ctx.all_decoded()) {"]
+                f"KernelFn {name}(const KernelContext& ctx) {{"]
         for l in layers:
             if l.op == op:
-                body.append(f"    if (generated::{l.name}_matches(ctx)) return &generated::{l.name};")
-        body += ["  }", f"  return {fallback};", "}", ""]
+                body.append(f"  if (generated::{l.name}_matches(ctx)) return &generated::{l.name};")
+        body += [f"  return {fallback};", "}", ""]
         parts.append("\n".join(body))
     parts.append("}  // namespace kernels\n}  // namespace mcu\n")
     return parts
+
+
+def bind_at_load(source: str, layers) -> str:
+    """Generated layers bound at load, without the value cache (issue 25): each layer's runtime function
+    reads the data pointers of its tensors from a small array (one pointer per tensor it touches) that its
+    _matches() fills once, at load, after every check held; the checks decode the arguments on demand.
+    So a generated layer needs neither every value decoded nor any argument decoding per call. A layer
+    matches only the instruction it was generated for (its index, ctx.instruction_), so two identical
+    instructions never share (and re-bind) one layer."""
+    import re
+
+    for layer in layers:
+        name = layer.name
+        run = f"Error {name}(const KernelContext& ctx) {{"
+        i = source.index(run)
+        j = source.index("\n}\n", i)
+        body = source[i:j]
+        args = list(dict.fromkeys(int(a) for a in re.findall(r"ctx\.decoded_data\((\d+)\)", body)))
+        if not args:
+            continue
+        slot = {a: k for k, a in enumerate(args)}
+        body = re.sub(r"ctx\.decoded_data\((\d+)\)", lambda m: f"{name}_bound[{slot[int(m.group(1))]}]", body)
+        source = source[:i] + body + source[j:]
+        head = f"bool {name}_matches(const KernelContext& ctx) {{\n  return "
+        m0 = source.index(head)
+        m1 = source.index(";\n}\n", m0)
+        expr = source[m0 + len(head):m1]
+        binds = "".join(f"  {name}_bound[{k}] = ctx.tensor({a}).data;\n" for a, k in slot.items())
+        source = (source[:m0] + f"void* {name}_bound[{len(args)}];  // data pointers, bound at load\n"
+                  + f"bool {name}_matches(const KernelContext& ctx) {{\n"
+                  + f"  if (ctx.instruction_ != {int(layer.instruction)} || !({expr})) return false;\n"
+                  + binds + "  return true;\n}\n" + source[m1 + len(";\n}\n"):])
+    return source
 
 
 def hooked_kernels(kernels, g: Generated):

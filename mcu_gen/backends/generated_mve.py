@@ -411,7 +411,7 @@ def generate(program: Program, kernels) -> Generated:
             macs[helper] = _mac_struct(nk, tail)
     parts = [PRELUDE, dsp.ROWS_SOURCE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
     parts += dsp.prepare_hooks_source(layers, by_op, g)
-    g.source = "\n".join(parts)
+    g.source = dsp.bind_at_load("\n".join(parts), layers)
     return g
 
 
@@ -636,7 +636,7 @@ def _add_layer_source(l: MveAdd) -> str:
         "  int32x4_t qa, qb, qt;",
         "  __asm__ volatile(",
         text,
-        '      : [a] "+r"(a), [b] "+r"(b), [y] "+r"(y), [qa] "=&w"(qa), [qb] "=&w"(qb), [qt] "=&w"(qt)',
+        '      : [a] "+l"(a), [b] "+l"(b), [y] "+l"(y), [qa] "=&w"(qa), [qb] "=&w"(qb), [qt] "=&w"(qt)',
         '      : [n] "r"(n), [ka] "w"(ka), [kb] "w"(kb), [lo] "w"(lo), [hi] "w"(hi), [ca] "r"(ca), [cb] "r"(cb), [ma] "r"(ma),',
         '        [mb] "r"(mb), [mo] "r"(mo), [zo] "r"(zo)',
         '      : "lr", "memory");',

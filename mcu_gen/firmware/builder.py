@@ -70,6 +70,7 @@ DEFAULT_VALUE_CACHE = 8  # runtime_core/include/mcu/program.h
 DEFAULT_INSTRUCTION_CACHE = 8
 VALUE_CACHE_ENTRY_BYTES = 20
 INSTRUCTION_CACHE_ENTRY_BYTES = 12
+BOUND_CALL_BYTES = 8  # MCU_BOUND_CALLS: a generated layer after the instruction cache (program.h)
 
 
 def value_cache_size(value_cache, backend: str, num_values: int) -> int:
@@ -182,7 +183,7 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
 def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
                    upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None,
                    npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
-                   instruction_cache: int = DEFAULT_INSTRUCTION_CACHE, upload: bool = False,
+                   instruction_cache: int = DEFAULT_INSTRUCTION_CACHE, upload: bool = False, bound_calls: int = 0,
                    frame_bytes: int | None = None, stack_bytes: int | None = None,
                    generated_source: str = "") -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest.
@@ -277,6 +278,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         defines={"MCU_MAX_OPERATORS": max_ops, "MCU_VALUE_CACHE": max(1, value_cache),
                  "MCU_MAX_PAYLOAD": frame_payload(program, frame_bytes), "MCU_UPLOADS": int(upload_size > 0),
                  "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
+                 **({"MCU_BOUND_CALLS": bound_calls} if bound_calls else {}),
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
                  **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
                  **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}),
@@ -544,12 +546,16 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     stored = pte.read(data)
     num_values = max(len(m.values) for m in stored.methods)
     num_instructions = max(len(m.instructions) for m in stored.methods)
-    # Generated layers are chosen at load by prepare functions, which need every value decoded.
-    cache = value_cache_size(value_cache, "cmsis-nn" if gen.layers else backend_choice.backend, num_values)
-    icache = num_instructions if cache >= num_values else DEFAULT_INSTRUCTION_CACHE
+    # Generated layers are chosen at load by prepare functions, which decode the arguments they check on
+    # demand and bind the layer's data pointers (generated.bind_at_load): they need no value cache; a layer
+    # after the instruction cache costs one (instruction, function) pair of 8 B (MCU_BOUND_CALLS).
+    cache = value_cache_size(value_cache, backend_choice.backend, num_values)
+    icache = num_instructions if cache >= num_values else min(num_instructions, DEFAULT_INSTRUCTION_CACHE)
+    bound_calls = sum(1 for layer in gen.layers if layer.instruction >= icache)
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
                              framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
-                             value_cache=cache, instruction_cache=icache, upload=upload, frame_bytes=frame_bytes,
+                             value_cache=cache, instruction_cache=icache, bound_calls=bound_calls,
+                             upload=upload, frame_bytes=frame_bytes,
                              stack_bytes=stack_bytes, generated_source=gen.source)
     elf = None
     stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
@@ -619,7 +625,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
                              "instructions": num_instructions,
                              "cached_instructions": min(icache, num_instructions),
                              "bytes": VALUE_CACHE_ENTRY_BYTES * max(1, cache)
-                             + INSTRUCTION_CACHE_ENTRY_BYTES * max(1, icache)}
+                             + INSTRUCTION_CACHE_ENTRY_BYTES * max(1, icache) + BOUND_CALL_BYTES * bound_calls,
+                             "bound_calls": bound_calls}
     if npu_build is not None:
         report["ethos_u"] = npu_build.report
         for row in report["operators"]:

@@ -19,7 +19,9 @@
    to it and given the scratch it needs.
 3. Placement: several greedy strategies (orders by size, start, conflicts,
    lifetime, area; first fit and best fit), then an exact branch-and-bound
-   search over placement orders, bounded by time and stopped as soon as the
+   search over placement orders, bounded by a node count (``NODE_LIMIT``, never by
+   wall-clock time, so the same program always gets the same plan and the same
+   .pte bytes however loaded the machine is) and stopped as soon as the
    arena equals the lower bound. The smallest arena wins; a plan with in-place
    is kept only if it is smaller than the plan without.
 4. ``check_plan`` proves the result: every tensor aligned and inside the arena,
@@ -32,7 +34,6 @@ removed; most bytes live at any one step, no in-place); in-place can go below it
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -42,7 +43,7 @@ from mcu_gen.program.ir import DTYPE_SIZES, Program, ScalarValue, TensorValue
 from mcu_gen.errors import McuGenError
 
 ALIGNMENT = 16
-TIME_LIMIT = 0.5  # seconds of exact search per plan (at most)
+NODE_LIMIT = 20000  # search nodes of the exact search per placement (deterministic, not a timer)
 
 
 class PlanError(McuGenError, ValueError):
@@ -319,7 +320,7 @@ def _orders(bufs, conf) -> dict:
     }
 
 
-def _exact(bufs, conf, best_top, bound, deadline) -> tuple:
+def _exact(bufs, conf, best_top, bound, node_limit) -> tuple:
     """Branch and bound over placement orders, each buffer at its lowest free offset.
     Returns (top, offsets or None, complete)."""
     n = len(bufs)
@@ -336,7 +337,7 @@ def _exact(bufs, conf, best_top, bound, deadline) -> tuple:
                 best[0], best[1] = top, dict(offsets)
             return
         nodes[0] += 1
-        if nodes[0] % 256 == 0 and time.monotonic() > deadline:
+        if nodes[0] > node_limit:
             complete[0] = False
             return
         tried = set()
@@ -355,6 +356,7 @@ def _exact(bufs, conf, best_top, bound, deadline) -> tuple:
                 return
 
     dfs({}, 0)
+    _exact.last_nodes = nodes[0]
     return best[0], best[1], complete[0]
 
 
@@ -368,8 +370,9 @@ class Placement:
     tried: dict = field(default_factory=dict)  # strategy -> top
 
 
-def place(bufs, time_limit: float = TIME_LIMIT) -> Placement:
+def place(bufs, node_limit: int | None = None) -> Placement:
     """Best placement of the buffers found by the greedy strategies and the exact search."""
+    node_limit = NODE_LIMIT if node_limit is None else node_limit
     bound = packing_bound(bufs)
     if not bufs:
         return Placement(0, {}, "empty", 0, True)
@@ -383,8 +386,8 @@ def place(bufs, time_limit: float = TIME_LIMIT) -> Placement:
             tried[key] = top
             if best is None or top < best.top:
                 best = Placement(top, offsets, key, bound)
-    if best.top > bound and time_limit > 0:
-        top, offsets, complete = _exact(bufs, conf, best.top, bound, time.monotonic() + time_limit)
+    if best.top > bound and node_limit > 0:
+        top, offsets, complete = _exact(bufs, conf, best.top, bound, node_limit)
         tried["exact"] = top
         if offsets is not None and top < best.top:
             best = Placement(top, offsets, "exact", bound)
@@ -477,7 +480,7 @@ def _restore(program: Program, snap: tuple) -> None:
         program.meta.pop("slices", None)
 
 
-def _place_around(bufs, time_limit: float, fixed: dict | None, reserve: int = 0) -> Placement:
+def _place_around(bufs, node_limit: int, fixed: dict | None, reserve: int = 0) -> Placement:
     """place(), except that the buffers of the values in ``fixed`` (value -> offset: state tensors
     shared by several methods) keep their offsets and every other buffer goes above them and above
     ``reserve`` bytes (the state of every method)."""
@@ -486,29 +489,29 @@ def _place_around(bufs, time_limit: float, fixed: dict | None, reserve: int = 0)
     free = [k for k in range(len(bufs)) if k not in pinned]
     reserve = max([reserve] + [fixed[m] + _align(b.size) for b in bufs for m in b.members if m in fixed])
     if not pinned and reserve == 0:
-        return place(bufs, time_limit)
-    pl = place([bufs[k] for k in free], time_limit)
+        return place(bufs, node_limit)
+    pl = place([bufs[k] for k in free], node_limit)
     offsets = {k: pinned[k] for k in pinned}
     offsets.update({k: reserve + pl.offsets[j] for j, k in enumerate(free)})
     return Placement(reserve + pl.top, offsets, f"{pl.strategy}, above {reserve} B of shared state",
                      reserve + pl.bound, pl.exact_complete, {k: reserve + v for k, v in pl.tried.items()})
 
 
-def _layout(program: Program, time_limit: float, allow_inplace: bool, available: dict,
+def _layout(program: Program, node_limit: int, allow_inplace: bool, available: dict,
             fixed: dict | None = None, reserve: int = 0) -> _Layout:
     """Place the program's buffers, with in-place where it makes the arena smaller
     (switching instructions to in-place variants in that case)."""
     iv = lifetimes(program)
     layer_bound = lower_bound(list(iv.values()))
     plain_bufs = make_buffers(iv, [])
-    best = _Layout(_place_around(plain_bufs, time_limit, fixed, reserve), plain_bufs, [], layer_bound)
+    best = _Layout(_place_around(plain_bufs, node_limit, fixed, reserve), plain_bufs, [], layer_bound)
     if allow_inplace:
         pairs = find_inplace(program, iv, available)
         if pairs:
             snap = _snapshot(program)
             _apply_inplace(program, pairs)
             bufs = make_buffers(lifetimes(program), pairs)
-            pl = _place_around(bufs, time_limit, fixed, reserve)
+            pl = _place_around(bufs, node_limit, fixed, reserve)
             if pl.top < best.placement.top:
                 best = _Layout(pl, bufs, pairs, layer_bound)
             else:  # no gain: keep the program as it was
@@ -516,7 +519,7 @@ def _layout(program: Program, time_limit: float, allow_inplace: bool, available:
     return best
 
 
-def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None,
+def plan(program: Program, node_limit: int | None = None, allow_inplace: bool = True, available=None,
          remove_copies: bool = True, fixed: dict | None = None, reserve: int = 0) -> Program:
     """Assign arena offsets in place; sets program.arena_size, program.lower_bound and
     program.meta["plan"] (strategy, bounds, in-place pairs, peak steps, removed copies).
@@ -529,14 +532,14 @@ def plan(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool =
     available = _default_kernels() if available is None else available
     removed = slice_rules.remove_noop_copies(program) if remove_copies else []
     before = _snapshot(program)
-    layout = _layout(program, time_limit, allow_inplace, available, fixed, reserve)
+    layout = _layout(program, node_limit, allow_inplace, available, fixed, reserve)
     cats = 0
     if remove_copies and any(slice_rules.cat_slices(program, ins) for ins in program.instructions):
         without = _snapshot(program)
         without_layout = layout
         _restore(program, before)
         cats = slice_rules.slice_concatenations(program)
-        layout = _layout(program, time_limit, allow_inplace, available, fixed, reserve)
+        layout = _layout(program, node_limit, allow_inplace, available, fixed, reserve)
         if layout.placement.top > without_layout.placement.top:  # slices made it worse: copy instead
             _restore(program, without)
             layout, cats = without_layout, 0
@@ -710,7 +713,7 @@ def check_plan(program: Program, available=None) -> None:
 
 
 # -- programs with several methods -----------------------------------------------------------------
-def plan_methods(program: Program, time_limit: float = TIME_LIMIT, allow_inplace: bool = True, available=None,
+def plan_methods(program: Program, node_limit: int | None = None, allow_inplace: bool = True, available=None,
                  remove_copies: bool = True) -> Program:
     """Plans every method of ``program`` (docs/methods.md). State tensors are shared by name: each is
     placed once, at the bottom of the arena, at the same offset in every method that uses it, and every
@@ -719,7 +722,7 @@ def plan_methods(program: Program, time_limit: float = TIME_LIMIT, allow_inplace
     The firmware's arena is the largest method's (Program.max_arena_size)."""
     methods = program.methods
     if len(methods) == 1:
-        return plan(program, time_limit, allow_inplace, available, remove_copies)
+        return plan(program, node_limit, allow_inplace, available, remove_copies)
     where, top = {}, 0
     for m in methods:
         for i, name in zip(m.states, m.state_names):
@@ -734,7 +737,7 @@ def plan_methods(program: Program, time_limit: float = TIME_LIMIT, allow_inplace
             top += _align(t.nbytes)
     for m in methods:
         fixed = {i: where[name][0] for i, name in zip(m.states, m.state_names)}
-        plan(m, time_limit, allow_inplace, available, remove_copies, fixed=fixed, reserve=top)
+        plan(m, node_limit, allow_inplace, available, remove_copies, fixed=fixed, reserve=top)
     check_methods(program, available)
     return program
 

@@ -92,7 +92,7 @@ def _greedy_top(idx, bufs, conf) -> int:
 
 
 def place_in_regions(program: Program, regions: list, pin: str | None = None,
-                     time_limit: float = planner.TIME_LIMIT, available=None) -> list:
+                     node_limit: int | None = None, available=None) -> list:
     """Spread a planned program over `regions` (Region, memory id order); returns the per-region
     report (also ``program.meta["regions"]``). Raises RegionError naming the region and the bytes
     when the arena does not fit."""
@@ -132,7 +132,7 @@ def place_in_regions(program: Program, regions: list, pin: str | None = None,
         if left:  # report the overflow against the slowest region, where the rest would go
             last = by_speed[-1]
             idx = [i for i in range(len(bufs)) if chosen.get(i) is last] + left
-            need = planner.place([bufs[i] for i in idx], time_limit).top
+            need = planner.place([bufs[i] for i in idx], node_limit).top
             raise RegionError(
                 f"the arena does not fit the RAM regions: region {last.name!r} would need {need:,} B, its budget "
                 f"is {last.budget:,} B ({need - last.budget:,} B too many; faster regions are full: "
@@ -147,7 +147,7 @@ def place_in_regions(program: Program, regions: list, pin: str | None = None,
         root_place = {}
         for r in regions:
             idx = [i for i in range(len(bufs)) if where[i] is r]
-            pl = planner.place([bufs[i] for i in idx], time_limit)
+            pl = planner.place([bufs[i] for i in idx], node_limit)
             if pl.top > r.budget:
                 raise RegionError(f"region {r.name!r}: the arena needs {pl.top:,} B, its budget is {r.budget:,} B "
                                   f"({pl.top - r.budget:,} B too many)")

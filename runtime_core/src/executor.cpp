@@ -495,6 +495,9 @@ uint32_t accepted_tags(char sig) {
   loaded_ = false;
   cached_ = 0;
   cached_calls_ = 0;
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+  num_bound_ = 0;
+#endif
   detail_ = -1;
 #if MCU_PROGRAM_METHODS
   kernels_ = &kernels;
@@ -647,6 +650,9 @@ uint32_t accepted_tags(char sig) {
   if (!ok || (plan_name != nullptr && !c.string(plan_name))) return Error::InvalidProgram;
   cached_ = 0;  // the caches are the previous method's until they are decoded again below
   cached_calls_ = 0;
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+  num_bound_ = 0;
+#endif
 #else
 // The first plan (load's only caller, inlined there: a firmware for one method pays nothing for it).
 [[gnu::always_inline]] inline Error Executor::bind_plan(const uint8_t* plan, const uint8_t* root, uint64_t seg_base,
@@ -903,9 +909,24 @@ Executor::Call Executor::decode_call(int32_t i) const {
     if (prepare == nullptr) continue;
     ctx.args_ = call.args;
     ctx.num_args_ = call.num_args;
+    ctx.instruction_ = i;
     const KernelFn chosen = prepare(ctx);
     if (chosen != nullptr) call.fn = chosen;
   }
+#if MCU_BOUND_CALLS > 0
+  num_bound_ = 0;
+  for (int32_t i = cached_calls_; i < num_instructions_ && num_bound_ < MCU_BOUND_CALLS; ++i) {
+    const Call call = decode_call(i);
+    if (call.op >= num_operators_) continue;
+    const PrepareFn prepare = kernels.prepare[op_entry_[call.op]];
+    if (prepare == nullptr) continue;
+    ctx.args_ = call.args;
+    ctx.num_args_ = call.num_args;
+    ctx.instruction_ = i;
+    const KernelFn chosen = prepare(ctx);
+    if (chosen != nullptr && chosen != call.fn) bound_[num_bound_++] = BoundCall{i, chosen};
+  }
+#endif
 }
 #endif  // MCU_KERNEL_PREPARE
 
@@ -915,6 +936,9 @@ Error Executor::execute() {
   Error e = Error::Ok;
   const int32_t n = num_instructions_, cached = cached_calls_;
   int32_t i = 0;
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+  int32_t next_bound = 0;
+#endif
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
   for (; i < n && e == Error::Ok; ++i) {
     Call decoded;
@@ -923,6 +947,9 @@ Error Executor::execute() {
       call = &calls_[i];
     } else {
       decoded = decode_call(i);
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+      if (next_bound < num_bound_ && bound_[next_bound].instruction == i) decoded.fn = bound_[next_bound++].fn;
+#endif
     }
     ctx.args_ = call->args;
     ctx.num_args_ = call->num_args;

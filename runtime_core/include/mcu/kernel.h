@@ -104,6 +104,9 @@ class KernelContext {
   int32_t num_args_ = 0;
   const DecodedValue* decoded_ = nullptr;
   int32_t num_decoded_ = 0;
+  // In a prepare function (PrepareFn) only: the index of the instruction being prepared, so that a
+  // layer generated for one instruction binds to that one (mcu_gen/backends/generated.py); else -1.
+  int32_t instruction_ = -1;
 
  private:
   int32_t value_index(int32_t i) const { return read_le<int32_t>(args_ + 4 * i); }

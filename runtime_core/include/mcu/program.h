@@ -26,6 +26,12 @@
 #ifndef MCU_INSTRUCTION_CACHE
 #define MCU_INSTRUCTION_CACHE 8
 #endif
+// Instructions after the instruction cache whose kernel a prepare function (KernelTable::prepare)
+// replaced at load, e.g. a layer generated for this program (mcu_gen/backends/generated.py): one
+// (instruction, function) pair each, 8 bytes, instead of caching every instruction's call.
+#ifndef MCU_BOUND_CALLS
+#define MCU_BOUND_CALLS 0
+#endif
 // 1: KernelTable::prepare is used (mcu-gen sets it when a selected kernel has
 // a prepare function; without it, firmware carries no prepare code).
 #ifndef MCU_KERNEL_PREPARE
@@ -160,7 +166,16 @@ class Executor {
     ctx.num_decoded_ = cached_;
     return ctx;
   }
-  Call call_at(int32_t i) const { return i < cached_calls_ ? calls_[i] : decode_call(i); }
+  Call call_at(int32_t i) const {
+    if (i < cached_calls_) return calls_[i];
+    Call c = decode_call(i);
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+    for (int32_t k = 0; k < num_bound_; ++k) {
+      if (bound_[k].instruction == i) c.fn = bound_[k].fn;
+    }
+#endif
+    return c;
+  }
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
@@ -199,6 +214,14 @@ class Executor {
   DecodedValue cache_[MCU_VALUE_CACHE] = {};  // decoded values
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+  struct BoundCall {
+    int32_t instruction;
+    KernelFn fn;
+  };
+  int32_t num_bound_ = 0;  // bound_[0, num_bound_): uncached instructions with a prepared kernel, in order
+  BoundCall bound_[MCU_BOUND_CALLS] = {};
+#endif
 #if MCU_PROGRAM_METHODS
   const uint8_t* plans_ = nullptr;  // vector<ExecutionPlan> data
   uint32_t num_plans_ = 0;

@@ -1,0 +1,37 @@
+"""Generated layers bound at load without the value cache (issue 25): the default build caches no
+more values for them, `--value-cache N` no longer turns them back into library kernels, and a layer
+after the instruction cache costs one bound call (8 B) instead of every instruction's call."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcu_gen.firmware import builder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_value_cache_zero_keeps_the_generated_layers(tmp_path):
+    r = builder.build(ROOT / "examples" / "mnist" / "model.py", board="mps2-an505", out=tmp_path / "m",
+                      quantize="int8", io="int8", compile=False, value_cache=0)
+    vc = r.report["value_cache"]
+    assert vc["cached_values"] == 0 and vc["cached_instructions"] == vc["instructions"]
+    gen = [row for row in r.report["operators"] if row.get("backend") == "generated"]
+    assert len(gen) == len(r.report["generated_kernels"]["layers"]) == 2
+    # the default: the runtime's 8 values, not every value of the program
+    d = builder.build(ROOT / "examples" / "mnist" / "model.py", board="mps2-an505", out=tmp_path / "d",
+                      quantize="int8", io="int8", compile=False)
+    assert d.report["value_cache"]["cached_values"] == builder.DEFAULT_VALUE_CACHE < d.report["value_cache"]["values"]
+    assert len(d.report["generated_kernels"]["layers"]) == 2
+
+
+def test_a_layer_after_the_instruction_cache_costs_one_bound_call(tmp_path):
+    r = builder.build(ROOT / "tests" / "models_int8" / "lstm_2layer.py", board="mps2-an505", out=tmp_path / "l",
+                      quantize="int8", compile=False)
+    vc = r.report["value_cache"]
+    layers = r.report["generated_kernels"]["layers"]
+    assert vc["instructions"] > 300 and vc["cached_instructions"] == builder.DEFAULT_INSTRUCTION_CACHE
+    assert layers and vc["bound_calls"] == len(layers)
+    assert vc["bytes"] == (builder.VALUE_CACHE_ENTRY_BYTES * builder.DEFAULT_VALUE_CACHE
+                           + builder.INSTRUCTION_CACHE_ENTRY_BYTES * builder.DEFAULT_INSTRUCTION_CACHE
+                           + builder.BOUND_CALL_BYTES * len(layers))
+    assert "MCU_BOUND_CALLS" in "".join(p.read_text() for p in (tmp_path / "l").rglob("CMakeLists.txt"))
