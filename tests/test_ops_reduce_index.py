@@ -50,3 +50,18 @@ def test_amin_argmax_argmin_max_min_dim_with_nan_ties_and_ints():
     check(lambda a, b, c: (*torch.max(a, dim=1), *torch.min(a, dim=-1, keepdim=True), *torch.max(b, dim=1),
                            *torch.min(b, dim=0), *torch.max(c, dim=1), *torch.min(c, dim=1, keepdim=True)),
           x, n, i)
+
+
+def test_prod_cumsum_and_vector_norms():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 3, 4, generator=g)
+    i = torch.tensor([[3, -7, 2, 9], [-1, 9, 9, -7]], dtype=torch.int32)
+    b = torch.tensor([[True, False, True], [True, True, False]])
+    check(lambda a, c, m: (a.prod(dim=1), a.prod(dim=-1, keepdim=True), c.prod(dim=1), c.prod(dim=0, dtype=torch.int32),
+                           m.prod(dim=1), a.cumsum(dim=1), a.cumsum(dim=-1), c.cumsum(dim=1), m.cumsum(dim=1),
+                           c.cumsum(dim=0, dtype=torch.float32),
+                           torch.linalg.vector_norm(a), torch.linalg.vector_norm(a, 2, dim=1),
+                           torch.linalg.vector_norm(a, 1, dim=(0, 2), keepdim=True),
+                           torch.linalg.vector_norm(a, float("inf"), dim=-1), torch.linalg.vector_norm(a, -float("inf")),
+                           torch.linalg.vector_norm(a, 3.0, dim=1), torch.linalg.vector_norm(a, 0.5, dim=2),
+                           a.norm(dim=-1)), x, i, b, rtol=1e-4)
