@@ -1,0 +1,28 @@
+// mcu-gen-kernel: op=aten::min.dim_min fn=aten_min_dim_min sig=TIBOOX dtypes=float32,uint8,int8,int16,int32,int64,bool
+// aten::min.dim_min(Tensor self, int dim, bool keepdim=False, *, Tensor(a!) min, Tensor(b!) min_values)
+//     -> (Tensor(a!) values, Tensor(b!) indices)
+// The minimum along dim and its int64 index (first on ties, first NaN if any).
+#include "arg_reduce_common.h"
+
+namespace mcu {
+namespace kernels {
+
+Error aten_min_dim_min(const KernelContext& ctx) {
+  constexpr DTypeSet kSet = selected::aten_min_dim_min & kAllTypes;
+  const TensorRef in = ctx.tensor(0);
+  const TensorRef values = ctx.tensor(3);
+  const TensorRef indices = ctx.tensor(4);
+  if (values.dtype != in.dtype || indices.dtype != DType::Int64) return Error::KernelFailed;
+  Reduction r;
+  const bool keepdim = ctx.bool_arg(2);
+  if (!r.init(in, reduced_dim(ctx, 1, in.dim)) || !r.matches(values, keepdim) || !r.matches(indices, keepdim)) {
+    return Error::KernelFailed;
+  }
+  if (r.count() == 0 && r.out_numel() > 0) return Error::KernelFailed;
+  return arg_reduce<kSet, false>(r, in, values.data, static_cast<int64_t*>(indices.data))
+             ? Error::Ok
+             : Error::KernelFailed;
+}
+
+}  // namespace kernels
+}  // namespace mcu
