@@ -151,3 +151,108 @@ class Reduction {
 
 }  // namespace kernels
 }  // namespace mcu
+
+// ---------------------------------------------------------------------------
+// Shared bodies of amax/amin and argmax/argmin (NaN propagates as in ATen: a
+// NaN is the max and the min; argmax/argmin give the first NaN's index).
+#include "dtype_util.h"
+
+namespace mcu {
+namespace kernels {
+
+template <typename C>
+inline bool is_nan_value(C x) {
+  if constexpr (__is_same(C, float)) return x != x;
+  else return false;
+}
+
+// Whether `x` replaces the current best `best` (first occurrence wins on ties).
+template <bool kMax, typename C>
+inline bool better(C x, C best) {
+  if (is_nan_value(best)) return false;
+  if (is_nan_value(x)) return true;
+  return kMax ? x > best : x < best;
+}
+
+// amax/amin: out (same dtype as in) the extreme over the reduced dims; an
+// empty reduction fails (ATen raises).
+template <DTypeSet Set, bool kMax>
+Error reduce_extreme(const TensorRef& in, const TensorRef& out, const ReducedDims& dims, bool keepdim) {
+  Reduction r;
+  if (in.dtype != out.dtype || !r.init(in, dims) || !r.matches(out, keepdim)) return Error::KernelFailed;
+  if (r.count() == 0 && r.out_numel() > 0) return Error::KernelFailed;
+  const bool ok = dispatch_dtype<Set>(in.dtype, [&](auto tag) {
+    using C = decltype(tag);
+    const C* x = static_cast<const C*>(in.data);
+    C* y = static_cast<C*>(out.data);
+    r.for_each_output([&](int32_t o, int32_t base) {
+      C best = x[base];
+      r.for_each_reduced(base, [&](int32_t offset, int32_t) {
+        if (better<kMax>(x[offset], best)) best = x[offset];
+      });
+      y[o] = best;
+    });
+  });
+  return ok ? Error::Ok : Error::KernelFailed;
+}
+
+// argmax/argmin: out int64, the index of the (first) extreme along the
+// reduced dim (flattened index when dim is None).
+template <DTypeSet Set, bool kMax>
+Error reduce_arg(const TensorRef& in, const TensorRef& out, const ReducedDims& dims, bool keepdim) {
+  Reduction r;
+  if (out.dtype != DType::Int64 || !r.init(in, dims)) return Error::KernelFailed;
+  if (!r.matches(out, keepdim)) return Error::KernelFailed;  // dim=None: 0-dim, or all ones with keepdim
+  if (r.count() == 0 && r.out_numel() > 0) return Error::KernelFailed;
+  const bool ok = dispatch_dtype<Set>(in.dtype, [&](auto tag) {
+    using C = decltype(tag);
+    const C* x = static_cast<const C*>(in.data);
+    int64_t* y = static_cast<int64_t*>(out.data);
+    r.for_each_output([&](int32_t o, int32_t base) {
+      C best = x[base];
+      int64_t at = 0;
+      r.for_each_reduced(base, [&](int32_t offset, int32_t k) {
+        if (better<kMax>(x[offset], best)) {
+          best = x[offset];
+          at = k;
+        }
+      });
+      y[o] = at;
+    });
+  });
+  return ok ? Error::Ok : Error::KernelFailed;
+}
+
+}  // namespace kernels
+}  // namespace mcu
+
+namespace mcu {
+namespace kernels {
+
+// var over the reduced dims with `correction` (N - correction in the
+// denominator; <= 0 gives inf/NaN as in ATen), two passes in float.
+inline Error reduce_var(const TensorRef& in, const TensorRef& out, const ReducedDims& dims, bool keepdim,
+                        float correction) {
+  Reduction r;
+  if (in.dtype != DType::Float || out.dtype != DType::Float || !r.init(in, dims) || !r.matches(out, keepdim))
+    return Error::KernelFailed;
+  const float* x = static_cast<const float*>(in.data);
+  float* y = static_cast<float*>(out.data);
+  const float n = static_cast<float>(r.count());
+  const float denom = n - correction > 0.0f ? n - correction : 0.0f;
+  r.for_each_output([&](int32_t o, int32_t base) {
+    float s = 0.0f;
+    r.for_each_reduced(base, [&](int32_t offset, int32_t) { s += x[offset]; });
+    const float mean = s / n;
+    float ss = 0.0f;
+    r.for_each_reduced(base, [&](int32_t offset, int32_t) {
+      const float d = x[offset] - mean;
+      ss += d * d;
+    });
+    y[o] = ss / denom;
+  });
+  return Error::Ok;
+}
+
+}  // namespace kernels
+}  // namespace mcu
