@@ -419,7 +419,10 @@ def plan_check_inputs(program: Program, seed: int = 0) -> list:
             out.append(rng.standard_normal(t.shape).astype(t.dtype))
         elif t.dtype == "bool":
             out.append(rng.integers(0, 2, t.shape).astype(bool))
-        else:
+        elif t.dtype in ("int32", "int64"):
+            # token ids, positions, lengths: values any index or count accepts (an embedding of two rows)
+            out.append(rng.integers(0, 2, t.shape).astype(t.dtype))
+        else:  # int8/uint8/int16: quantized data, every value valid
             info = np.iinfo(t.dtype)
             out.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, t.shape).astype(t.dtype))
     return out
