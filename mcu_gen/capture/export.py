@@ -171,6 +171,21 @@ def _user_file(spec: ModelSpec) -> Optional[str]:
 
 
 # -- capture ------------------------------------------------------------------------------------
+# Core-ATen ops whose decomposition would cost arena bytes or passes and that have portable kernels
+# (kernels_portable/op_<name>.cpp): kept whole. reflection/replication pads decompose to
+# arange + index.Tensor gathers.
+KEEP_UNDECOMPOSED = ("reflection_pad1d", "reflection_pad2d", "replication_pad1d", "replication_pad2d")
+
+
+def _decomposition_table():
+    table = torch.export.default_decompositions()
+    for name in KEEP_UNDECOMPOSED:
+        op = getattr(torch.ops.aten, name).default
+        if op in table:
+            table.pop(op)
+    return table
+
+
 def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
     where = f"{spec.name} ({spec.path})" if spec.path else spec.name
     ep = spec.exported_program
@@ -185,7 +200,7 @@ def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
                 f"data-dependent control flow):\n{type(e).__name__}: {e}"
             ) from e
     try:
-        return ep.run_decompositions()
+        return ep.run_decompositions(_decomposition_table())
     except Exception as e:
         raise ExportError(f"{where}: decomposition to core ATen failed: {type(e).__name__}: {e}") from e
 

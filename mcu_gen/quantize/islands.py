@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, _Lowering, op_name, source_line, to_const_graph
+from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, _Lowering, _decomposition_table, op_name, source_line, to_const_graph
 from mcu_gen.capture.passes import run_passes
 
 
@@ -66,7 +66,7 @@ def lower_island(fp: _Lowering, node: torch.fx.Node, activations: dict, constant
     what = op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target)
     try:
         ep = torch.export.export(_One(node, acts, constants), tuple(_example(fp.program, activations[a]) for a in acts))
-        ep = ep.run_decompositions()
+        ep = ep.run_decompositions(_decomposition_table())
     except Exception as e:
         raise ExportError(f"{what}: cannot decompose it to core ATen for an fp32 island: "
                           f"{type(e).__name__}: {e}") from e

@@ -1,0 +1,146 @@
+// Helpers of the shape and nn kernels (pads, norms, resampling).
+#pragma once
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype_util.h"
+#include "elementwise_common.h"
+
+namespace mcu {
+namespace kernels {
+
+// Sets every element of the contiguous tensor t (of C type C) to v.
+template <typename C>
+void fill_elements(const TensorRef& t, C v) {
+  C* p = static_cast<C*>(t.data);
+  for (int32_t i = 0; i < t.numel; ++i) p[i] = v;
+}
+
+// A contiguous float32 tensor of n elements.
+inline bool is_f32_vector(const TensorRef& t, int64_t n) {
+  return t.dtype == DType::Float && t.is_contiguous() && t.numel == n;
+}
+
+// Optional float32 tensor of n elements (weight/bias of a norm): nullptr when
+// None; false when present but malformed.
+inline bool optional_f32(const KernelContext& ctx, int32_t i, int32_t n, const float** data) {
+  *data = nullptr;
+  if (ctx.is_none(i)) return true;
+  const TensorRef t = ctx.tensor(i);
+  if (t.dtype != DType::Float || !t.is_contiguous() || t.numel != n) return false;
+  *data = static_cast<const float*>(t.data);
+  return true;
+}
+
+// Mean and 1/sqrt(var + eps) (biased variance) of n floats at x, the
+// two-pass way ATen's CPU norms compute in float.
+inline void mean_rstd(const float* x, int32_t n, float eps, float* mean, float* rstd) {
+  float sum = 0.0f;
+  for (int32_t i = 0; i < n; ++i) sum += x[i];
+  const float m = n > 0 ? sum / static_cast<float>(n) : 0.0f;
+  float sq = 0.0f;
+  for (int32_t i = 0; i < n; ++i) {
+    const float c = x[i] - m;
+    sq += c * c;
+  }
+  const float var = n > 0 ? sq / static_cast<float>(n) : 0.0f;
+  *mean = m;
+  *rstd = 1.0f / sqrtf(var + eps);
+}
+
+// Source coordinate of linear interpolation along one axis: src = dst * scale + offset,
+// clamped at 0 (align_corners=False), with scale and offset set once per axis.
+struct LinearAxis {
+  float scale = 0.0f;
+  float offset = 0.0f;
+  int32_t in_size = 0;
+  void init(int32_t in, int32_t out, bool align_corners) {
+    in_size = in;
+    if (align_corners) {
+      scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+      offset = 0.0f;
+    } else {
+      scale = static_cast<float>(in) / static_cast<float>(out);
+      offset = 0.5f * scale - 0.5f;
+    }
+  }
+  // Lower index, upper index and the upper one's weight of output position dst.
+  void at(int32_t dst, int32_t* i0, int32_t* i1, float* w1) const {
+    float src = static_cast<float>(dst) * scale + offset;
+    if (src < 0.0f) src = 0.0f;
+    int32_t lo = static_cast<int32_t>(src);
+    if (lo > in_size - 1) lo = in_size - 1;
+    *i0 = lo;
+    *i1 = lo < in_size - 1 ? lo + 1 : lo;
+    *w1 = src - static_cast<float>(lo);
+  }
+};
+
+}  // namespace kernels
+}  // namespace mcu
+
+namespace mcu {
+namespace kernels {
+
+// Reflection / replication padding of the last `k` (1 or 2) dims of a contiguous
+// tensor: pad = (left, right[, top, bottom]), as ATen's reflection_pad{1,2}d /
+// replication_pad{1,2}d. Reflection needs each pad < that dim's size (ATen's check).
+template <typename E>
+void edge_pad_rows(const E* src, E* dst, int32_t planes, int32_t ih, int32_t iw, int32_t oh, int32_t ow,
+                   int32_t top, int32_t left, bool reflect) {
+  auto map = [reflect](int32_t o, int32_t lo, int32_t size) {
+    int32_t j = o - lo;
+    if (reflect) {
+      if (j < 0) j = -j;
+      if (j >= size) j = 2 * (size - 1) - j;
+    } else {
+      j = j < 0 ? 0 : (j >= size ? size - 1 : j);
+    }
+    return j;
+  };
+  for (int32_t p = 0; p < planes; ++p) {
+    const E* plane = src + static_cast<size_t>(p) * ih * iw;
+    for (int32_t y = 0; y < oh; ++y) {
+      const E* row = plane + static_cast<size_t>(map(y, top, ih)) * iw;
+      for (int32_t x = 0; x < left; ++x) *dst++ = row[map(x, left, iw)];
+      for (int32_t x = 0; x < iw; ++x) *dst++ = row[x];
+      for (int32_t x = left + iw; x < ow; ++x) *dst++ = row[map(x, left, iw)];
+    }
+  }
+}
+
+inline Error edge_pad(const KernelContext& ctx, int32_t k, bool reflect) {
+  const TensorRef in = ctx.tensor(0);
+  const IntList pad = ctx.int_list(1);
+  const TensorRef out = ctx.tensor(2);
+  if (!copyable_pair(in, out) || pad.size() != 2 * k || in.dim != out.dim) return Error::KernelFailed;
+  if (in.dim != k + 1 && in.dim != k + 2) return Error::KernelFailed;  // (C, ...) or (N, C, ...)
+  const int64_t left = pad[0], right = pad[1];
+  const int64_t top = k == 2 ? pad[2] : 0, bottom = k == 2 ? pad[3] : 0;
+  if (left < 0 || right < 0 || top < 0 || bottom < 0) return Error::KernelFailed;
+  const int32_t iw = in.sizes[in.dim - 1];
+  const int32_t ih = k == 2 ? in.sizes[in.dim - 2] : 1;
+  for (int32_t d = 0; d < in.dim - k; ++d) {
+    if (in.sizes[d] != out.sizes[d]) return Error::KernelFailed;
+  }
+  if (out.sizes[out.dim - 1] != iw + left + right) return Error::KernelFailed;
+  if (k == 2 && out.sizes[out.dim - 2] != ih + top + bottom) return Error::KernelFailed;
+  if (out.numel == 0) return Error::Ok;
+  if (in.numel == 0 || in.data == out.data) return Error::KernelFailed;
+  if (reflect && (left >= iw || right >= iw || top >= ih || bottom >= ih)) return Error::KernelFailed;
+  const int32_t planes = size_product(in, 0, in.dim - k);
+  const int32_t oh = ih + static_cast<int32_t>(top + bottom), ow = iw + static_cast<int32_t>(left + right);
+  const int32_t t = static_cast<int32_t>(top), l = static_cast<int32_t>(left);
+  switch (element_size(in)) {
+    case 1: edge_pad_rows(static_cast<const uint8_t*>(in.data), static_cast<uint8_t*>(out.data), planes, ih, iw, oh, ow, t, l, reflect); break;
+    case 2: edge_pad_rows(static_cast<const uint16_t*>(in.data), static_cast<uint16_t*>(out.data), planes, ih, iw, oh, ow, t, l, reflect); break;
+    case 4: edge_pad_rows(static_cast<const uint32_t*>(in.data), static_cast<uint32_t*>(out.data), planes, ih, iw, oh, ow, t, l, reflect); break;
+    default: edge_pad_rows(static_cast<const uint64_t*>(in.data), static_cast<uint64_t*>(out.data), planes, ih, iw, oh, ow, t, l, reflect); break;
+  }
+  return Error::Ok;
+}
+
+}  // namespace kernels
+}  // namespace mcu
