@@ -11,25 +11,7 @@ namespace kernels {
 Error aten_amax_out(const KernelContext& ctx) {
   constexpr DTypeSet kSet = selected::aten_amax_out & kAllTypes;
   const TensorRef in = ctx.tensor(0);
-  const TensorRef out = ctx.tensor(3);
-  if (in.dtype != out.dtype) return Error::KernelFailed;
-  Reduction r;
-  if (!r.init(in, reduced_dims(ctx, 1, in.dim)) || !r.matches(out, ctx.bool_arg(2))) return Error::KernelFailed;
-  if (r.count() == 0 && r.out_numel() > 0) return Error::KernelFailed;
-  const bool ok = dispatch_dtype<kSet>(in.dtype, [&](auto tag) {
-    using C = decltype(tag);
-    const C* x = static_cast<const C*>(in.data);
-    C* y = static_cast<C*>(out.data);
-    r.for_each_output([&](int32_t o, int32_t base) {
-      C m = x[base];
-      r.for_each_reduced(base, [&](int32_t offset, int32_t) {
-        const C v = x[offset];
-        if (v > m || v != v) m = (m != m) ? m : v;  // NaN (v != v) sticks once seen
-      });
-      y[o] = m;
-    });
-  });
-  return ok ? Error::Ok : Error::KernelFailed;
+  return reduce_extreme<kSet, true>(in, ctx.tensor(3), reduced_dims(ctx, 1, in.dim), ctx.bool_arg(2));
 }
 
 }  // namespace kernels
