@@ -351,6 +351,8 @@ class QuantLowering:
         self.f[(node, True)] = out
         if node.target in VIEW_OPS or node.target in NOOP_OPS:
             return
+        if len(self.program.instructions) == first_ins:
+            return  # folded to a constant at build time (zeros, full, arange of constants): nothing runs in fp32
         new_values = [v for v in self.program.values[first_val:] if isinstance(v, TensorValue) and not v.is_constant]
         self.fallback.append({
             "op": op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target),
