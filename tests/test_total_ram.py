@@ -1,5 +1,6 @@
 """Total RAM a user can trust (issue 18): the deployable image `mcu-gen run` leaves behind, with its stack
-measured on the device (painted at boot, high-water mark in HELLO) and reserved as measured + margin, no
+bounded from the image's code at build time, reserved as that bound + margin, and checked against the
+high-water mark measured on the device (painted at boot, reported in HELLO), no
 program-upload buffer unless asked for, and protocol frames sized to what the image transfers. Every figure
 below comes from the linked ELF and from a real QEMU run."""
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 
 import mcu_gen
 from mcu_gen.firmware import builder
+from mcu_gen.firmware.stack_bound import static_reserve
 from mcu_gen.device.protocol import Error
 from mcu_gen.device.qemu import QemuSession
 from mcu_gen.firmware.report import elf_sections
@@ -50,20 +52,22 @@ def test_deployable_total_ram_meets_the_target(deployed):
 
 
 @pytest.mark.qemu
-def test_stack_is_measured_and_reserved_with_the_stated_margin(deployed):
+def test_stack_is_bounded_statically_reserved_and_measured_below_the_bound(deployed):
     r, _ = deployed
     # A real high-water mark: more than the boot frame, far less than the 64 KiB the linker script reserves.
     assert 256 < r.stack_used_bytes < 4 * KIB
-    assert r.stack_used_bytes < r.stack_reserved_bytes
-    # The reservation was made from the measurement image (same code, larger stack) and the relinked image,
-    # run again, used no more than the measurement predicted plus the margin.
+    # The build bounded the stack from the image's code and reserved that bound plus its margin; the device,
+    # run on every verify input, used no more than the bound (runner.run raises otherwise).
     rep = builder.load_report(r.out)
-    first = rep["stack"]["measurement_build_bytes"]
-    assert r.stack_reserved_bytes == builder.stack_reserve(first) == elf_sections(f"{r.out}/firmware.elf")[".stack"][0]
+    bound = rep["stack"]["static_bound_bytes"]
+    assert rep["stack"]["unbounded_reason"] is None and rep["stack"]["deepest_path"][0].startswith("Reset_Handler")
+    assert r.stack_used_bytes <= bound < r.stack_reserved_bytes
+    assert r.stack_reserved_bytes == static_reserve(bound) == elf_sections(f"{r.out}/firmware.elf")[".stack"][0]
     assert rep["stack"]["measured_bytes"] == r.stack_used_bytes
-    assert abs(r.stack_used_bytes - first) <= 64
+    assert bound < 4 * KIB  # the deepest path any input could take, far below the linker script's 64 KiB
     text = (Path(r.out) / "report.md").read_text()
     assert f"measured {r.stack_used_bytes:,} B" in text and f"reserved {r.stack_reserved_bytes:,} B" in text
+    assert f"static bound {bound:,} B" in text
 
 
 @pytest.mark.qemu

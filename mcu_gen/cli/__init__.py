@@ -66,6 +66,7 @@ def cmd_build(args) -> int:
                   f"of {g['budget_bytes']:,} B room, {g['buffers']} tensor buffers, "
                   f"{g['access_share']:.1%} of predicted accesses")
         print(f"  {len(rep['operators'])} instructions, kernels: {', '.join(rep['kernels'])}")
+        _print_static_stack(rep)
         _print_generated_hint(rep)
         _print_quant(rep)
         _print_npu(rep)
@@ -214,6 +215,16 @@ def _print_state(r) -> None:
         reset = "identical" if r.reset_identical else "DIFFERENT"
         print(f"  state {r.state_bytes:,} B: {r.n_inferences} steps in {r.n_sequences} sequence(s), each "
               f"compared step by step; after RESET the same sequence gave {reset} outputs")
+
+
+def _print_static_stack(rep: dict) -> None:
+    st = rep.get("stack") or {}
+    if st.get("static_bound_bytes") is not None:
+        print(f"  stack: {st['reserved_bytes']:,} B reserved for a static bound of {st['static_bound_bytes']:,} B "
+              "(the deepest call path of the image's code plus one exception)")
+    elif st.get("unbounded_reason"):
+        print(f"  stack: {st['reserved_bytes']:,} B reserved (the linker script's default): no static bound, "
+              f"{st['unbounded_reason']}; `mcu-gen run` measures it")
 
 
 def _print_stack(r) -> None:

@@ -209,7 +209,18 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         inputs = inputs[:max_inputs]
     first_stack, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
     stack_used = first_stack
-    if measure_stack and c.verified and first_stack:
+    bound = result.report["stack"].get("static_bound_bytes")
+    if bound is not None and first_stack is not None:
+        # The build reserved the static bound (firmware/stack_bound.py): the device's high-water mark checks it.
+        if first_stack > bound:
+            raise RuntimeError(f"the stack used on the device ({first_stack:,} B) exceeds the static bound of "
+                               f"{bound:,} B the build computed: a bug in mcu-gen's stack analysis; "
+                               f"{result.out / 'firmware.elf'} is not safe to deploy (build it with --stack-bytes N)")
+        result.report["stack"]["measured_bytes"] = first_stack
+        from mcu_gen.firmware.report import write_reports
+
+        write_reports(result.out, result.report)
+    elif measure_stack and c.verified and first_stack:
         from mcu_gen.firmware.builder import relink, stack_reserve
 
         relink(result, stack_reserve(first_stack), measured=first_stack)

@@ -638,8 +638,13 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     write_reports(out, report)
     if stop is not None:
         raise BuildError(stop)
-    return BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
-                       kernels=sel.kernels)
+    result = BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
+                         kernels=sel.kernels)
+    if elf is not None and framework == "baremetal" and stack_bytes is None and b.emulator.kind != "native":
+        from mcu_gen.firmware.stack_bound import reserve_static_stack
+
+        reserve_static_stack(result)  # the stack the image can use, bounded from its code, is what it reserves
+    return result
 
 
 def _install_elf(built: Path, out: Path, project: Path, b: Board, program: Program, data: bytes):

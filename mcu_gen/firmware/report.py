@@ -76,7 +76,13 @@ def ram_section(r: dict) -> list:
     st = r.get("stack") or {}
     measured, reserved = st.get("measured_bytes"), st.get("reserved_bytes", ram.get("stack", 0))
     upload = ram.get("upload_buffer", 0)
-    if measured:
+    bound = st.get("static_bound_bytes")
+    if bound is not None:
+        how = (f"reserved {reserved:,} B = {st['rule']}; static bound {bound:,} B (the deepest call path of the "
+               f"image's machine code plus one exception, computed at build time)"
+               + (f"; measured {measured:,} B on the device (high-water mark of the painted stack after the verify "
+                  "runs)" if measured else "; `mcu-gen run` measures it on an emulated board"))
+    elif measured:
         how = (f"reserved {reserved:,} B = {st['rule']}; measured {measured:,} B (high-water mark of the painted "
                "stack after the verify runs, reported by the device)") if st.get("rule") else (
                f"reserved {reserved:,} B (the linker script's default); measured {measured:,} B on the device")
@@ -99,6 +105,8 @@ def ram_section(r: dict) -> list:
         lines.append(f"| {name} | {n:,} | {who} |")
     lines.append(f"| **total RAM of this image** | **{size.get('ram_bytes', r['ram_bytes']):,}** | |")
     lines += ["", f"Stack: {how}."]
+    if st.get("unbounded_reason"):
+        lines.append(f"No static stack bound: {st['unbounded_reason']}.")
     if first:
         lines.append(f"The image was first linked with the linker script's stack to measure it ({first:,} B used "
                      "there); this image is the relinked one, verified again on the device. That first image is "
