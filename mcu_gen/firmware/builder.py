@@ -190,7 +190,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
     upload: give the firmware a program-upload buffer (LOAD_PROGRAM_*; `upload_size` sets its size, else
     upload_buffer_size()); without it the image has none and the upload requests answer BadRequest.
     frame_bytes: protocol frame payload (frame_payload()); stack_bytes: the stack the link reserves.
-    generated_source: the per-layer kernels of mcu_gen/backends/generated.py (kernels/generated_kernels.cpp), if any."""
+    generated_source: the per-layer kernels of mcu_gen/backends/generated/ (kernels/generated_kernels.cpp), if any."""
     env = _env()
     if dest.exists():
         shutil.rmtree(dest)
@@ -550,7 +550,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     num_values = max(len(m.values) for m in stored.methods)
     num_instructions = max(len(m.instructions) for m in stored.methods)
     # Generated layers are chosen at load by prepare functions, which decode the arguments they check on
-    # demand and bind the layer's data pointers (generated.bind_at_load): they need no value cache; a layer
+    # demand and bind the layer's data pointers (generated/hooks.py bind_at_load): they need no value cache; a layer
     # after the instruction cache costs one (instruction, function) pair of 8 B (MCU_BOUND_CALLS).
     cache = value_cache_size(value_cache, backend_choice.backend, num_values)
     icache = num_instructions if cache >= num_values else min(num_instructions, DEFAULT_INSTRUCTION_CACHE)
@@ -710,7 +710,7 @@ def relink(result: BuildResult, stack_bytes: int, measured: int | None = None) -
 
 
 def _generated_kernels(board: Board, program: Program, sel, mode: str):
-    """mcu-gen's per-layer kernels (mcu_gen/backends/generated.py) for this build, and the selection
+    """mcu-gen's per-layer kernels (mcu_gen/backends/generated/) for this build, and the selection
     rewired to reach them. ``mode``: auto (where the core has them: DSP or MVE), generated
     (the same, an error where the core has none), library (none)."""
     from mcu_gen.backends import generated, generated_mve
@@ -719,7 +719,7 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
         raise BuildError(f"--kernels {mode}: choose one of {', '.join(generated.MODES)}")
     if not any(k.op in generated.GENERATED_OPS for k in sel.kernels):
         return generated.Generated()
-    # MVE cores (Cortex-M55): generated_mve.py; DSP cores without MVE (M33, M4): generated.py.
+    # MVE cores (Cortex-M55): generated_mve.py; DSP cores without MVE (M33, M4): generated/.
     gen_module = generated_mve if generated_mve.board_supports(board) else generated
     if mode == "library":  # none; the report says how many layers `--kernels auto` would generate here
         return generated.Generated(available=len(gen_module.eligible(program)[0]) if gen_module.board_supports(board) else 0)
