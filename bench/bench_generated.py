@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcu_gen.device.runner import run  # noqa: E402
-from mcu_gen.firmware.builder import load_report  # noqa: E402
+from mcu_gen.firmware.report import load_report  # noqa: E402
 
 EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
 # Issue 17's M33 targets (instructions per inference, int8 I/O): the published best cycle counts below.

@@ -11,7 +11,7 @@ import pytest
 
 import mcu_gen
 from mcu_gen.boards import BoardError, get_board, load_board
-from mcu_gen.firmware import builder, host
+from mcu_gen.firmware import builder, host, report
 from mcu_gen.plan import placement, planner, regions
 from mcu_gen.program import pte
 from mcu_gen.reference import check_planned_execution
@@ -141,7 +141,7 @@ def test_split_over_dtcm_and_sram_is_bit_exact_on_qemu(tmp_path, qemu_tools):
                     io="int8", backend="portable", n_random=2, max_inputs=2, ram_regions="dtcm=4K")
     assert r.verified and r.bit_exact
     out = Path(r.out)
-    rep = builder.load_report(out)
+    rep = report.load_report(out)
     dtcm, sram = rep["ram_regions"]
     assert 0 < dtcm["arena_bytes"] <= 4096 and sram["arena_bytes"] > 0
     assert dtcm["arena_bytes"] + sram["arena_bytes"] == rep["arena_bytes"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import mcu_gen
-from mcu_gen.firmware import builder
+from mcu_gen.firmware import project, report, stack
 from mcu_gen.device.protocol import Error
 from mcu_gen.device.qemu import QemuSession
 from mcu_gen.firmware.report import elf_sections
@@ -46,7 +46,7 @@ def test_deployable_total_ram_meets_the_target(deployed):
     assert total == r.ram_bytes == sum(r.ram.values())  # everything in .data/.bss/stack, nothing left out
     assert r.ram_bytes <= limit, r.ram
     assert r.ram["upload_buffer"] == 0 and not r.upload
-    assert r.ram["protocol_io"] == 2 * builder.MIN_FRAME_PAYLOAD + 4  # request (+ type, seq, len) and reply
+    assert r.ram["protocol_io"] == 2 * project.MIN_FRAME_PAYLOAD + 4  # request (+ type, seq, len) and reply
 
 
 @pytest.mark.qemu
@@ -57,9 +57,9 @@ def test_stack_is_measured_and_reserved_with_the_stated_margin(deployed):
     assert r.stack_used_bytes < r.stack_reserved_bytes
     # The reservation was made from the measurement image (same code, larger stack) and the relinked image,
     # run again, used no more than the measurement predicted plus the margin.
-    rep = builder.load_report(r.out)
+    rep = report.load_report(r.out)
     first = rep["stack"]["measurement_build_bytes"]
-    assert r.stack_reserved_bytes == builder.stack_reserve(first) == elf_sections(f"{r.out}/firmware.elf")[".stack"][0]
+    assert r.stack_reserved_bytes == stack.stack_reserve(first) == elf_sections(f"{r.out}/firmware.elf")[".stack"][0]
     assert rep["stack"]["measured_bytes"] == r.stack_used_bytes
     assert abs(r.stack_used_bytes - first) <= 64
     text = (Path(r.out) / "report.md").read_text()
@@ -73,7 +73,7 @@ def test_deployable_image_refuses_uploads_and_reports_its_frames(deployed):
 
     with QemuSession(get_board("mps2-an505"), f"{r.out}/firmware.elf", run_timeout=30) as link:
         hello = link.hello()
-        assert hello.upload_size == 0 and hello.max_payload == builder.MIN_FRAME_PAYLOAD
+        assert hello.upload_size == 0 and hello.max_payload == project.MIN_FRAME_PAYLOAD
         assert hello.stack_used is not None and 0 < hello.stack_used < r.stack_reserved_bytes
         assert link.load_program(b"\0" * 64) == (Error.BadRequest, 0)
         assert link.echo(b"x" * (hello.max_payload - 1)) == b"x" * (hello.max_payload - 1)
@@ -85,7 +85,7 @@ def test_upload_buffer_only_with_upload(tmp_path, qemu_tools):
     plain = mcu_gen.build("examples/mul_add/model.py", board="mps2-an505", out=tmp_path / "plain")
     up = mcu_gen.build("examples/mul_add/model.py", board="mps2-an505", out=tmp_path / "up", upload=True)
     assert plain.report["size"]["ram"]["upload_buffer"] == 0
-    want = builder.upload_buffer_size(up.board, up.program, up.pte_bytes)
+    want = project.upload_buffer_size(up.board, up.program, up.pte_bytes)
     assert up.report["size"]["ram"]["upload_buffer"] == want > len(up.pte_bytes)
     with QemuSession(up.board, up.elf, run_timeout=30) as link:
         assert link.hello().upload_size == want
@@ -94,9 +94,9 @@ def test_upload_buffer_only_with_upload(tmp_path, qemu_tools):
 
 
 def test_stack_reserve_rule():
-    assert builder.stack_reserve(0) == 256
-    assert builder.stack_reserve(852) == 1216  # 852 + 256 + 107 = 1215 -> 1216
-    assert all(builder.stack_reserve(n) % 64 == 0 and builder.stack_reserve(n) >= n + 256 + n / 8
+    assert stack.stack_reserve(0) == 256
+    assert stack.stack_reserve(852) == 1216  # 852 + 256 + 107 = 1215 -> 1216
+    assert all(stack.stack_reserve(n) % 64 == 0 and stack.stack_reserve(n) >= n + 256 + n / 8
                for n in range(0, 5000, 7))
 
 
@@ -110,7 +110,7 @@ def test_resnet8_arena_below_the_layer_wise_bound(tmp_path, qemu_tools):
     assert r.bit_exact and r.verified
     assert r.arena_lower_bound_bytes == 49_152
     assert r.arena_bytes == 2 * 16 * 32 * 32 + 2 * 32 * 16 <= 40_000
-    ops = [row["name"] for row in builder.load_report(r.out)["operators"]]
+    ops = [row["name"] for row in report.load_report(r.out)["operators"]]
     assert ops.count("mcu::quantized_conv2d_rows_inplace.out") == 4  # the stem and each block's second conv
 
 
@@ -125,6 +125,6 @@ def test_vww_arena_below_the_layer_wise_bound(tmp_path, qemu_tools):
     assert r.bit_exact and r.verified
     assert r.arena_lower_bound_bytes == 55_296
     assert r.arena_bytes == 16 * 48 * 48 + 48 * 48 <= 40_000
-    ops = [row["name"] for row in builder.load_report(r.out)["operators"]]
+    ops = [row["name"] for row in report.load_report(r.out)["operators"]]
     assert ops[0] == "mcu::quantized_conv2d_rows_inplace.out"
     assert ops[2] == "mcu::quantized_conv2d_pointwise_inplace.out"
