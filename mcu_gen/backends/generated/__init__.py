@@ -1,7 +1,7 @@
 """mcu-gen's own int8 kernels, generated per layer at build time (issue 17).
 
 At build time every shape, offset and requantization constant of a layer is known. For the
-layers where it pays, this module writes one C++ function per instruction into the firmware
+layers where it pays, this package writes one C++ function per instruction into the firmware
 project (``src/generated_kernels.cpp``): a register-blocked GEMM with the layer's sizes as
 compile-time constants, reading weights that were reordered and pre-widened to int16 pairs
 ahead of time, in exactly the order its inner loop reads them, so that the loop is loads,
@@ -28,6 +28,11 @@ Arithmetic (identical to the host integer reference, mcu_gen/reference/integer.p
 (int16) and ``init`` folding bias, kernel sum and ``input_offset * sum_k w'`` (int32
 arithmetic is modular, so the folded sum equals the reference's), then the portable
 kernels' ``requantize_to_int8`` (int8_common.h: CMSIS-NN's arm_nn_requantize).
+
+The package, by job: ``match`` (which instructions, and the load-time checks that find them again),
+``layers`` (what a generated layer is, its weights in loop order), ``exactness`` (which requantization
+is exact and cannot overflow; the add's loop emulated against the reference), ``emit_dsp`` (the C++
+and ``generate``), ``hooks`` (prepare functions and binding at load, shared with generated_mve.py).
 """
 from __future__ import annotations
 
@@ -36,8 +41,8 @@ from mcu_gen.backends.generated.hooks import hooked_kernels
 from mcu_gen.backends.generated.layers import GENERATED_FILE, GENERATED_OPS, MODES, Generated
 from mcu_gen.backends.generated.match import covers, eligible
 
-__all__ = ["GENERATED_FILE", "GENERATED_OPS", "MODES", "Generated", "board_supports", "covers", "eligible", "generate",
-           "hooked_kernels"]
+__all__ = ["GENERATED_FILE", "GENERATED_OPS", "MODES", "Generated", "board_supports", "covers", "eligible",
+           "generate", "hooked_kernels"]
 
 
 def board_supports(board) -> bool:
