@@ -1,4 +1,4 @@
-"""mcu-gen's generated int8 kernels (mcu_gen/backends/generated.py, issue 17) against the library
+"""mcu-gen's generated int8 kernels (mcu_gen/backends/generated/, issue 17) against the library
 kernels, per network, on the Cortex-M33 (QEMU mps2-an505), with and without CMSIS-NN, beside the
 best published MLPerf Tiny result on a Cortex-M33 at 160 MHz; with `--board mps3-an547` the
 Cortex-M55's MVE kernels (mcu_gen/backends/generated_mve.py) against today's figures and issue
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcu_gen.device.runner import run  # noqa: E402
-from mcu_gen.firmware.builder import load_report  # noqa: E402
+from mcu_gen.firmware.report import load_report  # noqa: E402
 
 EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder"]
 # Issue 17's M33 targets (instructions per inference, int8 I/O): the published best cycle counts below.

@@ -110,7 +110,7 @@ def print_totals(rows: list) -> None:
 
 def measure_regions(name: str, room: str, out: Path) -> dict:
     import mcu_gen
-    from mcu_gen.firmware.builder import load_report
+    from mcu_gen.firmware.report import load_report
 
     r = mcu_gen.run(ROOT / "examples" / name / "model.py", board="mps3-an547", out=out / name, n_random=1,
                     max_inputs=1, quantize="int8", io="int8", backend="portable", ram_regions=f"dtcm={room}")

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcu_gen.firmware.builder import load_program  # noqa: E402
-from mcu_gen.plan import planner  # noqa: E402
+from mcu_gen.plan import placement, planner  # noqa: E402
 from mcu_gen.program.ir import ScalarValue, TensorValue  # noqa: E402
 
 
@@ -111,7 +111,7 @@ def measure(example: str, grids) -> None:
     full_macs = sum(l["h_out"] * l["w_out"] * l["cout"] * l["taps"] for l in layers)
     iv = planner.lifetimes(program)
     pairs = [type("P", (), {"out": o, "src": s}) for _, o, s in program.meta.get("inplace", [])]
-    bufs = planner.make_buffers(iv, pairs)
+    bufs = placement.make_buffers(iv, pairs)
     n_steps = len(program.instructions)
     live = [sum(b.at(s) for b in bufs) for s in range(n_steps)]
     inp = sum(program.tensor(i).nbytes for i in program.inputs)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from mcu_gen.firmware import builder, host
+from mcu_gen.firmware import project as firmware_project
 from mcu_gen.backends import kernels as kernel_registry
 from mcu_gen.plan import planner
 from mcu_gen.program import pte
@@ -195,8 +196,8 @@ def test_linked_image_too_big_for_the_board(tmp_path, qemu_tools):
     program, data, _ = builder.load_program("examples/mul_add/model.py", available=available)
     builder.precheck_fits(board, program, data)  # fits before linking
     sel = kernel_registry.select(program.operators, available)
-    project = builder.render_project(tmp_path / "fw", board, program, data, sel.kernels)
-    elf = builder.compile_project(project, board)
+    project = firmware_project.render_project(tmp_path / "fw", board, program, data, sel.kernels)
+    elf = firmware_project.compile_project(project, board)
     usage = memory_usage(elf, board)
     assert usage["ram_bytes"] > 32 * 1024  # the 64 KiB stack alone
     with pytest.raises(builder.BuildError) as e:
@@ -222,7 +223,7 @@ def test_no_cross_compiler_names_the_debian_package(tmp_path, monkeypatch):
     available = kernel_registry.find_kernels()
     p = _add_program()
     sel = kernel_registry.select(p.operators, available)
-    project = builder.render_project(tmp_path / "fw", board, p, pte.write(p), sel.kernels)
+    project = firmware_project.render_project(tmp_path / "fw", board, p, pte.write(p), sel.kernels)
     with pytest.raises(builder.BuildError) as e:
-        builder.compile_project(project, board)
+        firmware_project.compile_project(project, board)
     assert "gcc-arm-none-eabi" in str(e.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcu_gen.firmware import builder
+from mcu_gen.firmware import builder, project
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,7 +20,7 @@ def test_value_cache_zero_keeps_the_generated_layers(tmp_path):
     # the default: the runtime's 8 values, not every value of the program
     d = builder.build(ROOT / "examples" / "mnist" / "model.py", board="mps2-an505", out=tmp_path / "d",
                       quantize="int8", io="int8", compile=False)
-    assert d.report["value_cache"]["cached_values"] == builder.DEFAULT_VALUE_CACHE < d.report["value_cache"]["values"]
+    assert d.report["value_cache"]["cached_values"] == project.DEFAULT_VALUE_CACHE < d.report["value_cache"]["values"]
     assert len(d.report["generated_kernels"]["layers"]) == 2
 
 
@@ -29,9 +29,9 @@ def test_a_layer_after_the_instruction_cache_costs_one_bound_call(tmp_path):
                       quantize="int8", compile=False)
     vc = r.report["value_cache"]
     layers = r.report["generated_kernels"]["layers"]
-    assert vc["instructions"] > 300 and vc["cached_instructions"] == builder.DEFAULT_INSTRUCTION_CACHE
+    assert vc["instructions"] > 300 and vc["cached_instructions"] == project.DEFAULT_INSTRUCTION_CACHE
     assert layers and vc["bound_calls"] == len(layers)
-    assert vc["bytes"] == (builder.VALUE_CACHE_ENTRY_BYTES * builder.DEFAULT_VALUE_CACHE
-                           + builder.INSTRUCTION_CACHE_ENTRY_BYTES * builder.DEFAULT_INSTRUCTION_CACHE
-                           + builder.BOUND_CALL_BYTES * len(layers))
+    assert vc["bytes"] == (project.VALUE_CACHE_ENTRY_BYTES * project.DEFAULT_VALUE_CACHE
+                           + project.INSTRUCTION_CACHE_ENTRY_BYTES * project.DEFAULT_INSTRUCTION_CACHE
+                           + project.BOUND_CALL_BYTES * len(layers))
     assert "MCU_BOUND_CALLS" in "".join(p.read_text() for p in (tmp_path / "l").rglob("CMakeLists.txt"))

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 import mcu_gen
-from mcu_gen.firmware.builder import compile_project
+from mcu_gen.firmware.project import compile_project
 from mcu_gen.cli import main as cli_main
 from mcu_gen.dev.debug import debug
 

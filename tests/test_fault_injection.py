@@ -11,7 +11,7 @@ import pytest
 
 import mcu_gen
 import mcu_gen.device.link as link_module
-from mcu_gen.firmware.builder import compile_project
+from mcu_gen.firmware.project import compile_project
 from mcu_gen.dev.fault_proxy import FaultProxy, Faults
 from mcu_gen.device.link import Link, LinkError, LinkTimeout
 from mcu_gen.device.qemu import QemuSession

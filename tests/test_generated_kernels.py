@@ -1,4 +1,4 @@
-"""mcu-gen's generated int8 kernels (mcu_gen/backends/generated.py), natively under ASan/UBSan.
+"""mcu-gen's generated int8 kernels (mcu_gen/backends/generated/), natively under ASan/UBSan.
 
 Programs with generated shapes and parameters (1x1 convolutions, their in-place variant, fully
 connected layers) run through the real runtime with the generated kernel file; their outputs
@@ -22,6 +22,8 @@ import numpy as np
 import pytest
 
 from mcu_gen.backends import generated, kernels
+from mcu_gen.backends.generated.exactness import add_dsp_plan, smmlar_consts
+from mcu_gen.backends.generated.layers import ADD_OPS, CONV_ROWS_INPLACE, AddLayer, GemmLayer
 from mcu_gen.firmware import host
 from mcu_gen.plan import planner
 from mcu_gen.program import pte
@@ -96,7 +98,7 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, in
     p.instructions.append(Instruction("cortex_m::quantized_conv2d.out", args))
     p.inputs, p.outputs = [x], [out]
     planner.plan(p, allow_inplace=inplace)  # in place: the planner's row-by-row variant and its ring of rows
-    assert not inplace or p.instructions[0].op == generated.CONV_ROWS_INPLACE
+    assert not inplace or p.instructions[0].op == CONV_ROWS_INPLACE
     return p
 
 
@@ -294,7 +296,7 @@ def test_not_covered_layers_are_named():
 def test_packed_weight_order():
     """Block of 8 channels (then 4), group of 4 inputs, channel, then (k, k+2, k+1, k+3)."""
     w = np.arange(12 * 8, dtype=np.int16).reshape(12, 8)  # w[n][k] = 8n + k
-    l = generated.GemmLayer("l", 0, "op", "linear", 1, 8, 12, w, np.zeros(12, np.int32), np.zeros(12, np.int32),
+    l = GemmLayer("l", 0, "op", "linear", 1, 8, 12, w, np.zeros(12, np.int32), np.zeros(12, np.int32),
                             np.zeros(12, np.int32), 0, -128, 127, False)
     packed = l.packed_weights()
     assert list(packed[:8]) == [0, 2, 1, 3, 8, 10, 9, 11]  # channels 0 and 1, inputs 0..3
@@ -305,7 +307,7 @@ def test_packed_weight_order():
 
 
 def _smmlar_emulated(acc, consts, act_min, act_max):
-    """generated.py's requant_smmlar on the doubled accumulator, in Python integers (SMMLAR exactly)."""
+    """dsp_prelude.h's requant_smmlar on the doubled accumulator, in Python integers (SMMLAR exactly)."""
     m, ra, right = (int(v) for v in consts)
     acc2 = 2 * int(acc)
     t = ra + (-1 if acc2 < 0 else 0)
@@ -326,7 +328,7 @@ def test_smmlar_requantization_equals_the_reference():
         shift = int(rng.integers(-20, 0))
         off = int(rng.integers(-128, 128))
         bound = int(rng.integers(1, 2**30))
-        consts = generated.smmlar_consts([m], [shift], [bound], off)
+        consts = smmlar_consts([m], [shift], [bound], off)
         if consts is None:
             continue
         right = -shift
@@ -347,11 +349,11 @@ def test_smmlar_requantization_equals_the_reference():
 
 
 def test_smmlar_needs_what_it_proves():
-    assert generated.smmlar_consts([2**30], [1], [100], 0) is None  # a left shift
-    assert generated.smmlar_consts([2**30], [-3], [2**30], 0) is None  # the doubled accumulator would overflow
-    assert generated.smmlar_consts([-5], [-3], [100], 0) is None  # a negative multiplier
-    assert generated.smmlar_consts([2**31 - 1], [-31], [1000], 100) is None  # offset * 2^31 does not fit
-    assert generated.smmlar_consts([2**30], [-8], [1000], -5) is not None
+    assert smmlar_consts([2**30], [1], [100], 0) is None  # a left shift
+    assert smmlar_consts([2**30], [-3], [2**30], 0) is None  # the doubled accumulator would overflow
+    assert smmlar_consts([-5], [-3], [100], 0) is None  # a negative multiplier
+    assert smmlar_consts([2**31 - 1], [-31], [1000], 100) is None  # offset * 2^31 does not fit
+    assert smmlar_consts([2**30], [-8], [1000], -5) is not None
 
 
 CROSS_CASES = [  # (kind, shape, left_shift): the requant_any GEMM (old path) and the smmlar paths
@@ -472,7 +474,7 @@ def test_generated_add_is_bit_exact(params, shape, chain, failing_kernels, tmp_p
 
 def test_dsp_add_refuses_what_it_cannot_prove():
     def plan(params):
-        return generated.add_dsp_plan(generated.AddLayer("l", 0, generated.ADD_OPS[0], 8, *params))
+        return add_dsp_plan(AddLayer("l", 0, ADD_OPS[0], 8, *params))
 
     assert "right shift of 1..31" in plan(RESNET8_ADD[:8] + (0, -128, 127))  # no right shift: no rounding form
     assert "rounding constant" in plan(RESNET8_ADD[:6] + (200,) + RESNET8_ADD[7:8] + (-25, -128, 127))  # 200 << 25

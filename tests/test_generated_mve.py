@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from mcu_gen.backends import generated, generated_mve, kernels
+from mcu_gen.backends.generated.layers import ADD_OPS, AddLayer
 from mcu_gen.plan import planner
 from mcu_gen.program import pte
 from mcu_gen.program.ir import Program
@@ -235,7 +236,7 @@ def _all_pairs(shape=(256, 256)):
 
 
 def _add_layer(params, numel=64):
-    return generated.AddLayer("layer_0", 0, generated.ADD_OPS[0], numel, *params)
+    return AddLayer("layer_0", 0, ADD_OPS[0], numel, *params)
 
 
 # add_reference against an arithmetic we did not write (CMSIS-NN's definition re-derived in plain

@@ -161,15 +161,16 @@ def _all_pairs():
 
 @pytest.mark.parametrize("prm", ADD_PARAMS)
 def test_quantized_add_and_generated_add_reference_match_cmsis_nn(prm):
-    """On all 65,536 pairs: arith.quantized_add (the integer reference's), generated.add_reference and
+    """On all 65,536 pairs: arith.quantized_add (the integer reference's), exactness.add_reference and
     generated_mve.add_reference (the generators' proof targets) equal the oracle's add."""
-    from mcu_gen.backends import generated, generated_mve
+    from mcu_gen.backends import generated_mve
+    from mcu_gen.backends.generated import exactness
     from mcu_gen.reference import integer
 
     x, y = _all_pairs()
     want = np.array([oracle_add(int(a), int(b), *prm) for a, b in zip(x, y)])
     np.testing.assert_array_equal(integer.quantized_add(x, *prm[:3], y, *prm[3:]), want)
-    np.testing.assert_array_equal(generated.add_reference(x, y, prm), want)
+    np.testing.assert_array_equal(exactness.add_reference(x, y, prm), want)
     np.testing.assert_array_equal(generated_mve.add_reference(x, y, prm), want)
 
 
@@ -198,13 +199,14 @@ def test_mve_add_plan_instruction_text_matches_cmsis_nn():
     and run on the Armv8.1-M semantics above, lane by lane, with the plan's scales, shift, zero point and
     clamps, and must equal the oracle's add on every pair; and the table-driven emulation
     (_requant_emulated) the generator proves with equals that text on the same values."""
-    from mcu_gen.backends import generated, generated_mve as mve
+    from mcu_gen.backends import generated_mve as mve
+    from mcu_gen.backends.generated.layers import ADD_OPS, AddLayer
 
     x, y = _all_pairs()
     rng = np.random.default_rng(5)
     idx = np.concatenate([np.arange(0, 65536, 257), rng.integers(0, 65536, 1500)])  # diagonal + random pairs
     for prm in ADD_PARAMS[:2] + ADD_PARAMS[3:]:
-        l = generated.AddLayer("layer_0", 0, generated.ADD_OPS[0], 64, *prm)
+        l = AddLayer("layer_0", 0, ADD_OPS[0], 64, *prm)
         plan = mve.add_plan(l)
         assert not isinstance(plan, str), (prm, plan)
         asm = {"a": mve._requant_asm("qa", "qt", "ma", -prm[2], plan.variant_a),
@@ -249,10 +251,10 @@ def test_every_mve_requant_sequence_text_equals_its_emulation():
 
 
 def test_smmlar_single_rounding_matches_cmsis_nn():
-    """The DSP GEMM's requantization (generated.smmlar_consts: one SMMLAR + ASR on the doubled
+    """The DSP GEMM's requantization (exactness.smmlar_consts: one SMMLAR + ASR on the doubled
     accumulator, the output offset folded in) equals the oracle's requantize + offset wherever the
     generator says it applies, at the accumulator bound and at ties."""
-    from mcu_gen.backends import generated
+    from mcu_gen.backends.generated import exactness
 
     rng = np.random.default_rng(11)
     for _ in range(60):
@@ -261,7 +263,7 @@ def test_smmlar_single_rounding_matches_cmsis_nn():
         shifts = rng.integers(-31, 0, n)
         bound = rng.integers(1, 2**29, n)
         offset = int(rng.integers(-128, 128))
-        consts = generated.smmlar_consts(mults, shifts, bound, offset)
+        consts = exactness.smmlar_consts(mults, shifts, bound, offset)
         if consts is None:
             continue
         for c in range(n):

@@ -5,7 +5,8 @@ import copy
 import numpy as np
 import pytest
 
-from mcu_gen.firmware.builder import build, quant_io
+from mcu_gen.firmware.builder import build
+from mcu_gen.firmware.project import quant_io
 from mcu_gen.device.qemu import QemuSession
 from mcu_gen.device.runner import check_device_quant_params
 

@@ -20,7 +20,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcu_gen.plan import planner
+from mcu_gen.plan import placement, planner
 from mcu_gen.firmware.host import run_on_host
 from mcu_gen.program.ir import Instruction, Program
 from mcu_gen.backends.kernels import Kernel
@@ -66,13 +66,13 @@ def graphs(draw, max_steps=8):
 def test_random_graphs_get_valid_plans(p):
     planner.plan(p, available=FAKE)  # raises PlanError if the plan is not valid
     iv = planner.lifetimes(p)
-    bufs = planner.make_buffers(iv, [])
+    bufs = placement.make_buffers(iv, [])
     assert p.lower_bound == planner.lower_bound(list(iv.values()))
     assert p.arena_size >= p.meta["plan"]["packing_bound"]
     plain = copy.deepcopy(p)
     plain.meta.pop("inplace", None)
     planner.plan(plain, allow_inplace=False, available=FAKE)
-    assert plain.arena_size >= planner.packing_bound(bufs) >= plain.lower_bound
+    assert plain.arena_size >= placement.packing_bound(bufs) >= plain.lower_bound
     assert p.arena_size <= plain.arena_size  # in place is only kept when it helps
     for step, out, src in p.meta["inplace"]:
         assert p.values[out].offset == p.values[src].offset
@@ -102,8 +102,8 @@ def _optimum(specs) -> int:
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 3), st.sampled_from([16, 32, 48, 80])),
                 min_size=2, max_size=4))
 def test_placement_is_optimal_on_small_cases(specs):
-    bufs = [planner.Buffer([k], s, s + d, [size] * (d + 1)) for k, (s, d, size) in enumerate(specs)]
-    pl = planner.place(bufs, node_limit=10**7)
+    bufs = [placement.Buffer([k], s, s + d, [size] * (d + 1)) for k, (s, d, size) in enumerate(specs)]
+    pl = placement.place(bufs, node_limit=10**7)
     assert pl.top == _optimum(specs)
     # and the placement itself is valid by the same independent rule (not only its size optimal)
     off = pl.offsets
@@ -116,8 +116,8 @@ def test_placement_is_optimal_on_small_cases(specs):
 def test_exact_search_beats_greedy_and_stops_at_the_bound():
     # Two long-lived and four short-lived buffers where size-ordered greedy leaves a hole.
     spec = [(0, 5, 32), (0, 1, 64), (2, 3, 48), (2, 5, 16), (4, 5, 48), (1, 2, 32)]
-    bufs = [planner.Buffer([k], s, e, [size] * (e - s + 1)) for k, (s, e, size) in enumerate(spec)]
-    pl = planner.place(bufs, node_limit=10**7)
+    bufs = [placement.Buffer([k], s, e, [size] * (e - s + 1)) for k, (s, e, size) in enumerate(spec)]
+    pl = placement.place(bufs, node_limit=10**7)
     assert pl.bound <= pl.top <= min(pl.tried.values())
     assert pl.top == 128 and pl.exact_complete
 
@@ -198,7 +198,7 @@ def test_fp32_elementwise_chain_runs_in_place():
     planner.plan(p)
     assert p.meta["inplace"] == [[0, a, x], [1, b, a], [2, d, b]]
     assert len({p.values[v].offset for v in (x, a, b, d)}) == 1
-    assert p.arena_size == planner._align(4 * 33 * 4)
+    assert p.arena_size == placement.align(4 * 33 * 4)
     xin = rng.standard_normal((4, 33)).astype(np.float32)
     (got,) = run_on_host(p, [xin])
     cc = p.values[c].data

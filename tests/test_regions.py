@@ -11,8 +11,8 @@ import pytest
 
 import mcu_gen
 from mcu_gen.boards import BoardError, get_board, load_board
-from mcu_gen.firmware import builder, host
-from mcu_gen.plan import planner, regions
+from mcu_gen.firmware import builder, host, report
+from mcu_gen.plan import placement, planner, regions
 from mcu_gen.program import pte
 from mcu_gen.reference import check_planned_execution
 
@@ -85,7 +85,7 @@ def test_small_fast_region_splits_the_plan_hottest_first(kws_int8):
     assert used == {1, 2}
     # The hottest buffer per byte is in the fast region, and per byte of arena the fast region serves more.
     iv = planner.lifetimes(p)
-    bufs = [b for b in planner.make_buffers(iv, [regions._Pair(o, s) for _, o, s in p.meta["inplace"]]) if b.size]
+    bufs = [b for b in placement.make_buffers(iv, [regions._Pair(o, s) for _, o, s in p.meta["inplace"]]) if b.size]
     traffic = regions.access_bytes(p)
     hottest = max(bufs, key=lambda b: sum(traffic.get(m, 0) for m in b.members) / b.size)
     assert p.values[hottest.members[0]].mem_id == 1
@@ -141,7 +141,7 @@ def test_split_over_dtcm_and_sram_is_bit_exact_on_qemu(tmp_path, qemu_tools):
                     io="int8", backend="portable", n_random=2, max_inputs=2, ram_regions="dtcm=4K")
     assert r.verified and r.bit_exact
     out = Path(r.out)
-    rep = builder.load_report(out)
+    rep = report.load_report(out)
     dtcm, sram = rep["ram_regions"]
     assert 0 < dtcm["arena_bytes"] <= 4096 and sram["arena_bytes"] > 0
     assert dtcm["arena_bytes"] + sram["arena_bytes"] == rep["arena_bytes"]

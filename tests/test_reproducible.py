@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcu_gen.firmware import builder
-from mcu_gen.plan import planner
+from mcu_gen.plan import placement, planner
 
 ROOT = Path(__file__).resolve().parents[1]
 # A model whose placement runs the exact search and does not finish it within the node budget.
@@ -73,7 +73,7 @@ def test_planner_reads_no_clock_and_is_repeatable(program, monkeypatch):
 
 
 def test_tiny_node_budget_is_deterministic_and_still_valid(program, monkeypatch):
-    monkeypatch.setattr(planner, "NODE_LIMIT", 3)
+    monkeypatch.setattr(placement, "NODE_LIMIT", 3)
     a, b = copy.deepcopy(program), copy.deepcopy(program)
     planner.plan(a)
     with _Load():
@@ -85,15 +85,15 @@ def test_tiny_node_budget_is_deterministic_and_still_valid(program, monkeypatch)
 def test_the_default_budget_binds_here_and_stops_at_a_count(program):
     # This model's exact search does not finish in the default budget, so a timer would make its
     # result depend on the machine's speed; the count makes it the same every time.
-    bufs = planner.make_buffers(planner.lifetimes(copy.deepcopy(program)), [])
-    idle = planner.place(bufs)
+    bufs = placement.make_buffers(planner.lifetimes(copy.deepcopy(program)), [])
+    idle = placement.place(bufs)
     assert "exact" in idle.tried and not idle.exact_complete
-    assert planner._exact.last_nodes == planner.NODE_LIMIT + 1
+    assert placement.exact_search.last_nodes == placement.NODE_LIMIT + 1
     with _Load():
-        loaded = planner.place(bufs)
+        loaded = placement.place(bufs)
     assert (loaded.top, loaded.offsets, loaded.strategy) == (idle.top, idle.offsets, idle.strategy)
-    planner.place(bufs, node_limit=3)
-    assert planner._exact.last_nodes == 4
+    placement.place(bufs, node_limit=3)
+    assert placement.exact_search.last_nodes == 4
 
 
 def test_build_twice_once_under_load_gives_identical_bytes(tmp_path):

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from mcu_gen.boards import get_board
-from mcu_gen.firmware.stack_bound import _arm_stack_down, _riscv_stack_down, stack_bound, static_reserve
+from mcu_gen.firmware.stack import static_reserve
+from mcu_gen.firmware.stack_bound import _arm_stack_down, _riscv_stack_down, stack_bound
 
 ARM = get_board("mps2-an505")
 M4 = get_board("mps2-an386")
@@ -93,6 +94,7 @@ def test_instruction_forms_that_move_the_stack_pointer():
     assert _arm_stack_down("subw", "sp, sp, #2052") == 2052
     assert _arm_stack_down("str.w", "lr, [sp, #-4]!") == 4
     assert _arm_stack_down("strd", "r4, r5, [sp, #-8]!") == 8
+    assert _arm_stack_down("vstrw.32", "q4, [sp, #-16]!") == 16
     assert _arm_stack_down("sub", "sp, sp, r3") is None  # alloca
     assert _arm_stack_down("str", "r3, [sp, #4]") == 0 and _arm_stack_down("add", "sp, #16") == 0
     assert _arm_stack_down("sub.w", "ip, sp, #8") == 0

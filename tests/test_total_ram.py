@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import mcu_gen
-from mcu_gen.firmware import builder
-from mcu_gen.firmware.stack_bound import static_reserve
+from mcu_gen.firmware import project, report, stack
+from mcu_gen.firmware.stack import static_reserve
 from mcu_gen.device.protocol import Error
 from mcu_gen.device.qemu import QemuSession
 from mcu_gen.firmware.report import elf_sections
@@ -48,7 +48,7 @@ def test_deployable_total_ram_meets_the_target(deployed):
     assert total == r.ram_bytes == sum(r.ram.values())  # everything in .data/.bss/stack, nothing left out
     assert r.ram_bytes <= limit, r.ram
     assert r.ram["upload_buffer"] == 0 and not r.upload
-    assert r.ram["protocol_io"] == 2 * builder.MIN_FRAME_PAYLOAD + 4  # request (+ type, seq, len) and reply
+    assert r.ram["protocol_io"] == 2 * project.MIN_FRAME_PAYLOAD + 4  # request (+ type, seq, len) and reply
 
 
 @pytest.mark.qemu
@@ -58,7 +58,7 @@ def test_stack_is_bounded_statically_reserved_and_measured_below_the_bound(deplo
     assert 256 < r.stack_used_bytes < 4 * KIB
     # The build bounded the stack from the image's code and reserved that bound plus its margin; the device,
     # run on every verify input, used no more than the bound (runner.run raises otherwise).
-    rep = builder.load_report(r.out)
+    rep = report.load_report(r.out)
     bound = rep["stack"]["static_bound_bytes"]
     assert rep["stack"]["unbounded_reason"] is None and rep["stack"]["deepest_path"][0].startswith("Reset_Handler")
     assert r.stack_used_bytes <= bound < r.stack_reserved_bytes
@@ -77,7 +77,7 @@ def test_deployable_image_refuses_uploads_and_reports_its_frames(deployed):
 
     with QemuSession(get_board("mps2-an505"), f"{r.out}/firmware.elf", run_timeout=30) as link:
         hello = link.hello()
-        assert hello.upload_size == 0 and hello.max_payload == builder.MIN_FRAME_PAYLOAD
+        assert hello.upload_size == 0 and hello.max_payload == project.MIN_FRAME_PAYLOAD
         assert hello.stack_used is not None and 0 < hello.stack_used < r.stack_reserved_bytes
         assert link.load_program(b"\0" * 64) == (Error.BadRequest, 0)
         assert link.echo(b"x" * (hello.max_payload - 1)) == b"x" * (hello.max_payload - 1)
@@ -89,7 +89,7 @@ def test_upload_buffer_only_with_upload(tmp_path, qemu_tools):
     plain = mcu_gen.build("examples/mul_add/model.py", board="mps2-an505", out=tmp_path / "plain")
     up = mcu_gen.build("examples/mul_add/model.py", board="mps2-an505", out=tmp_path / "up", upload=True)
     assert plain.report["size"]["ram"]["upload_buffer"] == 0
-    want = builder.upload_buffer_size(up.board, up.program, up.pte_bytes)
+    want = project.upload_buffer_size(up.board, up.program, up.pte_bytes)
     assert up.report["size"]["ram"]["upload_buffer"] == want > len(up.pte_bytes)
     with QemuSession(up.board, up.elf, run_timeout=30) as link:
         assert link.hello().upload_size == want
@@ -98,9 +98,9 @@ def test_upload_buffer_only_with_upload(tmp_path, qemu_tools):
 
 
 def test_stack_reserve_rule():
-    assert builder.stack_reserve(0) == 256
-    assert builder.stack_reserve(852) == 1216  # 852 + 256 + 107 = 1215 -> 1216
-    assert all(builder.stack_reserve(n) % 64 == 0 and builder.stack_reserve(n) >= n + 256 + n / 8
+    assert stack.stack_reserve(0) == 256
+    assert stack.stack_reserve(852) == 1216  # 852 + 256 + 107 = 1215 -> 1216
+    assert all(stack.stack_reserve(n) % 64 == 0 and stack.stack_reserve(n) >= n + 256 + n / 8
                for n in range(0, 5000, 7))
 
 
@@ -114,7 +114,7 @@ def test_resnet8_arena_below_the_layer_wise_bound(tmp_path, qemu_tools):
     assert r.bit_exact and r.verified
     assert r.arena_lower_bound_bytes == 49_152
     assert r.arena_bytes == 2 * 16 * 32 * 32 + 2 * 32 * 16 <= 40_000
-    ops = [row["name"] for row in builder.load_report(r.out)["operators"]]
+    ops = [row["name"] for row in report.load_report(r.out)["operators"]]
     assert ops.count("mcu::quantized_conv2d_rows_inplace.out") == 4  # the stem and each block's second conv
 
 
@@ -129,6 +129,6 @@ def test_vww_arena_below_the_layer_wise_bound(tmp_path, qemu_tools):
     assert r.bit_exact and r.verified
     assert r.arena_lower_bound_bytes == 55_296
     assert r.arena_bytes == 16 * 48 * 48 + 48 * 48 <= 40_000
-    ops = [row["name"] for row in builder.load_report(r.out)["operators"]]
+    ops = [row["name"] for row in report.load_report(r.out)["operators"]]
     assert ops[0] == "mcu::quantized_conv2d_rows_inplace.out"
     assert ops[2] == "mcu::quantized_conv2d_pointwise_inplace.out"

@@ -1,7 +1,7 @@
 """mcu-gen's own int8 kernels for the Cortex-M55 (MVE / Helium), generated per layer (issue 17).
 
-The MVE counterpart of mcu_gen/backends/generated.py (which writes the DSP kernels of the
-Cortex-M33/M4). The layers are found by generated.py's matchers (same operators, same
+The MVE counterpart of mcu_gen/backends/generated/ (which writes the DSP kernels of the
+Cortex-M33/M4). The layers are found by generated/match.py's matchers (same operators, same
 conditions, same load-time checks), then written for MVE instead:
 
 * 1x1 convolutions and fully connected layers: a register-blocked GEMM of 2 rows x 4 output
@@ -39,13 +39,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcu_gen.backends import generated as dsp
+from mcu_gen.backends.generated import emit_dsp, exactness, hooks, match
+from mcu_gen.backends.generated import layers as dsp_layers
 from mcu_gen.program.ir import Program
 from mcu_gen.quantize.arith import SHIFT_INT8, requantize
 from mcu_gen.paths import KERNELS_GENERATED
 
-GENERATED_FILE = dsp.GENERATED_FILE
-GENERATED_OPS = dsp.GENERATED_OPS
+GENERATED_FILE = dsp_layers.GENERATED_FILE
+GENERATED_OPS = dsp_layers.GENERATED_OPS
 CHECKS_MARKER = "// Load-time checks"
 
 
@@ -131,7 +132,7 @@ class MveLayer:
         """bias + input_offset * (sum of the 9 weights) per channel: every tap counts, the taps
         outside the input read the zero point (x + input_offset = 0)."""
         s = self.src
-        return dsp.wrap32(s.bias + s.in_offset * s.weights.astype(np.int64).sum(axis=0))
+        return exactness.wrap32(s.bias + s.in_offset * s.weights.astype(np.int64).sum(axis=0))
 
 
 def pack_gemm_weights(w: np.ndarray) -> np.ndarray:
@@ -146,7 +147,7 @@ def pack_gemm_weights(w: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class Generated(dsp.Generated):
+class Generated(dsp_layers.Generated):
     def report(self) -> dict:
         r = super().report()
         for row, l in zip(r["layers"], self.layers):
@@ -161,14 +162,14 @@ class Generated(dsp.Generated):
 
 def covers(program: Program, idx: int, op: str) -> bool:
     """Whether the generator takes instruction ``idx`` if it were operator ``op`` (same arguments)."""
-    return dsp.covers(program, idx, op, isa="mve")
+    return match.covers(program, idx, op, isa="mve")
 
 
 def eligible(program: Program):
-    """(layers, skipped): an MveLayer for each layer generated.py's matchers accept whose weights
+    """(layers, skipped): an MveLayer for each layer generated/match.py's matchers accept whose weights
     are int8 (a fully connected layer with a filter offset has int16 weights: skipped)."""
     layers, skipped = [], []
-    base, skipped0 = dsp.eligible(program, isa="mve")
+    base, skipped0 = match.eligible(program, isa="mve")
     skipped += skipped0
     for l in base:
         if l.kind == "add":  # its own section below
@@ -298,7 +299,7 @@ def _requant_arrays(pre: str, l: MveLayer, init) -> list:
     s = l.src
     shifts = np.asarray(s.shifts, np.int64)
     right, left = _right_left(shifts)
-    a = dsp.c_array
+    a = emit_dsp.c_array
     rows = [a("int32_t", f"{pre}Init", _pad4(init), per_line=8, align=16),
             a("int32_t", f"{pre}Mult", _pad4(s.mults), per_line=8, align=16)]
     if l.mode == "scalar":
@@ -321,13 +322,13 @@ def _layer_source(l: MveLayer) -> tuple:
     pre = f"k{s.name.title().replace('_', '')}"
     in_arg, out_arg = _IO_ARGS[s.kind]
     mode = _MODE[l.mode]
-    ring, extra_checks = None, []  # the argument holding the layer's ring of rows (dsp.compute_signature)
+    ring, extra_checks = None, []  # the argument holding the layer's ring of rows (emit_dsp.compute_signature)
     consts = f"{mode}, {s.out_offset}, {s.act_min}, {s.act_max}"
     if s.kind == "depthwise3x3":
         what = (f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
                 f"padding {s.pad_h},{s.pad_w}")
         arrays = [f"// int8 weights per group of 4 channels, per tap: {l.weight_bytes:,} bytes.",
-                  dsp.c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
+                  emit_dsp.c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
         rq = _requant_arrays(pre, l, l.depthwise_init())
         g, in_scratch = l.ring
         ring_bytes = 3 * (s.w + 2 * s.pad_w) * g
@@ -343,7 +344,7 @@ def _layer_source(l: MveLayer) -> tuple:
     else:
         mac = f"Mac{l.nk}_{s.k % 16}"
         arrays = [f"// int8 weights in the order the loop reads them: {l.weight_bytes:,} bytes.",
-                  dsp.c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
+                  emit_dsp.c_array("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)]
         rq = _requant_arrays(pre, l, s.acc_init)
         if s.kind == "conv":
             h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = s.geometry
@@ -351,8 +352,8 @@ def _layer_source(l: MveLayer) -> tuple:
             what = (f"{kh}x{kw} convolution {cin} -> {s.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
                     f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {kp} bytes gathered)")
             call = (f"  conv_patches<Mac{l.nk}_0, {', '.join(str(g) for g in s.geometry)}, {kp}, {s.n}, "
-                    f"{s.zero_point}, {consts}>({dsp.rows_arg(s)}, out, {pre}Weights, {pre}Requant);")
-            ring = dsp.ring_arg(s)  # in place: the ring of saved rows is the scratch tensor
+                    f"{s.zero_point}, {consts}>({emit_dsp.rows_arg(s)}, out, {pre}Weights, {pre}Requant);")
+            ring = emit_dsp.ring_arg(s)  # in place: the ring of saved rows is the scratch tensor
             mac = f"Mac{l.nk}_0"  # the windows are zero padded: no tail predication
         else:
             what = (f"1x1 convolution {s.k} -> {s.n} channels over {s.rows} pixels" if s.kind == "pointwise"
@@ -369,13 +370,13 @@ def _layer_source(l: MveLayer) -> tuple:
            "}",
            "}  // namespace",
            "",
-           f"void {s.name}_compute({dsp.compute_signature(ring)[0]}) {{",
+           f"void {s.name}_compute({emit_dsp.compute_signature(ring)[0]}) {{",
            call,
            "}",
            "",
            f"Error {s.name}(const KernelContext& ctx) {{",
            f"  {s.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){dsp.compute_signature(ring)[1]});",
+           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){emit_dsp.compute_signature(ring)[1]});",
            "  return Error::Ok;",
            "}",
            ""]
@@ -383,10 +384,10 @@ def _layer_source(l: MveLayer) -> tuple:
 
 
 def _checks_source() -> str:
-    """The load-time checks (tensor_is, constant_is, ..., output_allowed) of generated.py's
+    """The load-time checks (tensor_is, constant_is, ..., output_allowed) of generated/emit_dsp.py's
     prelude, shared so that both generators match instructions the same way."""
-    i = dsp.PRELUDE.index(CHECKS_MARKER)
-    return "// " + "-" * 75 + "\n" + dsp.PRELUDE[i:]
+    i = emit_dsp.PRELUDE.index(CHECKS_MARKER)
+    return "// " + "-" * 75 + "\n" + emit_dsp.PRELUDE[i:]
 
 
 def generate(program: Program, kernels) -> Generated:
@@ -409,13 +410,13 @@ def generate(program: Program, kernels) -> Generated:
         else:
             nk, tail = (int(v) for v in helper[3:].split("_"))
             macs[helper] = _mac_struct(nk, tail)
-    parts = [PRELUDE, dsp.ROWS_SOURCE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
-    parts += dsp.prepare_hooks_source(layers, by_op, g)
-    g.source = dsp.bind_at_load("\n".join(parts), layers)
+    parts = [PRELUDE, emit_dsp.ROWS_SOURCE, *macs.values(), _checks_source(), *bodies, "}  // namespace generated\n\nnamespace kernels {"]
+    parts += hooks.prepare_hooks_source(layers, by_op, g)
+    g.source = hooks.bind_at_load("\n".join(parts), layers)
     return g
 
 
-hooked_kernels = dsp.hooked_kernels
+hooked_kernels = hooks.hooked_kernels
 
 
 # -- elementwise add (cortex_m::quantized_add, equal shapes) --------------------------------------
@@ -436,10 +437,10 @@ hooked_kernels = dsp.hooked_kernels
 # layer without an exact sequence stays on the library kernel (its reason in the report's skipped).
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
-add_reference = dsp.add_reference
+add_reference = exactness.add_reference
 
 
-_w32 = dsp.wrap_i32  # int64 values wrapped to int32 (two's complement, as the vector lanes hold them)
+_w32 = exactness.wrap_i32  # int64 values wrapped to int32 (two's complement, as the vector lanes hold them)
 
 
 def _vqrdmulh(q, m: int):

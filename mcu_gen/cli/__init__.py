@@ -103,7 +103,7 @@ def _print_generated_hint(rep) -> None:
     from mcu_gen.firmware.report import generated_hint
 
     if not isinstance(rep, dict):  # a run's output directory
-        from mcu_gen.firmware.builder import load_report
+        from mcu_gen.firmware.report import load_report
 
         rep = load_report(Path(rep)) if rep else {}
     n = (rep.get("generated_kernels") or {}).get("available_layers")

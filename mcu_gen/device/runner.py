@@ -42,7 +42,7 @@ class RunResult:
     quant_max_abs_error: float | None = None
     top1_agreement: float | None = None
     # The stack: its high-water mark measured on the device (HELLO, after the runs) and what the image
-    # reserves (measured + margin: builder.stack_reserve), None when the board does not measure it.
+    # reserves (measured + margin: stack.stack_reserve), None when the board does not measure it.
     stack_used_bytes: int | None = None
     stack_reserved_bytes: int | None = None
     # RAM of the image a user deploys (.data + .bss + reserved stack), by component (size_report.RAM_KEYS).
@@ -169,7 +169,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         calibration_method: str | None = None, bias_correction: bool = False) -> RunResult:
     """Builds, runs `inputs` on the emulator and compares. With measure_stack (default) the first image keeps
     the linker script's stack; the device's stack high-water mark after the runs decides the stack of the
-    deployable image (builder.stack_reserve), which is relinked and verified again: the figures returned are
+    deployable image (stack.stack_reserve), which is relinked and verified again: the figures returned are
     the deployable image's. With ``cycles`` (default) the final session also counts instructions by
     class (a QEMU plugin) for estimated cycles (docs/cycles.md); without it, or when the plugin cannot
     be had, the estimate fields are None and ``cycles_unavailable`` says why. ``methods``: of a program
@@ -221,7 +221,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
 
         write_reports(result.out, result.report)
     elif measure_stack and c.verified and first_stack:
-        from mcu_gen.firmware.builder import relink, stack_reserve
+        from mcu_gen.firmware.stack import relink, stack_reserve
 
         relink(result, stack_reserve(first_stack), measured=first_stack)
         stack_used, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)

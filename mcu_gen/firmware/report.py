@@ -6,6 +6,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from mcu_gen.firmware.project import (BOUND_CALL_BYTES, INSTRUCTION_CACHE_ENTRY_BYTES, VALUE_CACHE_ENTRY_BYTES,
+                                      frame_payload, program_id)
+from mcu_gen.plan import planner
+from mcu_gen.program import pte
 from mcu_gen.program.ir import Program, TensorValue
 
 # Sections that occupy flash / RAM in our linker scripts.
@@ -300,3 +304,120 @@ def generated_hint(n: int) -> str:
     return (f"{n} layer(s) could run on int8 kernels generated for this core: `--kernels auto` "
             "(they cost flash for reordered weights and RAM for decoded arguments; compare this build's "
             "instructions per inference with `mcu-gen run` on both; docs/generated_kernels.md)")
+
+
+# -- report.json of a build -------------------------------------------------------------------------
+def build_report(out: Path, name: str, b, program: Program, data: bytes, usage: dict, sel, *, upload: bool,
+                 frame_bytes, quantize, io: str, spec, backend_choice, kernels: str, gen, num_values: int,
+                 cache: int, num_instructions: int, icache: int, bound_calls: int, npu_build) -> dict:
+    """report.json's content for a build of ``program`` (its bytes ``data``) on board ``b``: sizes
+    (``usage`` from the linked ELF), plan, operators and kernels (``sel``), I/O, state, methods,
+    quantization, backend, generated kernels (``gen``), value and instruction caches, Ethos-U; writes the
+    plan pictures into ``out``."""
+    report = {
+        "model": name,
+        "board": b.name,
+        "core": b.core,
+        "program_id": f"{program_id(data):016x}",
+        "arena_bytes": program.max_arena_size + sum(program.extra_arenas),
+        **({"ram_regions": program.meta["regions"]} if program.meta.get("regions") else {}),
+        "arena_lower_bound_bytes": program.lower_bound or planner.lower_bound(planner.lifetimes(program).values()),
+        "pte_bytes": len(data),
+        "constant_bytes": program.constant_bytes(),
+        "flash_bytes": usage["flash_bytes"],
+        "ram_bytes": usage["ram_bytes"],
+        "sections": usage["sections"],
+        "size": usage.get("size"),
+        "upload": bool(upload),
+        "frame_payload_bytes": frame_payload(program, frame_bytes),
+        "stack": {"reserved_bytes": usage["sections"].get(".stack", 0), "measured_bytes": None},
+        "operators": operator_rows(program, sel),
+        "kernels": sorted({k.file.name for k in sel.kernels}),
+        "inputs": [_io(program, i) for i in program.inputs],
+        "outputs": [_io(program, i) for i in program.outputs],
+    }
+    if program.all_states:
+        report["state"] = [{"name": name, "shape": list(m.tensor(i).shape), "dtype": m.tensor(i).dtype,
+                            "offset": m.tensor(i).offset, "bytes": m.tensor(i).nbytes,
+                            "live_steps": [0, max(len(m.instructions) - 1, 0)], "written_by": _state_writer(m, i),
+                            "methods": [o.name for o in program.methods if name in o.state_names],
+                            **({"scale": m.tensor(i).scale, "zero_point": m.tensor(i).zero_point}
+                               if m.tensor(i).dtype == "int8" else {})}
+                           for name, m, i in program.all_states]
+    if program.more_methods:
+        report["methods"] = [method_row(m, sel) for m in program.methods]
+    if quantize is not None:
+        report["quantize"] = quantize
+        report["io"] = io
+        report["fp32_fallback"] = program.meta.get("fp32_fallback", [])
+        report["calibration"] = program.meta.get("calibration")  # methods compared (quantize/calibration.py)
+        if spec is not None and spec.module is not None:
+            from mcu_gen.reference.accuracy import operator_errors
+
+            report["int8_operator_error"] = operator_errors(program, spec)
+    report["peak_ops"] = _write_plan_pictures(out, program)
+    report["backend"] = backend_choice.report()
+    report["generated_kernels"] = {"mode": kernels, **gen.report()}
+    for layer in gen.layers:
+        report["operators"][layer.instruction]["backend"] = "generated"
+        report["operators"][layer.instruction]["kernel"] = layer.name
+    report["value_cache"] = {"values": num_values, "cached_values": min(cache, num_values),
+                             "instructions": num_instructions,
+                             "cached_instructions": min(icache, num_instructions),
+                             "bytes": VALUE_CACHE_ENTRY_BYTES * max(1, cache)
+                             + INSTRUCTION_CACHE_ENTRY_BYTES * max(1, icache) + BOUND_CALL_BYTES * bound_calls,
+                             "bound_calls": bound_calls}
+    if npu_build is not None:
+        report["ethos_u"] = npu_build.report
+        for row in report["operators"]:
+            if row["name"].startswith(pte.DELEGATE_PREFIX):
+                row["backend"] = "ethos-u"
+    return report
+
+
+def _state_writer(program: Program, state: int):
+    """The instruction that writes a state's new value: {"instruction", "op", "copy"} (a copy
+    at the end of the run, or the operator computing the value writing the state in place)."""
+    for k, ins in enumerate(program.instructions):
+        if ins.args and ins.args[-1] == state:
+            return {"instruction": k, "op": ins.op, "copy": ins.op in ("aten::clone.out", "aten::copy_.out",
+                                                                       "aten::copy_")}
+    for k, ins in enumerate(program.instructions):  # e.g. ExecuTorch's aten::copy_(state, value)
+        if ins.args and ins.args[0] == state:
+            return {"instruction": k, "op": ins.op, "copy": True}
+    return None
+
+
+def method_row(m: Program, sel) -> dict:
+    """report.json's entry for one method of a program with several: its plan and I/O."""
+    return {"name": m.name, "arena_bytes": m.arena_size,
+            "arena_lower_bound_bytes": m.lower_bound or planner.lower_bound(planner.lifetimes(m).values()),
+            "instructions": len(m.instructions), "plan_strategy": (m.meta.get("plan") or {}).get("strategy"),
+            "inputs": [_io(m, i) for i in m.inputs], "outputs": [_io(m, i) for i in m.outputs],
+            "state": [{"name": n, "offset": m.tensor(i).offset, "bytes": m.tensor(i).nbytes}
+                      for i, n in zip(m.states, m.state_names)],
+            "operators": operator_rows(m, sel)}
+
+
+def _write_plan_pictures(out: Path, program: Program) -> list:
+    """plan.svg and plan.png (when matplotlib is installed) next to report.json; returns the peak ops."""
+    from mcu_gen.plan import picture as plan_report
+
+    plan_report.write_svg(program, out / "plan.svg")
+    try:
+        plan_report.write_png(program, out / "plan.png")
+    except ImportError:
+        pass
+    return plan_report.peak_ops(program)
+
+
+def _io(program: Program, i: int) -> dict:
+    t: TensorValue = program.tensor(i)
+    row = {"shape": list(t.shape), "dtype": t.dtype, "offset": t.offset, "bytes": t.nbytes}
+    if t.dtype == "int8" and t.scale is not None:
+        row.update(scale=float(t.scale), zero_point=int(t.zero_point), dim_order=list(t.dim_order))
+    return row
+
+
+def load_report(out: Path) -> dict:
+    return json.loads((Path(out) / "report.json").read_text())

@@ -97,8 +97,9 @@ def _arm_stack_down(mnemonic: str, ops: str) -> int | None:
         rest = re.sub(r"^sp,\s*(sp,\s*)?", "", ops)
         m = re.match(r"#(\d+)", rest)
         return int(m.group(1)) if m else None
-    if base in ("str", "strd", "strb", "strh") and re.search(r"\[sp,\s*#-\d+\]!", ops):
-        return int(re.search(r"\[sp,\s*#-(\d+)\]!", ops).group(1))
+    pre = re.search(r"\[sp,\s*#-(\d+)\]!", ops)  # any store pre-indexed down from sp (str, strd, vstrw.32 ...)
+    if pre:
+        return int(pre.group(1))
     if base == "add" and re.match(r"sp,\s*(sp,\s*)?#-\d+", ops):
         return int(_IMM.search(ops).group(1).lstrip("-"))
     if base == "add" and re.match(r"sp,\s*(sp,\s*)?r", ops):  # sp += register: unknown sign
@@ -329,33 +330,3 @@ def stack_bound(elf: Path, board) -> StackBound:
     extra = handler + frame if handlers else 0
     return StackBound(main + extra, None, path=path, handler_bytes=extra, indirect_targets=len(taken | hooks | entries))
 
-
-# The stack a build reserves from a static bound: the bound plus 1/STATIC_MARGIN_DIVISOR of it (an
-# instruction form the reader might mis-size), rounded up to 64 B.
-STATIC_MARGIN_DIVISOR = 16
-STATIC_RULE = f"static bound + 1/{STATIC_MARGIN_DIVISOR} of it, rounded up to 64 B"
-
-
-def static_reserve(bound: int) -> int:
-    """Bytes of stack to reserve for a static bound of `bound` bytes."""
-    n = bound + (bound + STATIC_MARGIN_DIVISOR - 1) // STATIC_MARGIN_DIVISOR
-    return (n + 63) // 64 * 64
-
-
-def reserve_static_stack(result) -> None:
-    """Computes the static bound of a compiled build (builder.BuildResult) and, where it bounds, links the image
-    again with static_reserve(bound) of stack instead of the linker script's default (nothing is recompiled:
-    the code, and so the bound, stay as they are). report.json's "stack" gets the bound, the deepest path,
-    and what it could not bound."""
-    from mcu_gen.firmware.builder import relink
-    from mcu_gen.firmware.report import write_reports
-
-    bound = stack_bound(result.elf, result.board)
-    if bound.bytes is not None:
-        if static_reserve(bound.bytes) < result.report["stack"]["reserved_bytes"]:
-            relink(result, static_reserve(bound.bytes))
-            result.report["stack"]["rule"] = STATIC_RULE
-        else:
-            result.report["stack"]["rule"] = "the linker script's default, no more than the static bound needs"
-    result.report["stack"].update(bound.as_report())
-    write_reports(result.out, result.report)

@@ -17,7 +17,7 @@
    by step (e.g. 5,408 B until a max pool, 1,352 B after it). Where a variant
    kernel does the in-place work (``variant_of=``), the instruction is switched
    to it and given the scratch it needs.
-3. Placement: several greedy strategies (orders by size, start, conflicts,
+3. Placement (mcu_gen/plan/placement.py): several greedy strategies (orders by size, start, conflicts,
    lifetime, area; first fit and best fit), then an exact branch-and-bound
    search over placement orders, bounded by a node count (``NODE_LIMIT``, never by
    wall-clock time, so the same program always gets the same plan and the same
@@ -34,16 +34,14 @@ removed; most bytes live at any one step, no in-place); in-place can go below it
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from mcu_gen.plan import inplace as inplace_rules
 from mcu_gen.plan import slices as slice_rules
 from mcu_gen.program.ir import DTYPE_SIZES, Program, ScalarValue, TensorValue
 from mcu_gen.errors import McuGenError
-
-ALIGNMENT = 16
-NODE_LIMIT = 20000  # search nodes of the exact search per placement (deterministic, not a timer)
+from mcu_gen.plan.placement import ALIGNMENT, Placement, align, make_buffers, peak_steps, place_around
 
 
 class PlanError(McuGenError, ValueError):
@@ -64,11 +62,7 @@ class Interval:
     offset: int = -1
 
 
-def _align(n: int, a: int = ALIGNMENT) -> int:
-    return (n + a - 1) // a * a
-
-
-def _tensor_args(program: Program, args):
+def tensor_args(program: Program, args):
     """Tensor value indices among an instruction's args (expanding tensor lists)."""
     for a in args:
         v = program.values[a]
@@ -91,7 +85,7 @@ def links(program: Program) -> dict:
     return out
 
 
-def _resolve(links_: dict, v: int) -> tuple:
+def resolve(links_: dict, v: int) -> tuple:
     """(root, byte displacement of v inside the root)."""
     seen, disp = set(), 0
     while v in links_:
@@ -103,13 +97,13 @@ def _resolve(links_: dict, v: int) -> tuple:
     return v, disp
 
 
-def _alias_root(links_: dict, v: int) -> int:
-    return _resolve(links_, v)[0]
+def alias_root(links_: dict, v: int) -> int:
+    return resolve(links_, v)[0]
 
 
 def _sliced_roots(program: Program, links_: dict) -> set:
     """Roots with slices inside them (concatenation outputs written by their producers)."""
-    return {_alias_root(links_, r) for r, _ in program.meta.get("slices", {}).values()}
+    return {alias_root(links_, r) for r, _ in program.meta.get("slices", {}).values()}
 
 
 def lifetimes(program: Program) -> dict:
@@ -123,7 +117,7 @@ def lifetimes(program: Program) -> dict:
         t = program.values[v]
         if not isinstance(t, TensorValue) or t.is_constant:
             return
-        r, disp = _resolve(aliases, v)
+        r, disp = resolve(aliases, v)
         root = program.values[r]
         size = max(disp + t.nbytes, root.nbytes)
         if r not in iv:
@@ -137,7 +131,7 @@ def lifetimes(program: Program) -> dict:
     for v in list(program.inputs) + list(program.states):
         touch(v, 0)
     for step, ins in enumerate(program.instructions):
-        for a in _tensor_args(program, ins.args):
+        for a in tensor_args(program, ins.args):
             touch(a, step)
     for v in list(program.outputs) + list(program.states):
         touch(v, max(n - 1, 0))
@@ -146,11 +140,11 @@ def lifetimes(program: Program) -> dict:
     for v in list(program.inputs) + list(program.states):
         t = program.values[v]
         if isinstance(t, TensorValue) and not t.is_constant:
-            iv[_alias_root(aliases, v)].start = 0
+            iv[alias_root(aliases, v)].start = 0
     for v in list(program.outputs) + list(program.states):
         t = program.values[v]
         if isinstance(t, TensorValue) and not t.is_constant:
-            iv[_alias_root(aliases, v)].end = max(n - 1, 0)
+            iv[alias_root(aliases, v)].end = max(n - 1, 0)
     return iv
 
 
@@ -169,23 +163,7 @@ def _overlap(a, b) -> bool:
     return a.start <= b.end and b.start <= a.end
 
 
-# -- buffers: tensors that share memory through in-place ------------------------------------------
-@dataclass
-class Buffer:
-    members: list  # alias roots, the first is the buffer's name
-    start: int
-    end: int
-    sizes: list  # aligned bytes used at each step start..end
-    offset: int = -1
-
-    @property
-    def size(self) -> int:
-        return max(self.sizes) if self.sizes else 0
-
-    def at(self, step: int) -> int:
-        return self.sizes[step - self.start] if self.start <= step <= self.end else 0
-
-
+# -- in-place -----------------------------------------------------------------------------------
 @dataclass
 class InPlacePair:
     step: int
@@ -196,209 +174,6 @@ class InPlacePair:
     scratch: tuple | None = None
 
 
-def make_buffers(iv: dict, pairs) -> list:
-    parent = {r: r for r in iv}
-
-    def find(r):
-        while parent[r] != r:
-            parent[r] = parent[parent[r]]
-            r = parent[r]
-        return r
-
-    for p in pairs:
-        parent[find(p.out)] = find(p.src)
-    groups: dict[int, list] = {}
-    for r in sorted(iv, key=lambda r: (iv[r].start, r)):
-        groups.setdefault(find(r), []).append(r)
-    out = []
-    for members in groups.values():
-        start = min(iv[m].start for m in members)
-        end = max(iv[m].end for m in members)
-        sizes = [0] * (end - start + 1)
-        for m in members:
-            it = iv[m]
-            for s in range(it.start, it.end + 1):
-                sizes[s - start] = max(sizes[s - start], _align(it.size))
-        out.append(Buffer(members, start, end, sizes))
-    return out
-
-
-def packing_bound(bufs) -> int:
-    """Most aligned bytes live at one step: no placement of these buffers is smaller."""
-    live: dict[int, int] = {}
-    for b in bufs:
-        for s in range(b.start, b.end + 1):
-            live[s] = live.get(s, 0) + b.at(s)
-    return max(live.values(), default=0)
-
-
-# -- placement --------------------------------------------------------------------------------------
-def _conflicts(bufs) -> list:
-    """conf[i][j] = (most bytes of i, most bytes of j) over the steps both are live, or None."""
-    n = len(bufs)
-    conf = [[None] * n for _ in range(n)]
-    for i in range(n):
-        a = bufs[i]
-        for j in range(i + 1, n):
-            b = bufs[j]
-            lo, hi = max(a.start, b.start), min(a.end, b.end)
-            if lo > hi:
-                continue
-            ma = mb = 0
-            for s in range(lo, hi + 1):
-                x, y = a.at(s), b.at(s)
-                if x and y:
-                    ma, mb = max(ma, x), max(mb, y)
-            if ma and mb:
-                conf[i][j] = (ma, mb)
-                conf[j][i] = (mb, ma)
-    return conf
-
-
-def _candidates(i, offsets, conf):
-    """Blocked ranges (lo, hi) for buffer i's offset o (needs o <= lo or o >= hi) and candidate offsets."""
-    blocks = []
-    for j, off in offsets.items():
-        c = conf[i][j]
-        if c is not None:
-            blocks.append((off - c[0], off + c[1]))
-    cands = {0}
-    for lo, hi in blocks:
-        cands.add(hi)
-        if lo >= 0:
-            cands.add(lo)
-    return blocks, sorted(cands)
-
-
-def _feasible(o, blocks) -> bool:
-    return all(o <= lo or o >= hi for lo, hi in blocks)
-
-
-def _lowest(i, offsets, conf) -> int:
-    blocks, cands = _candidates(i, offsets, conf)
-    for o in cands:
-        if _feasible(o, blocks):
-            return o
-    raise AssertionError("unreachable: the top is always free")
-
-
-def _best_fit(i, offsets, conf) -> int:
-    blocks, cands = _candidates(i, offsets, conf)
-    best = None
-    for o in cands:
-        if not _feasible(o, blocks):
-            continue
-        above = [lo for lo, _ in blocks if lo >= o]
-        slack = min(above) - o if above else float("inf")
-        key = (slack, o)
-        if best is None or key < best[0]:
-            best = (key, o)
-    return best[1]
-
-
-def _place(order, bufs, conf, fit) -> tuple:
-    offsets = {}
-    top = 0
-    for i in order:
-        o = fit(i, offsets, conf)
-        offsets[i] = o
-        top = max(top, o + bufs[i].size)
-    return top, offsets
-
-
-def _orders(bufs, conf) -> dict:
-    idx = range(len(bufs))
-    degree = [sum(bufs[j].size for j in idx if conf[i][j]) for i in idx]
-    length = [b.end - b.start + 1 for b in bufs]
-    return {
-        "size": sorted(idx, key=lambda i: (-bufs[i].size, bufs[i].start)),
-        "start": sorted(idx, key=lambda i: (bufs[i].start, -bufs[i].size)),
-        "conflicts": sorted(idx, key=lambda i: (-degree[i], -bufs[i].size)),
-        "lifetime": sorted(idx, key=lambda i: (-length[i], -bufs[i].size)),
-        "area": sorted(idx, key=lambda i: (-sum(bufs[i].sizes), bufs[i].start)),
-        "end": sorted(idx, key=lambda i: (-bufs[i].end, -bufs[i].size)),
-    }
-
-
-def _exact(bufs, conf, best_top, bound, node_limit) -> tuple:
-    """Branch and bound over placement orders, each buffer at its lowest free offset.
-    Returns (top, offsets or None, complete)."""
-    n = len(bufs)
-    # Buffers with the same lifetime and sizes are interchangeable: branch on one of them.
-    shape = [(b.start, b.end, tuple(b.sizes)) for b in bufs]
-    by_size = sorted(range(n), key=lambda i: (-bufs[i].size, bufs[i].start))
-    best = [best_top, None]
-    complete = [True]
-    nodes = [0]
-
-    def dfs(offsets, top):
-        if len(offsets) == n:
-            if top < best[0]:
-                best[0], best[1] = top, dict(offsets)
-            return
-        nodes[0] += 1
-        if nodes[0] > node_limit:
-            complete[0] = False
-            return
-        tried = set()
-        for i in by_size:
-            if i in offsets or shape[i] in tried:
-                continue
-            tried.add(shape[i])
-            o = _lowest(i, offsets, conf)
-            t = max(top, o + bufs[i].size)
-            if t >= best[0]:
-                continue
-            offsets[i] = o
-            dfs(offsets, t)
-            del offsets[i]
-            if best[0] <= bound or not complete[0]:
-                return
-
-    dfs({}, 0)
-    _exact.last_nodes = nodes[0]
-    return best[0], best[1], complete[0]
-
-
-@dataclass
-class Placement:
-    top: int
-    offsets: dict  # buffer index -> offset
-    strategy: str
-    bound: int
-    exact_complete: bool = False
-    tried: dict = field(default_factory=dict)  # strategy -> top
-
-
-def place(bufs, node_limit: int | None = None) -> Placement:
-    """Best placement of the buffers found by the greedy strategies and the exact search."""
-    node_limit = NODE_LIMIT if node_limit is None else node_limit
-    bound = packing_bound(bufs)
-    if not bufs:
-        return Placement(0, {}, "empty", 0, True)
-    conf = _conflicts(bufs)
-    tried = {}
-    best = None
-    for name, order in _orders(bufs, conf).items():
-        for fit_name, fit in (("first-fit", _lowest), ("best-fit", _best_fit)):
-            top, offsets = _place(order, bufs, conf, fit)
-            key = f"{name}/{fit_name}"
-            tried[key] = top
-            if best is None or top < best.top:
-                best = Placement(top, offsets, key, bound)
-    if best.top > bound and node_limit > 0:
-        top, offsets, complete = _exact(bufs, conf, best.top, bound, node_limit)
-        tried["exact"] = top
-        if offsets is not None and top < best.top:
-            best = Placement(top, offsets, "exact", bound)
-        best.exact_complete = complete
-    else:
-        best.exact_complete = True  # the bound is reached: nothing smaller exists
-    best.tried = tried
-    return best
-
-
-# -- in-place -----------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def _default_kernels():
     from mcu_gen.backends.kernels import find_kernels
@@ -410,8 +185,8 @@ def find_inplace(program: Program, iv: dict, available: dict) -> list:
     """The in-place opportunities of a program, one per instruction at most, in step order
     (never over or into a concatenation output that holds slices)."""
     aliases = links(program)
-    outputs = {_alias_root(aliases, v) for v in program.outputs}
-    states = {_alias_root(aliases, v) for v in program.states}
+    outputs = {alias_root(aliases, v) for v in program.outputs}
+    states = {alias_root(aliases, v) for v in program.states}
     sliced = _sliced_roots(program, aliases)
     tail = {}  # buffer head -> its latest member
     head = {}
@@ -419,7 +194,7 @@ def find_inplace(program: Program, iv: dict, available: dict) -> list:
     for step, ins in enumerate(program.instructions):
         for kernel, ip in inplace_rules.options(program, ins, available):
             o = inplace_rules.out_value(ins, kernel.signature)
-            ro, ri = _alias_root(aliases, o), _alias_root(aliases, ins.args[ip.arg])
+            ro, ri = alias_root(aliases, o), alias_root(aliases, ins.args[ip.arg])
             if (ro == ri or ro not in iv or ri not in iv or ri in outputs or ro in sliced or ri in sliced
                     or ro in states or ri in states):
                 continue
@@ -430,7 +205,7 @@ def find_inplace(program: Program, iv: dict, available: dict) -> list:
                 continue
             # The out must not be read through another argument of this instruction.
             others = [a for k, a in enumerate(ins.args) if k != len(ins.args) - 1 and a != o]
-            if any(_alias_root(aliases, a) == ro for a in others if isinstance(program.values[a], TensorValue)):
+            if any(alias_root(aliases, a) == ro for a in others if isinstance(program.values[a], TensorValue)):
                 continue
             head[ri] = h
             head[ro] = h
@@ -480,23 +255,6 @@ def _restore(program: Program, snap: tuple) -> None:
         program.meta.pop("slices", None)
 
 
-def _place_around(bufs, node_limit: int, fixed: dict | None, reserve: int = 0) -> Placement:
-    """place(), except that the buffers of the values in ``fixed`` (value -> offset: state tensors
-    shared by several methods) keep their offsets and every other buffer goes above them and above
-    ``reserve`` bytes (the state of every method)."""
-    fixed = fixed or {}
-    pinned = {k: fixed[m] for k, b in enumerate(bufs) for m in b.members if m in fixed}
-    free = [k for k in range(len(bufs)) if k not in pinned]
-    reserve = max([reserve] + [fixed[m] + _align(b.size) for b in bufs for m in b.members if m in fixed])
-    if not pinned and reserve == 0:
-        return place(bufs, node_limit)
-    pl = place([bufs[k] for k in free], node_limit)
-    offsets = {k: pinned[k] for k in pinned}
-    offsets.update({k: reserve + pl.offsets[j] for j, k in enumerate(free)})
-    return Placement(reserve + pl.top, offsets, f"{pl.strategy}, above {reserve} B of shared state",
-                     reserve + pl.bound, pl.exact_complete, {k: reserve + v for k, v in pl.tried.items()})
-
-
 def _layout(program: Program, node_limit: int, allow_inplace: bool, available: dict,
             fixed: dict | None = None, reserve: int = 0) -> _Layout:
     """Place the program's buffers, with in-place where it makes the arena smaller
@@ -504,14 +262,14 @@ def _layout(program: Program, node_limit: int, allow_inplace: bool, available: d
     iv = lifetimes(program)
     layer_bound = lower_bound(list(iv.values()))
     plain_bufs = make_buffers(iv, [])
-    best = _Layout(_place_around(plain_bufs, node_limit, fixed, reserve), plain_bufs, [], layer_bound)
+    best = _Layout(place_around(plain_bufs, node_limit, fixed, reserve), plain_bufs, [], layer_bound)
     if allow_inplace:
         pairs = find_inplace(program, iv, available)
         if pairs:
             snap = _snapshot(program)
             _apply_inplace(program, pairs)
             bufs = make_buffers(lifetimes(program), pairs)
-            pl = _place_around(bufs, node_limit, fixed, reserve)
+            pl = place_around(bufs, node_limit, fixed, reserve)
             if pl.top < best.placement.top:
                 best = _Layout(pl, bufs, pairs, layer_bound)
             else:  # no gain: keep the program as it was
@@ -554,12 +312,12 @@ def plan(program: Program, node_limit: int | None = None, allow_inplace: bool = 
     for i, v in enumerate(program.values):
         if isinstance(v, TensorValue) and not v.is_constant:
             v.mem_id = 1  # one arena; mcu_gen/plan/regions.py may spread it over RAM regions
-            r, disp = _resolve(aliases, i)
+            r, disp = resolve(aliases, i)
             if r in root_offset:
                 v.offset = root_offset[r] + disp
             else:  # never used: give it a harmless place (no bytes are touched)
                 v.offset = 0
-                top = max(top, _align(v.nbytes))
+                top = max(top, align(v.nbytes))
     program.arena_size = top
     program.extra_arenas = []
     program.meta.pop("regions", None)
@@ -579,17 +337,6 @@ def plan(program: Program, node_limit: int | None = None, allow_inplace: bool = 
     return program
 
 
-def peak_steps(bufs, arena: int) -> list:
-    """The steps with the most bytes live (in-place outputs counted over their inputs):
-    the instructions that set the arena size."""
-    if not bufs or arena == 0:
-        return []
-    steps = range(min(b.start for b in bufs), max(b.end for b in bufs) + 1)
-    live = {s: sum(b.at(s) for b in bufs) for s in steps}
-    most = max(live.values())
-    return [s for s in steps if live[s] == most]
-
-
 # -- proof ----------------------------------------------------------------------------------------
 def inplace_from_offsets(program: Program, available=None) -> list:
     """``meta["inplace"]`` entries ([step, out, src]) recovered from a plan's offsets (a program
@@ -604,11 +351,11 @@ def inplace_from_offsets(program: Program, available=None) -> list:
         o = inplace_rules.out_value(ins, k.signature) if k is not None else None
         if o is None:
             continue
-        out = _alias_root(aliases, o)
+        out = alias_root(aliases, o)
         if out not in iv or iv[out].start != step:
             continue
         for a in ins.args:
-            src = _alias_root(aliases, a)
+            src = alias_root(aliases, a)
             if (src != out and src in iv and iv[src].end == step and [step, out, src] not in pairs
                     and program.values[src].nbytes > 0  # an empty tensor (a scratch of 0 bytes) overlaps nothing
                     and program.values[src].offset == program.values[out].offset
@@ -634,8 +381,8 @@ def _allowed_inplace(program: Program, iv: dict, available: dict) -> set:
         ins = program.instructions[step]
         kernel = available.get(ins.op)
         opts = inplace_rules.options(program, ins, {ins.op: kernel} if kernel else {})
-        if not any(_alias_root(aliases, inplace_rules.out_value(ins, k.signature)) == out
-                   and _alias_root(aliases, ins.args[o.arg]) == src and k.op == ins.op for k, o in opts):
+        if not any(alias_root(aliases, inplace_rules.out_value(ins, k.signature)) == out
+                   and alias_root(aliases, ins.args[o.arg]) == src and k.op == ins.op for k, o in opts):
             raise InplaceNotAllowed(f"step {step} ({ins.op}): its kernel does not allow its out {out} over {src}")
         ok.add((out, src))
     return ok
@@ -648,7 +395,7 @@ def _check_links(program: Program, iv: dict) -> None:
     slices = program.meta.get("slices", {})
     taken: dict = {}  # output -> [(start, end, value)]
     for v, (r, d) in links_.items():
-        if _alias_root(links_, v) not in iv:
+        if alias_root(links_, v) not in iv:
             continue
         t, target = program.values[v], program.values[r]
         if not isinstance(t, TensorValue) or not isinstance(target, TensorValue) or target.is_constant:
@@ -734,7 +481,7 @@ def plan_methods(program: Program, node_limit: int | None = None, allow_inplace:
                                     f"{list(t.shape)} {t.dtype} in method {m.name}")
                 continue
             where[name] = (top, t)
-            top += _align(t.nbytes)
+            top += align(t.nbytes)
     for m in methods:
         fixed = {i: where[name][0] for i, name in zip(m.states, m.state_names)}
         plan(m, node_limit, allow_inplace, available, remove_copies, fixed=fixed, reserve=top)
@@ -759,7 +506,7 @@ def check_methods(program: Program, available=None) -> None:
         return
     for m in program.methods:
         iv = lifetimes(m)
-        own = {_alias_root(links(m), s) for s in m.states}
+        own = {alias_root(links(m), s) for s in m.states}
         for root, it in iv.items():
             if root in own or it.size == 0:
                 continue

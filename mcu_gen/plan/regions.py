@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcu_gen.errors import McuGenError
-from mcu_gen.plan import planner
+from mcu_gen.plan import placement, planner
 from mcu_gen.program.ir import DTYPE_SIZES, Program, TensorValue
 
 
@@ -37,7 +37,7 @@ class Region:
 
 
 @dataclass
-class _Pair:  # what planner.make_buffers needs of an in-place pair
+class _Pair:  # what placement.make_buffers needs of an in-place pair
     out: int
     src: int
 
@@ -53,11 +53,11 @@ def access_bytes(program: Program) -> dict:
     out = {}
 
     def add(v, n):
-        r = planner._alias_root(links, v)
+        r = planner.alias_root(links, v)
         out[r] = out.get(r, 0) + n
 
     for ins in program.instructions:
-        args = list(planner._tensor_args(program, ins.args))
+        args = list(planner.tensor_args(program, ins.args))
         tensors = {a: program.values[a] for a in args}
         weights = [t for t in tensors.values() if t.is_constant and len(t.shape) >= 2]
         arena = [a for a, t in tensors.items() if not t.is_constant]
@@ -84,9 +84,9 @@ def _greedy_top(idx, bufs, conf) -> int:
     sub = [bufs[i] for i in idx]
     subconf = [[conf[i][j] for j in idx] for i in idx]
     best = None
-    for order in planner._orders(sub, subconf).values():
-        for fit in (planner._lowest, planner._best_fit):
-            top, _ = planner._place(order, sub, subconf, fit)
+    for order in placement.orders(sub, subconf).values():
+        for fit in (placement.first_fit, placement.best_fit):
+            top, _ = placement.place_in_order(order, sub, subconf, fit)
             best = top if best is None else min(best, top)
     return best
 
@@ -103,7 +103,7 @@ def place_in_regions(program: Program, regions: list, pin: str | None = None,
         raise RegionError(f"--arena-region {pin!r}: the board's RAM regions are {', '.join(names)}")
     iv = planner.lifetimes(program)
     pairs = [_Pair(out, src) for _, out, src in program.meta.get("inplace", [])]
-    bufs = planner.make_buffers(iv, pairs)
+    bufs = placement.make_buffers(iv, pairs)
     traffic = access_bytes(program)
     acc = [sum(traffic.get(m, 0) for m in b.members) for b in bufs]
     by_speed = sorted(regions, key=lambda r: (r.speed, r.mem_id))
@@ -119,7 +119,7 @@ def place_in_regions(program: Program, regions: list, pin: str | None = None,
     elif not program.extra_arenas and program.arena_size <= main.budget and main is by_speed[0]:
         chosen = None  # the one-arena plan fits the fastest region: it stays as it is
     else:
-        conf = planner._conflicts(bufs)
+        conf = placement.conflicts(bufs)
         order = sorted(range(len(bufs)), key=lambda i: (-acc[i] / max(1, bufs[i].size), -bufs[i].size, i))
         chosen, left = {}, list(order)
         for r in by_speed:
@@ -132,7 +132,7 @@ def place_in_regions(program: Program, regions: list, pin: str | None = None,
         if left:  # report the overflow against the slowest region, where the rest would go
             last = by_speed[-1]
             idx = [i for i in range(len(bufs)) if chosen.get(i) is last] + left
-            need = planner.place([bufs[i] for i in idx], node_limit).top
+            need = placement.place([bufs[i] for i in idx], node_limit).top
             raise RegionError(
                 f"the arena does not fit the RAM regions: region {last.name!r} would need {need:,} B, its budget "
                 f"is {last.budget:,} B ({need - last.budget:,} B too many; faster regions are full: "
@@ -147,7 +147,7 @@ def place_in_regions(program: Program, regions: list, pin: str | None = None,
         root_place = {}
         for r in regions:
             idx = [i for i in range(len(bufs)) if where[i] is r]
-            pl = planner.place([bufs[i] for i in idx], node_limit)
+            pl = placement.place([bufs[i] for i in idx], node_limit)
             if pl.top > r.budget:
                 raise RegionError(f"region {r.name!r}: the arena needs {pl.top:,} B, its budget is {r.budget:,} B "
                                   f"({pl.top - r.budget:,} B too many)")
@@ -158,13 +158,13 @@ def place_in_regions(program: Program, regions: list, pin: str | None = None,
         links = planner.links(program)
         for v, t in enumerate(program.values):
             if isinstance(t, TensorValue) and not t.is_constant:
-                root, disp = planner._resolve(links, v)
+                root, disp = planner.resolve(links, v)
                 if root in root_place:
                     t.mem_id, base = root_place[root]
                     t.offset = base + disp
                 else:  # never used: a harmless place in the main arena
                     t.mem_id, t.offset = 1, 0
-                    sizes[1] = max(sizes[1], planner._align(t.nbytes))
+                    sizes[1] = max(sizes[1], placement.align(t.nbytes))
     program.arena_size = sizes[1]
     extra = [sizes[r.mem_id] for r in sorted(regions, key=lambda r: r.mem_id) if r.mem_id > 1]
     while extra and extra[-1] == 0:

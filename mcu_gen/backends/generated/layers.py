@@ -1,0 +1,266 @@
+"""What a generated layer is: the operators with a generated form, one dataclass per kind of layer
+(GEMM, convolution, depthwise, add) with its weights packed in the order the generated inner loop
+reads them, and the build's list of generated layers (Generated, for report.json)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mcu_gen.backends.generated.exactness import fast_requant, smmlar_consts, wrap32
+
+GENERATED_FILE = "generated_kernels.cpp"
+MODES = ("auto", "library", "generated")
+
+# Operators with a generated form, and what they compute.
+POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointwise_inplace.out",
+                 "mcu::quantized_conv2d_rows_inplace.out")
+CONV_ROWS_INPLACE = POINTWISE_OPS[2]  # a k x k convolution written row by row over its input
+LINEAR_OPS = ("cortex_m::quantized_linear.out",)
+DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out", "mcu::quantized_depthwise_conv2d_inplace.out")
+INPLACE_GROUP_BYTES = 4096  # stack for one channel group of an in-place depthwise input (H * W * 4)
+ADD_OPS = ("cortex_m::quantized_add.out",)
+GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS + ADD_OPS
+MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * (int16) stays in int32
+
+CONV_SCRATCH_ARG = 12  # the in-place convolution variants' scratch tensor (the ring of saved rows)
+
+
+class _RequantChoice:
+    """Which requantization a layer's generated code takes, from its multipliers, shifts, output
+    offset and the largest accumulator it can produce (``acc_bound()``, each layer's own)."""
+
+    @property
+    def right_shift_only(self) -> bool:
+        return fast_requant(self.mults, self.shifts, self.acc_bound())
+
+    def smmlar(self):
+        """smmlar_consts for this layer (None: the requant_fast / requant_any path)."""
+        return smmlar_consts(self.mults, self.shifts, self.acc_bound(), self.out_offset)
+
+    @property
+    def requant_kind(self) -> str:
+        return "smmlar" if self.smmlar() is not None else ("fast" if self.right_shift_only else "any")
+
+
+@dataclass
+class GemmLayer(_RequantChoice):
+    """One generated layer: out[r][n] = requant(init[n] + sum_k in[r][k] * w[n][k]) for r < rows."""
+    name: str
+    instruction: int
+    op: str
+    kind: str  # "pointwise" | "linear"
+    rows: int
+    k: int
+    n: int
+    weights: np.ndarray  # int16 [n, k]: weight + filter_offset
+    acc_init: np.ndarray  # int32 [n]
+    mults: np.ndarray  # int32 [n]
+    shifts: np.ndarray  # int32 [n]
+    out_offset: int
+    act_min: int
+    act_max: int
+    inplace_ok: bool  # output may start at the input's address (Cout <= Cin)
+    checks: list = field(default_factory=list)  # C++ boolean expressions over ctx, all must hold
+
+    @property
+    def macs(self) -> int:
+        return self.rows * self.k * self.n
+
+    @property
+    def weight_bytes(self) -> int:
+        """Flash of the pre-widened weight copy (the program keeps its int8 weights too)."""
+        return 2 * self.n * self.k
+
+    def packed_weights(self) -> np.ndarray:
+        """int16 weights in inner-loop order: for each block of 8 output channels (a last block of
+        4 when n % 8 == 4), for each group of 4 inputs k..k+3, for each channel of the block:
+        w[k], w[k+2], w[k+1], w[k+3] — the two int16 pairs that SMLAD multiplies with SXTB16(x)
+        and SXTB16(x ror 8)."""
+        blocks, n0 = [], 0
+        while n0 < self.n:
+            b = 8 if n0 + 8 <= self.n else 4
+            w = self.weights[n0:n0 + b].reshape(b, self.k // 4, 4).transpose(1, 0, 2)[..., [0, 2, 1, 3]]
+            blocks.append(np.ascontiguousarray(w).reshape(-1))
+            n0 += b
+        return np.concatenate(blocks).astype(np.int16)
+
+    def acc_bound(self) -> np.ndarray:
+        """Per output channel, the largest |accumulator| any int8 input can produce."""
+        return np.abs(self.acc_init.astype(np.int64)) + 128 * np.abs(self.weights.astype(np.int64)).sum(axis=1)
+
+    def stream(self):
+        """(uint32 words, words before the last block of 4) of the smmlar GEMM: per block of 8
+        output channels (a last block of 4 when n % 8 == 4): the doubled accumulator starts, the
+        block's doubled weights as packed_weights() orders them, then (mult, ra, right) per channel."""
+        consts = self.smmlar()
+        w = self.packed_weights().astype(np.int64) * 2
+        pairs = (w[0::2] & 0xFFFF) | ((w[1::2] & 0xFFFF) << 16)
+        init = self.acc_init.astype(np.int64) * 2
+        words, n0, pos, end8 = [], 0, 0, None
+        while n0 < self.n:
+            b = 8 if n0 + 8 <= self.n else 4
+            if b == 4:
+                end8 = sum(len(x) for x in words)
+            nw = b * self.k // 2
+            words += [init[n0:n0 + b], pairs[pos:pos + nw], consts[n0:n0 + b].reshape(-1)]
+            pos += nw
+            n0 += b
+        out = np.concatenate(words) & 0xFFFFFFFF
+        return out, (end8 if end8 is not None else len(out))
+
+
+@dataclass
+class ConvLayer(GemmLayer):
+    """A convolution (groups 1) run as GEMM rows over gathered windows: k = taps rounded up to 4."""
+    geometry: tuple = ()  # (h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow)
+    zero_point: int = 0
+    ring_rows: int = 0  # in place (CONV_ROWS_INPLACE): input rows the scratch tensor's ring holds
+
+
+@dataclass
+class DepthwiseLayer(_RequantChoice):
+    """A 3x3 depthwise convolution (depth multiplier 1, padding <= 1) over an NHWC input."""
+    name: str
+    instruction: int
+    op: str
+    h: int
+    w: int
+    c: int
+    oh: int
+    ow: int
+    stride: int
+    pad_h: int
+    pad_w: int
+    weights: np.ndarray  # int16 [9, c]
+    bias: np.ndarray  # int64 [c]
+    in_offset: int
+    mults: np.ndarray
+    shifts: np.ndarray
+    out_offset: int
+    act_min: int
+    act_max: int
+    checks: list = field(default_factory=list)
+    kind: str = "depthwise3x3"
+    inplace_ok: bool = False
+    scratch_bytes: int = 0  # in place: the bytes of the variant's scratch tensor (argument 13)
+
+    @property
+    def macs(self) -> int:
+        return self.oh * self.ow * self.c * 9
+
+    @property
+    def weight_bytes(self) -> int:
+        return 2 * 9 * self.c
+
+    def acc_bound(self) -> np.ndarray:
+        return (np.abs(self.init_table().astype(np.int64)).max(axis=0)
+                + 128 * np.abs(self.weights.astype(np.int64)).sum(axis=0))
+
+    @staticmethod
+    def _taps(o: int, stride: int, pad: int, size: int) -> tuple:
+        i0 = o * stride - pad
+        return (max(0, -i0), min(3, size - i0))
+
+    def classes(self):
+        """(row class of each oy, column class of each ox, [(ky0, ky1)], [(kx0, kx1)]): the taps inside the input."""
+        rows = [self._taps(o, self.stride, self.pad_h, self.h) for o in range(self.oh)]
+        cols = [self._taps(o, self.stride, self.pad_w, self.w) for o in range(self.ow)]
+        ru, cu = list(dict.fromkeys(rows)), list(dict.fromkeys(cols))
+        return [ru.index(r) for r in rows], [cu.index(c) for c in cols], ru, cu
+
+    def init_table(self) -> np.ndarray:
+        """int32 [row classes * column classes, c]: bias + input_offset * sum of the weights of the taps inside."""
+        _, _, ru, cu = self.classes()
+        w = self.weights.astype(np.int64).reshape(3, 3, self.c)
+        rows = []
+        for ky0, ky1 in ru:
+            for kx0, kx1 in cu:
+                rows.append(self.bias + self.in_offset * w[ky0:ky1, kx0:kx1].sum(axis=(0, 1)))
+        return wrap32(np.array(rows))
+
+    def packed_weights(self) -> np.ndarray:
+        """int16: per group of 4 channels, per tap: w[c], w[c+2], w[c+1], w[c+3]."""
+        w = self.weights.reshape(9, self.c // 4, 4)[..., [0, 2, 1, 3]].transpose(1, 0, 2)
+        return np.ascontiguousarray(w).reshape(-1).astype(np.int16)
+
+    @staticmethod
+    def runs(classes) -> list:
+        """[(first, end, class)]: runs of consecutive output rows (or columns) of one border class."""
+        out = []
+        for o, c in enumerate(classes):
+            if out and out[-1][2] == c:
+                out[-1][1] = o + 1
+            else:
+                out.append([o, o + 1, c])
+        return out
+
+
+@dataclass
+class AddLayer:
+    """An int8 add of two operands and an output of one shape and one dim_order (no broadcast):
+    out = clamp(requantize(a + b, out_mult, out_shift) + out_zp, act_min, act_max) with
+    a = requantize((x - a_zp) << 20, a_mult, a_shift) and b likewise (the reference's quantized_add).
+    The output may lie over either operand (the planner's binary_same rule)."""
+    name: str
+    instruction: int
+    op: str
+    numel: int
+    a_zp: int
+    a_mult: int
+    a_shift: int
+    b_zp: int
+    b_mult: int
+    b_shift: int
+    out_zp: int
+    out_mult: int
+    out_shift: int
+    act_min: int
+    act_max: int
+    checks: list = field(default_factory=list)
+    kind: str = "add"
+    inplace_ok: bool = True
+    requant_kind: str = "add"
+
+    @property
+    def macs(self) -> int:
+        return 0
+
+    @property
+    def weight_bytes(self) -> int:
+        return 0
+
+    @property
+    def params(self) -> tuple:
+        """The integer arguments 1-3 and 5-12 of the instruction, in the reference's order."""
+        return (self.a_zp, self.a_mult, self.a_shift, self.b_zp, self.b_mult, self.b_shift, self.out_zp,
+                self.out_mult, self.out_shift, self.act_min, self.act_max)
+
+
+@dataclass
+class Generated:
+    layers: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # (instruction, op, reason)
+    source: str = ""
+    prepare: dict = field(default_factory=dict)  # op -> generated prepare function name
+    available: int = 0  # --kernels library: the layers `auto` would generate on this core
+
+    def report(self) -> dict:
+        return {
+            **({"available_layers": self.available} if self.available else {}),
+            "layers": [{"instruction": l.instruction, "op": l.op, "kind": l.kind, "function": l.name,
+                        "shape": _shape_text(l), "macs": l.macs, "requant": l.requant_kind,
+                        "prewidened_weight_bytes": l.weight_bytes} for l in self.layers],
+            "prewidened_weight_bytes": sum(l.weight_bytes for l in self.layers),
+            "skipped": [{"instruction": i, "op": op, "reason": r} for i, op, r in self.skipped],
+        }
+
+def _shape_text(l) -> str:
+    if l.kind == "conv":
+        h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+        return f"{h}x{w}x{cin} -> {oh}x{ow}x{l.n}, kernel {kh}x{kw}, stride {sh},{sw}"
+    if l.kind == "depthwise3x3":
+        return f"{l.h}x{l.w}x{l.c} -> {l.oh}x{l.ow}, stride {l.stride}"
+    if l.kind == "add":
+        return f"{l.numel} elements"
+    return f"{l.rows} x {l.k} -> {l.n}"
