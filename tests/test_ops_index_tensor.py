@@ -165,3 +165,69 @@ def test_bad_index_lists_fail_cleanly():
         o = bld.call("aten::index.Tensor_out", [x, _list(bld, items)], shape, "float32")
         bld.p.outputs.append(o)
         _fails(bld)
+
+
+class _Indexing(torch.nn.Module):
+    def forward(self, x, idx, m, v):
+        return (x[:, idx], torch.ops.aten.index_put(x, [m], v),
+                torch.ops.aten.index_put(x, [None, idx], v, True), x[idx.abs() % 3, None, idx])
+
+
+def _indexing_inputs():
+    g = torch.Generator().manual_seed(5)
+    return (torch.randn(3, 8, generator=g), torch.tensor([1, 5, -1]), torch.randn(3, 8, generator=g) > 0,
+            torch.tensor(0.5))
+
+
+@pytest.mark.interop
+def test_executorch_index_programs_both_ways():
+    """Tensor?[] as ExecuTorch writes it (OptionalTensorList, -1 for None): an ExecuTorch-exported program
+    with index.Tensor/index_put runs on mcu-gen's runtime, and mcu-gen's runs in ExecuTorch's."""
+    pytest.importorskip("executorch", reason="executorch wheel not installed")
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.runtime import Runtime
+
+    from mcu_gen.capture.export import export_model
+    from mcu_gen.capture.model_file import ModelSpec
+    from mcu_gen.plan import planner
+    from mcu_gen.program import pte
+
+    inputs = _indexing_inputs()
+    want = _Indexing()(*inputs)
+    ep = torch.export.export(_Indexing().eval(), inputs)
+    et = to_edge_transform_and_lower(ep, compile_config=EdgeCompileConfig(_skip_dim_order=True)).to_executorch()
+    program = pte.read(et.buffer)
+    assert {"aten::index.Tensor_out", "aten::index_put.out"} <= set(program.operators)
+    assert any(getattr(v, "kind", "") == "optional_tensor_list" and -1 in v.value for v in program.values)
+    got = run_on_host(program, [x.numpy() for x in inputs])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w.numpy())
+
+    ours = export_model(ModelSpec(_Indexing().eval(), inputs), fuse=False)
+    planner.plan(ours)
+    data = pte.write(ours)
+    et_program = Runtime.get().load_program(data)
+    method = et_program.load_method("forward")
+    for g, w in zip(method.execute(list(inputs)), want):
+        assert torch.equal(g, w)
+    del method, et_program
+
+
+def test_loader_checks_optional_tensor_lists():
+    """Signature 'Q' (Tensor?[]): an OptionalTensorList or a TensorList loads; an int list in its place is
+    BadArgument at load, an item that is an int InvalidProgram."""
+    def program(kind, items_of):
+        bld = Builder()
+        xa = _data((4, 3), "float32")
+        x = bld.input(xa)
+        i = bld.input(np.array([3, -4, 1]), "int64")
+        o = bld.call("aten::index.Tensor_out", [x, bld.scalar(kind, items_of(bld, i))], (3, 3), "float32")
+        bld.expect(kind, o, torch.from_numpy(xa)[[3, 0, 1]])
+        return bld
+
+    program("tensor_list", lambda b, i: [i]).run_and_check(rtol=0, atol=0)
+    for kind, items_of, code in [("int_list", lambda b, i: [0], "BadArgument"),
+                                 ("optional_tensor_list", lambda b, i: [b.scalar("int", 0)], "InvalidProgram")]:
+        bld = program(kind, items_of)
+        with pytest.raises(HostRunError, match=code):
+            run_on_host(bld.p, bld.feeds)
