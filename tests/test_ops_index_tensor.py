@@ -231,3 +231,17 @@ def test_loader_checks_optional_tensor_lists():
         bld = program(kind, items_of)
         with pytest.raises(HostRunError, match=code):
             run_on_host(bld.p, bld.feeds)
+
+
+def test_bool_mask_gather_is_refused_at_build_time():
+    """x[mask] has as many rows as the mask has true elements: a shape that depends on the data, which a
+    static memory plan cannot hold. The export names the op and says so (x[mask] = v is fine: index_put)."""
+    from mcu_gen.capture.export import UnsupportedOperatorError, export_model
+    from mcu_gen.capture.model_file import ModelSpec
+
+    class MaskGather(torch.nn.Module):
+        def forward(self, x, m):
+            return x[m] * 2
+
+    with pytest.raises(UnsupportedOperatorError, match=r"aten::index\.Tensor.*depends on the input data"):
+        export_model(ModelSpec(MaskGather().eval(), (torch.randn(3, 4), torch.randn(3, 4) > 0)))
