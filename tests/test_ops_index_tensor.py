@@ -245,3 +245,52 @@ def test_bool_mask_gather_is_refused_at_build_time():
 
     with pytest.raises(UnsupportedOperatorError, match=r"aten::index\.Tensor.*depends on the input data"):
         export_model(ModelSpec(MaskGather().eval(), (torch.randn(3, 4), torch.randn(3, 4) > 0)))
+
+
+def _random_case(rng):
+    """A random self shape and index list: None, int32/int64 tensors of broadcastable shapes, or one mask."""
+    shape = tuple(int(s) for s in rng.integers(1, 5, rng.integers(1, 5)))
+    bshape = tuple(int(s) for s in rng.integers(1, 4, rng.integers(0, 3)))
+    items, d = [], 0
+    n_entries = int(rng.integers(1, len(shape) + 1))
+    while len(items) < n_entries and d < len(shape):
+        r = rng.random()
+        if r < 0.3:
+            items.append(None)
+            d += 1
+        elif r < 0.4 and d + 1 < len(shape):
+            items.append(rng.integers(0, 2, shape[d:d + 2]).astype(np.bool_))
+            d += 2
+        else:
+            sub = tuple(s if rng.random() < 0.7 else 1 for s in bshape[int(rng.integers(0, len(bshape) + 1)):])
+            ia = rng.integers(-shape[d], shape[d], sub)
+            items.append(ia.astype(np.int32 if rng.random() < 0.3 else np.int64))
+            d += 1
+    return shape, items
+
+
+def test_random_index_lists_match_torch():
+    """Random index lists (None placement, broadcasting, masks, int32/int64), index and index_put."""
+    rng = np.random.default_rng(3)
+    bld = Builder()
+    n = 0
+    while n < 60:
+        shape, items = _random_case(rng)
+        xa = _data(shape, "float32")
+        tind = _torch_indices(items)
+        try:
+            want = torch.ops.aten.index.Tensor(torch.from_numpy(xa), tind)
+        except (IndexError, RuntimeError):
+            continue  # index tensors that do not broadcast, or masks and ints of different lengths
+        if want.numel() == 0 or want.dim() > 8:
+            continue
+        x = bld.input(xa)
+        o = bld.call("aten::index.Tensor_out", [x, _list(bld, items)], want.shape, "float32")
+        bld.expect(f"index {shape} {items}", o, want)
+        va = _data(want.shape[int(rng.integers(0, want.dim() + 1)):], "float32")
+        put = torch.ops.aten.index_put(torch.from_numpy(xa), tind, torch.from_numpy(va), True)
+        o = bld.call("aten::index_put.out", [x, _list(bld, items), bld.input(va), bld.scalar("bool", True)],
+                     put.shape, "float32")
+        bld.expect(f"index_put {shape} {items} {va.shape}", o, put)
+        n += 1
+    bld.run_and_check(rtol=1e-5, atol=1e-5)
