@@ -62,8 +62,8 @@ class AdvancedIndex {
           indexed[d + j] = true;
         }
         s.count = 0;
-        const bool* m = static_cast<const bool*>(t.data);
-        for (int32_t q = 0; q < t.numel; ++q) s.count += m[q] ? 1 : 0;
+        const uint8_t* m = static_cast<const uint8_t*>(t.data);  // bytes: any non-zero byte is true
+        for (int32_t q = 0; q < t.numel; ++q) s.count += m[q] != 0 ? 1 : 0;
         s.mask_numel = t.numel;
         s.cursor_p = s.cursor_q = -1;
         d += t.dim;
@@ -226,11 +226,11 @@ class AdvancedIndex {
   // The flat position of the p-th true element of mask s (p < s.count). The
   // walk asks for p in order most of the time: one step from the cursor.
   static int32_t nth_true(Source& s, int32_t p) {
-    const bool* m = static_cast<const bool*>(s.data);
+    const uint8_t* m = static_cast<const uint8_t*>(s.data);
     if (p < s.cursor_p) s.cursor_p = s.cursor_q = -1;
     while (s.cursor_p < p) {
       ++s.cursor_q;
-      while (s.cursor_q < s.mask_numel && !m[s.cursor_q]) ++s.cursor_q;
+      while (s.cursor_q < s.mask_numel && m[s.cursor_q] == 0) ++s.cursor_q;
       ++s.cursor_p;
     }
     return s.cursor_q;
