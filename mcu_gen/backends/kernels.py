@@ -172,15 +172,16 @@ def reads_selected_dtypes(kernel: Kernel) -> bool:
 
 def instruction_dtypes(program, ins) -> set:
     """The dtypes a kernel may compute in for one instruction: those of its tensors (tensor lists
-    included), plus what a Scalar argument promotes them to (ATen's result_type: a float Scalar
-    makes an integer or bool tensor's op compute in float32, an int Scalar a bool tensor's in int64)."""
+    included, not the index tensors of a Tensor?[]), plus what a Scalar argument promotes them to
+    (ATen's result_type: a float Scalar makes an integer or bool tensor's op compute in float32, an
+    int Scalar a bool tensor's in int64)."""
     dtypes, scalars = set(), set()
     for a in ins.args:
         v = program.values[a]
         if isinstance(v, TensorValue):
             dtypes.add(v.dtype)
         elif isinstance(v, ScalarValue):
-            if v.kind in ("tensor_list", "optional_tensor_list"):
+            if v.kind == "tensor_list":  # (a Tensor?[] holds indices: index.Tensor, index_put)
                 dtypes.update(program.values[j].dtype for j in v.value if j is not None and j >= 0)
             elif v.kind in ("float", "int"):
                 scalars.add(v.kind)

@@ -342,6 +342,7 @@ struct SignatureTags {
     tags['L' - '?'] = 1u << kIntList;
     tags['Z' - '?'] = 1u << kString;
     tags['X' - '?'] = tags['Y' - '?'] = 1u << kTensorList;
+    tags['Q' - '?'] = 1u << kOptTensorList | 1u << kTensorList;  // Tensor?[]: items checked at load
   }
 };
 constexpr SignatureTags kSignatureTags;
@@ -1106,6 +1107,15 @@ TensorRef KernelContext::list_tensor(int32_t i, int32_t k) const {
   int32_t tag;
   const uint8_t* v = vector_at(exec_->value_field(arg_value(*this, i), &tag));
   return exec_->tensor_at(fb::i32(v + 4 + 4 * k));
+}
+
+bool KernelContext::list_tensor_or_none(int32_t i, int32_t k, TensorRef* t) const {
+  int32_t tag;
+  const uint8_t* v = vector_at(exec_->value_field(arg_value(*this, i), &tag));
+  const int32_t item = fb::i32(v + 4 + 4 * k);  // -1 or a Tensor or Null value (checked at load)
+  if (item < 0 || exec_->value_type(item) != kTensor) return false;
+  *t = exec_->tensor_at(item);
+  return true;
 }
 
 int64_t IntList::operator[](int32_t i) const {

@@ -68,6 +68,8 @@ class KernelContext {
   IntList int_list(int32_t i) const;   // 'L'
   int32_t list_size(int32_t i) const;  // 'X': number of tensors in a tensor list
   TensorRef list_tensor(int32_t i, int32_t k) const;  // 'X': k-th tensor
+  // 'Q' (Tensor?[], list_size gives its length): the k-th item into *t, false when it is None.
+  bool list_tensor_or_none(int32_t i, int32_t k, TensorRef* t) const;
 
   // For kernels prepared at load (PrepareFn): a prepare function that checked
   // all_decoded() may pick a variant that reads its arguments with these,
@@ -124,6 +126,7 @@ using KernelFn = Error (*)(const KernelContext& ctx);
 //     S scalar (int, double or bool)            s scalar or None
 //     L int list l int list or None Z string    z string or None   d double or None
 //     X tensor list (read, or not touched)
+//     Q optional tensor list (Tensor?[]: every item a tensor or None; read)
 //     Y tensor list the kernel writes (every tensor must live in the arena)
 //     ? anything (not checked, not to be read)
 struct KernelEntry {
