@@ -221,7 +221,8 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
 
         write_reports(result.out, result.report)
     elif measure_stack and c.verified and first_stack:
-        from mcu_gen.firmware.stack import relink, stack_reserve
+        from mcu_gen.firmware.builder import relink
+        from mcu_gen.firmware.stack import stack_reserve
 
         relink(result, stack_reserve(first_stack), measured=first_stack)
         stack_used, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)

@@ -13,8 +13,10 @@ from mcu_gen.errors import BuildError
 from mcu_gen.program.ir import Program, TensorValue
 from mcu_gen.progress import Progress
 from mcu_gen.firmware.project import (DEFAULT_INSTRUCTION_CACHE, FIRMWARE_DIR, compile_project, program_id,
-                                      render_project, value_cache_size)
+                                      render_project, value_cache_size, write_stack_file)
+from mcu_gen.firmware import stack
 from mcu_gen.firmware.report import build_report, memory_usage, write_reports
+from mcu_gen.firmware.stack_bound import stack_bound
 from mcu_gen.plan.views import read_program
 
 
@@ -350,8 +352,6 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     result = BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
                          kernels=sel.kernels)
     if elf is not None and framework == "baremetal" and stack_bytes is None and b.emulator.kind != "native":
-        from mcu_gen.firmware.stack import reserve_static_stack
-
         reserve_static_stack(result)  # the stack the image can use, bounded from its code, is what it reserves
     return result
 
@@ -447,3 +447,38 @@ def _delegate_to_npu(board: Board, program: Program, npu: str, quantize, driver_
         raise BuildError(f"--npu needs the ethos-u extra (tosa-tools, ethos-u-vela): "
                          f"pip install 'mcu-gen[ethos-u]' ({e})") from None
     return program, pte.write(program), npu_build
+
+
+def relink(result: BuildResult, stack_bytes: int, measured: int | None = None) -> BuildResult:
+    """Links result's firmware again with `stack_bytes` of stack (nothing is recompiled) and updates its ELF,
+    sizes and reports; `measured` is the high-water mark the reservation was made from."""
+    project = result.out / FIRMWARE_DIR
+    if not (project / "CMakeLists.txt").exists() or result.elf is None:
+        raise BuildError(f"{result.out}: no compiled CMake firmware project to relink")
+    write_stack_file(project, stack_bytes)
+    with Progress.step(f"linking firmware for {result.board.name} with {stack_bytes:,} B of stack"):
+        built = compile_project(project, result.board)
+    result.elf, usage = install_elf(built, result.out, project, result.board, result.program, result.pte_bytes)
+    r = result.report
+    r.update(flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"], sections=usage["sections"],
+             size=usage.get("size"))
+    r["stack"] = {"reserved_bytes": usage["sections"].get(".stack", 0), "measured_bytes": measured,
+                  "rule": stack.STACK_RULE}
+    write_reports(result.out, r)
+    return result
+
+
+def reserve_static_stack(result: BuildResult) -> None:
+    """Computes the static bound of a compiled build (builder.BuildResult) and, where it bounds, links the image
+    again with stack.static_reserve(bound) of stack instead of the linker script's default (nothing is recompiled:
+    the code, and so the bound, stay as they are). report.json's "stack" gets the bound, the deepest path,
+    and what it could not bound."""
+    bound = stack_bound(result.elf, result.board)
+    if bound.bytes is not None:
+        if stack.static_reserve(bound.bytes) < result.report["stack"]["reserved_bytes"]:
+            relink(result, stack.static_reserve(bound.bytes))
+            result.report["stack"]["rule"] = stack.STATIC_RULE
+        else:
+            result.report["stack"]["rule"] = "the linker script's default, no more than the static bound needs"
+    result.report["stack"].update(bound.as_report())
+    write_reports(result.out, result.report)
