@@ -1,6 +1,6 @@
 """Arena size per example, fp32 and int8 (--io int8): ours vs the layer-wise lower bound vs the peers.
 
-    python bench/bench_memory.py [--examples mnist,kws_dscnn] [--no-int8] [--plans DIR] [--total]
+    python bench/bench_memory.py [--examples mnist,kws_dscnn] [--no-int8] [--plans DIR] [--total] [--no-lean]
 
 Columns: our planned arena (in-place on), the layer-wise lower bound of the
 graph as exported (most bytes live at one step, no in-place: in-place can go
@@ -12,9 +12,12 @@ same one the firmware build embeds. ``--plans DIR`` also writes each plan as
 SVG and PNG.
 
 ``--total`` also runs every example on QEMU mps2-an505 (`mcu-gen run`: the
-deployable image, stack measured on the device and reserved as measured +
-margin, no upload buffer) and prints its total RAM (.data + .bss + reserved
-stack, from the ELF) by component beside ExecuTorch's and TFLM's totals
+deployable image, its stack bounded from the image's code at build time and
+reserved as that bound + margin, checked against the high-water mark measured on
+the device, no upload buffer), once as the default build (no flags) and once as
+the lean library build (`--kernels library --backend portable`; `--no-lean`
+skips it), and prints its total RAM (.data + .bss + reserved stack, from the
+ELF) by component and its instructions per inference beside ExecuTorch's and TFLM's totals
 (../shared/DESIGN.md): ExecuTorch = its plan + method allocator + kernel
 registry + .data + peak stack as measured on the same board (only MNIST and
 KWS have all of them), and its paper's Pico 2 figures; TFLM = its whole arena
@@ -81,31 +84,37 @@ TFLM_ARENA = {("mnist", "int8"): 8_084, ("kws_dscnn", "int8"): 22_756, ("ic_resn
               ("vww_mobilenet", "int8"): 100_468, ("ad_autoencoder", "int8"): 15_620}
 
 
-def measure_total(name: str, quantize: bool, out: Path) -> dict:
+# The builds --total measures: (name, mcu_gen.run keyword arguments).
+BUILDS = [("default", {}), ("lean", {"kernels": "library", "backend": "portable"})]
+
+
+def measure_total(name: str, quantize: bool, out: Path, build: str = "default") -> dict:
     import mcu_gen
 
     kw = {"quantize": "int8", "io": "int8"} if quantize else {}
-    r = mcu_gen.run(ROOT / "examples" / name / "model.py", board="mps2-an505", out=out / name, n_random=1,
-                    max_inputs=1, **kw)
+    kw.update(dict(BUILDS)[build])
+    r = mcu_gen.run(ROOT / "examples" / name / "model.py", board="mps2-an505", out=out / name / build,
+                    n_random=1, max_inputs=1, **kw)
     assert r.verified, f"{name} does not verify"
-    return {"model": name, "dtype": "int8" if quantize else "fp32", "ram": r.ram, "total": r.ram_bytes,
-            "stack_used": r.stack_used_bytes, "stack_reserved": r.stack_reserved_bytes}
+    return {"model": name, "dtype": "int8" if quantize else "fp32", "build": build, "ram": r.ram,
+            "total": r.ram_bytes, "stack_used": r.stack_used_bytes, "stack_reserved": r.stack_reserved_bytes,
+            "instructions": r.instructions_per_inference}
 
 
 def print_totals(rows: list) -> None:
     print()
-    print("Total RAM of the deployable image (QEMU mps2-an505, stack measured on the device):")
+    print("Total RAM of the deployable image (QEMU mps2-an505, stack bounded at build time, measured on the device):")
     print()
-    print("| model | dtype | arena | runtime state | frames | stack used / reserved | other | **total RAM** | "
-          "ExecuTorch total (same board) | ExecuTorch paper (Pico 2) | TFLM arena alone |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| model | dtype | build | arena | runtime state | frames | stack used / reserved | other | **total RAM** | "
+          "instructions | ExecuTorch total (same board) | ExecuTorch paper (Pico 2) | TFLM arena alone |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for t in rows:
         ram, key = t["ram"], (t["model"], t["dtype"])
         other = ram.get("board", 0) + ram.get("upload_buffer", 0)
-        print(f"| {t['model']} | {t['dtype']} | {fmt(ram['arena'])} | {fmt(ram['runtime_state'])} | "
+        print(f"| {t['model']} | {t['dtype']} | {t['build']} | {fmt(ram['arena'])} | {fmt(ram['runtime_state'])} | "
               f"{fmt(ram['protocol_io'])} | {fmt(t['stack_used'])} / {fmt(t['stack_reserved'])} | {fmt(other)} | "
-              f"**{fmt(t['total'])}** | {fmt(ET_TOTAL.get(key))} | {fmt(ET_PAPER.get(key))} | "
-              f"{fmt(TFLM_ARENA.get(key))} |")
+              f"**{fmt(t['total'])}** | {fmt(t['instructions'])} | {fmt(ET_TOTAL.get(key))} | "
+              f"{fmt(ET_PAPER.get(key))} | {fmt(TFLM_ARENA.get(key))} |")
 
 
 def measure_regions(name: str, room: str, out: Path) -> dict:
@@ -146,6 +155,7 @@ def main():
     ap.add_argument("--no-int8", action="store_true")
     ap.add_argument("--plans", type=Path, default=None, help="write <model>-<dtype>.svg/.png here")
     ap.add_argument("--total", action="store_true", help="also run on QEMU and print total RAM (needs qemu)")
+    ap.add_argument("--no-lean", action="store_true", help="--total: the default build only")
     ap.add_argument("--regions", metavar="ROOM", default=None,
                     help="also run int8 on QEMU mps3-an547 with ROOM (e.g. 16K) of DTCM for the arena")
     args = ap.parse_args()
@@ -168,9 +178,11 @@ def main():
         with tempfile.TemporaryDirectory(prefix="mcu-ram-") as tmp:
             for name in args.examples.split(","):
                 for q in ([False] if args.no_int8 else [False, True]):
-                    t0 = time.monotonic()
-                    totals.append(measure_total(name, q, Path(tmp) / ("int8" if q else "fp32")))
-                    print(f"  {name} {totals[-1]['dtype']} on QEMU: {time.monotonic() - t0:.1f} s", file=sys.stderr)
+                    for build in [b for b, _ in BUILDS][:1 if args.no_lean else None]:
+                        t0 = time.monotonic()
+                        totals.append(measure_total(name, q, Path(tmp) / ("int8" if q else "fp32"), build))
+                        print(f"  {name} {totals[-1]['dtype']} {build} on QEMU: {time.monotonic() - t0:.1f} s",
+                              file=sys.stderr)
         print_totals(totals)
     if args.regions:
         import tempfile
