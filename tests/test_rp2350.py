@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 from mcu_gen.firmware import uf2
+from mcu_gen.firmware.stack import static_reserve
 from mcu_gen.boards import get_board
 from mcu_gen.errors import BuildError
 from mcu_gen.firmware.builder import build
@@ -84,7 +85,10 @@ def test_sections_within_flash_and_sram(mnist):
         assert in_flash or in_ram, f"{name} at 0x{addr:08x} (+{size}) is outside flash and SRAM"
     rep = mnist.report
     assert 0 < rep["flash_bytes"] <= FLASH_SIZE and rep["arena_bytes"] < rep["ram_bytes"] <= RAM_SIZE
-    assert rep["sections"][".stack"] == get_board("rp2350").stack_bytes
+    # The stack: the static bound of the image's code plus its margin, not the linker script's 32 KiB.
+    bound = rep["stack"]["static_bound_bytes"]
+    assert 0 < bound and rep["sections"][".stack"] == static_reserve(bound) < get_board("rp2350").stack_bytes
+    assert [p.split(" (")[0] for p in rep["stack"]["deepest_path"][:2]] == ["Reset_Handler", "main"]
 
 
 def test_hard_float_cortex_m33_and_peripherals(mnist):

@@ -28,18 +28,21 @@ void (*const table[])(int) = {leaf, small};
 __attribute__((noinline)) void mid(int i) { volatile char b[100]; b[i] = 3; table[sink & 1](b[0]); sink = b[1]; }
 __attribute__((noinline)) void tail(int i) { small(i + 1); }
 void Handler(void) { volatile char b[200]; b[0] = 1; sink = b[0]; }
-void Reset_Handler(void) { mid(sink); tail(sink); for (;;) {} }
+__attribute__((noinline)) int main(void) { mid(sink); tail(sink); return 0; }
+void Reset_Handler(void) { main(); for (;;) {} }
 __attribute__((used, section(".vectors"))) void (*const __vectors[])(void) = {0, Reset_Handler, Handler};
 """
 RECURSIVE = r"""
 volatile int sink;
 __attribute__((noinline)) int walk(int n) { volatile int b[4]; b[0] = n; return n > 1 ? walk(n - 1) * b[0] + walk(n - 2) : n; }
-void Reset_Handler(void) { sink = walk(sink); for (;;) {} }
+__attribute__((noinline)) int main(void) { return walk(sink); }
+void Reset_Handler(void) { sink = main(); for (;;) {} }
 """
 ALLOCA = r"""
 volatile int sink;
 __attribute__((noinline)) void var(int n) { volatile char b[n]; b[0] = 1; sink = b[0]; }
-void Reset_Handler(void) { var(sink); for (;;) {} }
+__attribute__((noinline)) int main(void) { var(sink); return 0; }
+void Reset_Handler(void) { main(); for (;;) {} }
 """
 
 
@@ -63,7 +66,7 @@ def test_bound_follows_frames_indirect_and_tail_calls_and_handlers(tmp_path, boa
     assert r.reason is None and r.bytes is not None
     names = [n for n, _ in r.path]
     # The deepest path runs through the indirect call to the 400-byte leaf, not the direct call to `small`.
-    assert names[0] == "Reset_Handler" and names[-2:] == ["mid", "leaf"], r.path
+    assert names[:2] == ["Reset_Handler", "main"] and names[-2:] == ["mid", "leaf"], r.path
     frames = dict(r.path)
     assert 400 <= frames["leaf"] <= 440 and 100 <= frames["mid"] <= 140
     assert r.indirect_targets == 2  # leaf and small, through the table; the handler is not one
@@ -75,8 +78,15 @@ def test_bound_follows_frames_indirect_and_tail_calls_and_handlers(tmp_path, boa
     assert r.bytes == sum(frames.values()) + r.handler_bytes
 
 
+NO_MAIN = r"""
+volatile int sink;
+void Reset_Handler(void) { for (;;) { sink = 1; } }
+"""
+
+
 @pytest.mark.parametrize("source,why", [(RECURSIVE, "recursion through walk"),
-                                        (ALLOCA, "var moves the stack pointer by a register amount")])
+                                        (ALLOCA, "var moves the stack pointer by a register amount"),
+                                        (NO_MAIN, "Reset_Handler's calls do not reach main")])
 @pytest.mark.parametrize("board", [ARM, RV], ids=lambda b: b.name)
 def test_what_cannot_be_bounded_says_why(tmp_path, board, source, why):
     r = stack_bound(compile_image(tmp_path, board, source), board)

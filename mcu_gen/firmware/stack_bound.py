@@ -238,7 +238,7 @@ PREPARE_SITE = "Executor13prepare_calls"
 
 def stack_bound(elf: Path, board) -> StackBound:
     """The static stack bound of ``elf`` built for ``board`` (see the module's docstring)."""
-    arch = "riscv" if board.core.startswith("rv") or "riscv" in board.core else "arm"
+    arch = "riscv" if "riscv" in board.toolchain else "arm"
     objdump = shutil.which(board.tool("objdump"))
     if objdump is None:
         return StackBound(None, f"{board.tool('objdump')} not found")
@@ -322,6 +322,8 @@ def stack_bound(elf: Path, board) -> StackBound:
         handler = max((walk(h) for h in handlers), default=0)
     except Unbounded as e:
         return StackBound(None, str(e), indirect_targets=len(taken | hooks | entries))
+    if "main" not in depth:  # the disassembly was misread (wrong architecture, an unknown startup)
+        return StackBound(None, f"{reset}'s calls do not reach main", indirect_targets=len(taken | hooks | entries))
     path, name = [], reset
     while name is not None:
         path.append((name, funcs[name].frame))
