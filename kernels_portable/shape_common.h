@@ -84,29 +84,43 @@ struct LinearAxis {
 namespace mcu {
 namespace kernels {
 
-// Reflection / replication padding of the last `k` (1 or 2) dims of a contiguous
-// tensor: pad = (left, right[, top, bottom]), as ATen's reflection_pad{1,2}d /
-// replication_pad{1,2}d. Reflection needs each pad < that dim's size (ATen's check).
+// Reflection / replication padding of the last `k` (1, 2 or 3) dims of a
+// contiguous tensor: pad = (left, right[, top, bottom[, front, back]]), as
+// ATen's reflection_pad{1,2,3}d / replication_pad{1,2,3}d. Reflection needs
+// each pad < that dim's size (ATen's check).
+inline int32_t edge_index(int32_t o, int32_t lo, int32_t size, bool reflect) {
+  int32_t j = o - lo;
+  if (reflect) {
+    if (j < 0) j = -j;
+    if (j >= size) j = 2 * (size - 1) - j;
+  } else {
+    j = j < 0 ? 0 : (j >= size ? size - 1 : j);
+  }
+  return j;
+}
+
+// Padded sizes of one plane: in[3] = (depth, height, width) and the pads
+// before each of them; out[3] the padded sizes.
+struct EdgePadGeometry {
+  int32_t in[3];
+  int32_t out[3];
+  int32_t before[3];
+};
+
 template <typename E>
-void edge_pad_rows(const E* src, E* dst, int32_t planes, int32_t ih, int32_t iw, int32_t oh, int32_t ow,
-                   int32_t top, int32_t left, bool reflect) {
-  auto map = [reflect](int32_t o, int32_t lo, int32_t size) {
-    int32_t j = o - lo;
-    if (reflect) {
-      if (j < 0) j = -j;
-      if (j >= size) j = 2 * (size - 1) - j;
-    } else {
-      j = j < 0 ? 0 : (j >= size ? size - 1 : j);
-    }
-    return j;
-  };
+void edge_pad_planes(const E* src, E* dst, int32_t planes, const EdgePadGeometry& g, bool reflect) {
+  const int32_t id = g.in[0], ih = g.in[1], iw = g.in[2];
+  const int32_t left = g.before[2];
   for (int32_t p = 0; p < planes; ++p) {
-    const E* plane = src + static_cast<size_t>(p) * ih * iw;
-    for (int32_t y = 0; y < oh; ++y) {
-      const E* row = plane + static_cast<size_t>(map(y, top, ih)) * iw;
-      for (int32_t x = 0; x < left; ++x) *dst++ = row[map(x, left, iw)];
-      for (int32_t x = 0; x < iw; ++x) *dst++ = row[x];
-      for (int32_t x = left + iw; x < ow; ++x) *dst++ = row[map(x, left, iw)];
+    const E* plane = src + static_cast<size_t>(p) * id * ih * iw;
+    for (int32_t z = 0; z < g.out[0]; ++z) {
+      const E* slab = plane + static_cast<size_t>(edge_index(z, g.before[0], id, reflect)) * ih * iw;
+      for (int32_t y = 0; y < g.out[1]; ++y) {
+        const E* row = slab + static_cast<size_t>(edge_index(y, g.before[1], ih, reflect)) * iw;
+        for (int32_t x = 0; x < left; ++x) *dst++ = row[edge_index(x, left, iw, reflect)];
+        for (int32_t x = 0; x < iw; ++x) *dst++ = row[x];
+        for (int32_t x = left + iw; x < g.out[2]; ++x) *dst++ = row[edge_index(x, left, iw, reflect)];
+      }
     }
   }
 }
@@ -115,29 +129,36 @@ inline Error edge_pad(const KernelContext& ctx, int32_t k, bool reflect) {
   const TensorRef in = ctx.tensor(0);
   const IntList pad = ctx.int_list(1);
   const TensorRef out = ctx.tensor(2);
-  if (!copyable_pair(in, out) || pad.size() != 2 * k || in.dim != out.dim) return Error::KernelFailed;
+  if (k < 1 || k > 3 || !copyable_pair(in, out) || pad.size() != 2 * k || in.dim != out.dim) return Error::KernelFailed;
   if (in.dim != k + 1 && in.dim != k + 2) return Error::KernelFailed;  // (C, ...) or (N, C, ...)
-  const int64_t left = pad[0], right = pad[1];
-  const int64_t top = k == 2 ? pad[2] : 0, bottom = k == 2 ? pad[3] : 0;
-  if (left < 0 || right < 0 || top < 0 || bottom < 0) return Error::KernelFailed;
-  const int32_t iw = in.sizes[in.dim - 1];
-  const int32_t ih = k == 2 ? in.sizes[in.dim - 2] : 1;
+  EdgePadGeometry g;
+  bool too_wide = false;
+  for (int32_t a = 0; a < 3; ++a) {  // a: depth, height, width; pad pairs run width first
+    const int32_t j = 2 - a;           // index of this axis' pair in `pad`
+    g.in[a] = a >= 3 - k ? in.sizes[in.dim - 1 - j] : 1;
+    if (j >= k) {
+      g.before[a] = 0;
+      g.out[a] = g.in[a];
+      continue;
+    }
+    const int64_t lo = pad[2 * j], hi = pad[2 * j + 1];
+    if (lo < 0 || hi < 0 || lo > 65535 || hi > 65535) return Error::KernelFailed;
+    if (out.sizes[out.dim - 1 - j] != g.in[a] + lo + hi) return Error::KernelFailed;
+    if (reflect && (lo >= g.in[a] || hi >= g.in[a])) too_wide = true;
+    g.before[a] = static_cast<int32_t>(lo);
+    g.out[a] = out.sizes[out.dim - 1 - j];
+  }
   for (int32_t d = 0; d < in.dim - k; ++d) {
     if (in.sizes[d] != out.sizes[d]) return Error::KernelFailed;
   }
-  if (out.sizes[out.dim - 1] != iw + left + right) return Error::KernelFailed;
-  if (k == 2 && out.sizes[out.dim - 2] != ih + top + bottom) return Error::KernelFailed;
   if (out.numel == 0) return Error::Ok;
-  if (in.numel == 0 || in.data == out.data) return Error::KernelFailed;
-  if (reflect && (left >= iw || right >= iw || top >= ih || bottom >= ih)) return Error::KernelFailed;
+  if (too_wide || in.numel == 0 || in.data == out.data) return Error::KernelFailed;
   const int32_t planes = size_product(in, 0, in.dim - k);
-  const int32_t oh = ih + static_cast<int32_t>(top + bottom), ow = iw + static_cast<int32_t>(left + right);
-  const int32_t t = static_cast<int32_t>(top), l = static_cast<int32_t>(left);
   switch (element_size(in)) {
-    case 1: edge_pad_rows(static_cast<const uint8_t*>(in.data), static_cast<uint8_t*>(out.data), planes, ih, iw, oh, ow, t, l, reflect); break;
-    case 2: edge_pad_rows(static_cast<const uint16_t*>(in.data), static_cast<uint16_t*>(out.data), planes, ih, iw, oh, ow, t, l, reflect); break;
-    case 4: edge_pad_rows(static_cast<const uint32_t*>(in.data), static_cast<uint32_t*>(out.data), planes, ih, iw, oh, ow, t, l, reflect); break;
-    default: edge_pad_rows(static_cast<const uint64_t*>(in.data), static_cast<uint64_t*>(out.data), planes, ih, iw, oh, ow, t, l, reflect); break;
+    case 1: edge_pad_planes(static_cast<const uint8_t*>(in.data), static_cast<uint8_t*>(out.data), planes, g, reflect); break;
+    case 2: edge_pad_planes(static_cast<const uint16_t*>(in.data), static_cast<uint16_t*>(out.data), planes, g, reflect); break;
+    case 4: edge_pad_planes(static_cast<const uint32_t*>(in.data), static_cast<uint32_t*>(out.data), planes, g, reflect); break;
+    default: edge_pad_planes(static_cast<const uint64_t*>(in.data), static_cast<uint64_t*>(out.data), planes, g, reflect); break;
   }
   return Error::Ok;
 }

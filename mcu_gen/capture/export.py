@@ -173,8 +173,9 @@ def _user_file(spec: ModelSpec) -> Optional[str]:
 # -- capture ------------------------------------------------------------------------------------
 # Core-ATen ops whose decomposition would cost arena bytes or passes and that have portable kernels
 # (kernels_portable/op_<name>.cpp): kept whole. reflection/replication pads decompose to
-# arange + index.Tensor gathers.
-KEEP_UNDECOMPOSED = ("reflection_pad1d", "reflection_pad2d", "replication_pad1d", "replication_pad2d")
+# arange + index.Tensor gathers, glu to two slice copies, a sigmoid and a mul.
+KEEP_UNDECOMPOSED = ("reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d",
+                     "replication_pad2d", "replication_pad3d", "glu")
 
 
 def _decomposition_table():

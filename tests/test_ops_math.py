@@ -1,0 +1,186 @@
+"""Portable math / reduction / nn kernels taken from ExecuTorch's portable list (topk, elu, glu,
+mean.dtype_out, max/min.unary_out, prod.out, var_mean, 3-d pads, cdist/pdist, masked_scatter, batch
+norm) on the host runner against PyTorch. One program per test holds many instructions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mcu_gen.firmware.host import HostRunError, run_on_host
+from mcu_gen.program.ir import Instruction
+from tests.test_ops_reduce import Builder, sample
+from tests.op_check import check
+
+RNG_TIES = np.random.default_rng(7)
+
+
+def _dim_or_none(bld, dims):
+    return bld.scalar("none") if dims is None else bld.scalar("int_list", dims)
+
+
+def call2(bld, op, args, a, b):
+    """An instruction with two out tensors (and the tuple it returns)."""
+    bld.p.instructions.append(Instruction(op, list(args) + [a, b, bld.scalar("tensor_list", [a, b])]))
+
+
+def run_exact(bld):
+    outs = run_on_host(bld.p, bld.feeds)
+    for (label, want), got in zip(bld.expected, outs):
+        assert got.shape == want.shape, label
+        assert got.dtype == want.dtype, label
+        np.testing.assert_array_equal(got, want, err_msg=label)  # NaN == NaN here
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_topk(dtype):
+    bld = Builder()
+    xa = (RNG_TIES.permutation(140) - 70).reshape(4, 7, 5).astype(dtype)  # distinct: no ties
+    if dtype == "float32":
+        xa = xa * np.float32(0.37)
+        xa[1, 2, 3] = np.nan
+        xa[2, 5, 1] = np.nan
+        xa[3, 4, 2] = np.inf
+        xa[0, 0, 0] = -np.inf
+    x = bld.input(xa, dtype)
+    tx = torch.from_numpy(xa)
+    for dim in (0, 1, -1):
+        for k in (0, 1, 3, tx.shape[dim]):
+            for largest in (True, False):
+                want_v, want_i = torch.topk(tx, k, dim=dim, largest=largest)
+                args = [x, bld.scalar("int", k), bld.scalar("int", dim), bld.scalar("bool", largest),
+                        bld.scalar("bool", True)]
+                v = bld.p.add_tensor(tuple(want_v.shape), dtype)
+                i = bld.p.add_tensor(tuple(want_i.shape), "int64")
+                call2(bld, "aten::topk.values", args, v, i)
+                bld.expect(f"topk v {dim} {k} {largest}", v, want_v)
+                bld.expect(f"topk i {dim} {k} {largest}", i, want_i)
+    run_exact(bld)  # no ties among numbers here, so the indices are exact
+
+
+def test_topk_ties_and_options():
+    """Ties: values exact, indices point at equal values, all distinct; sorted=False and 0-dim."""
+    bld = Builder()
+    xa = RNG_TIES.integers(0, 3, (6, 9)).astype(np.float32)
+    xa[0, 4] = np.nan
+    x = bld.input(xa)
+    tx = torch.from_numpy(xa)
+    cases = []
+    for k in (1, 4, 9):
+        for largest in (True, False):
+            for sorted_ in (True, False):
+                want_v, want_i = torch.topk(tx, k, dim=1, largest=largest, sorted=sorted_)
+                v = bld.p.add_tensor(tuple(want_v.shape), "float32")
+                i = bld.p.add_tensor(tuple(want_i.shape), "int64")
+                call2(bld, "aten::topk.values", [x, bld.scalar("int", k), bld.scalar("int", -1),
+                                                 bld.scalar("bool", largest), bld.scalar("bool", sorted_)], v, i)
+                bld.p.outputs += [v, i]
+                cases.append((k, largest, sorted_, want_v))
+    s = bld.input(np.array(2.5, dtype=np.float32))
+    v0 = bld.p.add_tensor((), "float32")
+    i0 = bld.p.add_tensor((), "int64")
+    call2(bld, "aten::topk.values", [s, bld.scalar("int", 1), bld.scalar("int", 0), bld.scalar("bool", True),
+                                     bld.scalar("bool", True)], v0, i0)
+    bld.p.outputs += [v0, i0]
+    outs = run_on_host(bld.p, bld.feeds)
+    for n, (k, largest, sorted_, want_v) in enumerate(cases):
+        got_v, got_i = outs[2 * n], outs[2 * n + 1]
+        label = f"k={k} largest={largest} sorted={sorted_}"
+        want = want_v.numpy() if sorted_ else np.sort(want_v.numpy(), axis=1)
+        have = got_v if sorted_ else np.sort(got_v, axis=1)
+        np.testing.assert_array_equal(have, want, err_msg=label)
+        np.testing.assert_array_equal(np.take_along_axis(xa, got_i, axis=1), got_v, err_msg=label)
+        assert all(len(set(row)) == k for row in got_i.tolist()), label
+    assert outs[-2] == np.float32(2.5) and outs[-1] == 0
+
+
+def test_elu_glu_and_whole_tensor_reductions():
+    bld = Builder()
+    xa = sample((3, 4, 6), "float32") * 2
+    x = bld.input(xa)
+    tx = torch.from_numpy(xa)
+    for alpha, scale, input_scale in ((1.0, 1.0, 1.0), (0.5, 1.0, 1.0), (1.6732632423543772, 1.0507009873554805, 1.0),
+                                      (2.0, 0.7, 1.5)):
+        want = torch.ops.aten.elu(tx, alpha, scale, input_scale)
+        o = bld.call("aten::elu.out", [x, bld.scalar("float", alpha), bld.scalar("float", scale),
+                                       bld.scalar("float", input_scale)], want.shape, "float32")
+        bld.expect(f"elu {alpha} {scale} {input_scale}", o, want)
+    for dim in (0, 1, 2, -1, -2):
+        if tx.shape[dim] % 2:
+            continue
+        want = F.glu(tx, dim)
+        o = bld.call("aten::glu.out", [x, bld.scalar("int", dim)], want.shape, "float32")
+        bld.expect(f"glu {dim}", o, want)
+    for op, fn in (("max", torch.max), ("min", torch.min)):
+        want = fn(tx)
+        o = bld.call(f"aten::{op}.unary_out", [x], (), "float32")
+        bld.expect(op, o, want)
+    o = bld.call("aten::mean.dtype_out", [x, bld.scalar("none")], (), "float32")
+    bld.expect("mean", o, tx.mean())
+    small = sample((2, 3), "float32")
+    xs = bld.input(small)
+    o = bld.call("aten::prod.out", [xs, bld.scalar("none")], (), "float32")
+    bld.expect("prod", o, torch.from_numpy(small).prod())
+    for dims in (None, [0], [-1], [1, 2], [0, 2]):
+        for keepdim in (False, True):
+            for correction in (None, 0, 1, 2.5):
+                want_v, want_m = torch.var_mean(tx, dim=dims, correction=correction, keepdim=keepdim)
+                c = bld.scalar("none") if correction is None else bld.scalar(
+                    "float" if isinstance(correction, float) else "int", correction)
+                v = bld.p.add_tensor(tuple(want_v.shape), "float32")
+                m = bld.p.add_tensor(tuple(want_m.shape), "float32")
+                call2(bld, "aten::var_mean.correction_out", [x, _dim_or_none(bld, dims), c, bld.scalar("bool", keepdim)],
+                      v, m)
+                bld.expect(f"var {dims} {keepdim} {correction}", v, want_v)
+                bld.expect(f"mean {dims} {keepdim} {correction}", m, want_m)
+    bld.run_and_check(rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+def test_whole_tensor_reductions_ints(dtype):
+    bld = Builder()
+    xa = sample((3, 5), dtype) if dtype == "bool" else RNG_TIES.integers(-4, 5, (3, 5)).astype(dtype)
+    x = bld.input(xa, dtype)
+    tx = torch.from_numpy(xa)
+    for op, fn in (("max", torch.max), ("min", torch.min)):
+        o = bld.call(f"aten::{op}.unary_out", [x], (), dtype)
+        bld.expect(op, o, fn(tx))
+    o = bld.call("aten::prod.out", [x, bld.scalar("none")], (), "int64")
+    bld.expect("prod", o, tx.prod())
+    if dtype != "bool":
+        o = bld.call("aten::prod.out", [x, bld.scalar("int", 6)], (), "float32")  # dtype=float32
+        bld.expect("prod float", o, tx.prod(dtype=torch.float32))
+        o = bld.call("aten::mean.dtype_out", [x, bld.scalar("int", 6)], (), "float32")
+        bld.expect("mean float", o, tx.mean(dtype=torch.float32))
+    run_exact(bld)
+
+
+def test_nan_whole_tensor():
+    bld = Builder()
+    xa = sample((4, 5), "float32")
+    xa[2, 3] = np.nan
+    x = bld.input(xa)
+    tx = torch.from_numpy(xa)
+    for op, fn in (("max", torch.max), ("min", torch.min)):
+        o = bld.call(f"aten::{op}.unary_out", [x], (), "float32")
+        bld.expect(op, o, fn(tx))
+    o = bld.call("aten::mean.dtype_out", [x, bld.scalar("none")], (), "float32")
+    bld.expect("mean", o, tx.mean())
+    run_exact(bld)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+def test_pad3d(mode):
+    op = "aten::reflection_pad3d.out" if mode == "reflect" else "aten::replication_pad3d.out"
+    bld = Builder()
+    for dtype in ("float32", "int64", "int8"):
+        for shape in ((2, 3, 4, 5), (1, 2, 3, 4, 5)):
+            xa = sample(shape, dtype)
+            x = bld.input(xa, dtype)
+            tx = torch.from_numpy(xa)
+            for pad in ((1, 1, 1, 1, 1, 1), (0, 2, 1, 0, 2, 1), (3, 0, 0, 2, 0, 0)):
+                want = F.pad(tx.double() if dtype == "int8" else tx, pad, mode=mode).to(tx.dtype)
+                o = bld.call(op, [x, bld.scalar("int_list", list(pad))], want.shape, dtype)
+                bld.expect(f"{dtype} {shape} {pad}", o, want)
+    run_exact(bld)
