@@ -165,3 +165,38 @@ inline Error edge_pad(const KernelContext& ctx, int32_t k, bool reflect) {
 
 }  // namespace kernels
 }  // namespace mcu
+
+namespace mcu {
+namespace kernels {
+
+// The p-norm distance of two float vectors of m elements (a and b stepping by
+// 1), as cdist/pdist define it: p = 0 counts the differing elements, p = inf
+// is the largest |a - b|, p = 1 the sum, p = 2 the Euclidean distance, other p
+// (sum |a - b|^p)^(1/p).
+inline float p_distance(const float* a, const float* b, int32_t m, float p) {
+  float acc = 0.0f;
+  if (p == 0.0f) {
+    for (int32_t i = 0; i < m; ++i) acc += a[i] != b[i] ? 1.0f : 0.0f;
+    return acc;
+  }
+  if (isinf(p)) {
+    for (int32_t i = 0; i < m; ++i) acc = fmaxf(acc, fabsf(a[i] - b[i]));
+    return acc;
+  }
+  if (p == 1.0f) {
+    for (int32_t i = 0; i < m; ++i) acc += fabsf(a[i] - b[i]);
+    return acc;
+  }
+  if (p == 2.0f) {
+    for (int32_t i = 0; i < m; ++i) {
+      const float d = a[i] - b[i];
+      acc += d * d;
+    }
+    return sqrtf(acc);
+  }
+  for (int32_t i = 0; i < m; ++i) acc += powf(fabsf(a[i] - b[i]), p);
+  return powf(acc, 1.0f / p);
+}
+
+}  // namespace kernels
+}  // namespace mcu

@@ -184,3 +184,74 @@ def test_pad3d(mode):
                 o = bld.call(op, [x, bld.scalar("int_list", list(pad))], want.shape, dtype)
                 bld.expect(f"{dtype} {shape} {pad}", o, want)
     run_exact(bld)
+
+
+def test_cdist_pdist():
+    bld = Builder()
+    for s1, s2 in (((5, 3), (4, 3)), ((2, 5, 3), (2, 6, 3)), ((2, 1, 4, 3), (3, 5, 3)), ((30, 4), (27, 4))):
+        a, b = sample(s1, "float32"), sample(s2, "float32")
+        a[0, ...] = 0.0
+        xa, xb = bld.input(a), bld.input(b)
+        for p in (0.0, 1.0, 2.0, 3.0, 0.5, float("inf")):
+            want = torch.ops.aten._cdist_forward(torch.from_numpy(a), torch.from_numpy(b), p, None)
+            o = bld.call("aten::_cdist_forward.out", [xa, xb, bld.scalar("float", p), bld.scalar("none")],
+                         want.shape, "float32")
+            bld.expect(f"cdist {s1} {s2} {p}", o, want)
+    for n in (1, 2, 6):
+        a = sample((n, 4), "float32")
+        a[-1] = a[0]
+        x = bld.input(a)
+        for p in (0.0, 1.0, 2.0, 1.5, float("inf")):
+            want = F.pdist(torch.from_numpy(a), p)
+            o = bld.call("aten::_pdist_forward.out", [x, bld.scalar("float", p)], want.shape, "float32")
+            bld.expect(f"pdist {n} {p}", o, want)
+    bld.run_and_check(rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_masked_scatter(dtype):
+    bld = Builder()
+    for self_shape, mask_shape in (((3, 4), (3, 4)), ((3, 4), (4,)), ((1, 4), (3, 1)), ((2, 3, 4), (2, 1, 4))):
+        xa = sample(self_shape, dtype)
+        ma = sample(mask_shape, "bool")
+        n = int(np.broadcast_to(ma, np.broadcast_shapes(self_shape, mask_shape)).sum())
+        for extra in (0, 3):
+            src = sample((n + extra,), dtype)
+            want = torch.from_numpy(xa).masked_scatter(torch.from_numpy(ma), torch.from_numpy(src))
+            o = bld.call("aten::masked_scatter.out", [bld.input(xa, dtype), bld.input(ma, "bool"),
+                                                      bld.input(src, dtype)], want.shape, dtype)
+            bld.expect(f"{self_shape} {mask_shape} {extra}", o, want)
+    run_exact(bld)
+
+
+def test_masked_scatter_short_source_fails():
+    bld = Builder()
+    mask = np.ones((3, 4), dtype=np.bool_)
+    o = bld.call("aten::masked_scatter.out", [bld.input(sample((3, 4), "float32")), bld.input(mask, "bool"),
+                                              bld.input(sample((11,), "float32"))], (3, 4), "float32")
+    bld.p.outputs.append(o)
+    with pytest.raises(HostRunError, match="(?i)kernel|fail"):
+        run_on_host(bld.p, bld.feeds)
+
+
+@pytest.mark.parametrize("op,args,shapes", [
+    ("aten::topk.values", lambda b: [b.scalar("int", 6), b.scalar("int", 1), b.scalar("bool", True),
+                                     b.scalar("bool", True)], [(3, 6, 5), (3, 6, 5)]),  # k > size
+    ("aten::topk.values", lambda b: [b.scalar("int", 2), b.scalar("int", 3), b.scalar("bool", True),
+                                     b.scalar("bool", True)], [(3, 4, 2), (3, 4, 2)]),  # bad dim
+    ("aten::glu.out", lambda b: [b.scalar("int", 2)], [(3, 4, 2)]),  # odd size
+    ("aten::reflection_pad3d.out", lambda b: [b.scalar("int_list", [5, 0, 0, 0, 0, 0])], [(3, 4, 10)]),  # pad >= size
+    ("aten::_pdist_forward.out", lambda b: [b.scalar("float", 2.0)], [(3,)]),  # not 2-d
+    ("aten::_cdist_forward.out", lambda b: [b.input(sample((2, 5), "float32")), b.scalar("float", -1.0),
+                                            b.scalar("none")], [(3, 4, 2)]),  # p < 0
+])
+def test_bad_arguments_fail_cleanly(op, args, shapes):
+    bld = Builder()
+    x = bld.input(sample((3, 4, 5), "float32"))
+    extra = args(bld)
+    outs = [bld.p.add_tensor(s, "float32" if k == 0 else "int64") for k, s in enumerate(shapes)]
+    ret = outs[0] if len(outs) == 1 else bld.scalar("tensor_list", outs)
+    bld.p.instructions.append(Instruction(op, [x] + extra + outs + [ret]))
+    bld.p.outputs.append(outs[0])
+    with pytest.raises(HostRunError, match="(?i)kernel|fail"):
+        run_on_host(bld.p, bld.feeds)
