@@ -255,3 +255,43 @@ def test_bad_arguments_fail_cleanly(op, args, shapes):
     bld.p.outputs.append(outs[0])
     with pytest.raises(HostRunError, match="(?i)kernel|fail"):
         run_on_host(bld.p, bld.feeds)
+
+
+MODEL_FILE = '''import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        return {body}
+
+
+def model():
+    return M()
+
+
+def example_inputs():
+    return (torch.randn(2, 5),)
+'''
+
+
+@pytest.mark.parametrize("body,op,hint", [
+    ("torch.nonzero(x > 0).float() * 2", "aten::nonzero", "torch.where(cond, x, 0)"),
+    ("x[x > 0] * 2", "aten::index.Tensor", "torch.where(mask, x, 0)"),
+    ("torch.masked_select(x, x > 0) + 1", "aten::masked_select", "torch.where(mask, x, 0)"),
+    ("torch.unique(x)", "aten::_unique2", "torch.arange(K)"),
+    ("torch.unique_consecutive(x)", "aten::unique_consecutive", "torch.arange(K)"),
+])
+def test_data_dependent_shapes_refused(tmp_path, body, op, hint):
+    """Ops whose output shape depends on the data are refused at build time, naming the op, why, what to
+    write instead and the user's source line."""
+    from mcu_gen.api import build
+    from mcu_gen.capture.export import UnsupportedOperatorError
+
+    path = tmp_path / "dd_model.py"
+    path.write_text(MODEL_FILE.format(body=body))
+    with pytest.raises(UnsupportedOperatorError) as e:
+        build(str(path), board="mps2-an505", out=str(tmp_path / "out"))
+    msg = str(e.value)
+    assert op in msg and "depends on the input data" in msg and "static shapes" in msg, msg
+    assert hint in msg, msg
+    assert f"{path}:6" in msg and body in msg, msg

@@ -253,6 +253,22 @@ def to_const_graph(ep: torch.export.ExportedProgram) -> tuple:
 
 
 # -- lowering -----------------------------------------------------------------------------------
+# What to write instead of an op whose output shape depends on the data (_Lowering._check_static).
+_SELECT_HINT = ("; x[mask] and torch.masked_select return one element per True position: keep x's shape with "
+                "torch.where(mask, x, 0) (or x * mask) and count with mask.sum()")
+_DATA_DEPENDENT_HINTS = {
+    "aten::nonzero": ("; torch.nonzero / argwhere return one row per True position: keep the mask's shape "
+                      "instead (torch.where(cond, x, 0), x * cond, cond.sum() for the count)"),
+    "aten::index": _SELECT_HINT,
+    "aten::masked_select": _SELECT_HINT,
+}
+for _name in ("aten::_unique2", "aten::unique_dim", "aten::unique_consecutive", "aten::_unique",
+              "aten::unique_dim_consecutive"):
+    _DATA_DEPENDENT_HINTS[_name] = (
+        "; torch.unique returns one element per distinct value: for values in a known range 0..K-1 use "
+        "the fixed-size (x.reshape(-1, 1) == torch.arange(K)).any(0) (which values occur) or .sum(0) (counts)")
+
+
 class _Lifted(int):
     """The value index of a number made a constant tensor (_Lowering._numbers_as_tensors)."""
 
@@ -274,10 +290,20 @@ class _Lowering:
                 f"(export without dynamic_shapes)"
             )
         if any(not isinstance(s, int) for s in val.shape):
+            hint = _DATA_DEPENDENT_HINTS.get(getattr(getattr(node.target, "_schema", None), "name", None), "")
             raise UnsupportedOperatorError(
                 f"{self._op_text(node)} produces a tensor whose shape depends on the input data "
-                f"({list(val.shape)}); mcu-gen needs static shapes{self._where(node)}"
+                f"({list(val.shape)}); mcu-gen needs static shapes (every tensor's size is fixed when the "
+                f"memory plan is made at build time){hint}{self._where(node)}"
             )
+
+    def _check_data_dependent(self, node):
+        """Refuse an op whose output shape depends on the data (nonzero, x[mask], unique) before
+        looking for its kernel: no kernel could fill a statically planned tensor of unknown size."""
+        val = node.meta.get("val")
+        for r in val if isinstance(val, (tuple, list)) else [val]:
+            if isinstance(r, torch.Tensor):
+                self._check_static(node, r)
 
     def tensor_value(self, node, val) -> int:
         self._check_static(node, val)
@@ -489,6 +515,7 @@ class _Lowering:
             return
         if not isinstance(op, torch._ops.OpOverload):
             raise UnsupportedOperatorError(f"{op} is not an ATen operator{self._where(node)}")
+        self._check_data_dependent(node)
         if op in FREE_VIEWS:
             src = node.args[0]
             val = node.meta["val"]
