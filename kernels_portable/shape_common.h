@@ -200,3 +200,61 @@ inline float p_distance(const float* a, const float* b, int32_t m, float p) {
 
 }  // namespace kernels
 }  // namespace mcu
+
+namespace mcu {
+namespace kernels {
+
+// Training-mode batch norm of a contiguous [N, C, *] float tensor with the batch's
+// statistics: per channel, mean and biased variance over N and the trailing dims,
+// y = (x - mean) * invstd * weight + bias (weight, bias may be null). save_mean /
+// save_invstd (may be null) get mean and 1 / sqrt(var + eps); running_mean /
+// running_var (may be null) are updated in place as ATen does:
+// r = (1 - momentum) r + momentum s, with the unbiased variance for running_var.
+struct BatchNormTraining {
+  const float* weight = nullptr;
+  const float* bias = nullptr;
+  float eps = 0.0f;
+  float momentum = 0.0f;
+  float* save_mean = nullptr;
+  float* save_invstd = nullptr;
+  float* running_mean = nullptr;
+  float* running_var = nullptr;
+};
+
+inline void batch_norm_training(const float* x, float* y, int32_t n, int32_t c, int32_t inner,
+                                const BatchNormTraining& bn) {
+  const float count = static_cast<float>(n) * static_cast<float>(inner);
+  for (int32_t ch = 0; ch < c; ++ch) {
+    float sum = 0.0f;
+    for (int32_t s = 0; s < n; ++s) {
+      const float* xs = x + (static_cast<size_t>(s) * c + ch) * inner;
+      for (int32_t i = 0; i < inner; ++i) sum += xs[i];
+    }
+    const float mean = count > 0 ? sum / count : 0.0f;
+    float sq = 0.0f;
+    for (int32_t s = 0; s < n; ++s) {
+      const float* xs = x + (static_cast<size_t>(s) * c + ch) * inner;
+      for (int32_t i = 0; i < inner; ++i) {
+        const float d = xs[i] - mean;
+        sq += d * d;
+      }
+    }
+    const float invstd = 1.0f / sqrtf((count > 0 ? sq / count : 0.0f) + bn.eps);
+    const float scale = invstd * (bn.weight != nullptr ? bn.weight[ch] : 1.0f);
+    const float shift = (bn.bias != nullptr ? bn.bias[ch] : 0.0f) - mean * scale;
+    for (int32_t s = 0; s < n; ++s) {
+      const size_t base = (static_cast<size_t>(s) * c + ch) * inner;
+      for (int32_t i = 0; i < inner; ++i) y[base + i] = x[base + i] * scale + shift;
+    }
+    if (bn.save_mean != nullptr) bn.save_mean[ch] = mean;
+    if (bn.save_invstd != nullptr) bn.save_invstd[ch] = invstd;
+    if (bn.running_mean != nullptr) bn.running_mean[ch] = (1.0f - bn.momentum) * bn.running_mean[ch] + bn.momentum * mean;
+    if (bn.running_var != nullptr) {
+      const float unbiased = sq / (count - 1.0f);  // count 1: inf/NaN, as in ATen
+      bn.running_var[ch] = (1.0f - bn.momentum) * bn.running_var[ch] + bn.momentum * unbiased;
+    }
+  }
+}
+
+}  // namespace kernels
+}  // namespace mcu

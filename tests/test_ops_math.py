@@ -295,3 +295,113 @@ def test_data_dependent_shapes_refused(tmp_path, body, op, hint):
     assert op in msg and "depends on the input data" in msg and "static shapes" in msg, msg
     assert hint in msg, msg
     assert f"{path}:6" in msg and body in msg, msg
+
+
+def test_batch_norm_legit_kernel():
+    """_native_batch_norm_legit.out: training (batch statistics, running stats updated in place) and
+    eval (running stats) against ATen's _native_batch_norm_legit."""
+    bld = Builder()
+    xa = sample((3, 4, 5, 2), "float32") * 2 + 0.5
+    w, b = RNG_TIES.random(4).astype(np.float32) + 0.5, RNG_TIES.standard_normal(4).astype(np.float32)
+    x, wv, bv = bld.input(xa), bld.input(w), bld.input(b)
+    want = []
+    for training, affine in ((True, True), (True, False), (False, True)):
+        rm0 = RNG_TIES.standard_normal(4).astype(np.float32)
+        rv0 = RNG_TIES.random(4).astype(np.float32) + 0.5
+        rm, rv = bld.input(rm0), bld.input(rv0)
+        trm, trv = torch.from_numpy(rm0.copy()), torch.from_numpy(rv0.copy())
+        y, m, s = torch.ops.aten._native_batch_norm_legit(
+            torch.from_numpy(xa), torch.from_numpy(w) if affine else None, torch.from_numpy(b) if affine else None,
+            trm, trv, training, 0.3, 1e-4)
+        outs = [bld.p.add_tensor(tuple(t.shape), "float32") for t in (y, m, s)]
+        bld.p.instructions.append(Instruction("aten::_native_batch_norm_legit.out", [
+            x, wv if affine else bld.scalar("none"), bv if affine else bld.scalar("none"), rm, rv,
+            bld.scalar("bool", training), bld.scalar("float", 0.3), bld.scalar("float", 1e-4)]
+            + outs + [bld.scalar("tensor_list", outs)]))
+        bld.p.outputs += [outs[0], outs[1], outs[2], rm, rv]
+        want += [y, m, s, trm, trv]
+    got = run_on_host(bld.p, bld.feeds)
+    assert len(got) == len(want)
+    for k, (g, t) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(g, t.numpy(), rtol=1e-5, atol=1e-5, err_msg=str(k))
+
+
+class TrainingBatchNorm(torch.nn.Module):
+    """F.batch_norm(training=True) with running stats in registered buffers (state)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("rm", torch.zeros(3))
+        self.register_buffer("rv", torch.ones(3))
+        self.w = torch.nn.Parameter(torch.rand(3) + 0.5)
+        self.b = torch.nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        y = F.batch_norm(x, self.rm, self.rv, self.w, self.b, training=True, momentum=0.2, eps=1e-5)
+        return y, self.rm * 1.0, self.rv * 1.0
+
+
+def test_batch_norm_training_mode_in_a_model():
+    """Lowered to _native_batch_norm_legit.out updating the state in place (no copy), the outputs and the
+    running stats as PyTorch's, step by step in the reference and on the host build."""
+    import copy
+
+    from mcu_gen.capture.export import export_model
+    from mcu_gen.capture.model_file import ModelSpec
+    from mcu_gen.plan import planner
+    from mcu_gen.reference import run_reference
+
+    torch.manual_seed(0)
+    module = TrainingBatchNorm()
+    xs = [torch.randn(2, 3, 4, 4) * 2 + 1 for _ in range(3)]
+    p = export_model(ModelSpec(copy.deepcopy(module), (xs[0],)))
+    assert [i.op for i in p.instructions].count("aten::_native_batch_norm_legit.out") == 1
+    assert not any(i.op in ("aten::copy_", "aten::clone.out") and set(i.args) & set(p.states) for i in p.instructions)
+    planner.plan(p)
+    m = copy.deepcopy(module)
+    state = {}
+    for step, x in enumerate(xs):
+        with torch.no_grad():
+            want = m(x)
+        got = run_reference(p, [x.numpy()], state)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5, err_msg=f"step {step}")
+    # (the host runner is built without state support; the kernel itself: test_batch_norm_legit_kernel)
+
+
+BN_MODEL_FILE = '''import torch
+import torch.nn.functional as F
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("rm", torch.zeros(3))
+        self.register_buffer("rv", torch.ones(3))
+        self.w = torch.nn.Parameter(torch.rand(3) + 0.5)
+        self.b = torch.nn.Parameter(torch.randn(3))
+
+    def forward(self, x):
+        y = F.batch_norm(x, self.rm, self.rv, self.w, self.b, training=True, momentum=0.2, eps=1e-5)
+        return y, self.rm * 1.0, self.rv * 1.0
+
+
+def model():
+    torch.manual_seed(0)
+    return M()
+
+
+def example_inputs():
+    return (torch.randn(2, 3, 4, 4),)
+'''
+
+
+def test_batch_norm_training_mode_on_qemu(tmp_path, qemu_tools):
+    """The state program (running stats updated in place by the kernel) on mps2-an505, step by step
+    against PyTorch: y and the running stats after each step."""
+    from mcu_gen.api import run
+
+    path = tmp_path / "bn_train.py"
+    path.write_text(BN_MODEL_FILE)
+    r = run(str(path), board="mps2-an505", out=str(tmp_path / "out"))
+    assert r.verified and r.n_inferences > 1 and "step by step" in r.reference, r

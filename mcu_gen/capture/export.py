@@ -507,6 +507,32 @@ class _Lowering:
                 out[a.name] = _Lifted(self.constant_value(torch.tensor(v, dtype=dtype), f"{node.name}_{a.name}"))
         return out
 
+    def _lower_batch_norm_training(self, node):
+        """_native_batch_norm_legit_functional (F.batch_norm(training=True) with running stats: batch
+        statistics, and the running stats' new values as results 3 and 4) as ExecuTorch runs it:
+        _native_batch_norm_legit.out, which updates the running stats in place. They must be state
+        tensors (registered buffers the model updates) that nothing else reads; results 3 and 4 are
+        then the state tensors themselves (state_update finds them written in place)."""
+        op = node.target
+        name = "aten::_native_batch_norm_legit.out"
+        if self.has_kernel is not None and not self.has_kernel(name):
+            raise UnsupportedOperatorError(
+                f"{op_name(op)} is not supported on this target: no kernel for {name}{self._where(node)}")
+        bound = bind_args(op._schema, node.args, node.kwargs)
+        for key in ("running_mean", "running_var"):
+            src = bound.get(key)
+            if not (isinstance(src, torch.fx.Node) and src.op == "placeholder"
+                    and self.env.get(src) in self.program.states and len(src.users) == 1):
+                raise UnsupportedOperatorError(
+                    f"{op_name(op)} (batch norm with batch statistics): its {key} must be a registered buffer "
+                    f"the model updates and that only this batch norm reads{self._where(node)}")
+        out_op = aten._native_batch_norm_legit.out
+        args = [self.arg_value(bound[a.name], str(a.type)) for a in out_op._schema.arguments if not _is_out_arg(a)]
+        outs = [self.tensor_value(node, r) for r in node.meta["val"][:3]]
+        args += outs + [self.program.add_scalar("tensor_list", outs)]
+        self.program.instructions.append(Instruction(name, args, source_line(node, self.user_file)))
+        self.env[node] = outs + [self.env[bound["running_mean"]], self.env[bound["running_var"]]]
+
     def lower_call(self, node):
         op = node.target
         if op is operator.getitem:
@@ -516,6 +542,9 @@ class _Lowering:
         if not isinstance(op, torch._ops.OpOverload):
             raise UnsupportedOperatorError(f"{op} is not an ATen operator{self._where(node)}")
         self._check_data_dependent(node)
+        if op is aten._native_batch_norm_legit_functional.default:
+            self._lower_batch_norm_training(node)
+            return
         if op in FREE_VIEWS:
             src = node.args[0]
             val = node.meta["val"]
