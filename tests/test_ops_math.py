@@ -59,40 +59,69 @@ def test_topk(dtype):
     run_exact(bld)  # no ties among numbers here, so the indices are exact
 
 
-def test_topk_ties_and_options():
-    """Ties: values exact, indices point at equal values, all distinct; sorted=False and 0-dim."""
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_topk_ties_like_pytorch(dtype):
+    """Many ties (and NaN): slices of up to 128 elements run ATen's selection algorithms, so values
+    and indices equal PyTorch CPU's exactly, sorted or not (partial_sort when k * 64 <= n, else
+    nth_element + sort)."""
     bld = Builder()
-    xa = RNG_TIES.integers(0, 3, (6, 9)).astype(np.float32)
-    xa[0, 4] = np.nan
-    x = bld.input(xa)
-    tx = torch.from_numpy(xa)
-    cases = []
-    for k in (1, 4, 9):
-        for largest in (True, False):
-            for sorted_ in (True, False):
-                want_v, want_i = torch.topk(tx, k, dim=1, largest=largest, sorted=sorted_)
-                v = bld.p.add_tensor(tuple(want_v.shape), "float32")
-                i = bld.p.add_tensor(tuple(want_i.shape), "int64")
-                call2(bld, "aten::topk.values", [x, bld.scalar("int", k), bld.scalar("int", -1),
-                                                 bld.scalar("bool", largest), bld.scalar("bool", sorted_)], v, i)
-                bld.p.outputs += [v, i]
-                cases.append((k, largest, sorted_, want_v))
+    for shape, dim, ks in (((6, 9), 1, (1, 2, 4, 8, 9)), ((5, 128), 1, (1, 2, 3, 50, 128)),
+                           ((70, 3), 0, (1, 2, 35, 70))):
+        xa = RNG_TIES.integers(0, 4, shape).astype(dtype)
+        if dtype == "float32":
+            xa[RNG_TIES.random(shape) < 0.1] = np.nan
+        x = bld.input(xa, dtype)
+        tx = torch.from_numpy(xa)
+        for k in ks:
+            for largest in (True, False):
+                for sorted_ in (True, False):
+                    want_v, want_i = torch.topk(tx, k, dim=dim, largest=largest, sorted=sorted_)
+                    v = bld.p.add_tensor(tuple(want_v.shape), dtype)
+                    i = bld.p.add_tensor(tuple(want_i.shape), "int64")
+                    call2(bld, "aten::topk.values", [x, bld.scalar("int", k), bld.scalar("int", dim),
+                                                     bld.scalar("bool", largest), bld.scalar("bool", sorted_)], v, i)
+                    bld.expect(f"v {shape} {k} {largest} {sorted_}", v, want_v)
+                    bld.expect(f"i {shape} {k} {largest} {sorted_}", i, want_i)
     s = bld.input(np.array(2.5, dtype=np.float32))
+    want_v, want_i = torch.topk(torch.tensor(2.5), 1)
     v0 = bld.p.add_tensor((), "float32")
     i0 = bld.p.add_tensor((), "int64")
     call2(bld, "aten::topk.values", [s, bld.scalar("int", 1), bld.scalar("int", 0), bld.scalar("bool", True),
                                      bld.scalar("bool", True)], v0, i0)
-    bld.p.outputs += [v0, i0]
+    bld.expect("0-dim v", v0, want_v)
+    bld.expect("0-dim i", i0, want_i)
+    run_exact(bld)
+
+
+def test_topk_long_slices():
+    """Slices longer than 128: values exact, indices point at them, distinct, equal values lowest index
+    first (PyTorch's own tie order there is its sort's)."""
+    bld = Builder()
+    xa = RNG_TIES.integers(0, 5, (3, 300)).astype(np.float32)
+    xa[1, 7] = np.nan
+    x = bld.input(xa)
+    tx = torch.from_numpy(xa)
+    cases = []
+    for k in (1, 4, 150, 300):
+        for largest in (True, False):
+            want_v, _ = torch.topk(tx, k, dim=1, largest=largest)
+            v = bld.p.add_tensor(tuple(want_v.shape), "float32")
+            i = bld.p.add_tensor(tuple(want_v.shape), "int64")
+            call2(bld, "aten::topk.values", [x, bld.scalar("int", k), bld.scalar("int", 1),
+                                             bld.scalar("bool", largest), bld.scalar("bool", True)], v, i)
+            bld.p.outputs += [v, i]
+            cases.append((k, largest, want_v.numpy()))
     outs = run_on_host(bld.p, bld.feeds)
-    for n, (k, largest, sorted_, want_v) in enumerate(cases):
+    for n, (k, largest, want_v) in enumerate(cases):
         got_v, got_i = outs[2 * n], outs[2 * n + 1]
-        label = f"k={k} largest={largest} sorted={sorted_}"
-        want = want_v.numpy() if sorted_ else np.sort(want_v.numpy(), axis=1)
-        have = got_v if sorted_ else np.sort(got_v, axis=1)
-        np.testing.assert_array_equal(have, want, err_msg=label)
+        label = f"k={k} largest={largest}"
+        np.testing.assert_array_equal(got_v, want_v, err_msg=label)
         np.testing.assert_array_equal(np.take_along_axis(xa, got_i, axis=1), got_v, err_msg=label)
-        assert all(len(set(row)) == k for row in got_i.tolist()), label
-    assert outs[-2] == np.float32(2.5) and outs[-1] == 0
+        for row_v, row_i in zip(got_v.tolist(), got_i.tolist()):
+            assert len(set(row_i)) == k, label
+            for a in range(k - 1):
+                if row_v[a] == row_v[a + 1]:
+                    assert row_i[a] < row_i[a + 1], label
 
 
 def test_elu_glu_and_whole_tensor_reductions():
