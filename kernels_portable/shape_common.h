@@ -78,6 +78,43 @@ struct LinearAxis {
   }
 };
 
+// One axis of antialiased bilinear resampling (F.interpolate(antialias=True)): output
+// position i averages the inputs within `support` of its center with triangle weights
+// (stretched by the scale when downsampling), normalized to sum 1. No tables: the caller
+// asks for the range, then each weight.
+struct AntialiasAxis {
+  float scale = 0.0f;
+  float support = 1.0f;
+  float invscale = 1.0f;
+  int32_t in_size = 0;
+  // opt_scale > 0: the user's scale factor (out = in * opt_scale), as ATen uses it.
+  void init(int32_t in, int32_t out, bool align_corners, float opt_scale) {
+    in_size = in;
+    if (align_corners) scale = out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+    else scale = opt_scale > 0.0f ? 1.0f / opt_scale : static_cast<float>(in) / static_cast<float>(out);
+    support = scale >= 1.0f ? scale : 1.0f;
+    invscale = scale >= 1.0f ? 1.0f / scale : 1.0f;
+  }
+  // The inputs [*first, *first + *count) output i reads, its center and 1 / (sum of weights).
+  void at(int32_t i, int32_t* first, int32_t* count, float* center, float* norm) const {
+    const float c = scale * (static_cast<float>(i) + 0.5f);
+    int32_t lo = static_cast<int32_t>(c - support + 0.5f);  // truncation toward zero, as ATen's cast
+    int32_t hi = static_cast<int32_t>(c + support + 0.5f);
+    if (lo < 0) lo = 0;
+    if (hi > in_size) hi = in_size;
+    *first = lo;
+    *count = hi > lo ? hi - lo : 0;
+    *center = c;
+    float total = 0.0f;
+    for (int32_t j = lo; j < hi; ++j) total += weight(j, c);
+    *norm = total != 0.0f ? 1.0f / total : 1.0f;
+  }
+  float weight(int32_t j, float center) const {
+    const float x = fabsf((static_cast<float>(j) - center + 0.5f) * invscale);
+    return x < 1.0f ? 1.0f - x : 0.0f;
+  }
+};
+
 }  // namespace kernels
 }  // namespace mcu
 

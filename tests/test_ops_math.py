@@ -434,3 +434,30 @@ def test_batch_norm_training_mode_on_qemu(tmp_path, qemu_tools):
     path.write_text(BN_MODEL_FILE)
     r = run(str(path), board="mps2-an505", out=str(tmp_path / "out"))
     assert r.verified and r.n_inferences > 1 and "step by step" in r.reference, r
+
+
+def test_upsample_bilinear2d_aa():
+    """Antialiased bilinear resize, down and up, align_corners both ways, with and without scales. (Output
+    width 1 is left out: ATen's CPU kernel then repeats the first output row in every row.)"""
+    bld = Builder()
+    for ih, iw in ((5, 7), (12, 9)):
+        xa = sample((2, 3, ih, iw), "float32")
+        x = bld.input(xa)
+        tx = torch.from_numpy(xa)
+        for oh, ow in ((2, 3), (5, 7), (11, 4), (1, 2), (20, 15)):
+            for align in (False, True):
+                want = torch.ops.aten._upsample_bilinear2d_aa(tx, [oh, ow], align)
+                o = bld.call("aten::_upsample_bilinear2d_aa.out", [
+                    x, bld.scalar("int_list", [oh, ow]), bld.scalar("bool", align), bld.scalar("none"),
+                    bld.scalar("none")], want.shape, "float32")
+                bld.expect(f"{ih}x{iw} -> {oh}x{ow} {align}", o, want)
+        for sh, sw in ((0.5, 0.5), (2.0, 1.5), (0.3, 0.7)):
+            want = F.interpolate(tx, scale_factor=(sh, sw), mode="bilinear", antialias=True)
+            oh, ow = want.shape[2:]
+            if ow == 1:
+                continue
+            o = bld.call("aten::_upsample_bilinear2d_aa.out", [
+                x, bld.scalar("int_list", [oh, ow]), bld.scalar("bool", False), bld.scalar("float", sh),
+                bld.scalar("float", sw)], want.shape, "float32")
+            bld.expect(f"{ih}x{iw} scales {sh} {sw}", o, want)
+    bld.run_and_check(rtol=1e-5, atol=2e-6)
