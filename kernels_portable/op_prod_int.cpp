@@ -14,22 +14,7 @@ Error aten_prod_int_out(const KernelContext& ctx) {
   const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(4);
   if (!ctx.is_none(3) && ctx.int_arg(3) != static_cast<int64_t>(out.dtype)) return Error::KernelFailed;
-  Reduction r;
-  if (!r.init(in, reduced_dim(ctx, 1, in.dim)) || !r.matches(out, ctx.bool_arg(2))) return Error::KernelFailed;
-  bool ok = false;
-  dispatch_dtype<kSet & kRealTypes>(out.dtype, [&](auto acc_tag) {
-    using Acc = decltype(acc_tag);
-    const LoadFn<Acc> load = loader<kSet, Acc>(in.dtype);
-    if (load == nullptr) return;
-    Acc* y = static_cast<Acc*>(out.data);
-    r.for_each_output([&](int32_t o, int32_t base) {
-      Acc p = Acc(1);
-      r.for_each_reduced(base, [&](int32_t offset, int32_t) { p = wrapping_mul(p, load(in.data, offset)); });
-      y[o] = p;
-    });
-    ok = true;
-  });
-  return ok ? Error::Ok : Error::KernelFailed;
+  return reduce_prod<kSet>(in, out, reduced_dim(ctx, 1, in.dim), ctx.bool_arg(2));
 }
 
 }  // namespace kernels

@@ -230,14 +230,18 @@ namespace mcu {
 namespace kernels {
 
 // var over the reduced dims with `correction` (N - correction in the
-// denominator; <= 0 gives inf/NaN as in ATen), two passes in float.
+// denominator; <= 0 gives inf/NaN as in ATen), two passes in float. With
+// `mean_out` (var_mean) also the mean, same shape as out.
 inline Error reduce_var(const TensorRef& in, const TensorRef& out, const ReducedDims& dims, bool keepdim,
-                        float correction) {
+                        float correction, const TensorRef* mean_out = nullptr) {
   Reduction r;
   if (in.dtype != DType::Float || out.dtype != DType::Float || !r.init(in, dims) || !r.matches(out, keepdim))
     return Error::KernelFailed;
+  if (mean_out != nullptr && (mean_out->dtype != DType::Float || !r.matches(*mean_out, keepdim)))
+    return Error::KernelFailed;
   const float* x = static_cast<const float*>(in.data);
   float* y = static_cast<float*>(out.data);
+  float* m = mean_out != nullptr ? static_cast<float*>(mean_out->data) : nullptr;
   const float n = static_cast<float>(r.count());
   const float denom = n - correction > 0.0f ? n - correction : 0.0f;
   r.for_each_output([&](int32_t o, int32_t base) {
@@ -250,6 +254,48 @@ inline Error reduce_var(const TensorRef& in, const TensorRef& out, const Reduced
       ss += d * d;
     });
     y[o] = ss / denom;
+    if (m != nullptr) m[o] = mean;
+  });
+  return Error::Ok;
+}
+
+// prod over the reduced dims, accumulating in out's dtype (ATen: int64 for
+// integer and bool inputs unless a dtype is given; the caller checks it);
+// integer products wrap. An empty reduction gives 1.
+template <DTypeSet Set>
+Error reduce_prod(const TensorRef& in, const TensorRef& out, const ReducedDims& dims, bool keepdim) {
+  Reduction r;
+  if (!r.init(in, dims) || !r.matches(out, keepdim)) return Error::KernelFailed;
+  bool ok = false;
+  dispatch_dtype<Set & kRealTypes>(out.dtype, [&](auto acc_tag) {
+    using Acc = decltype(acc_tag);
+    const LoadFn<Acc> load = loader<Set, Acc>(in.dtype);
+    if (load == nullptr) return;
+    Acc* y = static_cast<Acc*>(out.data);
+    r.for_each_output([&](int32_t o, int32_t base) {
+      Acc p = Acc(1);
+      r.for_each_reduced(base, [&](int32_t offset, int32_t) { p = wrapping_mul(p, load(in.data, offset)); });
+      y[o] = p;
+    });
+    ok = true;
+  });
+  return ok ? Error::Ok : Error::KernelFailed;
+}
+
+// mean over the reduced dims into a float out (any real input, converted to
+// float as ATen does for mean(dtype=float)); an empty reduction gives NaN.
+template <DTypeSet Set>
+Error reduce_mean_f32(const TensorRef& in, const TensorRef& out, const ReducedDims& dims, bool keepdim) {
+  Reduction r;
+  if (out.dtype != DType::Float || !r.init(in, dims) || !r.matches(out, keepdim)) return Error::KernelFailed;
+  const LoadFn<float> load = loader<Set, float>(in.dtype);
+  if (load == nullptr) return Error::KernelFailed;
+  float* y = static_cast<float*>(out.data);
+  const float n = static_cast<float>(r.count());
+  r.for_each_output([&](int32_t o, int32_t base) {
+    float s = 0.0f;
+    r.for_each_reduced(base, [&](int32_t offset, int32_t) { s += load(in.data, offset); });
+    y[o] = s / n;
   });
   return Error::Ok;
 }

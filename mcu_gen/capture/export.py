@@ -173,8 +173,9 @@ def _user_file(spec: ModelSpec) -> Optional[str]:
 # -- capture ------------------------------------------------------------------------------------
 # Core-ATen ops whose decomposition would cost arena bytes or passes and that have portable kernels
 # (kernels_portable/op_<name>.cpp): kept whole. reflection/replication pads decompose to
-# arange + index.Tensor gathers.
-KEEP_UNDECOMPOSED = ("reflection_pad1d", "reflection_pad2d", "replication_pad1d", "replication_pad2d")
+# arange + index.Tensor gathers, glu to two slice copies, a sigmoid and a mul.
+KEEP_UNDECOMPOSED = ("reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d",
+                     "replication_pad2d", "replication_pad3d", "glu")
 
 
 def _decomposition_table():
@@ -252,6 +253,22 @@ def to_const_graph(ep: torch.export.ExportedProgram) -> tuple:
 
 
 # -- lowering -----------------------------------------------------------------------------------
+# What to write instead of an op whose output shape depends on the data (_Lowering._check_static).
+_SELECT_HINT = ("; x[mask] and torch.masked_select return one element per True position: keep x's shape with "
+                "torch.where(mask, x, 0) (or x * mask) and count with mask.sum()")
+_DATA_DEPENDENT_HINTS = {
+    "aten::nonzero": ("; torch.nonzero / argwhere return one row per True position: keep the mask's shape "
+                      "instead (torch.where(cond, x, 0), x * cond, cond.sum() for the count)"),
+    "aten::index": _SELECT_HINT,
+    "aten::masked_select": _SELECT_HINT,
+}
+for _name in ("aten::_unique2", "aten::unique_dim", "aten::unique_consecutive", "aten::_unique",
+              "aten::unique_dim_consecutive"):
+    _DATA_DEPENDENT_HINTS[_name] = (
+        "; torch.unique returns one element per distinct value: for values in a known range 0..K-1 use "
+        "the fixed-size (x.reshape(-1, 1) == torch.arange(K)).any(0) (which values occur) or .sum(0) (counts)")
+
+
 class _Lifted(int):
     """The value index of a number made a constant tensor (_Lowering._numbers_as_tensors)."""
 
@@ -273,10 +290,20 @@ class _Lowering:
                 f"(export without dynamic_shapes)"
             )
         if any(not isinstance(s, int) for s in val.shape):
+            hint = _DATA_DEPENDENT_HINTS.get(getattr(getattr(node.target, "_schema", None), "name", None), "")
             raise UnsupportedOperatorError(
                 f"{self._op_text(node)} produces a tensor whose shape depends on the input data "
-                f"({list(val.shape)}); mcu-gen needs static shapes{self._where(node)}"
+                f"({list(val.shape)}); mcu-gen needs static shapes (every tensor's size is fixed when the "
+                f"memory plan is made at build time){hint}{self._where(node)}"
             )
+
+    def _check_data_dependent(self, node):
+        """Refuse an op whose output shape depends on the data (nonzero, x[mask], unique) before
+        looking for its kernel: no kernel could fill a statically planned tensor of unknown size."""
+        val = node.meta.get("val")
+        for r in val if isinstance(val, (tuple, list)) else [val]:
+            if isinstance(r, torch.Tensor):
+                self._check_static(node, r)
 
     def tensor_value(self, node, val) -> int:
         self._check_static(node, val)
@@ -480,6 +507,32 @@ class _Lowering:
                 out[a.name] = _Lifted(self.constant_value(torch.tensor(v, dtype=dtype), f"{node.name}_{a.name}"))
         return out
 
+    def _lower_batch_norm_training(self, node):
+        """_native_batch_norm_legit_functional (F.batch_norm(training=True) with running stats: batch
+        statistics, and the running stats' new values as results 3 and 4) as ExecuTorch runs it:
+        _native_batch_norm_legit.out, which updates the running stats in place. They must be state
+        tensors (registered buffers the model updates) that nothing else reads; results 3 and 4 are
+        then the state tensors themselves (state_update finds them written in place)."""
+        op = node.target
+        name = "aten::_native_batch_norm_legit.out"
+        if self.has_kernel is not None and not self.has_kernel(name):
+            raise UnsupportedOperatorError(
+                f"{op_name(op)} is not supported on this target: no kernel for {name}{self._where(node)}")
+        bound = bind_args(op._schema, node.args, node.kwargs)
+        for key in ("running_mean", "running_var"):
+            src = bound.get(key)
+            if not (isinstance(src, torch.fx.Node) and src.op == "placeholder"
+                    and self.env.get(src) in self.program.states and len(src.users) == 1):
+                raise UnsupportedOperatorError(
+                    f"{op_name(op)} (batch norm with batch statistics): its {key} must be a registered buffer "
+                    f"the model updates and that only this batch norm reads{self._where(node)}")
+        out_op = aten._native_batch_norm_legit.out
+        args = [self.arg_value(bound[a.name], str(a.type)) for a in out_op._schema.arguments if not _is_out_arg(a)]
+        outs = [self.tensor_value(node, r) for r in node.meta["val"][:3]]
+        args += outs + [self.program.add_scalar("tensor_list", outs)]
+        self.program.instructions.append(Instruction(name, args, source_line(node, self.user_file)))
+        self.env[node] = outs + [self.env[bound["running_mean"]], self.env[bound["running_var"]]]
+
     def lower_call(self, node):
         op = node.target
         if op is operator.getitem:
@@ -488,6 +541,10 @@ class _Lowering:
             return
         if not isinstance(op, torch._ops.OpOverload):
             raise UnsupportedOperatorError(f"{op} is not an ATen operator{self._where(node)}")
+        self._check_data_dependent(node)
+        if op is aten._native_batch_norm_legit_functional.default:
+            self._lower_batch_norm_training(node)
+            return
         if op in FREE_VIEWS:
             src = node.args[0]
             val = node.meta["val"]

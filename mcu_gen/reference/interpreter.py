@@ -177,6 +177,20 @@ def _decode(mem: _Memory, index: int, type_str: str):
     raise ReferenceError(f"value {index}: unknown scalar kind {k}")
 
 
+def _mutating_overload(out_op):
+    """The overload without out arguments that updates some of its (non-out) arguments in place, as
+    the out-variant does (_native_batch_norm_legit.out -> .default, the running stats): run on views
+    of the program's memory, its updates land where the device's kernel writes them."""
+    wanted = [(a.name, str(a.type)) for a in out_op._schema.arguments if not _is_out_arg(a)]
+    packet = out_op.overloadpacket
+    for name in packet.overloads():
+        ov = getattr(packet, name)
+        if not any(_is_out_arg(a) for a in ov._schema.arguments) and \
+                [(a.name, str(a.type)) for a in ov._schema.arguments] == wanted:
+            return ov
+    return None
+
+
 def _execute(mem: _Memory, ins) -> None:
     if ins.op == "aten::copy_":  # in place: self = src (ExecuTorch's mutable-buffer update)
         if len(ins.args) < 2:
@@ -184,7 +198,7 @@ def _execute(mem: _Memory, ins) -> None:
         mem.write(ins.args[0], mem.tensor(ins.args[1]).clone())
         return
     out_op = resolve_op(ins.op)
-    fn = find_functional(out_op)
+    fn = find_functional(out_op) or _mutating_overload(out_op)
     if fn is None:
         raise ReferenceUnsupported(f"{ins.op}: no functional overload to run it with")
     schema_args = out_op._schema.arguments

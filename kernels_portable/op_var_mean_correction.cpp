@@ -1,0 +1,20 @@
+// mcu-gen-kernel: op=aten::var_mean.correction_out fn=aten_var_mean_correction_out sig=TlsBOOX dtypes=float32
+// aten::var_mean.correction_out(Tensor self, int[1]? dim=None, *, Scalar? correction=None,
+//     bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))
+// out0 the variance over `dim` (None or []: all dims) with divisor N - correction (None: 1),
+// out1 the mean (reduce_common.h: reduce_var).
+#include "dtype_util.h"
+#include "reduce_common.h"
+
+namespace mcu {
+namespace kernels {
+
+Error aten_var_mean_correction_out(const KernelContext& ctx) {
+  const TensorRef in = ctx.tensor(0);
+  const float correction = ctx.is_none(2) ? 1.0f : ctx.scalar(2).as<float>();
+  const TensorRef mean = ctx.tensor(5);
+  return reduce_var(in, ctx.tensor(4), reduced_dims(ctx, 1, in.dim), ctx.bool_arg(3), correction, &mean);
+}
+
+}  // namespace kernels
+}  // namespace mcu
