@@ -2,8 +2,8 @@
 // ATen's shape rules and the walk over the index tensor. out starts as a copy
 // of self; then, for every position p of `index`, out at p with dim replaced by
 // index[p] receives src at p (or the value). Every index is checked against
-// self's size along dim (negative counts from the end): out of range fails the
-// kernel before anything is written past out.
+// self's size along dim: as in ATen, scatter takes no negative index; outside
+// [0, size) fails the kernel before any element is scattered.
 #pragma once
 #include <stdint.h>
 #include <string.h>
@@ -60,16 +60,15 @@ struct Scatter {
   // position of index in order (element offsets).
   template <typename F>
   bool for_each(F f) const {
-    const int32_t size = nonempty_size(self, dim);
+    const int64_t size = nonempty_size(self, dim);
     for (int32_t i = 0; i < index.numel; ++i) {
-      int32_t p = 0;
-      if (!read_index(index, i, size, &p)) return false;
+      const int64_t v = index_at(index, i);
+      if (v < 0 || v >= size) return false;
     }
     const int32_t n = index.dim;
     int32_t pos[kMaxDims] = {};
     for (int32_t i = 0; i < index.numel; ++i) {
-      int32_t p = 0;
-      read_index(index, i, size, &p);
+      const int32_t p = static_cast<int32_t>(index_at(index, i));
       int32_t o = 0, s = 0;
       for (int32_t d = 0; d < n; ++d) {
         o += (d == dim ? p : pos[d]) * out_stride[d];

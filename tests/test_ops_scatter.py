@@ -55,11 +55,10 @@ def test_scatter_src_value_add():
                 # a permutation along dim: every out position written once (scatter.src's order is then moot)
                 perm = np.argsort(RNG.random(ishape[:dim % 3] + [n] + ishape[dim % 3 + 1:]), axis=dim)
                 ia = np.take(perm, range(ishape[dim]), axis=dim).astype(index_dtype)
-                ia[ia == n - 1] -= n  # negative indices count from the end
                 i = bld.input(ia, index_dtype)
                 sa = _data((3, 4, 5), dtype)
                 s = bld.input(sa, dtype)
-                ti = _t(ia.astype(np.int64) % n)
+                ti = _t(ia.astype(np.int64))
                 want = torch.scatter(_t(xa), dim, ti, _t(sa))
                 o = bld.call("aten::scatter.src_out", [x, bld.scalar("int", dim), i, s], want.shape, dtype)
                 bld.expect(f"scatter.src {dtype} {dim} {index_dtype}", o, want)
@@ -72,9 +71,9 @@ def test_scatter_src_value_add():
                 if dtype == "bool":
                     continue
                 # duplicates accumulate
-                da = RNG.integers(-n, n, ishape).astype(index_dtype)
+                da = RNG.integers(0, n, ishape).astype(index_dtype)
                 di = bld.input(da, index_dtype)
-                want = torch.scatter_add(_t(xa), dim, _t(da.astype(np.int64) % n), _t(sa))
+                want = torch.scatter_add(_t(xa), dim, _t(da.astype(np.int64)), _t(sa))
                 o = bld.call("aten::scatter_add.out", [x, bld.scalar("int", dim), di, s], want.shape, dtype)
                 bld.expect(f"scatter_add {dtype} {dim} {index_dtype}", o, want)
     # empty index: out = self; 0-dim self
@@ -94,9 +93,11 @@ def test_scatter_src_value_add():
 
 @pytest.mark.parametrize("index_dtype", ["int64", "int32"])
 def test_scatter_out_of_range_index_fails_cleanly(index_dtype):
-    """The index comes from a model input: out of range must fail the call, not write outside out."""
+    """The index comes from a model input: out of range must fail the call, not write outside out.
+    As in ATen, scatter takes no negative index (torch.scatter_add(x, 1, tensor([[-1]]), x) raises)."""
     ops = ["aten::scatter.src_out", "aten::scatter.value_out", "aten::scatter_add.out"]
     for bad_op, index, dim in [(0, [[0, 4]], 1), (1, [[0, -5]], 1), (2, [[3, 0]], 0), (2, [[-4, 0]], 0),
+                               (0, [[-1, 0]], 1), (1, [[0, -1]], 1), (2, [[0, -1]], 0),
                                (0, [[0], [1], [2], [0]], 0)]:  # the last: index longer than src along dim 0
         bld = Builder()
         x = bld.input(sample((3, 4), "float32"))
@@ -253,3 +254,36 @@ def test_bad_offsets_and_sizes_fail_cleanly():
         o = bld.call(op, args(bld, x), shape, dtype)
         bld.p.outputs.append(o)
         _expect_failure(bld)
+
+
+def test_export_keeps_roll_tril_select_scatter_whole():
+    """export keeps roll, tril and select_scatter whole (one pass, no index/mask constant, no expanded
+    copy of src); the rest of the family reaches its own kernel; each output equals PyTorch's."""
+    from mcu_gen.capture.export import export_model
+    from mcu_gen.capture.model_file import ModelSpec
+    from tests.op_check import Fn, check
+
+    def fn(x, y, i):
+        return (torch.roll(x, (1, -2), (0, 2)), torch.roll(x, 5), torch.tril(x, -1), torch.triu(x, 1),
+                torch.select_scatter(x, y, 1, -1), torch.scatter_add(x, 2, i, x), torch.scatter(x, 2, i, 1.5),
+                torch.diagonal(x, 1, 1, 2) * 2, x.unfold(2, 2, 2) + 1, torch.narrow_copy(x, 2, 1, 3))
+
+    x = torch.randn(2, 3, 5)
+    y = torch.randn(2, 5)
+    i = torch.tensor([[[4, 0], [1, 2], [3, 3]], [[0, 0], [2, 1], [4, 4]]])
+    ops = [ins.op for ins in export_model(ModelSpec(Fn(fn).eval(), (x, y, i))).instructions]
+    for op in ("aten::roll.out", "aten::tril.out", "aten::select_scatter.out", "aten::scatter_add.out",
+               "aten::scatter.value_out", "aten::diagonal_copy.out", "aten::unfold_copy.out",
+               "aten::narrow_copy.out"):
+        assert op in ops, (op, ops)
+    assert "aten::index_select.out" not in ops and "aten::expand_copy.out" not in ops, ops
+    check(fn, x, y, i)
+
+
+@pytest.mark.qemu
+def test_scatter_mix_model_verifies_in_fp32_on_qemu(tmp_path, qemu_tools):
+    import mcu_gen
+
+    r = mcu_gen.run("tests/models_user/scatter_mix.py", board="mps2-an505", out=tmp_path / "scatter_mix")
+    assert r.verified, f"scatter_mix: max abs error {r.max_abs_error} > {r.tolerance}"
+    assert r.max_abs_error <= r.tolerance
