@@ -1,7 +1,7 @@
-// mcu-gen-kernel: op=aten::scatter_add.out fn=aten_scatter_add_out sig=TITTOO dtypes=float32,uint8,int8,int16,int32,int64
+// mcu-gen-kernel: op=aten::scatter_add.out fn=aten_scatter_add_out sig=TITTOO dtypes=float32,uint8,int8,int16,int32,int64,bool
 // aten::scatter_add.out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 // out = self, then out[i][index[i][j][k]][k] += src[i][j][k] (dim 1) for every
-// position of index, in index order (integers wrap). Shape rules and index
+// position of index, in index order (integers wrap, bools or). Shape rules and index
 // checks: scatter_common.h.
 #include "dtype_util.h"
 #include "scatter_common.h"
@@ -10,7 +10,7 @@ namespace mcu {
 namespace kernels {
 
 Error aten_scatter_add_out(const KernelContext& ctx) {
-  constexpr DTypeSet kSet = selected::aten_scatter_add_out & kRealTypes;
+  constexpr DTypeSet kSet = selected::aten_scatter_add_out & kAllTypes;
   const TensorRef src = ctx.tensor(3);
   Scatter s;
   if (!s.init(ctx, 4, &src)) return Error::KernelFailed;
