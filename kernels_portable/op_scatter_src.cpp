@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::scatter.src_out fn=aten_scatter_src_out sig=TITTOO dtypes=float32,uint8,int8,int16,int32,int64,bool
+// mcu-gen-kernel: op=aten::scatter.src_out fn=aten_scatter_src_out sig=TITTOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0 inplace_rule=scatter_self
 // aten::scatter.src_out(Tensor self, int dim, Tensor index, Tensor src, *, Tensor(a!) out) -> Tensor(a!)
 // out = self, then out[i][index[i][j][k]][k] = src[i][j][k] (dim 1) for every
 // position of index; a position written twice keeps the later one (ATen's CPU

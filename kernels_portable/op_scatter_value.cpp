@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::scatter.value_out fn=aten_scatter_value_out sig=TITSOO dtypes=float32,uint8,int8,int16,int32,int64,bool
+// mcu-gen-kernel: op=aten::scatter.value_out fn=aten_scatter_value_out sig=TITSOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0 inplace_rule=scatter_self
 // aten::scatter.value_out(Tensor self, int dim, Tensor index, Scalar value, *, Tensor(a!) out) -> Tensor(a!)
 // out = self, then out[i][index[i][j][k]][k] = value (dim 1) for every position
 // of index; value converted to self's dtype. Shape rules and index checks:

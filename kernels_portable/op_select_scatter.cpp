@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::select_scatter.out fn=aten_select_scatter_out sig=TTIIOO dtypes=float32,int8,uint8,int16,int32,int64,bool
+// mcu-gen-kernel: op=aten::select_scatter.out fn=aten_select_scatter_out sig=TTIIOO dtypes=float32,int8,uint8,int16,int32,int64,bool inplace=0 inplace_rule=scatter_self
 // aten::select_scatter.out(Tensor self, Tensor src, int dim, SymInt index, *, Tensor(a!) out) -> Tensor(a!)
 // out = self with out[..., index, ...] (along dim) = src; src has self's shape
 // without dim. A negative index counts from the end; out of range fails.

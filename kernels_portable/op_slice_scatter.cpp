@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::slice_scatter.out fn=aten_slice_scatter_out sig=TTIiiIOO dtypes=float32,int8,uint8,int16,int32,int64,bool
+// mcu-gen-kernel: op=aten::slice_scatter.out fn=aten_slice_scatter_out sig=TTIiiIOO dtypes=float32,int8,uint8,int16,int32,int64,bool inplace=0 inplace_rule=scatter_self
 // aten::slice_scatter.out(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None,
 //                         SymInt step=1, *, Tensor(a!) out) -> Tensor(a!)
 // out = self with out[start:end:step] (along dim) = src, the slice taken with

@@ -285,3 +285,35 @@ def test_scatter_mix_model_verifies_in_fp32_on_qemu(tmp_path, qemu_tools):
     r = mcu_gen.run("tests/models_user/scatter_mix.py", board="mps2-an505", out=tmp_path / "scatter_mix")
     assert r.verified, f"scatter_mix: max abs error {r.max_abs_error} > {r.tolerance}"
     assert r.max_abs_error <= r.tolerance
+
+
+def test_scatter_family_in_place_over_self():
+    """scatter, scatter_add, select_scatter, slice_scatter and tril write over a self that dies there
+    (the planner's scatter_self / elementwise rules), and the results still equal PyTorch's; a src that is
+    a view of self keeps out apart."""
+    from mcu_gen.capture.export import export_model
+    from mcu_gen.capture.model_file import ModelSpec
+    from tests.op_check import Fn
+
+    def fn(x, y, i):
+        a = torch.scatter_add(x * 2, 1, i, x)
+        b = torch.scatter(a + 1, 1, i, 0.5)
+        c = torch.select_scatter(b - 1, y, 0, 1)
+        d = torch.slice_scatter(c * 3, x[:, :2], 1, 1, 5, 2)
+        e = torch.tril(d + 2, -1)
+        f = torch.slice_scatter(e.view(4, 5), e.view(4, 5), 0, 0, None, 1)  # src is self: not in place
+        return f * 2
+
+    x = torch.randn(4, 5)
+    y = torch.randn(5)
+    i = torch.tensor([[4, 0, 2], [1, 1, 3], [0, 0, 0], [2, 4, 3]])
+    module = Fn(fn).eval()
+    program = export_model(ModelSpec(module, (x, y, i)))
+    planner.plan(program)
+    over = {program.instructions[step].op for step, _, _ in program.meta["inplace"]}
+    assert {"aten::scatter_add.out", "aten::scatter.value_out", "aten::select_scatter.out",
+            "aten::tril.out"} <= over, over
+    last_slice = max(k for k, ins in enumerate(program.instructions) if ins.op == "aten::slice_scatter.out")
+    assert last_slice not in {step for step, _, _ in program.meta["inplace"]}
+    got = run_on_host(program, [x.numpy(), y.numpy(), i.numpy()])
+    np.testing.assert_allclose(got[0], module(x, y, i).numpy(), rtol=1e-6, atol=1e-6)
