@@ -23,12 +23,12 @@ Error aten_as_strided_copy_out(const KernelContext& ctx) {
   for (int32_t d = 0; d < out.dim; ++d) {
     const int64_t s = stride[d];
     if (size[d] != out.sizes[d] || s < 0) return Error::KernelFailed;
-    if (out.numel > 0) {
-      if (s > in.numel) return Error::KernelFailed;  // any second element would be outside
+    if (out.numel > 0 && out.sizes[d] > 1) {
+      if (s > in.numel) return Error::KernelFailed;  // the second element along d would be outside
       last += static_cast<int64_t>(out.sizes[d] - 1) * s;
       if (last >= in.numel) return Error::KernelFailed;
     }
-    src_strides[d] = static_cast<int32_t>(s);
+    src_strides[d] = out.sizes[d] > 1 ? static_cast<int32_t>(s) : 0;  // a size-1 dim's stride is never used
   }
   if (out.numel == 0) return Error::Ok;
   if (last >= in.numel) return Error::KernelFailed;  // also a 0-dim out past self

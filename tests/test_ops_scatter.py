@@ -201,7 +201,8 @@ def test_pixel_shuffle_narrow_diagonal_unfold_as_strided():
                                                      bld.scalar("int", step)], want.shape, dtype)
             bld.expect(f"unfold_copy {dtype} {dim} {size} {step}", o, want)
         for size, stride, offset in (([2, 2], [1, 2], None), ([3, 4], [1, 3], 1), ([5, 3, 2], [2, 1, 7], 0),
-                                     ([2, 2], [0, 9], 41), ([], [], 59), ([4], [15], 14), ([0, 3], [100, 1], 0)):
+                                     ([2, 2], [0, 9], 41), ([], [], 59), ([4], [15], 14), ([0, 3], [100, 1], 0),
+                                     ([1, 3], [1 << 40, 2], 3)):
             want = torch.as_strided_copy(tx, size, stride, offset)
             off = bld.scalar("none") if offset is None else bld.scalar("int", offset)
             o = bld.call("aten::as_strided_copy.out", [x, bld.scalar("int_list", size), bld.scalar("int_list", stride),
