@@ -173,9 +173,12 @@ def _user_file(spec: ModelSpec) -> Optional[str]:
 # -- capture ------------------------------------------------------------------------------------
 # Core-ATen ops whose decomposition would cost arena bytes or passes and that have portable kernels
 # (kernels_portable/op_<name>.cpp): kept whole. reflection/replication pads decompose to
-# arange + index.Tensor gathers, glu to two slice copies, a sigmoid and a mul.
+# arange + index.Tensor gathers, glu to two slice copies, a sigmoid and a mul; roll to one index_select per
+# rolled dim (an intermediate buffer each, and an int64 index constant); tril to where() with a constant
+# mask; select_scatter to where() over a full-size expand_copy of src. (triu is not kept: ExecuTorch's
+# portable kernels have no triu.out, and its where() costs no arena byte more.)
 KEEP_UNDECOMPOSED = ("reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d",
-                     "replication_pad2d", "replication_pad3d", "glu")
+                     "replication_pad2d", "replication_pad3d", "glu", "roll", "tril", "select_scatter")
 
 
 def _decomposition_table():

@@ -184,6 +184,31 @@ def pool_forward(program, ins, pos, out) -> Optional[InPlace]:
     return InPlace(0)
 
 
+def _root(program: Program, v: int) -> int:
+    """The buffer a value lives in: through views (meta["aliases"]) and concatenation slices."""
+    links = dict(program.meta.get("aliases", {}))
+    links.update({k: r for k, (r, _) in program.meta.get("slices", {}).items()})
+    seen = set()
+    while v in links and v not in seen:
+        seen.add(v)
+        v = links[v]
+    return v
+
+
+def scatter_self(program, ins, pos, out) -> Optional[InPlace]:
+    """scatter / scatter_add / select_scatter / slice_scatter: out = self, then src (or a value) goes
+    to the indexed places. Over self when out has self's shape, dtype and layout and nothing else the
+    instruction reads (src, index) lives in self's buffer: the kernel's copy of self is then a no-op and
+    it reads only src and index afterwards."""
+    if pos != 0 or elementwise(program, ins, pos, out) is None:
+        return None
+    self_root = _root(program, ins.args[0])
+    for a in ins.args[1:-2]:
+        if isinstance(program.values[a], TensorValue) and _root(program, a) == self_root:
+            return None
+    return InPlace(0)
+
+
 RULES: dict[str, Callable] = {
     "elementwise": elementwise,
     "depthwise_channel": depthwise_channel,
@@ -191,6 +216,7 @@ RULES: dict[str, Callable] = {
     "pool_forward": pool_forward,
     "conv_rows": conv_rows,
     "binary_same": binary_same,
+    "scatter_self": scatter_self,
 }
 
 
