@@ -4,6 +4,7 @@ pointers bound at load, and the kernel selection rewired to the prepare function
 from __future__ import annotations
 
 from mcu_gen.backends.generated.layers import Generated
+from mcu_gen.backends.generated.render import render
 
 
 def _slug(op: str) -> str:
@@ -11,31 +12,17 @@ def _slug(op: str) -> str:
 
 
 def prepare_hooks_source(layers, by_op: dict, g: Generated) -> list:
-    """The end of a generated file (in namespace mcu::kernels): the library kernels' declarations and,
-    per operator, the prepare function that returns the generated layer an instruction is (its checks
-    at load) or else the library kernel; records each in ``g.prepare``. Shared by the DSP and MVE files."""
-    parts = []
-    ops = list(dict.fromkeys(l.op for l in layers))
-    for op in ops:
+    """The end of a generated file (in namespace mcu::kernels, templates/generated/prepare_hooks.cpp.j2):
+    the library kernels' declarations and, per operator, the prepare function that returns the generated
+    layer an instruction is (its checks at load) or else the library kernel; records each in ``g.prepare``.
+    Shared by the DSP and MVE files."""
+    ops = []
+    for op in dict.fromkeys(l.op for l in layers):
         lib = by_op[op]
-        parts.append(f"Error {lib.fn}(const KernelContext& ctx);")
-        if lib.prepare:
-            parts.append(f"KernelFn {lib.prepare}(const KernelContext& ctx);")
-    parts.append("")
-    for op in ops:
-        lib = by_op[op]
-        name = f"generated_prepare_{_slug(op)}"
-        g.prepare[op] = name
-        fallback = f"{lib.prepare}(ctx)" if lib.prepare else f"&{lib.fn}"
-        body = [f"// {op}: the generated layer this instruction is, else the library kernel ({lib.backend}).",
-                f"KernelFn {name}(const KernelContext& ctx) {{"]
-        for l in layers:
-            if l.op == op:
-                body.append(f"  if (generated::{l.name}_matches(ctx)) return &generated::{l.name};")
-        body += [f"  return {fallback};", "}", ""]
-        parts.append("\n".join(body))
-    parts.append("}  // namespace kernels\n}  // namespace mcu\n")
-    return parts
+        g.prepare[op] = name = f"generated_prepare_{_slug(op)}"
+        ops.append({"op": op, "name": name, "fn": lib.fn, "prepare": lib.prepare, "backend": lib.backend,
+                    "layers": [l.name for l in layers if l.op == op]})
+    return [render("prepare_hooks.cpp.j2", ops=ops)]
 
 
 def bind_at_load(source: str, layers) -> str:
