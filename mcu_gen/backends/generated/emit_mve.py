@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_gen.backends.generated import emit_dsp, exactness, hooks, mve_add
-from mcu_gen.backends.generated.render import allowed, describe, prefix, render, rows, table
+from mcu_gen.backends.generated.render import allowed, bound, describe, prefix, render, rows, table
 from mcu_gen.paths import KERNELS_GENERATED
 
 # The static C++ every generated MVE file starts with: kernels_generated/mve_prelude.h.
@@ -81,9 +81,9 @@ def _layer_source(l) -> tuple:
     s = l.src
     pre = prefix(s.name)
     in_arg, out_arg = _IO_ARGS[s.kind]
-    v = {"name": s.name, "instruction": s.instruction, "op": s.op, "pre": pre, "macs": f"{s.macs:,}",
+    v = {"name": s.name, "instruction": int(s.instruction), "op": s.op, "pre": pre, "macs": f"{s.macs:,}",
          "mode": _MODE[l.mode], "mode_name": l.mode, "kind": s.kind, "out_offset": s.out_offset,
-         "act_min": s.act_min, "act_max": s.act_max, "in_arg": in_arg, "out_arg": out_arg,
+         "act_min": s.act_min, "act_max": s.act_max,
          "weight_bytes": f"{l.weight_bytes:,}", "ring_arg": None, "n": getattr(s, "n", None),
          "weights": table("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)}
     extra_checks = []
@@ -106,6 +106,7 @@ def _layer_source(l) -> tuple:
             v.update(what=describe(s, gathered=kp), kp=kp, geometry=list(s.geometry), zero_point=s.zero_point,
                      rows=rows(s), ring_arg=emit_dsp.ring_arg(s),  # in place: the ring of saved rows is the scratch
                      helper=f"Mac{l.nk}_0")  # the windows are zero padded: no tail predication
+    v["bound"] = bound(in_arg, out_arg, v["ring_arg"])
     v["checks"] = s.checks + extra_checks + [allowed(in_arg, out_arg, s.inplace_ok)]
     return render("mve_layer.cpp.j2", **v), v["helper"]
 
@@ -120,9 +121,9 @@ def checks_source() -> str:
 def _add_layer_source(l) -> str:
     s, p = l.src, l.plan
     w32 = lambda x: int(exactness.wrap_i32(x))  # noqa: E731  (int32 two's complement, as the lanes hold it)
-    return render("mve_add_layer.cpp.j2", name=s.name, instruction=s.instruction, op=s.op, numel=s.numel,
+    return render("mve_add_layer.cpp.j2", name=s.name, instruction=int(s.instruction), op=s.op, numel=s.numel,
                   per_vector=p.instructions_per_vector, describe=p.describe(),
-                  checks=s.checks + [allowed(0, 13, True), allowed(4, 13, True)],
+                  checks=s.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=[0, 4, 13],
                   scale_a=w32(p.scale_a), scale_b=w32(p.scale_b), act_min=s.act_min, act_max=s.act_max,
                   ca=w32(-s.a_zp * p.scale_a), cb=w32(-s.b_zp * p.scale_b), ma=w32(s.a_mult), mb=w32(s.b_mult),
                   mo=w32(s.out_mult), zo=s.out_zp, body=["dlstp.32 lr, %[n]", "1:", *mve_add.add_asm(s, p), "letp lr, 1b"])
@@ -147,4 +148,4 @@ def source(layers, by_op: dict, g) -> str:
     parts = [PRELUDE, emit_dsp.ROWS_SOURCE, *helpers.values(), checks_source(), *bodies,
              "}  // namespace generated\n\nnamespace kernels {"]
     parts += hooks.prepare_hooks_source(layers, by_op, g)
-    return hooks.bind_at_load("\n".join(parts), layers)
+    return "\n".join(parts)

@@ -50,6 +50,12 @@ def allowed(in_arg: int, out_arg: int, inplace: bool) -> str:
     return f"output_allowed(ctx, {in_arg}, {out_arg}, {str(bool(inplace)).lower()})"
 
 
+def bound(in_arg: int, out_arg: int, ring_arg: int | None = None) -> list:
+    """The arguments whose data pointers a layer binds at load, in the order its kernel function reads them
+    (input, output, the ring's tensor): the `bound` of the `matches` macro."""
+    return [in_arg, out_arg] + ([ring_arg] if ring_arg is not None else [])
+
+
 def describe(l, gathered: int | None = None) -> str:
     """What a GEMM-like layer computes, for its comment. ``gathered``: the bytes of one gathered
     window (MVE convolutions), else the DSP wording (taps with padding)."""
