@@ -33,7 +33,7 @@ The package, by job: ``match`` (which instructions, and the load-time checks tha
 ``layers`` (what a generated layer is, its weights in loop order), ``exactness`` (which requantization
 is exact and cannot overflow; the add's loop emulated against the reference), ``emit_dsp`` (the values
 of the DSP layers' templates and ``generate``), ``hooks`` (prepare functions, shared with generated_mve.py),
-``render`` (the Jinja2 environment and the values both generators share); for the MVE kernels
+backends/render.py (the Jinja2 environment and the values both generators share); for the MVE kernels
 (generated_mve.py) ``emit_mve`` (their templates' values) and ``mve_add`` (the add's vector sequence,
 proven exact). The C++ itself is in real sources: the static parts in kernels_generated/*.h, the
 per-layer parts in the templates templates/generated/*.cpp.j2 (Python chooses the values).

@@ -11,7 +11,7 @@ from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, POINTWISE_OPS, AddLayer, DepthwiseLayer,
                                                GemmLayer, Generated)
 from mcu_gen.backends.generated.match import eligible
-from mcu_gen.backends.generated.render import allowed, bound, describe, prefix, render, rows, table
+from mcu_gen.backends.render import allowed, bound, describe, prefix, render, rows, table
 from mcu_gen.paths import KERNELS_GENERATED
 
 
@@ -70,7 +70,7 @@ def _layer_source(l: GemmLayer) -> str:
              mode="kFast" if l.right_shift_only else "kAny",
              weights=table("uint32_t", f"{pre}Weights", l.packed_weights(), per_line=8, align=8, fmt="pair"),
              init=table("int32_t", f"{pre}Init", l.acc_init, per_line=8))
-    return render("dsp_gemm_layer.cpp.j2", **v)
+    return render("generated/dsp_gemm_layer.cpp.j2", **v)
 
 
 def _dw_runs(l: DepthwiseLayer) -> list:
@@ -104,7 +104,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              xs=4 if l.inplace_ok else l.c, groups=1 if l.inplace_ok else l.c // 4,
              mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
-    return render("dsp_depthwise_layer.cpp.j2", **v)
+    return render("generated/dsp_depthwise_layer.cpp.j2", **v)
 
 
 # -- the smmlar GEMM in assembly (Cortex-M33/M4 with the DSP extension) ---------------------------
@@ -158,7 +158,7 @@ def gemm_asm_body(name: str, k: int, tail: bool, act_min: int, act_max: int) -> 
 
 
 def _gemm_fn_source(name: str, k: int, tail: bool, act_min: int, act_max: int) -> str:
-    return render("dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
+    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
                   body=gemm_asm_body(name, k, tail, act_min, act_max))
 
 
@@ -181,7 +181,7 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
         call, chunk = ("inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"), None
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
              fn=_gemm_fn_name(l), call=call, chunk=chunk)
-    return render("dsp_smmlar_layer.cpp.j2", **v)
+    return render("generated/dsp_smmlar_layer.cpp.j2", **v)
 
 
 def _add_layer_source(l: AddLayer, plan) -> str:
@@ -192,7 +192,7 @@ def _add_layer_source(l: AddLayer, plan) -> str:
              table_a=table("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
              table_b=table("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
              checks=l.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=[0, 4, 13])
-    return render("dsp_add_layer.cpp.j2", **v)
+    return render("generated/dsp_add_layer.cpp.j2", **v)
 
 
 def generate(program: Program, kernels) -> Generated:

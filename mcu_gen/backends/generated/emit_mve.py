@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_gen.backends.generated import emit_dsp, exactness, hooks, mve_add
-from mcu_gen.backends.generated.render import allowed, bound, describe, prefix, render, rows, table
+from mcu_gen.backends.render import allowed, bound, describe, prefix, render, rows, table
 from mcu_gen.paths import KERNELS_GENERATED
 
 # The static C++ every generated MVE file starts with: kernels_generated/mve_prelude.h.
@@ -108,7 +108,7 @@ def _layer_source(l) -> tuple:
                      helper=f"Mac{l.nk}_0")  # the windows are zero padded: no tail predication
     v["bound"] = bound(in_arg, out_arg, v["ring_arg"])
     v["checks"] = s.checks + extra_checks + [allowed(in_arg, out_arg, s.inplace_ok)]
-    return render("mve_layer.cpp.j2", **v), v["helper"]
+    return render("generated/mve_layer.cpp.j2", **v), v["helper"]
 
 
 def checks_source() -> str:
@@ -121,7 +121,7 @@ def checks_source() -> str:
 def _add_layer_source(l) -> str:
     s, p = l.src, l.plan
     w32 = lambda x: int(exactness.wrap_i32(x))  # noqa: E731  (int32 two's complement, as the lanes hold it)
-    return render("mve_add_layer.cpp.j2", name=s.name, instruction=int(s.instruction), op=s.op, numel=s.numel,
+    return render("generated/mve_add_layer.cpp.j2", name=s.name, instruction=int(s.instruction), op=s.op, numel=s.numel,
                   per_vector=p.instructions_per_vector, describe=p.describe(),
                   checks=s.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=[0, 4, 13],
                   scale_a=w32(p.scale_a), scale_b=w32(p.scale_b), act_min=s.act_min, act_max=s.act_max,
@@ -140,10 +140,10 @@ def source(layers, by_op: dict, g) -> str:
         text, helper = _layer_source(l)
         bodies.append(text)
         if helper.startswith("Dw"):
-            helpers[helper] = render("mve_dw_struct.cpp.j2", xs=int(helper[2:]), taps=dw_asm(int(helper[2:])))
+            helpers[helper] = render("generated/mve_dw_struct.cpp.j2", xs=int(helper[2:]), taps=dw_asm(int(helper[2:])))
         else:
             nk, tail = (int(v) for v in helper[3:].split("_"))
-            helpers[helper] = render("mve_mac_struct.cpp.j2", nk=nk, tail=tail, two=mac_asm(nk, tail, 2),
+            helpers[helper] = render("generated/mve_mac_struct.cpp.j2", nk=nk, tail=tail, two=mac_asm(nk, tail, 2),
                                      one=mac_asm(nk, tail, 1))
     parts = [PRELUDE, emit_dsp.ROWS_SOURCE, *helpers.values(), checks_source(), *bodies,
              "}  // namespace generated\n\nnamespace kernels {"]

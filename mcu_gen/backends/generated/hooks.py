@@ -5,7 +5,7 @@ the `matches` macro of templates/generated/macros.j2.)"""
 from __future__ import annotations
 
 from mcu_gen.backends.generated.layers import Generated
-from mcu_gen.backends.generated.render import render
+from mcu_gen.backends.render import render
 
 
 def _slug(op: str) -> str:
@@ -23,7 +23,7 @@ def prepare_hooks_source(layers, by_op: dict, g: Generated) -> list:
         g.prepare[op] = name = f"generated_prepare_{_slug(op)}"
         ops.append({"op": op, "name": name, "fn": lib.fn, "prepare": lib.prepare, "backend": lib.backend,
                     "layers": [l.name for l in layers if l.op == op]})
-    return [render("prepare_hooks.cpp.j2", ops=ops)]
+    return [render("generated/prepare_hooks.cpp.j2", ops=ops)]
 
 
 def hooked_kernels(kernels, g: Generated):

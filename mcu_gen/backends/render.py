@@ -1,7 +1,8 @@
-"""The C++ of the generated kernels is written by Jinja2 templates, templates/generated/*.cpp.j2
-(DSP and MVE alike); the Python side chooses the values (sizes, constants, instruction sequences)
-and renders a template with them. This module holds what both generators share: the template
-environment, constant tables as template values, and the values that describe a layer."""
+"""The C++ that the backends write per build is rendered from Jinja2 templates in templates/: the
+generated kernels' layers (templates/generated/*.cpp.j2, DSP and MVE alike) and the kernel and delegate
+tables (templates/kernels/). The Python side chooses the values (sizes, constants, instruction
+sequences) and renders a template with them. This module holds what they share: the template
+environment, constant tables as template values, and the values that describe a generated layer."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -11,17 +12,16 @@ import numpy as np
 
 from mcu_gen.paths import TEMPLATES
 
-TEMPLATE_DIR = TEMPLATES / "generated"
 
 
 @lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
 
 
 def render(template: str, **values) -> str:
-    """templates/generated/<template> rendered with ``values``."""
+    """templates/<template> rendered with ``values``."""
     return environment().get_template(template).render(**values)
 
 
