@@ -224,7 +224,6 @@ def generate(program: Program, kernels) -> Generated:
             parts.append(_smmlar_layer_source(l))
         else:
             parts.append(_layer_source(l))
-    parts.append("}  // namespace generated\n\nnamespace kernels {")
     parts += prepare_hooks_source(layers, by_op, g)
     g.source = "\n".join(parts)
     return g

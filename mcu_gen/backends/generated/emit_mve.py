@@ -53,6 +53,16 @@ def dw_asm(xs: int) -> list:
     return lines
 
 
+def mac_struct(nk: int, tail: int) -> str:
+    """The C++ struct MacNK_TAIL: the MAC blocks of 2 rows and of 1 row (templates/generated/mve_mac_struct.cpp.j2)."""
+    return render("generated/mve_mac_struct.cpp.j2", nk=nk, tail=tail, two=mac_asm(nk, tail, 2), one=mac_asm(nk, tail, 1))
+
+
+def dw_struct(xs: int) -> str:
+    """The C++ struct DwXS: the 9 taps of a depthwise group (templates/generated/mve_dw_struct.cpp.j2)."""
+    return render("generated/mve_dw_struct.cpp.j2", xs=xs, taps=dw_asm(xs))
+
+
 def _pad4(values, fill=0) -> np.ndarray:
     v = np.asarray(values, np.int64).reshape(-1)
     n4 = (v.size + 3) // 4 * 4
@@ -140,12 +150,10 @@ def source(layers, by_op: dict, g) -> str:
         text, helper = _layer_source(l)
         bodies.append(text)
         if helper.startswith("Dw"):
-            helpers[helper] = render("generated/mve_dw_struct.cpp.j2", xs=int(helper[2:]), taps=dw_asm(int(helper[2:])))
+            helpers[helper] = dw_struct(int(helper[2:]))
         else:
             nk, tail = (int(v) for v in helper[3:].split("_"))
-            helpers[helper] = render("generated/mve_mac_struct.cpp.j2", nk=nk, tail=tail, two=mac_asm(nk, tail, 2),
-                                     one=mac_asm(nk, tail, 1))
-    parts = [PRELUDE, emit_dsp.ROWS_SOURCE, *helpers.values(), checks_source(), *bodies,
-             "}  // namespace generated\n\nnamespace kernels {"]
+            helpers[helper] = mac_struct(nk, tail)
+    parts = [PRELUDE, emit_dsp.ROWS_SOURCE, *helpers.values(), checks_source(), *bodies]
     parts += hooks.prepare_hooks_source(layers, by_op, g)
     return "\n".join(parts)

@@ -13,7 +13,7 @@ def _slug(op: str) -> str:
 
 
 def prepare_hooks_source(layers, by_op: dict, g: Generated) -> list:
-    """The end of a generated file (in namespace mcu::kernels, templates/generated/prepare_hooks.cpp.j2):
+    """The end of a generated file (closes mcu::generated; in mcu::kernels, templates/generated/prepare_hooks.cpp.j2):
     the library kernels' declarations and, per operator, the prepare function that returns the generated
     layer an instruction is (its checks at load) or else the library kernel; records each in ``g.prepare``.
     Shared by the DSP and MVE files."""
