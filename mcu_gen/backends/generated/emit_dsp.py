@@ -37,7 +37,7 @@ _IO_ARGS = {"pointwise": (0, 13), "conv": (0, 13), "linear": (0, 11)}
 
 
 def _header(l) -> dict:
-    """The values every layer template takes: name, instruction, operator, constants' prefix, checks."""
+    """The values every layer template takes: name, instruction, operator, constants' prefix, MACs."""
     return {"name": l.name, "instruction": int(l.instruction), "op": l.op, "pre": prefix(l.name), "macs": f"{l.macs:,}"}
 
 
@@ -56,8 +56,8 @@ def _gemm_values(l: GemmLayer) -> dict:
     in_arg, out_arg = _IO_ARGS[l.kind]
     v = _header(l)
     v.update(what=describe(l), weight_bytes=f"{l.weight_bytes:,}", k=l.k, n=l.n, rows_count=l.rows,
-             ring_arg=ring_arg(l),
-             bound=bound(in_arg, out_arg, ring_arg(l)), checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok)],
+             ring_arg=ring_arg(l), bound=bound(in_arg, out_arg, ring_arg(l)),
+             checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok)],
              rows=rows(l) if l.kind == "conv" else None, geometry=list(l.geometry) if l.kind == "conv" else None,
              zero_point=getattr(l, "zero_point", None), out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max)
     return v
@@ -88,7 +88,7 @@ def _dw_runs(l: DepthwiseLayer) -> list:
 def _dw_layer_source(l: DepthwiseLayer) -> str:
     v = _header(l)
     pre = v["pre"]
-    rc, cc, ru, cu = l.classes()
+    _, _, ru, cu = l.classes()  # the taps inside the input per row / column border class
     consts = l.smmlar()
     scale = 2 if consts is not None else 1  # smmlar: doubled weights and starts (requant_smmlar)
     if consts is not None:
