@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from mcu_gen.backends import generated, generated_mve, kernels
+from mcu_gen.backends.generated import mve_add
 from mcu_gen.backends.generated.layers import ADD_OPS, AddLayer
 from mcu_gen.plan import planner
 from mcu_gen.program import pte
@@ -270,15 +271,15 @@ def test_add_plan_is_exact_and_refuses_what_it_cannot_prove():
     for prm in (RESNET8_ADD, TIES_ADD, NEG_ADD):
         l = _add_layer(prm)
         plan = generated_mve.add_plan(l)
-        a = generated_mve._requant_emulated((x.astype(np.int64) - prm[0]) * plan.scale_a, prm[1], -prm[2],
-                                            plan.variant_a)
-        b = generated_mve._requant_emulated((y.astype(np.int64) - prm[3]) * plan.scale_b, prm[4], -prm[5],
-                                            plan.variant_b)
-        r = generated_mve._requant_emulated(generated_mve._w32(a + b), prm[7], -prm[8], plan.variant_out) + prm[6]
+        a = mve_add.requant_emulated((x.astype(np.int64) - prm[0]) * plan.scale_a, prm[1], -prm[2],
+                                     plan.variant_a)
+        b = mve_add.requant_emulated((y.astype(np.int64) - prm[3]) * plan.scale_b, prm[4], -prm[5],
+                                     plan.variant_b)
+        r = mve_add.requant_emulated(mve_add.wrap_i32(a + b), prm[7], -prm[8], plan.variant_out) + prm[6]
         np.testing.assert_array_equal(np.clip(r, prm[9], prm[10]), generated_mve.add_reference(x, y, prm))
         if plan.variant_a != "mul":  # without the fix-up, operand a rounds some ties the other way
-            cheaper = generated_mve._requant_emulated((x.astype(np.int64) - prm[0]) * plan.scale_a, prm[1], -prm[2],
-                                                      "plain")
+            cheaper = mve_add.requant_emulated((x.astype(np.int64) - prm[0]) * plan.scale_a, prm[1], -prm[2],
+                                               "plain")
             assert not np.array_equal(cheaper, a)
     assert "right shift exceeds 31" in generated_mve.add_plan(_add_layer((0, 1 << 30, -40) + RESNET8_ADD[3:]))
     assert "32 bits" in generated_mve.add_plan(_add_layer((200, 1 << 30, 3) + RESNET8_ADD[3:]))  # 328 << 23

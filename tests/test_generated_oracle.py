@@ -195,11 +195,12 @@ def test_add_reference_on_random_parameters_matches_cmsis_nn():
 
 
 def test_mve_add_plan_instruction_text_matches_cmsis_nn():
-    """The generated MVE add: the requantization instructions as emitted (_requant_asm's text) are parsed
+    """The generated MVE add: the requantization instructions as emitted (mve_add.requant_asm's text) are parsed
     and run on the Armv8.1-M semantics above, lane by lane, with the plan's scales, shift, zero point and
     clamps, and must equal the oracle's add on every pair; and the table-driven emulation
-    (_requant_emulated) the generator proves with equals that text on the same values."""
+    (mve_add.requant_emulated) the generator proves with equals that text on the same values."""
     from mcu_gen.backends import generated_mve as mve
+    from mcu_gen.backends.generated import mve_add
     from mcu_gen.backends.generated.layers import ADD_OPS, AddLayer
 
     x, y = _all_pairs()
@@ -209,16 +210,16 @@ def test_mve_add_plan_instruction_text_matches_cmsis_nn():
         l = AddLayer("layer_0", 0, ADD_OPS[0], 64, *prm)
         plan = mve.add_plan(l)
         assert not isinstance(plan, str), (prm, plan)
-        asm = {"a": mve._requant_asm("qa", "qt", "ma", -prm[2], plan.variant_a),
-               "b": mve._requant_asm("qb", "qt", "mb", -prm[5], plan.variant_b),
-               "o": mve._requant_asm("qa", "qt", "mo", -prm[8], plan.variant_out)}
+        asm = {"a": mve_add.requant_asm("qa", "qt", "ma", -prm[2], plan.variant_a),
+               "b": mve_add.requant_asm("qb", "qt", "mb", -prm[5], plan.variant_b),
+               "o": mve_add.requant_asm("qa", "qt", "mo", -prm[8], plan.variant_out)}
         for k in idx:
             a, b = int(x[k]), int(y[k])
             regs = {"qa": (a - prm[0]) * plan.scale_a, "qb": (b - prm[3]) * plan.scale_b,
                     "ma": prm[1], "mb": prm[4], "mo": prm[7]}
             run_mve_text(asm["a"], regs)
             run_mve_text(asm["b"], regs)
-            emulated_a = int(mve._requant_emulated(np.array([(a - prm[0]) * plan.scale_a]), prm[1], -prm[2],
+            emulated_a = int(mve_add.requant_emulated(np.array([(a - prm[0]) * plan.scale_a]), prm[1], -prm[2],
                                                    plan.variant_a)[0])
             assert regs["qa"] == emulated_a, (prm, a)
             regs["qa"] = _wrap32(regs["qa"] + regs["qb"])
@@ -236,16 +237,17 @@ def test_mve_add_plan_instruction_text_matches_cmsis_nn():
 
 def test_every_mve_requant_sequence_text_equals_its_emulation():
     """All four variants, on random int32 values and every right shift 1..31: the emitted text run on the
-    architecture's semantics equals _requant_emulated (the one table drives both)."""
+    architecture's semantics equals mve_add.requant_emulated (the one table drives both)."""
     from mcu_gen.backends import generated_mve as mve
+    from mcu_gen.backends.generated import mve_add
 
     rng = np.random.default_rng(7)
     vals = [int(v) for v in rng.integers(-2**31, 2**31, 60)] + [I32_MIN, I32_MAX, -1, 0, 1]
     for variant in mve.REQUANT_VARIANTS:
         for r in ([0] if variant == "mul" else range(1, 32)):
             for m in (1 << 30, -(1 << 30), 2**31 - 1, I32_MIN, int(rng.integers(-2**31, 2**31))):
-                got = mve._requant_emulated(np.array(vals, np.int64), m, r, variant).tolist()
-                text = mve._requant_asm("x", "t", "m", r, variant)
+                got = mve_add.requant_emulated(np.array(vals, np.int64), m, r, variant).tolist()
+                text = mve_add.requant_asm("x", "t", "m", r, variant)
                 want = [run_mve_text(text, {"x": v, "m": m})["x"] for v in vals]
                 assert got == want, (variant, r, m)
 

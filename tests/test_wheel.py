@@ -120,6 +120,9 @@ def test_sdist_and_wheel_carry_everything(dist_dir):
         in_wheel = set(z.namelist())
     data = _checkout_data_files()
     assert len(data) > 150 and any(f.startswith("docs/schema/") for f in data)
+    # the templates of the C++ the backends write per build (generated kernels, kernel tables)
+    assert {"templates/generated/macros.j2", "templates/generated/dsp_gemm_layer.cpp.j2",
+            "templates/generated/mve_layer.cpp.j2", "templates/kernels/kernel_table.cpp.j2"} <= data
     assert not data - in_sdist, f"missing from the sdist: {sorted(data - in_sdist)[:10]}"
     assert not {f"mcu_gen/_data/{f}" for f in data} - in_wheel, "data missing from the wheel"
     # every Python module of every subpackage

@@ -315,7 +315,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     num_values = max(len(m.values) for m in stored.methods)
     num_instructions = max(len(m.instructions) for m in stored.methods)
     # Generated layers are chosen at load by prepare functions, which decode the arguments they check on
-    # demand and bind the layer's data pointers (generated/hooks.py bind_at_load): they need no value cache; a layer
+    # demand and bind the layer's data pointers (templates/generated/macros.j2 `matches`): they need no value cache; a layer
     # after the instruction cache costs one (instruction, function) pair of 8 B (MCU_BOUND_CALLS).
     cache = value_cache_size(value_cache, backend_choice.backend, num_values)
     icache = num_instructions if cache >= num_values else min(num_instructions, DEFAULT_INSTRUCTION_CACHE)

@@ -31,8 +31,12 @@ kernels' ``requantize_to_int8`` (int8_common.h: CMSIS-NN's arm_nn_requantize).
 
 The package, by job: ``match`` (which instructions, and the load-time checks that find them again),
 ``layers`` (what a generated layer is, its weights in loop order), ``exactness`` (which requantization
-is exact and cannot overflow; the add's loop emulated against the reference), ``emit_dsp`` (the C++
-and ``generate``), ``hooks`` (prepare functions and binding at load, shared with generated_mve.py).
+is exact and cannot overflow; the add's loop emulated against the reference), ``emit_dsp`` (the values
+of the DSP layers' templates and ``generate``), ``hooks`` (prepare functions, shared with generated_mve.py),
+backends/render.py (the Jinja2 environment and the values both generators share); for the MVE kernels
+(generated_mve.py) ``emit_mve`` (their templates' values) and ``mve_add`` (the add's vector sequence,
+proven exact). The C++ itself is in real sources: the static parts in kernels_generated/*.h, the
+per-layer parts in the templates templates/generated/*.cpp.j2 (Python chooses the values).
 """
 from __future__ import annotations
 

@@ -1,15 +1,17 @@
-"""The C++ of the DSP cores' generated kernels (Cortex-M33, M4): per layer its constant tables and
-functions (register-blocked SMLAD GEMMs, the smmlar GEMM in assembly, depthwise 3x3, the add by
-tables) and ``generate``, which writes the whole generated_kernels.cpp of a program."""
+"""The DSP cores' generated kernels (Cortex-M33, M4): per layer the values of its template in
+templates/generated/dsp_*.cpp.j2 (register-blocked SMLAD GEMMs, the smmlar GEMM in assembly, depthwise
+3x3, the add by tables): constant tables, sizes, the assembly of the smmlar GEMM; and ``generate``,
+which writes the whole generated_kernels.cpp of a program."""
 from __future__ import annotations
 
 import numpy as np
 
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
-from mcu_gen.backends.generated.hooks import bind_at_load, prepare_hooks_source
+from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, POINTWISE_OPS, AddLayer, DepthwiseLayer,
                                                GemmLayer, Generated)
 from mcu_gen.backends.generated.match import eligible
+from mcu_gen.backends.render import allowed, bound, describe, prefix, render, rows, table
 from mcu_gen.paths import KERNELS_GENERATED
 
 
@@ -22,23 +24,8 @@ PRELUDE = (KERNELS_GENERATED / "dsp_prelude.h").read_text(encoding="utf-8")
 ROWS_SOURCE = (KERNELS_GENERATED / "dsp_rows.h").read_text(encoding="utf-8")
 
 
-def rows_arg(l) -> str:
-    """The C++ expression of a convolution layer's Rows object: the input, or in place the ring of
-    l.ring_rows rows in the scratch tensor (compute_signature's `ring`)."""
-    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
-    if not l.ring_rows:
-        return f"InputRows<{w}, {cin}>{{in}}"
-    return f"RingRows<{h}, {w}, {cin}, {sh}, {ph}, {ow}, {l.n}, {l.ring_rows}>{{in, ring, -1}}"
-
-
-
-def compute_signature(ring_arg: int | None = None) -> tuple:
-    """(parameters of a layer's compute function, what its Error function passes after in and out):
-    ``ring_arg``, the argument whose tensor holds the layer's ring of rows, if any."""
-    if ring_arg is None:
-        return "const int8_t* in, int8_t* out", ""
-    return ("const int8_t* in, int8_t* out, int8_t* ring",
-            f",\n                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({ring_arg})))")
+# The elementwise add by tables: kernels_generated/dsp_add.h.
+ADD_SOURCE = (KERNELS_GENERATED / "dsp_add.h").read_text(encoding="utf-8")
 
 
 def ring_arg(l) -> int | None:
@@ -46,155 +33,78 @@ def ring_arg(l) -> int | None:
     return CONV_SCRATCH_ARG if getattr(l, "ring_rows", 0) else None
 
 
-def c_array(ctype: str, name: str, values, per_line: int = 16, align: int = 0) -> str:
-    vals = [str(int(v)) for v in np.asarray(values).reshape(-1)]
-    lines = ["  " + ", ".join(vals[i:i + per_line]) + "," for i in range(0, len(vals), per_line)]
-    al = f"alignas({align}) " if align else ""
-    return f"{al}const {ctype} {name}[{len(vals)}] = {{\n" + "\n".join(lines) + "\n};"
+_IO_ARGS = {"pointwise": (0, 13), "conv": (0, 13), "linear": (0, 11)}
 
 
-def _u32_array(name: str, values, per_line: int = 8, align: int = 8) -> str:
-    vals = [f"0x{int(v) & 0xFFFFFFFF:08x}u" for v in np.asarray(values).reshape(-1)]
-    lines = ["  " + ", ".join(vals[i:i + per_line]) + "," for i in range(0, len(vals), per_line)]
-    return f"alignas({align}) const uint32_t {name}[{len(vals)}] = {{\n" + "\n".join(lines) + "\n};"
+def _header(l) -> dict:
+    """The values every layer template takes: name, instruction, operator, constants' prefix, MACs."""
+    return {"name": l.name, "instruction": int(l.instruction), "op": l.op, "pre": prefix(l.name), "macs": f"{l.macs:,}"}
 
 
-def _round_array(name: str, l) -> str:
-    vals = (1 << (-l.shifts.astype(np.int64) - 1)) if l.right_shift_only else np.zeros(len(l.shifts), np.int64)
-    return c_array("int32_t", name, vals, per_line=8)
+def _requant_tables(l, pre: str) -> dict:
+    """mult, shift and round tables of the requant_fast (right shifts, stored positive) / requant_any path."""
+    right = l.right_shift_only
+    shifts = -l.shifts.astype(np.int64) if right else l.shifts
+    rnd = (1 << (-l.shifts.astype(np.int64) - 1)) if right else np.zeros(len(l.shifts), np.int64)
+    return {"mult": table("int32_t", f"{pre}Mult", l.mults, per_line=8),
+            "shift": table("int32_t", f"{pre}Shift", shifts, per_line=16),
+            "round": table("int32_t", f"{pre}Round", rnd, per_line=8)}
 
 
-def _pairs(name: str, w16: np.ndarray, per_line: int = 8) -> str:
-    vals = [f"pair({int(a)}, {int(b)})" for a, b in np.asarray(w16).reshape(-1, 2)]
-    lines = ["  " + ", ".join(vals[i:i + per_line]) + "," for i in range(0, len(vals), per_line)]
-    return f"alignas(8) const uint32_t {name}[{len(vals)}] = {{\n" + "\n".join(lines) + "\n};"
+def _gemm_values(l: GemmLayer) -> dict:
+    """The values of a GEMM-like layer's template (dsp_gemm_layer / dsp_smmlar_layer)."""
+    in_arg, out_arg = _IO_ARGS[l.kind]
+    v = _header(l)
+    v.update(what=describe(l), weight_bytes=f"{l.weight_bytes:,}", k=l.k, n=l.n, rows_count=l.rows,
+             ring_arg=ring_arg(l), bound=bound(in_arg, out_arg, ring_arg(l)),
+             checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok)],
+             rows=rows(l) if l.kind == "conv" else None, geometry=list(l.geometry) if l.kind == "conv" else None,
+             zero_point=getattr(l, "zero_point", None), out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max)
+    return v
 
 
-def _layer_source(l: GemmLayer, args: tuple) -> str:
-    in_arg, out_arg = args
-    if l.kind == "conv":
-        h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
-        what = (f"{kh}x{kw} convolution {cin} -> {l.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
-                f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {l.k} with padding)")
-    elif l.kind == "pointwise":
-        what = f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels"
-    else:
-        what = f"fully connected {l.k} -> {l.n}, {l.rows} row(s)"
-    pre = f"k{l.name.title().replace('_', '')}"
-    out = [f"// ---------------------------------------------------------------------------",
-           f"// {l.name}: instruction {l.instruction} ({l.op}), {what}; {l.macs:,} MACs.",
-           "namespace {",
-           f"// Weights + filter offset as int16 pairs (lo, hi) in the order the loop reads them: "
-           f"{l.weight_bytes:,} bytes.",
-           _pairs(f"{pre}Weights", l.packed_weights()),
-           c_array("int32_t", f"{pre}Init", l.acc_init, per_line=8),
-           c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
-           (c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
-            else c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
-           _round_array(f"{pre}Round", l),
-           f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};",
-           "",
-           f"bool {l.name}_matches(const KernelContext& ctx) {{",
-           "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(l.inplace_ok).lower()})"]) + ";",
-           "}",
-           "}  // namespace",
-           "",
-           f"void {l.name}_compute({compute_signature(ring_arg(l))[0]}) {{",
-           (f"  conv_patches<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, "
-            f"{'kFast' if l.right_shift_only else 'kAny'}, {l.out_offset}, {l.act_min}, {l.act_max}>"
-            f"({rows_arg(l)}, out, {pre}Weights, {pre}Requant);" if l.kind == "conv" else
-            f"  gemm<{l.rows}, {l.k}, {l.n}, {'kFast' if l.right_shift_only else 'kAny'}, {l.out_offset}, {l.act_min}, {l.act_max}>"
-            f"(in, out, {pre}Weights, {pre}Requant);"),
-           "}",
-           "",
-           f"Error {l.name}(const KernelContext& ctx) {{",
-           f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){compute_signature(ring_arg(l))[1]});",
-           "  return Error::Ok;",
-           "}",
-           ""]
-    return "\n".join(out)
+def _layer_source(l: GemmLayer) -> str:
+    v = _gemm_values(l)
+    pre = v["pre"]
+    v.update(_requant_tables(l, pre),
+             mode="kFast" if l.right_shift_only else "kAny",
+             weights=table("uint32_t", f"{pre}Weights", l.packed_weights(), per_line=8, align=8, fmt="pair"),
+             init=table("int32_t", f"{pre}Init", l.acc_init, per_line=8))
+    return render("generated/dsp_gemm_layer.cpp.j2", **v)
 
 
-def _dw_compute(l: DepthwiseLayer, pre: str, mode: str) -> list:
-    """The body of a depthwise layer's compute function: per run of output rows of one border
-    class, per run of columns of one class, one dw_pixels call (its taps fixed at compile time)."""
+def _dw_runs(l: DepthwiseLayer) -> list:
+    """Per run of output rows of one border class (its taps ky0..ky1), per run of columns of one class:
+    the taps kx0..kx1, the first input column, the output offset, the pixel count, the start's offset."""
     rc, cc, ru, cu = l.classes()
-    inplace = l.inplace_ok
-    xs, groups = (4, 1) if inplace else (l.c, l.c // 4)
-    lines = []
-    ind = "  "
-    if inplace:  # each group of 4 channels copied out of the input first; its outputs land on its own bytes
-        lines += [f"  static_assert({l.oh * l.ow} <= {l.h * l.w}, \"the output has no more pixels than the input\");",
-                  f"  alignas(4) int8_t group[{l.h * l.w * 4}];",
-                  f"  for (int32_t c = 0; c < {l.c}; c += 4) {{",
-                  f"    for (int32_t p = 0; p < {l.h * l.w}; ++p) memcpy(group + 4 * p, in + p * {l.c} + c, 4);",
-                  "    const int8_t* src = group;",
-                  f"    const uint32_t* w = {pre}Weights + (c / 4) * 18;"]
-        ind = "    "
-        c0, yoff, soff = "c", " + c", " + c"
-    else:
-        lines += ["  const int8_t* src = in;", f"  const uint32_t* w = {pre}Weights;"]
-        c0, yoff, soff = "0", "", ""
+    out = []
     for oy0, oy1, r in DepthwiseLayer.runs(rc):
-        ky0, ky1 = ru[r]
-        lines.append(f"{ind}for (int32_t oy = {oy0}; oy < {oy1}; ++oy) {{")
-        lines.append(f"{ind}  const int8_t* row = src + (oy * {l.stride} - {l.pad_h}) * {l.w * xs};")
-        lines.append(f"{ind}  int8_t* y = out + oy * {l.ow * l.c}{yoff};")
-        for ox0, ox1, c in DepthwiseLayer.runs(cc):
-            kx0, kx1 = cu[c]
-            lines.append(
-                f"{ind}  dw_pixels<{ky0}, {ky1}, {kx0}, {kx1}, {l.w}, {xs}, {l.c}, {groups}, {mode}, {l.out_offset}, "
-                f"{l.act_min}, {l.act_max}>(row + ({ox0 * l.stride - l.pad_w}) * {xs}, y + {ox0 * l.c}, {ox1 - ox0}, "
-                f"{l.stride * xs}, w, {pre}Init + {(r * len(cu) + c) * l.c}{soff}, {pre}Requant, {c0});")
-        lines.append(f"{ind}}}")
-    if inplace:
-        lines.append("  }")
-    return lines
+        cols = [{"kx0": cu[c][0], "kx1": cu[c][1], "x": ox0 * l.stride - l.pad_w, "y": ox0 * l.c, "count": ox1 - ox0,
+                 "init": (r * len(cu) + c) * l.c} for ox0, ox1, c in DepthwiseLayer.runs(cc)]
+        out.append({"oy0": oy0, "oy1": oy1, "ky0": ru[r][0], "ky1": ru[r][1], "cols": cols})
+    return out
 
 
 def _dw_layer_source(l: DepthwiseLayer) -> str:
-    pre = f"k{l.name.title().replace('_', '')}"
-    rc, cc, ru, cu = l.classes()
+    v = _header(l)
+    pre = v["pre"]
+    _, _, ru, cu = l.classes()  # the taps inside the input per row / column border class
     consts = l.smmlar()
     scale = 2 if consts is not None else 1  # smmlar: doubled weights and starts (requant_smmlar)
-    mode = {"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind]
     if consts is not None:
-        rq = [c_array("int32_t", f"{pre}Mult", consts, per_line=9),
-              f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, nullptr, nullptr}};"]
+        v.update(mult=table("int32_t", f"{pre}Mult", consts, per_line=9), shift=None, round=None)
     else:
-        rq = [c_array("int32_t", f"{pre}Mult", l.mults, per_line=8),
-              (c_array("int32_t", f"{pre}Shift", -l.shifts.astype(np.int64), per_line=16) if l.right_shift_only
-               else c_array("int32_t", f"{pre}Shift", l.shifts, per_line=16)),
-              _round_array(f"{pre}Round", l),
-              f"const Requant {pre}Requant = {{{pre}Init, {pre}Mult, {pre}Shift, {pre}Round}};"]
-    out = [f"// ---------------------------------------------------------------------------",
-           f"// {l.name}: instruction {l.instruction} ({l.op}), 3x3 depthwise, {l.c} channels, "
-           f"{l.h}x{l.w} -> {l.oh}x{l.ow}, stride {l.stride}, padding {l.pad_h},{l.pad_w}; {l.macs:,} MACs.",
-           "namespace {",
-           f"// Weights{' x 2' if scale == 2 else ''} as int16 pairs (lo, hi) in the order the loop reads them: "
-           f"{l.weight_bytes:,} bytes.",
-           _pairs(f"{pre}Weights", l.packed_weights().astype(np.int64) * scale),
-           f"// Accumulator start{' x 2' if scale == 2 else ''} per border class (taps inside the input: rows {ru}, "
-           f"columns {cu}).",
-           c_array("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
-           ] + rq + [
-           "",
-           f"bool {l.name}_matches(const KernelContext& ctx) {{",
-           "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, 0, 14, {str(l.inplace_ok).lower()})"]) + ";",
-           "}",
-           "}  // namespace",
-           "",
-           f"void {l.name}_compute(const int8_t* in, int8_t* out) {{"] + _dw_compute(l, pre, mode) + [
-           "}",
-           "",
-           f"Error {l.name}(const KernelContext& ctx) {{",
-           f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data(0)),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(14))));",
-           "  return Error::Ok;",
-           "}",
-           ""]
-    return "\n".join(out)
+        v.update(_requant_tables(l, pre))
+    v.update(c=l.c, h=l.h, w=l.w, oh=l.oh, ow=l.ow, stride=l.stride, pad_h=l.pad_h, pad_w=l.pad_w,
+             weight_bytes=f"{l.weight_bytes:,}", doubled=scale == 2, row_taps=str(ru), col_taps=str(cu),
+             weights=table("uint32_t", f"{pre}Weights", l.packed_weights().astype(np.int64) * scale, per_line=8,
+                           align=8, fmt="pair"),
+             init=table("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
+             checks=l.checks + [allowed(0, 14, l.inplace_ok)], bound=bound(0, 14), inplace=l.inplace_ok,
+             xs=4 if l.inplace_ok else l.c, groups=1 if l.inplace_ok else l.c // 4,
+             mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
+             out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
+    return render("generated/dsp_depthwise_layer.cpp.j2", **v)
 
 
 # -- the smmlar GEMM in assembly (Cortex-M33/M4 with the DSP extension) ---------------------------
@@ -228,11 +138,11 @@ def _block_asm(b: int, k: int, act_min: int, act_max: int) -> list:
     return out
 
 
-def gemm_asm(name: str, k: int, tail: bool, act_min: int, act_max: int) -> str:
-    """void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows): the smmlar GEMM of
-    gemm_stream_c<k, tail, act_min, act_max> for rows >= 1, K fully unrolled. Registers: r4-r11 the 8
-    accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
-    requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
+def gemm_asm_body(name: str, k: int, tail: bool, act_min: int, act_max: int) -> list:
+    """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows):
+    the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 1, K fully unrolled. Registers:
+    r4-r11 the 8 accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during
+    the requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
     [sp+8] rows left, [sp+12] d, [sp+16] d->end8."""
     body = ["push {r4-r11, lr}", "sub sp, #28", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
             "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]",
@@ -244,27 +154,12 @@ def gemm_asm(name: str, k: int, tail: bool, act_min: int, act_max: int) -> str:
         body += _block_asm(4, k, act_min, act_max)
     body += ["ldr r0, [sp]", f"movw r3, #{k}", "add r0, r3", "str r0, [sp]", "ldr r3, [sp, #8]", "subs r3, #1",
              "str r3, [sp, #8]", "bne .Lrow_%=", "add sp, #28", "pop {r4-r11, pc}"]
-    body = [l.replace("%=", name) for l in body]
-    lines = [f'    ".pushsection .text.{name},\\"ax\\",%progbits\\n"', '    ".syntax unified\\n"', '    ".thumb\\n"',
-             '    ".balign 4\\n"', f'    ".global {name}\\n"', f'    ".type {name}, %function\\n"',
-             f'    ".thumb_func\\n"', f'    "{name}:\\n"']
-    lines += [f'    "{l}\\n"' if l.endswith(":") else f'    "  {l}\\n"' for l in body]
-    lines += [f'    ".size {name}, .-{name}\\n"', '    ".popsection\\n"']
-    return "__asm__(\n" + "\n".join(lines) + ");"
+    return [l.replace("%=", name) for l in body]
 
 
 def _gemm_fn_source(name: str, k: int, tail: bool, act_min: int, act_max: int) -> str:
-    return "\n".join([
-        f"// The smmlar GEMM for K = {k}{', a last block of 4 channels' if tail else ''}, outputs in [{act_min}, {act_max}].",
-        "#if defined(__ARM_FEATURE_DSP)",
-        f'extern "C" void {name}(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);',
-        gemm_asm(name, k, tail, act_min, act_max),
-        "#else",
-        f"void {name}(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) {{",
-        f"  gemm_stream_c<{k}, {str(tail).lower()}, {act_min}, {act_max}>(x, d, y, rows);",
-        "}",
-        "#endif",
-        ""])
+    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
+                  body=gemm_asm_body(name, k, tail, act_min, act_max))
 
 
 def _gemm_fn_name(l) -> str:
@@ -275,87 +170,29 @@ def _gemm_fn_name(l) -> str:
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
 
 
-def _smmlar_layer_source(l: GemmLayer, args: tuple) -> str:
-    in_arg, out_arg = args
-    pre = f"k{l.name.title().replace('_', '')}"
+def _smmlar_layer_source(l: GemmLayer) -> str:
+    v = _gemm_values(l)
+    pre = v["pre"]
     words, end8 = l.stream()
-    fn = _gemm_fn_name(l)
     if l.kind == "conv":
-        h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
-        what = (f"{kh}x{kw} convolution {cin} -> {l.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
-                f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {l.k} with padding)")
-        chunk = max(1, min(oh * ow, CONV_CHUNK_BYTES // l.k))
-        call = (f"  conv_stream<{', '.join(str(g) for g in l.geometry)}, {l.k}, {l.n}, {l.zero_point}, {chunk}>"
-                f"({rows_arg(l)}, out, {pre}Desc, &{fn});")
-    elif l.kind == "pointwise":
-        what = f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels"
-        call = (f"  gemm_stream_inplace<{l.rows}, {l.k}, {l.n}>(in, out, {pre}Desc, &{fn});" if l.op != POINTWISE_OPS[0]
-                else f"  {fn}(in, &{pre}Desc, out, {l.rows});")
+        oh, ow = l.geometry[9], l.geometry[10]
+        call, chunk = "conv", max(1, min(oh * ow, CONV_CHUNK_BYTES // l.k))
     else:
-        what = f"fully connected {l.k} -> {l.n}, {l.rows} row(s)"
-        call = f"  {fn}(in, &{pre}Desc, out, {l.rows});"
-    out = [f"// ---------------------------------------------------------------------------",
-           f"// {l.name}: instruction {l.instruction} ({l.op}), {what}; {l.macs:,} MACs.",
-           "namespace {",
-           f"// Per block of channels: doubled accumulator starts, doubled int16 weight pairs (weight + filter "
-           f"offset) in loop order ({l.weight_bytes:,} bytes), (mult, ra, right) per channel.",
-           _u32_array(f"{pre}Stream", words),
-           f"const GemmDesc {pre}Desc = {{{pre}Stream, {pre}Stream + {end8}}};",
-           "",
-           f"bool {l.name}_matches(const KernelContext& ctx) {{",
-           "  return " + " &&\n         ".join(l.checks + [f"output_allowed(ctx, {in_arg}, {out_arg}, {str(l.inplace_ok).lower()})"]) + ";",
-           "}",
-           "}  // namespace",
-           "",
-           f"void {l.name}_compute({compute_signature(ring_arg(l))[0]}) {{",
-           call,
-           "}",
-           "",
-           f"Error {l.name}(const KernelContext& ctx) {{",
-           f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data({in_arg})),",
-           f"                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data({out_arg}))){compute_signature(ring_arg(l))[1]});",
-           "  return Error::Ok;",
-           "}",
-           ""]
-    return "\n".join(out)
-
-
-_IO_ARGS = {"pointwise": (0, 13), "conv": (0, 13), "linear": (0, 11)}
-
-
-
-# The elementwise add by tables: kernels_generated/dsp_add.h.
-ADD_SOURCE = (KERNELS_GENERATED / "dsp_add.h").read_text(encoding="utf-8")
+        call, chunk = ("inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"), None
+    v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
+             fn=_gemm_fn_name(l), call=call, chunk=chunk)
+    return render("generated/dsp_smmlar_layer.cpp.j2", **v)
 
 
 def _add_layer_source(l: AddLayer, plan) -> str:
     ta, tb, ra, right = plan
-    pre = f"k{l.name.title().replace('_', '')}"
-    return "\n".join([
-        "// ---------------------------------------------------------------------------",
-        f"// {l.name}: instruction {l.instruction} ({l.op}), add of {l.numel} elements; exact on all 65,536 input pairs.",
-        "namespace {",
-        "// 2 * requantize((x - zp) << 20, mult, shift) per int8 bit pattern x, of each operand.",
-        c_array("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
-        c_array("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
-        "",
-        f"bool {l.name}_matches(const KernelContext& ctx) {{",
-        "  return " + " &&\n         ".join(l.checks + ["output_allowed(ctx, 0, 13, true)", "output_allowed(ctx, 4, 13, true)"])
-        + ";",
-        "}",
-        "}  // namespace",
-        "",
-        f"void {l.name}_compute(const int8_t* a, const int8_t* b, int8_t* y) {{",
-        f"  add_tables<{l.numel}, {l.act_min}, {l.act_max}>(a, b, y, {pre}TableA, {pre}TableB, "
-        f"static_cast<int32_t>({l.out_mult}), static_cast<int32_t>({ra}), {right});",
-        "}",
-        "",
-        f"Error {l.name}(const KernelContext& ctx) {{",
-        f"  {l.name}_compute(static_cast<const int8_t*>(ctx.decoded_data(0)), static_cast<const int8_t*>(ctx.decoded_data(4)),",
-        "                 static_cast<int8_t*>(const_cast<void*>(ctx.decoded_data(13))));",
-        "  return Error::Ok;",
-        "}",
-        ""])
+    v = _header(l)
+    pre = v["pre"]
+    v.update(numel=l.numel, act_min=l.act_min, act_max=l.act_max, out_mult=l.out_mult, ra=ra, right=right,
+             table_a=table("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
+             table_b=table("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
+             checks=l.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=[0, 4, 13])
+    return render("generated/dsp_add_layer.cpp.j2", **v)
 
 
 def generate(program: Program, kernels) -> Generated:
@@ -384,10 +221,9 @@ def generate(program: Program, kernels) -> Generated:
         elif l.kind == "depthwise3x3":
             parts.append(_dw_layer_source(l))
         elif l.requant_kind == "smmlar":
-            parts.append(_smmlar_layer_source(l, _IO_ARGS[l.kind]))
+            parts.append(_smmlar_layer_source(l))
         else:
-            parts.append(_layer_source(l, _IO_ARGS[l.kind]))
-    parts.append("}  // namespace generated\n\nnamespace kernels {")
+            parts.append(_layer_source(l))
     parts += prepare_hooks_source(layers, by_op, g)
-    g.source = bind_at_load("\n".join(parts), layers)
+    g.source = "\n".join(parts)
     return g

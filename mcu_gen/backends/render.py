@@ -1,0 +1,76 @@
+"""The C++ that the backends write per build is rendered from Jinja2 templates in templates/: the
+generated kernels' layers (templates/generated/*.cpp.j2, DSP and MVE alike) and the kernel and delegate
+tables (templates/kernels/). The Python side chooses the values (sizes, constants, instruction
+sequences) and renders a template with them. This module holds what they share: the template
+environment, constant tables as template values, and the values that describe a generated layer."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import jinja2
+import numpy as np
+
+from mcu_gen.paths import TEMPLATES
+
+
+
+@lru_cache(maxsize=None)
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
+
+
+def render(template: str, **values) -> str:
+    """templates/<template> rendered with ``values``."""
+    return environment().get_template(template).render(**values)
+
+
+def table(ctype: str, name: str, values, per_line: int = 16, align: int = 0, fmt: str = "int") -> dict:
+    """A constant array for the `table` macro (templates/generated/macros.j2): its element type, name,
+    length, alignment and its lines of literals. ``fmt``: "int" (decimal), "hex" (uint32 words, 0x...u),
+    "pair" (int16 pairs packed by pair(lo, hi): ``values`` holds lo, hi, lo, hi, ...)."""
+    v = np.asarray(values).reshape(-1)
+    if fmt == "pair":
+        lits = [f"pair({int(a)}, {int(b)})" for a, b in v.reshape(-1, 2)]
+    elif fmt == "hex":
+        lits = [f"0x{int(x) & 0xFFFFFFFF:08x}u" for x in v]
+    else:
+        lits = [str(int(x)) for x in v]
+    lines = [", ".join(lits[i:i + per_line]) for i in range(0, len(lits), per_line)]
+    return {"ctype": ctype, "name": name, "count": len(lits), "align": align, "lines": lines}
+
+
+def prefix(name: str) -> str:
+    """The prefix of a layer's constants in C++: conv_3 -> kConv3."""
+    return f"k{name.title().replace('_', '')}"
+
+
+def allowed(in_arg: int, out_arg: int, inplace: bool) -> str:
+    """The load-time check that the output tensor may lie where it does (over the input only in place)."""
+    return f"output_allowed(ctx, {in_arg}, {out_arg}, {str(bool(inplace)).lower()})"
+
+
+def bound(in_arg: int, out_arg: int, ring_arg: int | None = None) -> list:
+    """The arguments whose data pointers a layer binds at load, in the order its kernel function reads them
+    (input, output, the ring's tensor): the `bound` of the `matches` macro."""
+    return [in_arg, out_arg] + ([ring_arg] if ring_arg is not None else [])
+
+
+def describe(l, gathered: int | None = None) -> str:
+    """What a GEMM-like layer computes, for its comment. ``gathered``: the bytes of one gathered
+    window (MVE convolutions), else the DSP wording (taps with padding)."""
+    if l.kind == "conv":
+        h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+        tail = f"{gathered} bytes gathered" if gathered is not None else f"{l.k} with padding"
+        return (f"{kh}x{kw} convolution {cin} -> {l.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
+                f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {tail})")
+    if l.kind == "pointwise":
+        return f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels"
+    return f"fully connected {l.k} -> {l.n}, {l.rows} row(s)"
+
+
+def rows(l) -> dict:
+    """The input rows of a convolution (the `rows` macro): the input itself, or in place the ring of
+    l.ring_rows rows in the scratch tensor."""
+    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+    return {"h": h, "w": w, "cin": cin, "sh": sh, "ph": ph, "ow": ow, "n": l.n, "ring_rows": l.ring_rows}
