@@ -59,7 +59,7 @@ def op_name(op) -> str:
 
 
 # -- out-variant lookup --------------------------------------------------------------------------
-def _is_out_arg(a) -> bool:
+def is_out_arg(a) -> bool:
     return a.kwarg_only and a.alias_info is not None and a.alias_info.is_write
 
 
@@ -82,10 +82,10 @@ def find_out_variant(op, bound: Optional[dict] = None):
     for name in packet.overloads():
         ov = getattr(packet, name)
         args = ov._schema.arguments
-        outs = [a for a in args if _is_out_arg(a)]
+        outs = [a for a in args if is_out_arg(a)]
         if not outs:
             continue
-        rest = [(a.name, str(a.type)) for a in args if not _is_out_arg(a)]
+        rest = [(a.name, str(a.type)) for a in args if not is_out_arg(a)]
         if rest == wanted:
             return ov
     return None
@@ -93,12 +93,12 @@ def find_out_variant(op, bound: Optional[dict] = None):
 
 def find_functional(out_op):
     """The functional OpOverload of an out-variant (inverse of find_out_variant)."""
-    wanted = [(a.name, str(a.type)) for a in out_op._schema.arguments if not _is_out_arg(a)]
+    wanted = [(a.name, str(a.type)) for a in out_op._schema.arguments if not is_out_arg(a)]
     packet = out_op.overloadpacket
     for name in packet.overloads():
         ov = getattr(packet, name)
         args = ov._schema.arguments
-        if any(_is_out_arg(a) for a in args) or ov._schema.is_mutable:
+        if any(is_out_arg(a) for a in args) or ov._schema.is_mutable:
             continue
         if [(a.name, str(a.type)) for a in args] == wanted:
             return ov
@@ -115,7 +115,7 @@ def bind_args(schema, args, kwargs) -> dict:
             bound[a.name] = kwargs[a.name]
         elif a.has_default_value():
             bound[a.name] = a.default_value
-        elif _is_out_arg(a):
+        elif is_out_arg(a):
             continue
         else:
             raise ExportError(f"{schema.name}: missing argument {a.name}")
@@ -181,7 +181,7 @@ KEEP_UNDECOMPOSED = ("reflection_pad1d", "reflection_pad2d", "reflection_pad3d",
                      "replication_pad2d", "replication_pad3d", "glu", "roll", "tril", "select_scatter")
 
 
-def _decomposition_table():
+def decomposition_table():
     table = torch.export.default_decompositions()
     for name in KEEP_UNDECOMPOSED:
         op = getattr(torch.ops.aten, name).default
@@ -204,7 +204,7 @@ def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
                 f"data-dependent control flow):\n{type(e).__name__}: {e}"
             ) from e
     try:
-        return ep.run_decompositions(_decomposition_table())
+        return ep.run_decompositions(decomposition_table())
     except Exception as e:
         raise ExportError(f"{where}: decomposition to core ATen failed: {type(e).__name__}: {e}") from e
 
@@ -256,7 +256,7 @@ def to_const_graph(ep: torch.export.ExportedProgram) -> tuple:
 
 
 # -- lowering -----------------------------------------------------------------------------------
-# What to write instead of an op whose output shape depends on the data (_Lowering._check_static).
+# What to write instead of an op whose output shape depends on the data (Fp32Lowering._check_static).
 _SELECT_HINT = ("; x[mask] and torch.masked_select return one element per True position: keep x's shape with "
                 "torch.where(mask, x, 0) (or x * mask) and count with mask.sum()")
 _DATA_DEPENDENT_HINTS = {
@@ -273,10 +273,10 @@ for _name in ("aten::_unique2", "aten::unique_dim", "aten::unique_consecutive", 
 
 
 class _Lifted(int):
-    """The value index of a number made a constant tensor (_Lowering._numbers_as_tensors)."""
+    """The value index of a number made a constant tensor (Fp32Lowering._numbers_as_tensors)."""
 
 
-class _Lowering:
+class Fp32Lowering:
     def __init__(self, cg: ConstGraph, user_file, has_kernel):
         self.cg = cg
         self.user_file = user_file
@@ -405,13 +405,13 @@ class _Lowering:
         if not isinstance(node, torch.fx.Node):
             raise ExportError(f"the new value of buffer {self.program.tensor(state).name} is not a tensor")
         src = self.env[node]
-        if self._root(src) == state:
+        if self.root(src) == state:
             return  # written in place already (or unchanged)
         s, t = self.program.tensor(src), self.program.tensor(state)
         if s.shape != t.shape or s.dtype != t.dtype:
             raise ExportError(f"buffer {t.name}: the model writes a {s.dtype} {list(s.shape)} value into a "
                               f"{t.dtype} {list(t.shape)} buffer")
-        if self._write_in_place(state, src):
+        if self.write_in_place(state, src):
             return
         fmt = self.program.add_scalar("none")
         self.program.instructions.append(
@@ -427,7 +427,7 @@ class _Lowering:
                 out.extend(j for j in v.value if j is not None and j >= 0)
         return out
 
-    def _write_in_place(self, state: int, src: int) -> bool:
+    def write_in_place(self, state: int, src: int) -> bool:
         """The instruction that computes a state's new value writes it straight into the state
         (no copy), when nothing reads the old value from that instruction on, and the new value
         is an instruction's own out (not a view, an input, a constant or a graph output); views of
@@ -442,7 +442,7 @@ class _Lowering:
         ins = p.instructions[step]
         if ins.op.startswith("delegate:") or ins.args[-1] != src:  # the out (and return) is the last argument
             return False
-        state_views = {state} | {a for a in self.aliases if self._root(a) == state}
+        state_views = {state} | {a for a in self.aliases if self.root(a) == state}
         for k in range(step, len(p.instructions)):
             if state_views & set(self._tensor_uses(p.instructions[k])):
                 return False  # the old value is still read
@@ -458,7 +458,7 @@ class _Lowering:
                     v.value = [state if j == src else j for j in v.value]
         return True
 
-    def _root(self, v: int) -> int:
+    def root(self, v: int) -> int:
         while v in self.aliases:
             v = self.aliases[v]
         return v
@@ -467,7 +467,7 @@ class _Lowering:
         if not isinstance(node, torch.fx.Node):
             raise ExportError(f"model output {node!r} is not a tensor")
         v = self.env[node]
-        root = self._root(v)
+        root = self.root(v)
         if self.program.values[root].is_constant or root in self.program.inputs:
             # the output must be a buffer of its own: copy it
             out = self.program.add(TensorValue(self.program.tensor(v).shape, self.program.tensor(v).dtype,
@@ -530,7 +530,7 @@ class _Lowering:
                     f"{op_name(op)} (batch norm with batch statistics): its {key} must be a registered buffer "
                     f"the model updates and that only this batch norm reads{self._where(node)}")
         out_op = aten._native_batch_norm_legit.out
-        args = [self.arg_value(bound[a.name], str(a.type)) for a in out_op._schema.arguments if not _is_out_arg(a)]
+        args = [self.arg_value(bound[a.name], str(a.type)) for a in out_op._schema.arguments if not is_out_arg(a)]
         outs = [self.tensor_value(node, r) for r in node.meta["val"][:3]]
         args += outs + [self.program.add_scalar("tensor_list", outs)]
         self.program.instructions.append(Instruction(name, args, source_line(node, self.user_file)))
@@ -586,10 +586,10 @@ class _Lowering:
 
         args = []
         for a in out_op._schema.arguments:
-            if not _is_out_arg(a):
+            if not is_out_arg(a):
                 args.append(self.arg_value(bound[a.name], str(a.type)))
         outs = []
-        out_args = [a for a in out_op._schema.arguments if _is_out_arg(a)]
+        out_args = [a for a in out_op._schema.arguments if is_out_arg(a)]
         result_iter = iter(results)
         for a in out_args:
             if str(a.type).startswith("List["):  # Tensor(a!)[] out
@@ -625,7 +625,7 @@ def export_model(spec: ModelSpec, fuse: bool = True,
     mutations = [(k, n) for n, k in zip(outs, kinds) if k is not None]
     if has_kernel is not None and mutations and not has_kernel("aten::clone.out"):
         raise UnsupportedOperatorError("a model with state needs aten::clone.out, which this target lacks")
-    program = _Lowering(cg, _user_file(spec), has_kernel).lower(user_inputs, user_outputs, states, mutations)
+    program = Fp32Lowering(cg, _user_file(spec), has_kernel).lower(user_inputs, user_outputs, states, mutations)
     program.meta["model"] = spec.name
     program.meta["fused"] = fuse
     return program

@@ -106,7 +106,7 @@ def spec_from_module(model, example_inputs, calibration=None, test_inputs=None, 
                      exported_program=ep)
 
 
-def _model_name(path: Path) -> str:
+def model_name(path: Path) -> str:
     return path.parent.name if path.stem == "model" and path.parent.name else path.stem
 
 
@@ -121,7 +121,7 @@ def _load_pt2(path: Path) -> ModelSpec:
     args, kwargs = example
     if kwargs:
         raise ModelFileError(f"{path}: keyword inputs are not supported")
-    return ModelSpec(None, tuple(args), name=_model_name(path), exported_program=ep, path=str(path.resolve()))
+    return ModelSpec(None, tuple(args), name=model_name(path), exported_program=ep, path=str(path.resolve()))
 
 
 def _load_python(path: Path) -> ModelSpec:
@@ -154,7 +154,7 @@ def _load_python(path: Path) -> ModelSpec:
         example_inputs=example,
         test_inputs=_input_list(module, "test_inputs", path),
         calibration_inputs=_input_list(module, "calibration_inputs", path),
-        name=_model_name(path),
+        name=model_name(path),
         path=str(path.resolve()),
         test_sequences=_sequence_list(module, path),
         calibration_sequences=_sequence_list(module, path, "calibration_sequences"),

@@ -200,9 +200,9 @@ def default_eval_out(model, board: str):
     """mcu-gen-out/<model>-<board>-eval: beside run's build directory, not over it (eval's I/O may differ)."""
     from pathlib import Path
 
-    from mcu_gen.capture.model_file import ModelSpec, _model_name
+    from mcu_gen.capture.model_file import ModelSpec, model_name
 
-    name = model.name if isinstance(model, ModelSpec) else _model_name(Path(model))
+    name = model.name if isinstance(model, ModelSpec) else model_name(Path(model))
     return Path("mcu-gen-out") / f"{name}-{board}-eval"
 
 

@@ -95,7 +95,7 @@ def build_runner(kernels, arena_regions: int = 1, program=None) -> Path:
                         program=program)
 
 
-def _np_dtype(dtype: str):
+def np_dtype(dtype: str):
     return np.bool_ if dtype == "bool" else np.dtype(dtype)
 
 
@@ -120,7 +120,7 @@ def run_pte(data: bytes, inputs, kernels, arena_size, outputs_meta, program=None
         outs = []
         for i, t in enumerate(outputs_meta):
             raw = (tmp / f"out_{i}.bin").read_bytes()
-            outs.append(np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(t.shape).copy())
+            outs.append(np.frombuffer(raw, dtype=np_dtype(t.dtype)).reshape(t.shape).copy())
         return outs
 
 
@@ -135,7 +135,7 @@ def run_on_host(program: Program, inputs, available=None) -> list:
         t = program.tensor(i)
         if tuple(np.shape(x)) != t.shape:
             raise HostRunError(f"input {i}: shape {np.shape(x)} but the program expects {t.shape}")
-    inputs = [np.asarray(x, dtype=_np_dtype(program.tensor(i).dtype)) for x, i in zip(inputs, program.inputs)]
+    inputs = [np.asarray(x, dtype=np_dtype(program.tensor(i).dtype)) for x, i in zip(inputs, program.inputs)]
     data = pte.write(program)
     sizes = program.arena_sizes
     return run_pte(data, inputs, sel.kernels, sizes if len(sizes) > 1 else max(program.arena_size, 16),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 import torch.fx
 
-from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, _Lowering, _decomposition_table, op_name, source_line, to_const_graph
+from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, Fp32Lowering, decomposition_table, op_name, source_line, to_const_graph
 from mcu_gen.capture.passes import run_passes
 
 
@@ -58,7 +58,7 @@ def _example(program, value: int) -> torch.Tensor:
     return torch.zeros(tuple(int(s) for s in t.shape), dtype=_TORCH_DTYPES[t.dtype])
 
 
-def lower_island(fp: _Lowering, node: torch.fx.Node, activations: dict, constants: dict):
+def lower_island(fp: Fp32Lowering, node: torch.fx.Node, activations: dict, constants: dict):
     """Lower ``node`` in fp32 into ``fp.program``: ``activations`` maps input fx nodes to fp32
     values of the program, ``constants`` input fx nodes to tensors. Returns the value (or list
     of values, for an operator with several results) of the node."""
@@ -66,7 +66,7 @@ def lower_island(fp: _Lowering, node: torch.fx.Node, activations: dict, constant
     what = op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target)
     try:
         ep = torch.export.export(_One(node, acts, constants), tuple(_example(fp.program, activations[a]) for a in acts))
-        ep = ep.run_decompositions(_decomposition_table())
+        ep = ep.run_decompositions(decomposition_table())
     except Exception as e:
         raise ExportError(f"{what}: cannot decompose it to core ATen for an fp32 island: "
                           f"{type(e).__name__}: {e}") from e
@@ -74,7 +74,7 @@ def lower_island(fp: _Lowering, node: torch.fx.Node, activations: dict, constant
     run_passes(cg, fuse=True)
     out_node = next(n for n in cg.graph.nodes if n.op == "output")
     outputs = list(out_node.args[0])
-    sub = _Lowering(cg, fp.user_file, fp.has_kernel)
+    sub = Fp32Lowering(cg, fp.user_file, fp.has_kernel)
     sub.program, sub.aliases = fp.program, fp.aliases
     for ph, a in zip(inputs, acts):
         sub.env[ph] = activations[a]

@@ -31,7 +31,7 @@ import torch
 import torch.fx
 import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed operators)
 
-from mcu_gen.capture.export import _Lowering, op_name, source_line, torch_dtype_name
+from mcu_gen.capture.export import Fp32Lowering, op_name, source_line, torch_dtype_name
 from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
 from mcu_gen.quantize.islands import lower_island
 from mcu_gen.quantize.int8_common import (  # noqa: F401  (re-exported: lowering's public names)
@@ -43,7 +43,7 @@ from mcu_gen.quantize import int8_ops
 
 
 class _ConstAdapter:
-    """What export._Lowering needs of a ConstGraph: constants by get_attr node."""
+    """What export.Fp32Lowering needs of a ConstGraph: constants by get_attr node."""
 
     def __init__(self, gm):
         self.gm = gm
@@ -66,7 +66,7 @@ class QuantLowering:
         self.io = io
         self.user_file = user_file
         self.has_kernel = has_kernel
-        self.fp = _Lowering(_ConstAdapter(gm), user_file, has_kernel)  # fp32 fallback ops
+        self.fp = Fp32Lowering(_ConstAdapter(gm), user_file, has_kernel)  # fp32 fallback ops
         self.program: Program = self.fp.program
         self.aliases = self.fp.aliases
         self.q = {}  # fx node (quantize or activation dequantize) -> int8 value
@@ -78,7 +78,7 @@ class QuantLowering:
         self.results = {}  # fx node name -> (int8 value, op, source): for the per-operator error
 
     # -- values ----------------------------------------------------------------------------------
-    def _int8(self, shape, scale, zp, dim_order=None, name="") -> int:
+    def int8_tensor(self, shape, scale, zp, dim_order=None, name="") -> int:
         if dim_order is None and nontrivial_nhwc(shape):
             dim_order = NHWC
         elif dim_order is None and len(shape) == 4:
@@ -86,52 +86,52 @@ class QuantLowering:
         return self.program.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, name=name,
                                             scale=float(scale), zero_point=int(zp)))
 
-    def _const(self, array: np.ndarray, dtype: str, name: str) -> int:
+    def constant(self, array: np.ndarray, dtype: str, name: str) -> int:
         array = np.asarray(array.astype(dtype), order="C")
         return self.program.add(TensorValue(array.shape, dtype, data=array, name=name))
 
-    def _scalar(self, kind, value=None) -> int:
+    def scalar(self, kind, value=None) -> int:
         return self.program.add_scalar(kind, value)
 
-    def _alias(self, src: int, shape, dim_order=None, name="") -> int:
+    def alias(self, src: int, shape, dim_order=None, name="") -> int:
         t = self.program.tensor(src)
         v = self.program.add(TensorValue(tuple(shape), t.dtype, dim_order=dim_order, name=name,
                                          scale=t.scale, zero_point=t.zero_point))
         self.aliases[v] = src
         return v
 
-    def _emit(self, op: str, args: list, out: int, node=None) -> None:
+    def emit(self, op: str, args: list, out: int, node=None) -> None:
         src = source_line(node, self.user_file) if node is not None else ""
         self.program.instructions.append(Instruction(op, list(args) + [out, out], src))
 
-    def _scratch(self, nbytes: int, name: str) -> int:
+    def scratch(self, nbytes: int, name: str) -> int:
         """The schema's scratch tensor: empty unless the kernels read one (CMSIS-NN backed kernels)."""
         return self.program.add(TensorValue((nbytes if self.cmsis_scratch else 0,), "uint8", name=name))
 
     # layout changes of int8 activations
-    def _to_nhwc(self, v: int, node=None) -> int:
+    def to_nhwc(self, v: int, node=None) -> int:
         t = self.program.tensor(v)
         if len(t.shape) != 4 or t.dim_order == NHWC:
             return v
         if not nontrivial_nhwc(t.shape):
-            return self._alias(v, t.shape, NHWC, t.name + "_nhwc")
+            return self.alias(v, t.shape, NHWC, t.name + "_nhwc")
         n, c, h, w = t.shape
         out = self.program.add(TensorValue((n, h, w, c), t.dtype, name=t.name + "_nhwc", scale=t.scale,
                                            zero_point=t.zero_point))
-        self._emit("cortex_m::transpose.out", [v, self._scalar("int_list", [0, 2, 3, 1])], out, node)
-        return self._alias(out, t.shape, NHWC, t.name + "_nhwc_view")
+        self.emit("cortex_m::transpose.out", [v, self.scalar("int_list", [0, 2, 3, 1])], out, node)
+        return self.alias(out, t.shape, NHWC, t.name + "_nhwc_view")
 
-    def _to_nchw(self, v: int, node=None) -> int:
+    def to_nchw(self, v: int, node=None) -> int:
         t = self.program.tensor(v)
         if len(t.shape) != 4 or t.dim_order != NHWC:
-            return self._contig(v, node)
+            return self.contig(v, node)
         if not nontrivial_nhwc(t.shape):
-            return self._alias(v, t.shape, None, t.name + "_nchw")
+            return self.alias(v, t.shape, None, t.name + "_nchw")
         n, c, h, w = t.shape
-        flat = self._alias(v, (n, h, w, c), None, t.name + "_as_nhwc")
+        flat = self.alias(v, (n, h, w, c), None, t.name + "_as_nhwc")
         out = self.program.add(TensorValue(t.shape, t.dtype, name=t.name + "_nchw", scale=t.scale,
                                            zero_point=t.zero_point))
-        self._emit("cortex_m::transpose.out", [flat, self._scalar("int_list", [0, 3, 1, 2])], out, node)
+        self.emit("cortex_m::transpose.out", [flat, self.scalar("int_list", [0, 3, 1, 2])], out, node)
         return out
 
     @staticmethod
@@ -142,21 +142,21 @@ class QuantLowering:
         big = [d for d in t.dim_order if t.shape[d] != 1]
         return big == sorted(big)
 
-    def _contig(self, v: int, node=None) -> int:
+    def contig(self, v: int, node=None) -> int:
         """v in logical (row-major) memory order: an alias when it is already, else a transpose."""
         t = self.program.tensor(v)
         if t.dim_order is None:
             return v
         if self._is_contiguous(t):
-            return self._alias(v, t.shape, None, t.name + "_c")
+            return self.alias(v, t.shape, None, t.name + "_c")
         out = self.program.add(TensorValue(t.shape, t.dtype, name=t.name + "_c", scale=t.scale,
                                            zero_point=t.zero_point))
-        self._emit("cortex_m::transpose.out", [v, self._scalar("int_list", list(range(len(t.shape))))], out, node)
+        self.emit("cortex_m::transpose.out", [v, self.scalar("int_list", list(range(len(t.shape))))], out, node)
         return out
 
     def _quant_args(self, scale, zp) -> list:
-        return [self._scalar("float", float(scale)), self._scalar("int", int(zp)), self._scalar("int", INT8_MIN),
-                self._scalar("int", INT8_MAX), self._scalar("int", DTYPE_CODES["int8"])]
+        return [self.scalar("float", float(scale)), self.scalar("int", int(zp)), self.scalar("int", INT8_MIN),
+                self.scalar("int", INT8_MAX), self.scalar("int", DTYPE_CODES["int8"])]
 
     def fp32_of(self, node, contiguous: bool) -> int:
         """The fp32 value of an fx node (dequantizing an int8 activation if needed)."""
@@ -166,10 +166,10 @@ class QuantLowering:
         if node in self.q:  # an activation dequantize node
             v = self.q[node]
             if contiguous:
-                v = self._to_nchw(v, node)
+                v = self.to_nchw(v, node)
             t = self.program.tensor(v)
             out = self.program.add(TensorValue(t.shape, "float32", dim_order=t.dim_order, name=node.name))
-            self._emit("cortex_m::dequantize_per_tensor.out", [v] + self._quant_args(t.scale, t.zero_point), out,
+            self.emit("cortex_m::dequantize_per_tensor.out", [v] + self._quant_args(t.scale, t.zero_point), out,
                        node)
             self.f[key] = out
             return out
@@ -211,7 +211,7 @@ class QuantLowering:
         b = get_attr_value(self.gm, node).double().numpy()
         q = np.round(b / (in_scale * w_scales))
         q = np.clip(q, -(2**31), 2**31 - 1).astype(np.int32)
-        return self._const(q, "int32", name)
+        return self.constant(q, "int32", name)
 
     # -- pattern helpers ------------------------------------------------------------------------------
     def output_quant(self, node):
@@ -226,7 +226,7 @@ class QuantLowering:
             return users[0], act
         return None
 
-    def _act_range(self, act, scale, zp) -> tuple[int, int]:
+    def act_range(self, act, scale, zp) -> tuple[int, int]:
         lo, hi = INT8_MIN, INT8_MAX
         if act is not None:
             a, b = activation_bounds(act)
@@ -236,7 +236,7 @@ class QuantLowering:
                 hi = min(hi, max(INT8_MIN, int(zp + np.round(b / scale))))
         return lo, hi
 
-    def _finish(self, node, qnode, act, out) -> None:
+    def finish(self, node, qnode, act, out) -> None:
         self.q[qnode] = out
         last = act if act is not None else node
         self.results[last.name] = (out, op_name(node.target) if isinstance(node.target, torch._ops.OpOverload)
@@ -244,7 +244,7 @@ class QuantLowering:
         self.done.update({node, qnode} | ({act} if act is not None else set()))
 
     @staticmethod
-    def _qparams(qnode):
+    def qparams(qnode):
         return float(qnode.args[1]), int(qnode.args[2])
 
     # -- int8 rules -------------------------------------------------------------------------------------
@@ -285,23 +285,23 @@ class QuantLowering:
         qnode = users[0]
         t = self.program.tensor(v)
         shape = shape_of(node)
-        if self._qparams(qnode) != (t.scale, t.zero_point):
+        if self.qparams(qnode) != (t.scale, t.zero_point):
             return "a view that changes quantization parameters"
         if len(t.shape) == 4 and t.dim_order == NHWC and nontrivial_nhwc(t.shape):
             if node.target is aten.flatten.using_ints and len(shape) == 2 and self._only_int8_linears(qnode):
-                out = self._alias(v, shape, None, node.name)
+                out = self.alias(v, shape, None, node.name)
                 self.nhwc_flat[out] = t.shape[1:]
-                self._finish(node, qnode, None, out)
+                self.finish(node, qnode, None, out)
                 return None
-            v = self._to_nchw(v, node)
-        v = self._contig(v, node)
+            v = self.to_nchw(v, node)
+        v = self.contig(v, node)
         dim_order = NHWC if len(shape) == 4 else None
-        out = self._alias(v, shape, dim_order, node.name)
+        out = self.alias(v, shape, dim_order, node.name)
         if len(shape) == 4 and nontrivial_nhwc(shape):
             # a view producing a 4-D tensor from NCHW-ordered bytes: make it channels-last
-            out = self._alias(v, shape, None, node.name + "_nchw")
-            out = self._to_nhwc(out, node)
-        self._finish(node, qnode, None, out)
+            out = self.alias(v, shape, None, node.name + "_nchw")
+            out = self.to_nhwc(out, node)
+        self.finish(node, qnode, None, out)
         return None
 
     def _only_int8_linears(self, qnode) -> bool:
@@ -315,14 +315,14 @@ class QuantLowering:
                     return False
         return True
 
-    def _requantize(self, v: int, scale: float, zp: int, node=None) -> int:
+    def requantize(self, v: int, scale: float, zp: int, node=None) -> int:
         """v with quantization (scale, zp): itself, or a 256-entry table of dequantize -> quantize."""
         t = self.program.tensor(v)
         if (t.scale, t.zero_point) == (float(scale), int(zp)):
             return v
         lut = activation_lut(lambda x: x, (), {}, t.scale, t.zero_point, scale, zp)
-        out = self._int8(t.shape, scale, zp, t.dim_order, t.name + "_rq")
-        self._emit("cortex_m::quantized_activation.out", [v, self._const(lut, "int8", t.name + "_rq_lut")], out,
+        out = self.int8_tensor(t.shape, scale, zp, t.dim_order, t.name + "_rq")
+        self.emit("cortex_m::quantized_activation.out", [v, self.constant(lut, "int8", t.name + "_rq_lut")], out,
                    node)
         return out
 
@@ -364,18 +364,18 @@ class QuantLowering:
 
     def quantize_node(self, node) -> None:
         x = node.args[0]
-        scale, zp = self._qparams(node)
+        scale, zp = self.qparams(node)
         if x.op == "placeholder" and self.io == "int8" and (x, True) not in self.f:  # (an fp32 state: quantized here)
             raise AssertionError("handled with the inputs")
         if x in self.q and (x, True) not in self.f and (x, False) not in self.f:
-            self.q[node] = self._requantize(self.q[x], scale, zp, node)  # int8 -> int8 by a table
+            self.q[node] = self.requantize(self.q[x], scale, zp, node)  # int8 -> int8 by a table
             return
         v = self.fp32_of(x, contiguous=(x, True) in self.f or x.op != "placeholder")
         t = self.program.tensor(v)
         out = self.program.add(TensorValue(t.shape, "int8", dim_order=t.dim_order, name=node.name, scale=scale,
                                            zero_point=zp))
-        self._emit("cortex_m::quantize_per_tensor.out", [v] + self._quant_args(scale, zp), out, node)
-        self.q[node] = self._to_nhwc(out, node) if len(t.shape) == 4 else out
+        self.emit("cortex_m::quantize_per_tensor.out", [v] + self._quant_args(scale, zp), out, node)
+        self.q[node] = self.to_nhwc(out, node) if len(t.shape) == 4 else out
 
     # -- driver -------------------------------------------------------------------------------------------
     def lower(self) -> Program:
@@ -434,12 +434,12 @@ class QuantLowering:
             self.f[(node, True)] = self.f[(node, False)] = v
             self.fp.env[node] = v
         elif self.io == "int8":
-            params = {self._qparams(u) for u in users} if quantized else set()
+            params = {self.qparams(u) for u in users} if quantized else set()
             if len(params) != 1:
                 raise QuantLoweringError(f"input {node.name}: --io int8 needs the input to be quantized once "
                                          f"(it feeds {', '.join(u.name for u in users)})")
             scale, zp = params.pop()
-            v = self._int8(shape, scale, zp, NHWC if len(shape) == 4 else None, node.name)
+            v = self.int8_tensor(shape, scale, zp, NHWC if len(shape) == 4 else None, node.name)
             for u in users:
                 self.q[u] = v
         else:
@@ -462,11 +462,11 @@ class QuantLowering:
         init = st["init"].detach().contiguous().numpy()
         shape = tuple(init.shape)
         users = list(node.users)
-        params = {self._qparams(u) for u in users if u.op == "call_function" and u.target in Q_OPS}
+        params = {self.qparams(u) for u in users if u.op == "call_function" and u.target in Q_OPS}
         int8 = bool(users) and len(params) == 1 and all(u.op == "call_function" and u.target in Q_OPS for u in users)
         if int8:
             scale, zp = params.pop()
-            v = self._int8(shape, scale, zp, NHWC if len(shape) == 4 else None, st["name"])
+            v = self.int8_tensor(shape, scale, zp, NHWC if len(shape) == 4 else None, st["name"])
             t = self.program.tensor(v)
             q = np.clip(quantize_f32(init.astype(np.float32), scale, zp), INT8_MIN, INT8_MAX).astype(np.int8)
             t.init = np.asarray(q.transpose(t.dim_order) if t.dim_order else q, order="C")
@@ -485,7 +485,7 @@ class QuantLowering:
 
     def _state_update(self, state: int, node) -> None:
         """The end of a run writes the state's new value into it: the instruction computing it
-        writes the state itself when it can (export._Lowering._write_in_place), else a copy. An
+        writes the state itself when it can (export.Fp32Lowering._write_in_place), else a copy. An
         int8 state takes an int8 value with its own quantization (a requantization table if the
         value's differs, which share_state_observers avoids), or quantizes an fp32 one."""
         t = self.program.tensor(state)
@@ -493,20 +493,20 @@ class QuantLowering:
             raise QuantLoweringError(f"the new value of buffer {t.name} is not a tensor")
         if t.dtype == "int8":
             same = [u for u in node.users if u in self.q and u.target in Q_OPS
-                    and self._qparams(u) == (t.scale, t.zero_point)]
+                    and self.qparams(u) == (t.scale, t.zero_point)]
             if node in self.q or same:  # int8 already (an fp32 value that another reader quantized the same way)
-                src = self._requantize(self.q[node if node in self.q else same[0]], t.scale, t.zero_point, node)
-                src = self._to_nhwc(src, node) if len(t.shape) == 4 else self._contig(src, node)
+                src = self.requantize(self.q[node if node in self.q else same[0]], t.scale, t.zero_point, node)
+                src = self.to_nhwc(src, node) if len(t.shape) == 4 else self.contig(src, node)
             else:
                 f = self.fp32_of(node, contiguous=True)
                 ft = self.program.tensor(f)
                 src = self.program.add(TensorValue(ft.shape, "int8", name=t.name + "_new", scale=t.scale,
                                                    zero_point=t.zero_point))
-                self._emit("cortex_m::quantize_per_tensor.out", [f] + self._quant_args(t.scale, t.zero_point), src,
+                self.emit("cortex_m::quantize_per_tensor.out", [f] + self._quant_args(t.scale, t.zero_point), src,
                            node)
         else:
             src = self.fp32_of(node, contiguous=True)
-        root = self.fp._root(src)
+        root = self.fp.root(src)
         if root == state:
             return
         s, r = self.program.tensor(src), self.program.tensor(root)
@@ -516,15 +516,15 @@ class QuantLowering:
         if s.shape != t.shape or s.dtype != t.dtype or (s.dim_order or None) != (t.dim_order or None):
             raise QuantLoweringError(f"buffer {t.name}: the model writes a {s.dtype} {list(s.shape)} value into a "
                                      f"{t.dtype} {list(t.shape)} buffer")
-        if self.fp._write_in_place(state, src):
+        if self.fp.write_in_place(state, src):
             return
-        self._emit("aten::clone.out", [src, self._scalar("none")], state, node)
+        self.emit("aten::clone.out", [src, self.scalar("none")], state, node)
 
     def _output(self, node) -> int:
         if self.io == "int8" and node in self.q:
             v = self.q[node]
             if len(self.program.tensor(v).shape) != 4:
-                v = self._contig(v)
+                v = self.contig(v)
         elif node in self.q:
             v = self.fp32_of(node, contiguous=len(self.program.tensor(self.q[node]).shape) != 4)
         elif (node, True) in self.f:

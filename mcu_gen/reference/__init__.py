@@ -8,7 +8,7 @@ checks NPU subgraphs. Takes a Program and inputs; gives the outputs the device m
 from mcu_gen.program.ir import Program
 from mcu_gen.reference.integer import execute_instruction, is_int8_op, run_int8_reference
 from mcu_gen.reference.interpreter import (  # noqa: F401
-    OperatorFailed, ReferenceError, ReferenceUnsupported, _execute, interpret)
+    OperatorFailed, ReferenceError, ReferenceUnsupported, execute_portable, interpret)
 
 
 def run_reference(program: Program, inputs, state: dict | None = None) -> list:
@@ -18,7 +18,7 @@ def run_reference(program: Program, inputs, state: dict | None = None) -> list:
     carried from one call to the next runs a sequence the way the device does)."""
     if any(is_int8_op(ins.op) for ins in program.instructions):
         return run_int8_reference(program, inputs, state)
-    return interpret(program, inputs, _execute, state=state)[0]
+    return interpret(program, inputs, execute_portable, state=state)[0]
 
 
 class PlannedExecutionError(ReferenceError):

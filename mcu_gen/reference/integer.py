@@ -18,7 +18,7 @@ import torch
 
 from mcu_gen.plan import planner
 from mcu_gen.program.ir import CODE_DTYPES, Program, ScalarValue, TensorValue
-from mcu_gen.reference.interpreter import ReferenceError, ReferenceUnsupported, _execute, _Memory, interpret
+from mcu_gen.reference.interpreter import ReferenceError, ReferenceUnsupported, execute_portable, Memory, interpret
 from mcu_gen.quantize.arith import (SHIFT_INT8, dequantize_f32, quantize_f32, quantized_add,  # noqa: F401
                                     requantize)  # (used here and re-exported)
 
@@ -211,7 +211,7 @@ def softmax(x, dim, in_zp, out_zp, in_mult, in_shift, diff_min):
 
 # -- interpreter --------------------------------------------------------------------------------------
 class _Args:
-    def __init__(self, mem: _Memory, args, nhwc: bool = False):
+    def __init__(self, mem: Memory, args, nhwc: bool = False):
         self.mem, self.args = mem, args
         self.p = mem.program
         self.nhwc = nhwc  # a *_nhwc op: its activation (argument 0) is logically NHWC
@@ -247,7 +247,7 @@ def is_int8_op(op: str) -> bool:
     return op.startswith("cortex_m::") or op in _variants()
 
 
-def _run_cortex_m(mem: _Memory, ins) -> None:
+def _run_cortex_m(mem: Memory, ins) -> None:
     """Runs a cortex_m:: op, or an in-place variant of one (same arguments, same result)."""
     op = _variants().get(ins.op, ins.op)
     name = op.split("::", 1)[1].rsplit(".", 1)[0]
@@ -347,7 +347,7 @@ def native_layer_norm_f32(x, n: int, weight, bias, eps: float):
     return y.reshape(x.shape), mean, rstd
 
 
-def _emulated_layer_norm(mem: _Memory, ins) -> None:
+def _emulated_layer_norm(mem: Memory, ins) -> None:
     p = mem.program
     x = mem.tensor(ins.args[0]).numpy()
     shape = p.values[ins.args[1]].value
@@ -411,7 +411,7 @@ def softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
 
 
 def _emulated_softmax(fn):
-    def run(mem: _Memory, ins) -> None:
+    def run(mem: Memory, ins) -> None:
         x = mem.tensor(ins.args[0]).numpy()
         dim = int(mem.program.values[ins.args[1]].value) % x.ndim
         mem.write(ins.args[3], torch.from_numpy(np.asarray(fn(x, dim), order="C")))
@@ -424,7 +424,7 @@ EMULATED = {"aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_softmax.out": _emulated_softmax(softmax_f32)}
 
 
-def execute_instruction(mem: _Memory, ins) -> None:
+def execute_instruction(mem: Memory, ins) -> None:
     """One instruction of an int8 program: cortex_m:: ops (and their in-place variants) in
     integer arithmetic, anything else (fp32 fallback ops) on the torch-op interpreter."""
     if ins.op == "aten::upsample_nearest2d.vec_out" and mem.program.tensor(ins.args[0]).dtype == "int8":
@@ -436,7 +436,7 @@ def execute_instruction(mem: _Memory, ins) -> None:
     if ins.op in EMULATED:
         EMULATED[ins.op](mem, ins)
         return
-    (_run_cortex_m if is_int8_op(ins.op) else _execute)(mem, ins)
+    (_run_cortex_m if is_int8_op(ins.op) else execute_portable)(mem, ins)
 
 
 def run_int8_reference(program: Program, inputs, state: dict | None = None) -> list:

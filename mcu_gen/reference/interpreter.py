@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
-from mcu_gen.capture.export import _is_out_arg, find_functional
+from mcu_gen.capture.export import is_out_arg, find_functional
 from mcu_gen.program.ir import CODE_DTYPES, DTYPE_SIZES, Program, ScalarValue, TensorValue
 from mcu_gen.errors import McuGenError
 
@@ -68,7 +68,7 @@ def resolve_op(name: str):
         raise ReferenceUnsupported(f"unknown operator {name}") from e
 
 
-class _Memory:
+class Memory:
     def __init__(self, program: Program, shared_arena: bool = False):
         self.program = program
         self.aliases = program.meta.get("aliases", {}) or {}
@@ -144,7 +144,7 @@ class _Memory:
         self.written.add(index)
 
 
-def _decode(mem: _Memory, index: int, type_str: str):
+def _decode(mem: Memory, index: int, type_str: str):
     v = mem.program.values[index]
     if isinstance(v, TensorValue):
         return mem.tensor(index)
@@ -181,17 +181,17 @@ def _mutating_overload(out_op):
     """The overload without out arguments that updates some of its (non-out) arguments in place, as
     the out-variant does (_native_batch_norm_legit.out -> .default, the running stats): run on views
     of the program's memory, its updates land where the device's kernel writes them."""
-    wanted = [(a.name, str(a.type)) for a in out_op._schema.arguments if not _is_out_arg(a)]
+    wanted = [(a.name, str(a.type)) for a in out_op._schema.arguments if not is_out_arg(a)]
     packet = out_op.overloadpacket
     for name in packet.overloads():
         ov = getattr(packet, name)
-        if not any(_is_out_arg(a) for a in ov._schema.arguments) and \
+        if not any(is_out_arg(a) for a in ov._schema.arguments) and \
                 [(a.name, str(a.type)) for a in ov._schema.arguments] == wanted:
             return ov
     return None
 
 
-def _execute(mem: _Memory, ins) -> None:
+def execute_portable(mem: Memory, ins) -> None:
     if ins.op == "aten::copy_":  # in place: self = src (ExecuTorch's mutable-buffer update)
         if len(ins.args) < 2:
             raise ReferenceError(f"{ins.op}: {len(ins.args)} arguments, needs self and src")
@@ -206,7 +206,7 @@ def _execute(mem: _Memory, ins) -> None:
         raise ReferenceError(f"{ins.op}: {len(ins.args)} arguments, schema needs {len(schema_args)}")
     args, kwargs, outs = [], {}, []
     for a, index in zip(schema_args, ins.args):
-        if _is_out_arg(a):
+        if is_out_arg(a):
             v = mem.program.values[index]
             outs.extend(v.value if isinstance(v, ScalarValue) else [index])
             continue
@@ -257,7 +257,7 @@ def interpret(program: Program, inputs, execute, trace: bool = False, shared_are
     if len(inputs) != len(program.inputs):
         raise ReferenceError(f"program has {len(program.inputs)} inputs, got {len(inputs)}")
     _record_file_views(program)
-    mem = _Memory(program, shared_arena)
+    mem = Memory(program, shared_arena)
     for index, x in zip(program.inputs, inputs):
         x = torch.as_tensor(np.asarray(np.asarray(x), order="C"))
         v = program.tensor(index)
@@ -299,4 +299,4 @@ def run_reference_trace(program: Program, inputs, execute=None) -> tuple[list, l
     """Like run_reference, and also every intermediate: (outputs, trace) where trace[k] maps each
     value instruction k wrote to a copy of it (logical layout) taken right after instruction k.
     ``execute(mem, ins)`` runs one instruction (default: the torch-op interpreter here)."""
-    return interpret(program, inputs, execute or _execute, trace=True)
+    return interpret(program, inputs, execute or execute_portable, trace=True)

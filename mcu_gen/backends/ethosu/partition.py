@@ -99,7 +99,7 @@ def pool_stride(program: Program, ins) -> list:
     return [1 if out.shape[2 + d] == 1 else stride[d] for d in range(2)]
 
 
-def _alias_root(program: Program, v: int) -> int:
+def alias_root(program: Program, v: int) -> int:
     aliases = program.meta.get("aliases", {})
     while v in aliases:
         v = aliases[v]
@@ -130,7 +130,7 @@ def _boundary(program: Program, run: list) -> Subgraph:
     for i in run:
         ins = program.instructions[i]
         x = ins.args[NPU_OPS[ins.op]]
-        root = _alias_root(program, x)
+        root = alias_root(program, x)
         if root not in produced and x not in produced and x not in inputs:
             inputs.append(x)
         produced[ins.args[-1]] = i
@@ -138,7 +138,7 @@ def _boundary(program: Program, run: list) -> Subgraph:
     used_after = set()
     for ins in program.instructions[last + 1:]:
         for a in ins.args:
-            used_after.add(_alias_root(program, a))
-    outs = set(_alias_root(program, o) for o in program.outputs)
+            used_after.add(alias_root(program, a))
+    outs = set(alias_root(program, o) for o in program.outputs)
     outputs = [v for v in produced if v in used_after or v in outs]
     return Subgraph(list(run), inputs, outputs)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mcu_gen.program.ir import Program, ScalarValue, TensorValue
-from mcu_gen.backends.ethosu.partition import NPU_OPS, Subgraph, _alias_root, pool_stride
+from mcu_gen.backends.ethosu.partition import NPU_OPS, Subgraph, alias_root, pool_stride
 from mcu_gen.errors import McuGenError
 
 NHWC = (0, 2, 3, 1)
@@ -159,7 +159,7 @@ class _Lowering:
         """TOSA name of IR value v, inserting a RESHAPE when v views a tensor of the subgraph."""
         if v in self.names:
             return self.names[v]
-        root = _alias_root(self.p, v)
+        root = alias_root(self.p, v)
         if root in self.names:
             shape = stored_shape(self.p.tensor(v))
             name = self.tmp(shape, self.ts.DType.INT8)

@@ -90,7 +90,7 @@ class HostRunner:
 
     def execute(self, program, inputs) -> list:
         """Run a planned one-arena program on the runner; its outputs as numpy arrays."""
-        from mcu_gen.firmware.host import HostRunError, _np_dtype
+        from mcu_gen.firmware.host import HostRunError, np_dtype
         from mcu_gen.program import pte
 
         if len(program.arena_sizes) > 1:
@@ -103,7 +103,7 @@ class HostRunner:
             for k, (x, i) in enumerate(zip(inputs, program.inputs)):
                 p = tmp / f"in_{k}.bin"
                 arr = np.asarray(x.numpy() if isinstance(x, torch.Tensor) else x,
-                                 dtype=_np_dtype(program.tensor(i).dtype), order="C")
+                                 dtype=np_dtype(program.tensor(i).dtype), order="C")
                 p.write_bytes(arr.tobytes())
                 paths.append(str(p))
             r = subprocess.run([str(self.exe), str(tmp / "program.pte"), str(max(program.arena_size, 16)), str(tmp),
@@ -115,7 +115,7 @@ class HostRunner:
             for k, o in enumerate(program.outputs):
                 t = program.tensor(o)
                 raw = (tmp / f"out_{k}.bin").read_bytes()
-                outs.append(np.frombuffer(raw, dtype=_np_dtype(t.dtype)).reshape(t.shape).copy())
+                outs.append(np.frombuffer(raw, dtype=np_dtype(t.dtype)).reshape(t.shape).copy())
             return outs
 
     def run(self, case, expected: list | None = None) -> Result:

@@ -26,7 +26,7 @@ NONE_WORDS = ("none", "fp32", "float32", "default", "")
 
 
 def model_name(path: Path) -> str:
-    """The name mcu-gen gives a model file (mcu_gen.capture.model_file._model_name; not imported: torch)."""
+    """The name mcu-gen gives a model file (mcu_gen.capture.model_file.model_name; not imported: torch)."""
     return path.parent.name if path.stem == "model" and path.parent.name else path.stem
 
 

@@ -44,38 +44,38 @@ def conv(lw, node, qnode, act):
     if one_d:
         v = _as_4d(lw, v)
         w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
-    v = lw._to_nhwc(v, node)
+    v = lw.to_nhwc(v, node)
     xt = lw.program.tensor(v)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     cin, cout = xt.shape[1], w.shape[0]
     depthwise = groups > 1 and groups == cin and cout % cin == 0
     mults, shifts = zip(*[quantize_multiplier(xt.scale * float(s) / s_out) for s in w_scales])
     oshape = shape_of(node)
-    out = lw._int8(oshape if not one_d else (oshape[0], oshape[1], 1, oshape[2]), s_out, zp_out, NHWC,
+    out = lw.int8_tensor(oshape if not one_d else (oshape[0], oshape[1], 1, oshape[2]), s_out, zp_out, NHWC,
                    qnode.name)
     bias = lw.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
-    lo, hi = lw._act_range(act, s_out, zp_out)
+    lo, hi = lw.act_range(act, s_out, zp_out)
     if depthwise:
         wt = w.transpose(1, 2, 3, 0)  # [O,1,kh,kw] -> IHWO [1,kh,kw,O]
         name = "cortex_m::quantized_depthwise_conv2d.out"
     else:
         wt = w.transpose(0, 2, 3, 1)  # OIHW -> OHWI
         name = "cortex_m::quantized_conv2d.out"
-    scratch = lw._scratch(conv_scratch_bytes(xt.shape, w.shape, stride, padding, dilation, depthwise),
+    scratch = lw.scratch(conv_scratch_bytes(xt.shape, w.shape, stride, padding, dilation, depthwise),
                           f"{node.name}_scratch")
-    a = [v, lw._const(wt, "int8", f"{node.name}_weight"),
-         bias if bias is not None else lw._scalar("none"),
-         lw._scalar("int_list", stride), lw._scalar("int_list", padding), lw._scalar("int_list", dilation)]
+    a = [v, lw.constant(wt, "int8", f"{node.name}_weight"),
+         bias if bias is not None else lw.scalar("none"),
+         lw.scalar("int_list", stride), lw.scalar("int_list", padding), lw.scalar("int_list", dilation)]
     if depthwise:
-        a.append(lw._scalar("int", cout // cin))
-    a += [lw._scalar("int", -xt.zero_point), lw._scalar("int", zp_out),
-          lw._const(np.array(mults), "int32", f"{node.name}_multipliers"),
-          lw._const(np.array(shifts), "int32", f"{node.name}_shifts"),
-          lw._scalar("int", lo), lw._scalar("int", hi), scratch]
-    lw._emit(name, a, out, node)
+        a.append(lw.scalar("int", cout // cin))
+    a += [lw.scalar("int", -xt.zero_point), lw.scalar("int", zp_out),
+          lw.constant(np.array(mults), "int32", f"{node.name}_multipliers"),
+          lw.constant(np.array(shifts), "int32", f"{node.name}_shifts"),
+          lw.scalar("int", lo), lw.scalar("int", hi), scratch]
+    lw.emit(name, a, out, node)
     if one_d:  # [N, O, 1, L] channels-last is [N, O, L] with dim_order (0, 2, 1)
-        out = lw._alias(out, oshape, (0, 2, 1), qnode.name + "_1d")
-    lw._finish(node, qnode, act, out)
+        out = lw.alias(out, oshape, (0, 2, 1), qnode.name + "_1d")
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -84,9 +84,9 @@ def _as_4d(lw, v: int) -> int:
     t = lw.program.tensor(v)
     n, c, length = t.shape
     if t.dim_order == (0, 2, 1):
-        return lw._alias(v, (n, c, 1, length), NHWC, t.name + "_4d")
-    v = lw._contig(v)
-    return lw._alias(v, (n, c, 1, length), (0, 1, 2, 3), t.name + "_4d")
+        return lw.alias(v, (n, c, 1, length), NHWC, t.name + "_4d")
+    v = lw.contig(v)
+    return lw.alias(v, (n, c, 1, length), (0, 1, 2, 3), t.name + "_4d")
 
 
 @handler(aten.conv_transpose2d.input)
@@ -106,21 +106,21 @@ def conv_transpose(lw, node, qnode, act):
     w, w_scales, w_zps = wq
     if np.any(w_zps != 0):
         return "weights are not symmetric"
-    v = lw._to_nhwc(v, node)
+    v = lw.to_nhwc(v, node)
     xt = lw.program.tensor(v)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     mults, shifts = zip(*[quantize_multiplier(xt.scale * float(s) / s_out) for s in w_scales])
-    out = lw._int8(shape_of(node), s_out, zp_out, NHWC, qnode.name)
+    out = lw.int8_tensor(shape_of(node), s_out, zp_out, NHWC, qnode.name)
     bias = lw.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
-    lo, hi = lw._act_range(act, s_out, zp_out)
+    lo, hi = lw.act_range(act, s_out, zp_out)
     wt = w.transpose(1, 2, 3, 0)  # [Cin, Cout, kh, kw] -> OHWI [Cout, kh, kw, Cin]
-    il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    a = [v, lw._const(wt, "int8", f"{node.name}_weight"), bias if bias is not None else lw._scalar("none"),
+    il = lambda x: lw.scalar("int_list", [int(a) for a in x])  # noqa: E731
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    a = [v, lw.constant(wt, "int8", f"{node.name}_weight"), bias if bias is not None else lw.scalar("none"),
          il(stride), il(padding), il(output_padding), il(dilation), i(-xt.zero_point), i(zp_out),
-         lw._const(np.array(mults), "int32", f"{node.name}_multipliers"),
-         lw._const(np.array(shifts), "int32", f"{node.name}_shifts"), i(lo), i(hi),
-         lw._scratch(0, f"{node.name}_scratch"), lw._scratch(0, f"{node.name}_output_scratch")]
-    lw._emit("cortex_m::quantized_transpose_conv2d.out", a, out, node)
-    lw._finish(node, qnode, act, out)
+         lw.constant(np.array(mults), "int32", f"{node.name}_multipliers"),
+         lw.constant(np.array(shifts), "int32", f"{node.name}_shifts"), i(lo), i(hi),
+         lw.scratch(0, f"{node.name}_scratch"), lw.scratch(0, f"{node.name}_output_scratch")]
+    lw.emit("cortex_m::quantized_transpose_conv2d.out", a, out, node)
+    lw.finish(node, qnode, act, out)
     return None

@@ -26,20 +26,20 @@ def add(lw, node, qnode, act):
     va, vb = lw.quant_of(a_node), lw.quant_of(b_node)
     if va is None or vb is None:
         return "an input is not int8"
-    va, vb = lw._to_nhwc(va, node), lw._to_nhwc(vb, node)
+    va, vb = lw.to_nhwc(va, node), lw.to_nhwc(vb, node)
     ta, tb = lw.program.tensor(va), lw.program.tensor(vb)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     (m1, s1), (m2, s2), (mo, so) = add_params(ta.scale, tb.scale, s_out)
     if node.target is aten.sub.Tensor:
         m2 = -m2  # x - y: y's rescaling negated (same arithmetic on both kernels and the reference)
     shape = shape_of(node)
-    out = lw._int8(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
-    lo, hi = lw._act_range(act, s_out, zp_out)
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    lw._emit("cortex_m::quantized_add.out",
+    out = lw.int8_tensor(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
+    lo, hi = lw.act_range(act, s_out, zp_out)
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    lw.emit("cortex_m::quantized_add.out",
              [va, i(ta.zero_point), i(m1), i(s1), vb, i(tb.zero_point), i(m2), i(s2), i(zp_out), i(mo), i(so),
                 i(lo), i(hi)], out, node)
-    lw._finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -51,16 +51,16 @@ def mul(lw, node, qnode, act):
         return "an input is not int8"
     if act is not None:
         return "mul with a fused activation"
-    va, vb = lw._to_nhwc(va, node), lw._to_nhwc(vb, node)
+    va, vb = lw.to_nhwc(va, node), lw.to_nhwc(vb, node)
     ta, tb = lw.program.tensor(va), lw.program.tensor(vb)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     m, sh = quantize_multiplier(ta.scale * tb.scale / s_out)
     shape = shape_of(node)
-    out = lw._int8(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    lw._emit("cortex_m::quantized_mul.out", [va, i(ta.zero_point), vb, i(tb.zero_point), i(zp_out), i(m), i(sh)],
+    out = lw.int8_tensor(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    lw.emit("cortex_m::quantized_mul.out", [va, i(ta.zero_point), vb, i(tb.zero_point), i(zp_out), i(m), i(sh)],
              out, node)
-    lw._finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -71,11 +71,11 @@ def lut(lw, node, qnode, act):
     if v is None:
         return "input is not int8"
     xt = lw.program.tensor(v)
-    s_out, zp_out = lw._qparams(qnode)
-    lo, hi = lw._act_range(act, s_out, zp_out)
+    s_out, zp_out = lw.qparams(qnode)
+    lo, hi = lw.act_range(act, s_out, zp_out)
     lut = activation_lut(node.target, node.args[1:], dict(node.kwargs), xt.scale, xt.zero_point, s_out, zp_out,
                          lo, hi)
-    out = lw._int8(xt.shape, s_out, zp_out, xt.dim_order, qnode.name)
-    lw._emit("cortex_m::quantized_activation.out", [v, lw._const(lut, "int8", f"{node.name}_lut")], out, node)
-    lw._finish(node, qnode, act, out)
+    out = lw.int8_tensor(xt.shape, s_out, zp_out, xt.dim_order, qnode.name)
+    lw.emit("cortex_m::quantized_activation.out", [v, lw.constant(lut, "int8", f"{node.name}_lut")], out, node)
+    lw.finish(node, qnode, act, out)
     return None

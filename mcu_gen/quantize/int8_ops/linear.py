@@ -33,20 +33,20 @@ def matmul(lw, node, qnode, act):
     order = tb.dim_order or tuple(range(nd))
     rt_order = tuple(inv[d] for d in order)
     rt_shape = tuple(tb.shape[p] for p in perm)
-    rt = lw._alias(vb, rt_shape, None if rt_order == tuple(range(nd)) else rt_order, tb.name + "_t")
-    rt = lw._contig(rt, node)
-    lhs = lw._contig(va, node)
-    lhs = lw._alias(lhs, (batch, m, k), None, ta.name + "_3d")
-    rt = lw._alias(rt, (batch, n, k), None, tb.name + "_t3d")
-    s_out, zp_out = lw._qparams(qnode)
+    rt = lw.alias(vb, rt_shape, None if rt_order == tuple(range(nd)) else rt_order, tb.name + "_t")
+    rt = lw.contig(rt, node)
+    lhs = lw.contig(va, node)
+    lhs = lw.alias(lhs, (batch, m, k), None, ta.name + "_3d")
+    rt = lw.alias(rt, (batch, n, k), None, tb.name + "_t3d")
+    s_out, zp_out = lw.qparams(qnode)
     mult, shift = quantize_multiplier(ta.scale * tb.scale / s_out)
-    out = lw._int8((batch, m, n), s_out, zp_out, None, qnode.name)
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    lw._emit("cortex_m::quantized_batch_matmul.out",
+    out = lw.int8_tensor((batch, m, n), s_out, zp_out, None, qnode.name)
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    lw.emit("cortex_m::quantized_batch_matmul.out",
              [lhs, i(-ta.zero_point), rt, i(-tb.zero_point), i(zp_out), i(mult), i(shift),
-                lw._scratch(0, f"{node.name}_scratch")], out, node)
-    out = lw._alias(out, shape_of(node), None, qnode.name + "_view")
-    lw._finish(node, qnode, act, out)
+                lw.scratch(0, f"{node.name}_scratch")], out, node)
+    out = lw.alias(out, shape_of(node), None, qnode.name + "_view")
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -64,16 +64,16 @@ def linear(lw, node, qnode, act):
     if not np.all(w_scales == w_scales[0]):
         return "per-channel linear weights (cortex_m::quantized_linear takes one multiplier)"
     if v not in lw.nhwc_flat:
-        v = lw._contig(v, node)
+        v = lw.contig(v, node)
     xt = lw.program.tensor(v)
     if v in lw.nhwc_flat:
         c, h, wd = lw.nhwc_flat[v]
         w = w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     mult, shift = quantize_multiplier(xt.scale * float(w_scales[0]) / s_out)
-    out = lw._int8(shape_of(node), s_out, zp_out, None, qnode.name)
+    out = lw.int8_tensor(shape_of(node), s_out, zp_out, None, qnode.name)
     bias = lw.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
-    lo, hi = lw._act_range(act, s_out, zp_out)
+    lo, hi = lw.act_range(act, s_out, zp_out)
     # The kernel sum bias + input_offset * sum(w) (ExecuTorch's form; the weights are symmetric)
     # replaces the bias: CMSIS-NN's MVE fully-connected reads it instead of summing the
     # weights on every call, and the DSP one skips the input offset (docs/cmsis_nn.md).
@@ -81,13 +81,13 @@ def linear(lw, node, qnode, act):
     if bias is not None:
         ksum = ksum + lw.program.tensor(bias).data.astype(np.int64)
     if np.all(np.abs(ksum) < 2**31):
-        bias, kernel_sum = None, lw._const(ksum, "int32", f"{node.name}_kernel_sum")
+        bias, kernel_sum = None, lw.constant(ksum, "int32", f"{node.name}_kernel_sum")
     else:
-        kernel_sum = lw._scalar("none")
-    a = [v, lw._const(w, "int8", f"{node.name}_weight"), bias if bias is not None else lw._scalar("none"),
-         kernel_sum, lw._scalar("int", -xt.zero_point), lw._scalar("int", 0),
-         lw._scalar("int", zp_out), lw._scalar("int_list", [mult]), lw._scalar("int_list", [shift]),
-         lw._scalar("int", hi), lw._scalar("int", lo)]
-    lw._emit("cortex_m::quantized_linear.out", a, out, node)
-    lw._finish(node, qnode, act, out)
+        kernel_sum = lw.scalar("none")
+    a = [v, lw.constant(w, "int8", f"{node.name}_weight"), bias if bias is not None else lw.scalar("none"),
+         kernel_sum, lw.scalar("int", -xt.zero_point), lw.scalar("int", 0),
+         lw.scalar("int", zp_out), lw.scalar("int_list", [mult]), lw.scalar("int_list", [shift]),
+         lw.scalar("int", hi), lw.scalar("int", lo)]
+    lw.emit("cortex_m::quantized_linear.out", a, out, node)
+    lw.finish(node, qnode, act, out)
     return None

@@ -26,7 +26,7 @@ def max_pool(lw, node, qnode, act):
     v = lw.quant_of(x)
     if v is None:
         return "input is not int8"
-    v = lw._to_nhwc(v, node)
+    v = lw.to_nhwc(v, node)
     xt = lw.program.tensor(v)
     if ceil_mode:  # the windows past the end: pad bottom/right with -128 (never the max)
         n, c, h, w = xt.shape
@@ -34,22 +34,22 @@ def max_pool(lw, node, qnode, act):
         eh = max(0, (oh - 1) * stride[0] + kernel[0] - h - 2 * padding[0])
         ew = max(0, (ow - 1) * stride[1] + kernel[1] - w - 2 * padding[1])
         if eh or ew:
-            padded = lw._int8((n, c, h + eh, w + ew), xt.scale, xt.zero_point, NHWC, xt.name + "_ceil")
-            il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
-            lw._emit("cortex_m::pad.out", [v, il([0, 0, 0, 0]), il([0, eh, ew, 0]),
-                                           lw._scalar("int", INT8_MIN)], padded, node)
+            padded = lw.int8_tensor((n, c, h + eh, w + ew), xt.scale, xt.zero_point, NHWC, xt.name + "_ceil")
+            il = lambda x: lw.scalar("int_list", [int(a) for a in x])  # noqa: E731
+            lw.emit("cortex_m::pad.out", [v, il([0, 0, 0, 0]), il([0, eh, ew, 0]),
+                                           lw.scalar("int", INT8_MIN)], padded, node)
             v, xt = padded, lw.program.tensor(padded)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     if zp_out != xt.zero_point or s_out != xt.scale:
         return "output quantization differs from the input's"
-    lo, hi = lw._act_range(act, s_out, zp_out)
-    out = lw._int8(shape_of(node), s_out, zp_out, NHWC, qnode.name)
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
-    lw._emit("cortex_m::quantized_max_pool2d.out",
-             [v, il(kernel), il(stride), il(padding), il(dilation), lw._scalar("bool", False),
+    lo, hi = lw.act_range(act, s_out, zp_out)
+    out = lw.int8_tensor(shape_of(node), s_out, zp_out, NHWC, qnode.name)
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    il = lambda x: lw.scalar("int_list", [int(a) for a in x])  # noqa: E731
+    lw.emit("cortex_m::quantized_max_pool2d.out",
+             [v, il(kernel), il(stride), il(padding), il(dilation), lw.scalar("bool", False),
                 i(xt.zero_point), i(zp_out), i(lo), i(hi)], out, node)
-    lw._finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -64,40 +64,40 @@ def avg_pool(lw, node, qnode, act):
     v = lw.quant_of(x)
     if v is None:
         return "input is not int8"
-    v = lw._to_nhwc(v, node)
+    v = lw.to_nhwc(v, node)
     xt = lw.program.tensor(v)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     if zp_out != xt.zero_point or s_out != xt.scale:
         return "output quantization differs from the input's"
     mult, shift = quantize_multiplier(xt.scale)
-    out = lw._int8(shape_of(node), s_out, zp_out, NHWC, qnode.name)
-    scratch = lw._scratch(xt.shape[1] * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
-    lw._emit("cortex_m::quantized_avg_pool2d.out",
-             [v, il(kernel), il(stride), il(padding), lw._scalar("bool", bool(ceil_mode)), i(zp_out), i(mult), i(shift),
+    out = lw.int8_tensor(shape_of(node), s_out, zp_out, NHWC, qnode.name)
+    scratch = lw.scratch(xt.shape[1] * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    il = lambda x: lw.scalar("int_list", [int(a) for a in x])  # noqa: E731
+    lw.emit("cortex_m::quantized_avg_pool2d.out",
+             [v, il(kernel), il(stride), il(padding), lw.scalar("bool", bool(ceil_mode)), i(zp_out), i(mult), i(shift),
               scratch], out, node)
-    lw._finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, out)
     return None
 
 
 def _avg_pool_int8(lw, node, qnode, v, kernel, stride, padding):
     """cortex_m::quantized_avg_pool2d of int8 value v (same quantization in and out)."""
-    v = lw._to_nhwc(v, node)
+    v = lw.to_nhwc(v, node)
     xt = lw.program.tensor(v)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     if zp_out != xt.zero_point or s_out != xt.scale:
         return None, "output quantization differs from the input's"
     n, c, h, w = xt.shape
     oh = (h + 2 * padding[0] - kernel[0]) // stride[0] + 1
     ow = (w + 2 * padding[1] - kernel[1]) // stride[1] + 1
     mult, shift = quantize_multiplier(xt.scale)
-    out = lw._int8((n, c, oh, ow), s_out, zp_out, NHWC, qnode.name)
-    scratch = lw._scratch(c * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    il = lambda x: lw._scalar("int_list", [int(a) for a in x])  # noqa: E731
-    lw._emit("cortex_m::quantized_avg_pool2d.out",
-             [v, il(kernel), il(stride), il(padding), lw._scalar("bool", False), i(zp_out), i(mult), i(shift),
+    out = lw.int8_tensor((n, c, oh, ow), s_out, zp_out, NHWC, qnode.name)
+    scratch = lw.scratch(c * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    il = lambda x: lw.scalar("int_list", [int(a) for a in x])  # noqa: E731
+    lw.emit("cortex_m::quantized_avg_pool2d.out",
+             [v, il(kernel), il(stride), il(padding), lw.scalar("bool", False), i(zp_out), i(mult), i(shift),
                 scratch], out, node)
     return out, None
 
@@ -121,7 +121,7 @@ def adaptive_avg_pool(lw, node, qnode, act):
     out, why = _avg_pool_int8(lw, node, qnode, v, k, k, [0, 0])
     if why:
         return why
-    lw._finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -148,7 +148,7 @@ def mean(lw, node, qnode, act):
     inner = int(np.prod([xt.shape[d] for d in order[pos[-1] + 1:]]))
     span = int(np.prod([xt.shape[d] for d in red]))
     # the same bytes as an NHWC [outer, inner, span, 1] tensor: a global average pool over H
-    v4 = lw._alias(v, (outer, inner, span, 1), NHWC, xt.name + "_pool_view")
+    v4 = lw.alias(v, (outer, inner, span, 1), NHWC, xt.name + "_pool_view")
     out, why = _avg_pool_int8(lw, node, qnode, v4, [span, 1], [span, 1], [0, 0])
     if why:
         return why
@@ -160,6 +160,6 @@ def mean(lw, node, qnode, act):
         renum = {d: k for k, d in enumerate(x for x in range(nd) if x not in red)}
         out_order = tuple(renum[d] for d in kept)
     out_order = None if out_order == tuple(range(len(shape))) else out_order
-    out = lw._alias(out, shape, out_order, node.name)
-    lw._finish(node, qnode, act, out)
+    out = lw.alias(out, shape, out_order, node.name)
+    lw.finish(node, qnode, act, out)
     return None

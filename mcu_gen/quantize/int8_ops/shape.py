@@ -16,7 +16,7 @@ def _same_qparams_input(lw, node, qnode, act, what: str):
     if v is None:
         return "input is not int8"
     t = lw.program.tensor(v)
-    if lw._qparams(qnode) != (t.scale, t.zero_point) or act is not None:
+    if lw.qparams(qnode) != (t.scale, t.zero_point) or act is not None:
         return f"{what} that changes quantization parameters"
     return v, t
 
@@ -41,8 +41,8 @@ def permute(lw, node, qnode, act):
     order = t.dim_order or tuple(range(nd))
     new_order = tuple(inv[d] for d in order)
     shape = tuple(t.shape[p] for p in perm)
-    out = lw._alias(v, shape, None if new_order == tuple(range(nd)) else new_order, qnode.name)
-    lw._finish(node, qnode, act, out)
+    out = lw.alias(v, shape, None if new_order == tuple(range(nd)) else new_order, qnode.name)
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -57,28 +57,28 @@ def cat(lw, node, qnode, act):
         return "an input is not int8"
     if act is not None:
         return "cat with a fused activation"
-    s_out, zp_out = lw._qparams(qnode)
-    vs = [lw._requantize(v, s_out, zp_out, node) for v in vs]
+    s_out, zp_out = lw.qparams(qnode)
+    vs = [lw.requantize(v, s_out, zp_out, node) for v in vs]
     ts = [lw.program.tensor(v) for v in vs]
     nd = len(ts[0].shape)
     dim = dim % nd
     if nd == 4:
-        vs = [lw._to_nhwc(v, node) for v in vs]
+        vs = [lw.to_nhwc(v, node) for v in vs]
         order = NHWC
     else:
-        vs = [lw._contig(v, node) for v in vs]
+        vs = [lw.contig(v, node) for v in vs]
         order = tuple(range(nd))
     mem = []
     for v in vs:
         t = lw.program.tensor(v)
-        mem.append(lw._alias(v, tuple(t.shape[d] for d in order), None, t.name + "_mem"))
+        mem.append(lw.alias(v, tuple(t.shape[d] for d in order), None, t.name + "_mem"))
     mdim = order.index(dim)
     shape = shape_of(node)
     mem_shape = tuple(shape[d] for d in order)
-    out_mem = lw._int8(mem_shape, s_out, zp_out, tuple(range(nd)), qnode.name + "_mem")
-    lw._emit("aten::cat.out", [lw._scalar("tensor_list", mem), lw._scalar("int", mdim)], out_mem, node)
-    out = lw._alias(out_mem, shape, NHWC if nd == 4 else None, qnode.name)
-    lw._finish(node, qnode, act, out)
+    out_mem = lw.int8_tensor(mem_shape, s_out, zp_out, tuple(range(nd)), qnode.name + "_mem")
+    lw.emit("aten::cat.out", [lw.scalar("tensor_list", mem), lw.scalar("int", mdim)], out_mem, node)
+    out = lw.alias(out_mem, shape, NHWC if nd == 4 else None, qnode.name)
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -93,13 +93,13 @@ def slice_tensor(lw, node, qnode, act):
         return "slice of a 4-D (channels-last) int8 tensor"
     args = list(node.args) + [0, None, None, 1][len(node.args) - 1:]
     dim, start, end, step = args[1:5]
-    v = lw._contig(v, node)
-    out = lw._int8(shape_of(node), t.scale, t.zero_point, None, qnode.name)
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    lw._emit("aten::slice_copy.Tensor_out",
+    v = lw.contig(v, node)
+    out = lw.int8_tensor(shape_of(node), t.scale, t.zero_point, None, qnode.name)
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    lw.emit("aten::slice_copy.Tensor_out",
              [v, i(dim), i(0 if start is None else start), i(2**63 - 1 if end is None else end), i(step)], out,
              node)
-    lw._finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, out)
     return None
 
 
@@ -111,10 +111,10 @@ def upsample_nearest(lw, node, qnode, act):
         return r
     v, t = r
     s_out, zp_out = t.scale, t.zero_point
-    v = lw._to_nchw(v, node)
+    v = lw.to_nchw(v, node)
     shape = shape_of(node)
-    out = lw._int8(shape, s_out, zp_out, (0, 1, 2, 3), qnode.name)
-    lw._emit("aten::upsample_nearest2d.vec_out",
-             [v, lw._scalar("int_list", list(shape[2:])), lw._scalar("none")], out, node)
-    lw._finish(node, qnode, act, out)
+    out = lw.int8_tensor(shape, s_out, zp_out, (0, 1, 2, 3), qnode.name)
+    lw.emit("aten::upsample_nearest2d.vec_out",
+             [v, lw.scalar("int_list", list(shape[2:])), lw.scalar("none")], out, node)
+    lw.finish(node, qnode, act, out)
     return None

@@ -18,15 +18,15 @@ def softmax(lw, node, qnode, act):
     xt = lw.program.tensor(v)
     if dim not in (-1, len(xt.shape) - 1):
         return "softmax over a dimension other than the last"
-    v = lw._to_nchw(v, node)
+    v = lw.to_nchw(v, node)
     xt = lw.program.tensor(v)
-    s_out, zp_out = lw._qparams(qnode)
+    s_out, zp_out = lw.qparams(qnode)
     if act is not None or abs(s_out - 1 / 256) > 1e-12 or zp_out != -128:
         return "softmax output must be scale 1/256, zero point -128"
     mult, shift, diff_min = softmax_params(xt.scale)
-    out = lw._int8(shape_of(node), s_out, zp_out, xt.dim_order, qnode.name)
-    i = lambda x: lw._scalar("int", int(x))  # noqa: E731
-    lw._emit("cortex_m::softmax.out", [v, i(-1), i(xt.zero_point), i(zp_out), i(mult), i(shift), i(diff_min)],
+    out = lw.int8_tensor(shape_of(node), s_out, zp_out, xt.dim_order, qnode.name)
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    lw.emit("cortex_m::softmax.out", [v, i(-1), i(xt.zero_point), i(zp_out), i(mult), i(shift), i(diff_min)],
              out, node)
-    lw._finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, out)
     return None
