@@ -8,8 +8,11 @@ import numpy as np
 from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
-from mcu_gen.program.ir import CODE_DTYPES, DTYPE_CODES, Instruction, Program, ScalarValue, TensorValue
-from mcu_gen.program.pte_format import *  # noqa: F401,F403 (the format's constants)
+from mcu_gen.program.ir import CODE_DTYPES, Instruction, Program, ScalarValue, TensorValue
+from mcu_gen.program.pte_format import (
+    IDENTIFIER, HEADER_MAGIC, HEADER_LENGTH, K_NULL, K_INT, K_BOOL, K_DOUBLE, K_TENSOR, K_STRING,
+    K_INT_LIST, K_DOUBLE_LIST, K_BOOL_LIST, K_TENSOR_LIST, K_OPT_TENSOR_LIST, I_KERNEL_CALL,
+    I_DELEGATE_CALL, LOC_INLINE, LOC_SEGMENT, DELEGATE_PREFIX, PteError)
 def _tab(buf, pos) -> Table:
     return Table(buf, pos)
 

@@ -10,11 +10,12 @@ import struct
 
 import flatbuffers
 import numpy as np
-from flatbuffers import number_types as N
 
-from mcu_gen.program.ir import CODE_DTYPES, DTYPE_CODES, Instruction, Program, ScalarValue, TensorValue
-from mcu_gen.program.pte_format import *  # noqa: F401,F403 (the format's constants)
-from mcu_gen.program.pte_format import align
+from mcu_gen.program.ir import DTYPE_CODES, Program, ScalarValue, TensorValue
+from mcu_gen.program.pte_format import (
+    IDENTIFIER, HEADER_MAGIC, HEADER_LENGTH, SEGMENT_ALIGNMENT, TENSOR_ALIGNMENT, K_NULL, K_INT, K_BOOL,
+    K_DOUBLE, K_TENSOR, K_STRING, K_INT_LIST, K_DOUBLE_LIST, K_BOOL_LIST, K_TENSOR_LIST,
+    K_OPT_TENSOR_LIST, I_KERNEL_CALL, I_DELEGATE_CALL, LOC_SEGMENT, DELEGATE_PREFIX, PteError, align)
 def _store_once(seg: bytearray, offsets: list, stored: dict, key, raw: bytes) -> int:
     """The index of `raw` in a segment (`seg`, its `offsets`): appended, aligned, the first time its
     `key` is seen, the earlier index after that (`stored`: key -> index)."""

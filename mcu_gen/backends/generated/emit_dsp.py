@@ -13,6 +13,7 @@ from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, POINTW
 from mcu_gen.backends.generated.match import eligible
 from mcu_gen.backends.render import allowed, bound, describe, prefix, render, rows, table
 from mcu_gen.paths import KERNELS_GENERATED
+from mcu_gen.program.ir import Program
 
 
 # -- C++ ------------------------------------------------------------------------------------------
