@@ -301,10 +301,9 @@ def _inspect_plan(args, program) -> int:
 
 
 def cmd_kernels(args) -> int:
-    from mcu_gen.backends.kernels import find_kernels
+    from mcu_gen.backends import operator_table
 
-    for op, k in sorted(find_kernels().items()):
-        print(f"{op:45s} {k.backend:9s} {','.join(k.dtypes):10s} {k.file.name}")
+    print(operator_table.markdown() if args.markdown else operator_table.text(), end="")
     return 0
 
 
@@ -387,7 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--plan-png", metavar="PATH", help="draw the plan as PNG (matplotlib)")
     s.set_defaults(fn=cmd_inspect)
 
-    s = sub.add_parser("kernels", help="list the operators mcu-gen has kernels for")
+    s = sub.add_parser("kernels", help="list the operators mcu-gen has kernels for: dtypes, what int8 programs do "
+                                      "with each, CMSIS-NN, generated (docs/operators.md)")
+    s.add_argument("--markdown", action="store_true", help="print docs/operators.md")
     s.set_defaults(fn=cmd_kernels)
 
     from mcu_gen.cli.board_commands import add_board_commands
