@@ -4,36 +4,19 @@
 // out = self[start:end:step] along `dim`, with Python's rules: None means the
 // whole range, negative values count from the end, out-of-range values clamp.
 #include "elementwise_common.h"
+#include "slice_common.h"
 
 namespace mcu {
 namespace kernels {
-
-namespace {
-
-// Python slice bound: negative counts from the end, then clamped to [0, n].
-int32_t clamp_bound(int64_t v, int32_t n) {
-  if (v < 0) v += n;
-  if (v < 0) return 0;
-  return v > n ? n : static_cast<int32_t>(v);
-}
-
-}  // namespace
 
 Error aten_slice_copy_tensor_out(const KernelContext& ctx) {
   const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(5);
   int32_t dim = 0;
   if (in.dim == 0 || !wrap_dim(ctx.int_arg(1), in.dim, &dim)) return Error::KernelFailed;
-  const int64_t step_arg = ctx.int_arg(4);
-  if (step_arg <= 0) return Error::KernelFailed;
-  const int32_t n = in.sizes[dim];
-  const int32_t start = ctx.is_none(2) ? 0 : clamp_bound(ctx.int_arg(2), n);
-  int32_t end = ctx.is_none(3) ? n : clamp_bound(ctx.int_arg(3), n);
-  if (end < start) end = start;
-  // A step longer than the dim takes one element at most; clamping it keeps
-  // the arithmetic in 32 bits.
-  const int32_t step = step_arg < n ? static_cast<int32_t>(step_arg) : (n > 0 ? n : 1);
-  const int32_t len = (end - start + step - 1) / step;
+  SliceRange range;
+  if (!read_slice(ctx, 2, 3, 4, in.sizes[dim], &range)) return Error::KernelFailed;
+  const int32_t start = range.start, step = range.step, len = range.length;
   if (!copyable_pair(in, out) || out.dim != in.dim) return Error::KernelFailed;
   for (int32_t d = 0; d < in.dim; ++d) {
     if (out.sizes[d] != (d == dim ? len : in.sizes[d])) return Error::KernelFailed;

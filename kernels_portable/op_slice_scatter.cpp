@@ -5,20 +5,10 @@
 // Python's rules as slice_copy: None is the whole range, negative bounds count
 // from the end, bounds past either end clamp; src has the slice's shape.
 #include "elementwise_common.h"
+#include "slice_common.h"
 
 namespace mcu {
 namespace kernels {
-
-namespace {
-
-// Python slice bound: negative counts from the end, then clamped to [0, n].
-int32_t clamp_bound(int64_t v, int32_t n) {
-  if (v < 0) v += n;
-  if (v < 0) return 0;
-  return v > n ? n : static_cast<int32_t>(v);
-}
-
-}  // namespace
 
 Error aten_slice_scatter_out(const KernelContext& ctx) {
   const TensorRef self = ctx.tensor(0);
@@ -27,14 +17,9 @@ Error aten_slice_scatter_out(const KernelContext& ctx) {
   int32_t dim = 0;
   if (self.dim == 0 || !wrap_dim(ctx.int_arg(2), self.dim, &dim)) return Error::KernelFailed;
   if (!copyable_pair(self, out) || !copyable_pair(src, out) || !self.same_shape(out)) return Error::KernelFailed;
-  const int64_t step_arg = ctx.int_arg(5);
-  if (step_arg <= 0) return Error::KernelFailed;
-  const int32_t n = self.sizes[dim];
-  const int32_t start = ctx.is_none(3) ? 0 : clamp_bound(ctx.int_arg(3), n);
-  int32_t end = ctx.is_none(4) ? n : clamp_bound(ctx.int_arg(4), n);
-  if (end < start) end = start;
-  const int32_t step = step_arg < n ? static_cast<int32_t>(step_arg) : (n > 0 ? n : 1);
-  const int32_t len = (end - start + step - 1) / step;
+  SliceRange range;
+  if (!read_slice(ctx, 3, 4, 5, self.sizes[dim], &range)) return Error::KernelFailed;
+  const int32_t start = range.start, step = range.step, len = range.length;
   if (src.dim != self.dim) return Error::KernelFailed;
   for (int32_t d = 0; d < self.dim; ++d) {
     if (src.sizes[d] != (d == dim ? len : self.sizes[d])) return Error::KernelFailed;
