@@ -224,8 +224,8 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
     case kTensorList:
     case kOptTensorList: {
       size_t elem = (tag == kIntList || tag == kDoubleList) ? 8 : (tag == kBoolList ? 1 : 4);
-      const uint8_t* v = c.ref(t, 0, &ok);
-      if (!ok || (v != nullptr && !c.vector(v, elem))) return Error::InvalidProgram;
+      const uint8_t* v = c.vector_field(t, 0, elem, &ok);
+      if (!ok) return Error::InvalidProgram;
       if (tag == kIntList || tag == kTensorList || tag == kOptTensorList) {
         // Items are value indices: checked in range here, types checked once
         // every value's tag is known (below, in load).
@@ -248,8 +248,8 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   DType dt = static_cast<DType>(fb::scalar<int8_t>(t, kTensorType, 0));
   size_t esize = dtype_size(dt);
   if (esize == 0) return Error::UnsupportedProgram;
-  const uint8_t* sizes = c.ref(t, kTensorSizes, &ok);
-  if (!ok || (sizes != nullptr && !c.vector(sizes, 4))) return Error::InvalidProgram;
+  const uint8_t* sizes = c.vector_field(t, kTensorSizes, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   uint32_t dim = fb::vec_len(sizes);
   if (dim > static_cast<uint32_t>(kMaxDims)) return Error::UnsupportedProgram;
   uint64_t numel = 1;
@@ -259,8 +259,8 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
     numel *= static_cast<uint64_t>(s);
     if (numel > 0x7FFFFFFFu) return Error::InvalidProgram;
   }
-  const uint8_t* order = c.ref(t, kTensorDimOrder, &ok);
-  if (!ok || (order != nullptr && !c.vector(order, 1))) return Error::InvalidProgram;
+  const uint8_t* order = c.vector_field(t, kTensorDimOrder, 1, &ok);
+  if (!ok) return Error::InvalidProgram;
   if (fb::vec_len(order) != 0) {
     if (fb::vec_len(order) != dim) return Error::InvalidProgram;
     uint32_t seen = 0;
@@ -295,8 +295,8 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
       if (cidx >= static_cast<uint32_t>(num_constant_buffers_)) return Error::ConstantOutOfBounds;
       const uint8_t* buf = c.vec_table(constant_buffers_, cidx);
       if (buf == nullptr) return Error::InvalidProgram;
-      const uint8_t* storage = c.ref(buf, 0, &ok);
-      if (!ok || storage == nullptr || !c.vector(storage, 1)) return Error::InvalidProgram;
+      const uint8_t* storage = c.vector_field(buf, 0, 1, &ok);
+      if (!ok || storage == nullptr) return Error::InvalidProgram;
       if (fb::vec_len(storage) < nbytes) return Error::ConstantOutOfBounds;
       p = storage + 4;
     }
@@ -372,8 +372,8 @@ uint32_t accepted_tags(char sig) {
   if (!ok || kc == nullptr || !c.table(kc) || !c.field_fits(kc, 0, 4)) return Error::InvalidProgram;
   int32_t op = fb::scalar<int32_t>(kc, 0, 0);
   if (op < 0 || op >= num_operators_) return Error::InvalidProgram;
-  const uint8_t* args = c.ref(kc, 1, &ok);
-  if (!ok || (args != nullptr && !c.vector(args, 4))) return Error::InvalidProgram;
+  const uint8_t* args = c.vector_field(kc, 1, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   const char* sig = kernels.entries[op_entry_[op]].signature;
   const uint32_t n = fb::vec_len(args);
   for (uint32_t k = 0; k < n; ++k) {  // one signature character per argument
@@ -415,8 +415,8 @@ uint32_t accepted_tags(char sig) {
     detail_ = static_cast<int32_t>(n);
     return Error::UnsupportedProgram;
   }
-  const uint8_t* segs = c.ref(root, kProgSegments, &ok);
-  if (!ok || (segs != nullptr && !c.vector(segs, 4))) return Error::InvalidProgram;
+  const uint8_t* segs = c.vector_field(root, kProgSegments, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   for (uint32_t k = 0; k < n; ++k) {
     detail_ = static_cast<int32_t>(k);
     const uint8_t* d = c.vec_table(delegates + 4, k);
@@ -450,8 +450,8 @@ uint32_t accepted_tags(char sig) {
   if (dc == nullptr || !c.table(dc) || !c.field_fits(dc, 0, 4)) return Error::InvalidProgram;
   const int32_t k = fb::scalar<int32_t>(dc, 0, 0);
   if (k < 0 || k >= num_delegates_) return Error::InvalidProgram;
-  const uint8_t* args = c.ref(dc, 1, &ok);
-  if (!ok || (args != nullptr && !c.vector(args, 4))) return Error::InvalidProgram;
+  const uint8_t* args = c.vector_field(dc, 1, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   const uint32_t n = fb::vec_len(args);
   if (n > 0xFFFFu) return Error::BadArgument;
   for (uint32_t a = 0; a < n; ++a) {
@@ -545,8 +545,8 @@ uint32_t accepted_tags(char sig) {
     detail_ = static_cast<int32_t>(version & 0x7FFFFFFFu);
     return Error::UnsupportedProgram;
   }
-  const uint8_t* plans = c.ref(root, kProgPlans, &ok);
-  if (!ok || plans == nullptr || !c.vector(plans, 4) || fb::vec_len(plans) < 1) return Error::InvalidProgram;
+  const uint8_t* plans = c.vector_field(root, kProgPlans, 4, &ok);
+  if (!ok || plans == nullptr || fb::vec_len(plans) < 1) return Error::InvalidProgram;
 
   // Constants: a segment (current format) or inline buffers (legacy).
   const uint8_t* cseg = c.ref(root, kProgConstSegment, &ok);
@@ -554,13 +554,13 @@ uint32_t accepted_tags(char sig) {
   const uint8_t* offsets = nullptr;
   if (cseg != nullptr) {
     if (!c.table(cseg) || !c.field_fits(cseg, 0, 4)) return Error::InvalidProgram;
-    offsets = c.ref(cseg, 1, &ok);
-    if (!ok || (offsets != nullptr && !c.vector(offsets, 8))) return Error::InvalidProgram;
+    offsets = c.vector_field(cseg, 1, 8, &ok);
+    if (!ok) return Error::InvalidProgram;
   }
   if (fb::vec_len(offsets) > 0) {
     if (!has_header) return Error::InvalidProgram;
-    const uint8_t* segs = c.ref(root, kProgSegments, &ok);
-    if (!ok || segs == nullptr || !c.vector(segs, 4)) return Error::InvalidProgram;
+    const uint8_t* segs = c.vector_field(root, kProgSegments, 4, &ok);
+    if (!ok || segs == nullptr) return Error::InvalidProgram;
     uint32_t si = fb::scalar<uint32_t>(cseg, 0, 0);
     if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
     const uint8_t* seg = c.vec_table(segs + 4, si);
@@ -572,8 +572,8 @@ uint32_t accepted_tags(char sig) {
     constant_offsets_ = offsets + 4;
     num_constant_offsets_ = static_cast<int32_t>(fb::vec_len(offsets));
   } else {
-    const uint8_t* bufs = c.ref(root, kProgConstBuffers, &ok);
-    if (!ok || (bufs != nullptr && !c.vector(bufs, 4))) return Error::InvalidProgram;
+    const uint8_t* bufs = c.vector_field(root, kProgConstBuffers, 4, &ok);
+    if (!ok) return Error::InvalidProgram;
     constant_buffers_ = fb::vec_data(bufs);
     num_constant_buffers_ = static_cast<int32_t>(fb::vec_len(bufs));
   }
@@ -585,15 +585,15 @@ uint32_t accepted_tags(char sig) {
   num_state_offsets_ = 0;
   state_size_ = 0;
   {
-    const uint8_t* mutables = c.ref(root, kProgMutableData, &ok);
-    if (!ok || (mutables != nullptr && !c.vector(mutables, 4))) return Error::InvalidProgram;
+    const uint8_t* mutables = c.vector_field(root, kProgMutableData, 4, &ok);
+    if (!ok) return Error::InvalidProgram;
     if (fb::vec_len(mutables) > 0) {
       const uint8_t* m = c.vec_table(mutables + 4, 0);
       if (m == nullptr || !c.field_fits(m, 0, 4) || !has_header) return Error::InvalidProgram;
-      const uint8_t* moffs = c.ref(m, 1, &ok);
-      if (!ok || (moffs != nullptr && !c.vector(moffs, 8))) return Error::InvalidProgram;
-      const uint8_t* segs = c.ref(root, kProgSegments, &ok);
-      if (!ok || segs == nullptr || !c.vector(segs, 4)) return Error::InvalidProgram;
+      const uint8_t* moffs = c.vector_field(m, 1, 8, &ok);
+      if (!ok) return Error::InvalidProgram;
+      const uint8_t* segs = c.vector_field(root, kProgSegments, 4, &ok);
+      if (!ok || segs == nullptr) return Error::InvalidProgram;
       const uint32_t si = fb::scalar<uint32_t>(m, 0, 0);
       if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
       const uint8_t* seg = c.vec_table(segs + 4, si);
@@ -667,8 +667,8 @@ uint32_t accepted_tags(char sig) {
   if (plan == nullptr) return Error::InvalidProgram;
 #endif
   // Arena.
-  const uint8_t* bsizes = c.ref(plan, kPlanBufferSizes, &ok);
-  if (!ok || (bsizes != nullptr && !c.vector(bsizes, 8))) return Error::InvalidProgram;
+  const uint8_t* bsizes = c.vector_field(plan, kPlanBufferSizes, 8, &ok);
+  if (!ok) return Error::InvalidProgram;
   // Entry 0 is unused (ExecuTorch reserves it); entry k (1..MCU_ARENA_REGIONS) is memory id k.
   uint32_t nb = fb::vec_len(bsizes);
   for (uint32_t k = 1 + MCU_ARENA_REGIONS; k < nb; ++k) {
@@ -685,8 +685,8 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Delegates: only firmware built with a delegate table runs them.
-  const uint8_t* delegates = c.ref(plan, kPlanDelegates, &ok);
-  if (!ok || (delegates != nullptr && !c.vector(delegates, 4))) return Error::InvalidProgram;
+  const uint8_t* delegates = c.vector_field(plan, kPlanDelegates, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
 #if MCU_MAX_DELEGATES > 0
   {
     const Error e = verify_delegates(delegates, root, seg_base, seg_size);
@@ -697,8 +697,8 @@ uint32_t accepted_tags(char sig) {
 #endif
 
   // Values.
-  const uint8_t* values = c.ref(plan, kPlanValues, &ok);
-  if (!ok || values == nullptr || !c.vector(values, 4)) return Error::InvalidProgram;
+  const uint8_t* values = c.vector_field(plan, kPlanValues, 4, &ok);
+  if (!ok || values == nullptr) return Error::InvalidProgram;
   values_ = values + 4;
   num_values_ = static_cast<int32_t>(fb::vec_len(values));
   for (int32_t i = 0; check && i < num_values_; ++i) {
@@ -726,11 +726,9 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Inputs and outputs: arena tensors.
-  const uint8_t* ins = c.ref(plan, kPlanInputs, &ok);
-  const uint8_t* outs = ok ? c.ref(plan, kPlanOutputs, &ok) : nullptr;
-  if (!ok || (ins != nullptr && !c.vector(ins, 4)) || (outs != nullptr && !c.vector(outs, 4))) {
-    return Error::InvalidProgram;
-  }
+  const uint8_t* ins = c.vector_field(plan, kPlanInputs, 4, &ok);
+  const uint8_t* outs = c.vector_field(plan, kPlanOutputs, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   inputs_ = fb::vec_data(ins);
   num_inputs_ = static_cast<int32_t>(fb::vec_len(ins));
   outputs_ = fb::vec_data(outs);
@@ -744,8 +742,8 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Operators: resolved against the kernel table once, by name.
-  const uint8_t* ops = c.ref(plan, kPlanOperators, &ok);
-  if (!ok || (ops != nullptr && !c.vector(ops, 4))) return Error::InvalidProgram;
+  const uint8_t* ops = c.vector_field(plan, kPlanOperators, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   num_operators_ = static_cast<int32_t>(fb::vec_len(ops));
   if (num_operators_ > MCU_MAX_OPERATORS) {
     detail_ = num_operators_;
@@ -781,16 +779,16 @@ uint32_t accepted_tags(char sig) {
 #endif
 
   // Instructions: one chain of kernel calls.
-  const uint8_t* chains = c.ref(plan, kPlanChains, &ok);
-  if (!ok || (chains != nullptr && !c.vector(chains, 4))) return Error::InvalidProgram;
+  const uint8_t* chains = c.vector_field(plan, kPlanChains, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   if (fb::vec_len(chains) > 1) return Error::UnsupportedProgram;  // read only once verified
   instructions_ = nullptr;
   num_instructions_ = 0;
   if (fb::vec_len(chains) == 1) {
     const uint8_t* chain = c.vec_table(chains + 4, 0);
     if (chain == nullptr) return Error::InvalidProgram;
-    const uint8_t* list = c.ref(chain, 2, &ok);
-    if (!ok || (list != nullptr && !c.vector(list, 4))) return Error::InvalidProgram;
+    const uint8_t* list = c.vector_field(chain, 2, 4, &ok);
+    if (!ok) return Error::InvalidProgram;
     instructions_ = fb::vec_data(list);
     num_instructions_ = static_cast<int32_t>(fb::vec_len(list));
   }

@@ -81,17 +81,22 @@ class Checked {
   const uint8_t* ref(const uint8_t* t, int slot, bool* ok) const {
     uint16_t f = field(t, slot);
     if (f == 0) return nullptr;
-    if (!field_fits(t, slot, 4)) {
-      *ok = false;
-      return nullptr;
-    }
-    uint32_t o = u32(t + f);
+    const uint32_t o = in(t + f, 4) ? u32(t + f) : 0u;
     const uint8_t* p = t + f + o;
     if (o == 0 || !in(p, 0)) {
       *ok = false;
       return nullptr;
     }
     return p;
+  }
+  // The vector of `elem`-byte items in field `slot`: nullptr when absent, or
+  // (with *ok set to false) when the field is not such a vector. *ok is never
+  // set back to true, so several fields can be read before one check.
+  const uint8_t* vector_field(const uint8_t* t, int slot, size_t elem, bool* ok) const {
+    const uint8_t* v = ref(t, slot, ok);
+    if (v == nullptr || vector(v, elem)) return v;
+    *ok = false;
+    return nullptr;
   }
   // A vector of `elem`-byte items at `v`, aligned as flatbuffers aligns them.
   bool vector(const uint8_t* v, size_t elem) const {
