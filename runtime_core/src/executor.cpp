@@ -15,6 +15,13 @@ enum PlanSlot { kPlanName = 0, kPlanValues = 2, kPlanInputs = 3, kPlanOutputs = 
 enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTensorConst = 5, kTensorAlloc = 6 };
 enum ValueTag : uint8_t { kNone = 0, kNull = 1, kInt = 2, kBool = 3, kDouble = 4, kTensor = 5, kString = 6,
                           kIntList = 7, kDoubleList = 8, kBoolList = 9, kTensorList = 10, kOptTensorList = 11 };
+// The value kinds this firmware reads (MCU_VALUE_KINDS, program.h): a value of any other kind is
+// rejected at load; the verifier's code for the others is compiled out (None and Null are always read).
+constexpr uint32_t kValueKinds = MCU_VALUE_KINDS | 1u << kNone | 1u << kNull;
+constexpr bool has_kind(uint32_t tag) { return ((kValueKinds >> tag) & 1u) != 0; }
+constexpr bool has_value_lists() {
+  return has_kind(kIntList) || has_kind(kTensorList) || has_kind(kOptTensorList);
+}
 constexpr uint8_t kKernelCall = 1;
 #if MCU_MAX_DELEGATES > 0
 constexpr uint8_t kDelegateCall = 2;
@@ -163,11 +170,15 @@ TensorRef Executor::decode_tensor(int32_t v) const {
 #else
   if (c != 0) {
 #endif
+#if MCU_CONSTANT_BUFFERS
     if (constant_offsets_ != nullptr) {
       data = constants_ + fb::u64(constant_offsets_ + 8 * c);
     } else {
       data = fb::vec_data(fb::ref(fb::vec_table(constant_buffers_, c), 0));
     }
+#else
+    data = constants_ + fb::u64(constant_offsets_ + 8 * c);
+#endif
   } else {
     const uint8_t* alloc = t.ref(kTensorAlloc);
 #if MCU_ARENA_REGIONS > 1
@@ -202,19 +213,24 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   if (ev == nullptr || !c.field_fits(ev, 0, 1)) return Error::InvalidProgram;
   uint8_t tag = fb::scalar<uint8_t>(ev, 0, kNone);
   if (tag > kOptTensorList) return Error::InvalidProgram;
+  if (!has_kind(tag)) return Error::UnsupportedProgram;
   const uint8_t* t = c.ref(ev, 1, &ok);
   // A payload, when present, is a table for every tag (None and Null too:
   // program_field reads its vtable for every value).
   if (!ok || (t != nullptr && !c.table(t))) return Error::InvalidProgram;
   if (tag == kNone || tag == kNull) return Error::Ok;
   if (t == nullptr) return Error::InvalidProgram;
+  // A kind this firmware does not read was rejected above; its case is compiled out (has_kind is constant).
   switch (tag) {
     case kInt:
     case kDouble:
+      if (!has_kind(kInt) && !has_kind(kDouble)) return Error::UnsupportedProgram;
       return c.field_fits(t, 0, 8) ? Error::Ok : Error::InvalidProgram;
     case kBool:
+      if (!has_kind(kBool)) return Error::UnsupportedProgram;
       return c.field_fits(t, 0, 1) ? Error::Ok : Error::InvalidProgram;
     case kString: {
+      if (!has_kind(kString)) return Error::UnsupportedProgram;
       const uint8_t* s = c.ref(t, 0, &ok);
       return (ok && s != nullptr && c.string(s)) ? Error::Ok : Error::InvalidProgram;
     }
@@ -223,10 +239,11 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
     case kBoolList:
     case kTensorList:
     case kOptTensorList: {
+      if (!has_value_lists() && !has_kind(kDoubleList) && !has_kind(kBoolList)) return Error::UnsupportedProgram;
       size_t elem = (tag == kIntList || tag == kDoubleList) ? 8 : (tag == kBoolList ? 1 : 4);
       const uint8_t* v = c.vector_field(t, 0, elem, &ok);
       if (!ok) return Error::InvalidProgram;
-      if (tag == kIntList || tag == kTensorList || tag == kOptTensorList) {
+      if (has_value_lists() && (tag == kIntList || tag == kTensorList || tag == kOptTensorList)) {
         // Items are value indices: checked in range here, types checked once
         // every value's tag is known (below, in load).
         for (uint32_t k = 0; k < fb::vec_len(v); ++k) {
@@ -286,12 +303,8 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
 #endif
   if (cidx != 0) {
     const uint8_t* p = nullptr;
-    if (constant_offsets_ != nullptr) {
-      if (cidx >= static_cast<uint32_t>(num_constant_offsets_)) return Error::ConstantOutOfBounds;
-      uint64_t off = fb::u64(constant_offsets_ + 8 * cidx);
-      if (off > constants_size_ || nbytes > constants_size_ - off) return Error::ConstantOutOfBounds;
-      p = constants_ + off;
-    } else {
+#if MCU_CONSTANT_BUFFERS
+    if (constant_offsets_ == nullptr) {  // inline buffers (legacy)
       if (cidx >= static_cast<uint32_t>(num_constant_buffers_)) return Error::ConstantOutOfBounds;
       const uint8_t* buf = c.vec_table(constant_buffers_, cidx);
       if (buf == nullptr) return Error::InvalidProgram;
@@ -299,6 +312,13 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
       if (!ok || storage == nullptr) return Error::InvalidProgram;
       if (fb::vec_len(storage) < nbytes) return Error::ConstantOutOfBounds;
       p = storage + 4;
+    }
+#endif
+    if (p == nullptr) {  // the constant segment (without one, num_constant_offsets_ is 0)
+      if (cidx >= static_cast<uint32_t>(num_constant_offsets_)) return Error::ConstantOutOfBounds;
+      uint64_t off = fb::u64(constant_offsets_ + 8 * cidx);
+      if (off > constants_size_ || nbytes > constants_size_ - off) return Error::ConstantOutOfBounds;
+      p = constants_ + off;
     }
     if (!pow2_aligned(p, alignment_of(dt))) return Error::Misaligned;
     // Without state support a planned tensor with an initial value is taken for a constant;
@@ -506,8 +526,11 @@ uint32_t accepted_tags(char sig) {
   data_ = data;
   size_ = size;
   constant_offsets_ = nullptr;
+  num_constant_offsets_ = 0;
+#if MCU_CONSTANT_BUFFERS
   constant_buffers_ = nullptr;
-  num_constant_offsets_ = num_constant_buffers_ = 0;
+  num_constant_buffers_ = 0;
+#endif
   constants_ = nullptr;
   constants_size_ = 0;
 
@@ -571,12 +594,15 @@ uint32_t accepted_tags(char sig) {
     constants_size_ = static_cast<size_t>(len);
     constant_offsets_ = offsets + 4;
     num_constant_offsets_ = static_cast<int32_t>(fb::vec_len(offsets));
-  } else {
+  }
+#if MCU_CONSTANT_BUFFERS
+  else {
     const uint8_t* bufs = c.vector_field(root, kProgConstBuffers, 4, &ok);
     if (!ok) return Error::InvalidProgram;
     constant_buffers_ = fb::vec_data(bufs);
     num_constant_buffers_ = static_cast<int32_t>(fb::vec_len(bufs));
   }
+#endif
 
 #if MCU_PROGRAM_HAS_STATE
   // Initial values of state tensors: the first mutable data segment (ExecuTorch's layout).
@@ -709,7 +735,7 @@ uint32_t accepted_tags(char sig) {
     }
   }
   // List items must refer to values of the right type.
-  for (int32_t i = 0; check && i < num_values_; ++i) {
+  for (int32_t i = 0; has_value_lists() && check && i < num_values_; ++i) {
     int32_t tag = value_type(i);
     if (tag != kIntList && tag != kTensorList && tag != kOptTensorList) continue;
     const uint8_t* v = fb::ref(value_table(i), 0);

@@ -44,6 +44,21 @@
 #define MCU_PROGRAM_HAS_STATE 0
 #endif
 
+// The value kinds (KernelTypes tags of docs/schema/program.fbs, bit 1 << tag) programs may have:
+// the loader rejects a value of any other kind (UnsupportedProgram) and its checks for them are
+// compiled out. mcu-gen sets it to the kinds of the builtin program for an image without uploads;
+// by default every kind.
+#ifndef MCU_VALUE_KINDS
+#define MCU_VALUE_KINDS 0xFFFu
+#endif
+
+// 1: constants may also be buffers inline in the flatbuffer (the legacy layout, Program.constant_buffer)
+// instead of the constant segment. mcu-gen sets 0 for an image without uploads whose builtin program
+// has none; the loader then rejects a constant tensor outside the segment (ConstantOutOfBounds).
+#ifndef MCU_CONSTANT_BUFFERS
+#define MCU_CONSTANT_BUFFERS 1
+#endif
+
 // 1: programs may have several methods (execution plans sharing the constant segment,
 // docs/methods.md): load() verifies every plan and binds method 0; select_method() switches.
 // mcu-gen sets it for programs with several methods; without it only the first plan is read.
@@ -194,8 +209,10 @@ class Executor {
   size_t constants_size_ = 0;
   const uint8_t* constant_offsets_ = nullptr;  // vector<uint64>
   int32_t num_constant_offsets_ = 0;
+#if MCU_CONSTANT_BUFFERS
   const uint8_t* constant_buffers_ = nullptr;  // vector<Buffer> (legacy inline)
   int32_t num_constant_buffers_ = 0;
+#endif
   int32_t num_operators_ = 0;
   int32_t detail_ = 0;  // zero-initialized so a static Executor lives in .bss
   bool loaded_ = false;
