@@ -240,16 +240,20 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
     case kTensorList:
     case kOptTensorList: {
       if (!has_value_lists() && !has_kind(kDoubleList) && !has_kind(kBoolList)) return Error::UnsupportedProgram;
-      size_t elem = (tag == kIntList || tag == kDoubleList) ? 8 : (tag == kBoolList ? 1 : 4);
+      const bool int_list = has_kind(kIntList) && tag == kIntList;
+      const bool opt_list = has_kind(kOptTensorList) && tag == kOptTensorList;
+      const bool tensor_list = has_kind(kTensorList) && tag == kTensorList;
+      const size_t elem = (int_list || (has_kind(kDoubleList) && tag == kDoubleList)) ? 8
+                          : (has_kind(kBoolList) && tag == kBoolList) ? 1 : 4;
       const uint8_t* v = c.vector_field(t, 0, elem, &ok);
       if (!ok) return Error::InvalidProgram;
-      if (has_value_lists() && (tag == kIntList || tag == kTensorList || tag == kOptTensorList)) {
+      if (int_list || tensor_list || opt_list) {
         // Items are value indices: checked in range here, types checked once
         // every value's tag is known (below, in load).
         for (uint32_t k = 0; k < fb::vec_len(v); ++k) {
-          int64_t idx = elem == 8 ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
+          int64_t idx = int_list ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
           if (idx < 0 || idx >= num_values_) {
-            if (!(tag == kOptTensorList && idx == -1)) return Error::InvalidProgram;
+            if (!(opt_list && idx == -1)) return Error::InvalidProgram;
           }
         }
       }
@@ -735,15 +739,18 @@ uint32_t accepted_tags(char sig) {
     }
   }
   // List items must refer to values of the right type.
+  // (has_kind: a firmware without tensor lists has no code for them.)
   for (int32_t i = 0; has_value_lists() && check && i < num_values_; ++i) {
-    int32_t tag = value_type(i);
-    if (tag != kIntList && tag != kTensorList && tag != kOptTensorList) continue;
+    const int32_t tag = value_type(i);
+    const bool int_list = has_kind(kIntList) && tag == kIntList;
+    const bool opt_list = has_kind(kOptTensorList) && tag == kOptTensorList;
+    if (!int_list && !opt_list && !(has_kind(kTensorList) && tag == kTensorList)) continue;
     const uint8_t* v = fb::ref(value_table(i), 0);
     for (uint32_t k = 0; k < fb::vec_len(v); ++k) {
-      int64_t idx = tag == kIntList ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
-      if (idx == -1 && tag == kOptTensorList) continue;
+      int64_t idx = int_list ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
+      if (idx == -1 && opt_list) continue;
       int32_t item = value_type(static_cast<int32_t>(idx));
-      bool good = tag == kIntList ? item == kInt : (item == kTensor || (tag == kOptTensorList && item == kNull));
+      bool good = int_list ? item == kInt : (item == kTensor || (opt_list && item == kNull));
       if (!good) {
         detail_ = i;
         return Error::InvalidProgram;

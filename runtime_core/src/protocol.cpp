@@ -145,11 +145,14 @@ class Server {
       builtin_status_ = Error::NotLoaded;
       return;
     }
-    Executor candidate;  // on the stack: state only while it is verified
-    builtin_status_ = load_into(candidate, cfg_->builtin_program, cfg_->builtin_size);
-    builtin_detail_ = candidate.error_detail();
+    // With uploads the candidate is verified on the stack (the active program stays if it is
+    // rejected); without, nothing else can be active and it is verified in place.
+    Executor candidate;
+    Executor& e = kUploads ? candidate : active_;
+    builtin_status_ = load_into(e, cfg_->builtin_program, cfg_->builtin_size);
+    builtin_detail_ = e.error_detail();
     if (builtin_status_ == Error::Ok) {
-      active_ = candidate;
+      if (kUploads) active_ = candidate;
       source_ = ProgramSource::Builtin;
       program_id_ = cfg_->program_id;
     } else {
