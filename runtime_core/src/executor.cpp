@@ -12,6 +12,16 @@ enum ProgramSlot { kProgVersion = 0, kProgPlans = 1, kProgConstBuffers = 2, kPro
                    kProgMutableData = 6 };
 enum PlanSlot { kPlanName = 0, kPlanValues = 2, kPlanInputs = 3, kPlanOutputs = 4, kPlanChains = 5, kPlanOperators = 6,
                 kPlanDelegates = 7, kPlanBufferSizes = 8 };
+// The vectors of an ExecutionPlan the loader reads, and their item sizes.
+enum PlanVector { kBufferSizesVector, kDelegatesVector, kValuesVector, kInputsVector, kOutputsVector,
+                  kOperatorsVector, kChainsVector, kNumPlanVectors };
+struct VectorField {
+  uint8_t slot;
+  uint8_t elem;
+};
+constexpr VectorField kPlanVectors[kNumPlanVectors] = {{kPlanBufferSizes, 8}, {kPlanDelegates, 4}, {kPlanValues, 4},
+                                                       {kPlanInputs, 4},      {kPlanOutputs, 4},   {kPlanOperators, 4},
+                                                       {kPlanChains, 4}};
 enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTensorConst = 5, kTensorAlloc = 6 };
 enum ValueTag : uint8_t { kNone = 0, kNull = 1, kInt = 2, kBool = 3, kDouble = 4, kTensor = 5, kString = 6,
                           kIntList = 7, kDoubleList = 8, kBoolList = 9, kTensorList = 10, kOptTensorList = 11 };
@@ -414,7 +424,7 @@ uint32_t accepted_tags(char sig) {
 #else
     if (sig[k] == 'O' && is_constant(v)) return Error::BadArgument;
 #endif
-    if (sig[k] == 'Y') {  // every tensor of an out list lives in the arena
+    if (has_kind(kTensorList) && sig[k] == 'Y') {  // every tensor of an out list lives in the arena
       const uint8_t* items = fb::ref(value_table(v), 0);
       for (uint32_t j = 0; j < fb::vec_len(items); ++j) {
         if (is_constant(fb::i32(items + 4 + 4 * j))) return Error::BadArgument;
@@ -696,9 +706,14 @@ uint32_t accepted_tags(char sig) {
   (void)seg_size;
   if (plan == nullptr) return Error::InvalidProgram;
 #endif
-  // Arena.
-  const uint8_t* bsizes = c.vector_field(plan, kPlanBufferSizes, 8, &ok);
+  // The plan's vectors, each checked once here (one loop over kPlanVectors: less code than a call each).
+  const uint8_t* vectors[kNumPlanVectors];
+  for (int v = 0; v < kNumPlanVectors; ++v) {
+    vectors[v] = c.vector_field(plan, kPlanVectors[v].slot, kPlanVectors[v].elem, &ok);
+  }
   if (!ok) return Error::InvalidProgram;
+  // Arena.
+  const uint8_t* bsizes = vectors[kBufferSizesVector];
   // Entry 0 is unused (ExecuTorch reserves it); entry k (1..MCU_ARENA_REGIONS) is memory id k.
   uint32_t nb = fb::vec_len(bsizes);
   for (uint32_t k = 1 + MCU_ARENA_REGIONS; k < nb; ++k) {
@@ -715,8 +730,7 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Delegates: only firmware built with a delegate table runs them.
-  const uint8_t* delegates = c.vector_field(plan, kPlanDelegates, 4, &ok);
-  if (!ok) return Error::InvalidProgram;
+  const uint8_t* delegates = vectors[kDelegatesVector];
 #if MCU_MAX_DELEGATES > 0
   {
     const Error e = verify_delegates(delegates, root, seg_base, seg_size);
@@ -727,8 +741,8 @@ uint32_t accepted_tags(char sig) {
 #endif
 
   // Values.
-  const uint8_t* values = c.vector_field(plan, kPlanValues, 4, &ok);
-  if (!ok || values == nullptr) return Error::InvalidProgram;
+  const uint8_t* values = vectors[kValuesVector];
+  if (values == nullptr) return Error::InvalidProgram;
   values_ = values + 4;
   num_values_ = static_cast<int32_t>(fb::vec_len(values));
   for (int32_t i = 0; check && i < num_values_; ++i) {
@@ -759,9 +773,8 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Inputs and outputs: arena tensors.
-  const uint8_t* ins = c.vector_field(plan, kPlanInputs, 4, &ok);
-  const uint8_t* outs = c.vector_field(plan, kPlanOutputs, 4, &ok);
-  if (!ok) return Error::InvalidProgram;
+  const uint8_t* ins = vectors[kInputsVector];
+  const uint8_t* outs = vectors[kOutputsVector];
   inputs_ = fb::vec_data(ins);
   num_inputs_ = static_cast<int32_t>(fb::vec_len(ins));
   outputs_ = fb::vec_data(outs);
@@ -775,8 +788,7 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Operators: resolved against the kernel table once, by name.
-  const uint8_t* ops = c.vector_field(plan, kPlanOperators, 4, &ok);
-  if (!ok) return Error::InvalidProgram;
+  const uint8_t* ops = vectors[kOperatorsVector];
   num_operators_ = static_cast<int32_t>(fb::vec_len(ops));
   if (num_operators_ > MCU_MAX_OPERATORS) {
     detail_ = num_operators_;
@@ -812,8 +824,7 @@ uint32_t accepted_tags(char sig) {
 #endif
 
   // Instructions: one chain of kernel calls.
-  const uint8_t* chains = c.vector_field(plan, kPlanChains, 4, &ok);
-  if (!ok) return Error::InvalidProgram;
+  const uint8_t* chains = vectors[kChainsVector];
   if (fb::vec_len(chains) > 1) return Error::UnsupportedProgram;  // read only once verified
   instructions_ = nullptr;
   num_instructions_ = 0;

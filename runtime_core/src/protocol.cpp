@@ -35,23 +35,19 @@ uint32_t get_u32(const uint8_t* p) {
          (static_cast<uint32_t>(p[3]) << 24);
 }
 
-// Appends little-endian values to a reply payload.
+// Appends little-endian values to a reply payload. Fixed-size fields are stored in place (every
+// reply's fixed part fits in the smallest frame, kMaxPayload >= 128: HELLO, the longest, is 100 bytes);
+// put() bounds what a reply copies in.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the protocol stores fields in memory order");
 class Writer {
  public:
   explicit Writer(uint8_t* buf) : buf_(buf) {}
-  void u8(uint8_t v) { put(&v, 1); }
-  void u16(uint16_t v) { le(v, 2); }
-  void u32(uint32_t v) { le(v, 4); }
-  void u64(uint64_t v) {
-    le(static_cast<uint32_t>(v), 4);
-    le(static_cast<uint32_t>(v >> 32), 4);
-  }
-  void i32(int32_t v) { le(static_cast<uint32_t>(v), 4); }
-  void f32(float v) {
-    uint32_t bits;
-    memcpy(&bits, &v, 4);
-    le(bits, 4);
-  }
+  void u8(uint8_t v) { buf_[size_++] = v; }
+  void u16(uint16_t v) { store(v); }
+  void u32(uint32_t v) { store(v); }
+  void u64(uint64_t v) { store(v); }
+  void i32(int32_t v) { store(v); }
+  void f32(float v) { store(v); }
   void put(const void* data, size_t n) {
     if (n > kMaxPayload - size_) n = kMaxPayload - size_;  // never overflows; callers size replies
     memcpy(buf_ + size_, data, n);
@@ -60,10 +56,10 @@ class Writer {
   size_t size() const { return size_; }
 
  private:
-  void le(uint32_t v, int n) {
-    uint8_t b[4];
-    put_u32(b, v);
-    put(b, static_cast<size_t>(n));
+  template <typename T>
+  void store(T v) {
+    memcpy(buf_ + size_, &v, sizeof v);
+    size_ += sizeof v;
   }
   uint8_t* buf_;
   size_t size_ = 0;
