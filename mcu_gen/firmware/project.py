@@ -173,7 +173,8 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
             firmware_version=f"mcu-gen {__version__}",
         )
     )
-    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(quant_io=quant_io(program)))
+    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(quant_io=quant_io(program),
+                                                                                    pte_size=len(data)))
     extra_arenas = arena_sections(board, program)
     (dest / "include" / "mcu_arenas.inc").write_text(
         env.get_template("firmware/mcu_arenas.inc.j2").render(extra_arenas=extra_arenas))

@@ -345,9 +345,7 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
     // memory is set at run time, which this runtime does not do.
     return Error::UnsupportedProgram;
   }
-  if (!c.table(alloc) || !c.field_fits(alloc, 0, 4) || !c.field_fits(alloc, 1, 4) || !c.field_fits(alloc, 2, 4)) {
-    return Error::InvalidProgram;
-  }
+  if (!c.scalar_table(alloc, 3, 4)) return Error::InvalidProgram;
   // Memory id k (1..MCU_ARENA_REGIONS) is planned buffer k: arena_[k - 1], arena_used_[k - 1] bytes.
   const uint32_t mem = fb::scalar<uint32_t>(alloc, 0, 0);
   if (mem < 1 || mem > MCU_ARENA_REGIONS) return Error::UnsupportedProgram;
@@ -403,7 +401,7 @@ uint32_t accepted_tags(char sig) {
 #endif
   if (fb::scalar<uint8_t>(ins, 0, 0) != kKernelCall) return Error::UnsupportedProgram;
   const uint8_t* kc = c.ref(ins, 1, &ok);
-  if (!ok || kc == nullptr || !c.table(kc) || !c.field_fits(kc, 0, 4)) return Error::InvalidProgram;
+  if (!ok || !c.scalar_table(kc, 1, 4)) return Error::InvalidProgram;
   int32_t op = fb::scalar<int32_t>(kc, 0, 0);
   if (op < 0 || op >= num_operators_) return Error::InvalidProgram;
   const uint8_t* args = c.vector_field(kc, 1, 4, &ok);
@@ -459,14 +457,14 @@ uint32_t accepted_tags(char sig) {
     if (!ok || id == nullptr || !c.string(id)) return Error::InvalidProgram;
     if (!str_equal(id, kDelegateTable.entries[k].backend)) return Error::UnsupportedProgram;
     const uint8_t* loc = c.ref(d, 1, &ok);
-    if (!ok || loc == nullptr || !c.table(loc) || !c.field_fits(loc, 0, 1) || !c.field_fits(loc, 1, 4)) {
+    if (!ok || !c.scalar_table(loc, 1, 1) || !c.field_fits(loc, 1, 4)) {
       return Error::InvalidProgram;
     }
     if (fb::scalar<int8_t>(loc, 0, 0) != kLocationSegment) return Error::UnsupportedProgram;
     const uint32_t si = fb::scalar<uint32_t>(loc, 1, 0);
     if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
     const uint8_t* seg = c.vec_table(segs + 4, si);
-    if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+    if (seg == nullptr || !c.fields_fit(seg, 2, 8)) return Error::InvalidProgram;
     const uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
     if (off > seg_size || len > seg_size - off) return Error::InvalidProgram;
     delegates_[k] = Processed{data_ + seg_base + off, static_cast<size_t>(len)};
@@ -481,7 +479,7 @@ uint32_t accepted_tags(char sig) {
 [[gnu::cold]] Error Executor::verify_delegate_call(const uint8_t* dc) {
   fb::Checked c(data_, size_);
   bool ok = true;
-  if (dc == nullptr || !c.table(dc) || !c.field_fits(dc, 0, 4)) return Error::InvalidProgram;
+  if (!c.scalar_table(dc, 1, 4)) return Error::InvalidProgram;
   const int32_t k = fb::scalar<int32_t>(dc, 0, 0);
   if (k < 0 || k >= num_delegates_) return Error::InvalidProgram;
   const uint8_t* args = c.vector_field(dc, 1, 4, &ok);
@@ -575,7 +573,7 @@ uint32_t accepted_tags(char sig) {
   fb::Checked c(data, size_);
 
   const uint8_t* root = data + fb::u32(data);
-  if (!c.table(root) || !c.field_fits(root, kProgVersion, 4)) return Error::InvalidProgram;
+  if (!c.scalar_table(root, kProgVersion + 1, 4)) return Error::InvalidProgram;
   // Schema version: like ExecuTorch's runtime, refuse anything newer than we know.
   const uint32_t version = fb::scalar<uint32_t>(root, kProgVersion, 0);
   if (version > kMaxSchemaVersion) {
@@ -590,7 +588,7 @@ uint32_t accepted_tags(char sig) {
   if (!ok) return Error::InvalidProgram;
   const uint8_t* offsets = nullptr;
   if (cseg != nullptr) {
-    if (!c.table(cseg) || !c.field_fits(cseg, 0, 4)) return Error::InvalidProgram;
+    if (!c.scalar_table(cseg, 1, 4)) return Error::InvalidProgram;
     offsets = c.vector_field(cseg, 1, 8, &ok);
     if (!ok) return Error::InvalidProgram;
   }
@@ -601,7 +599,7 @@ uint32_t accepted_tags(char sig) {
     uint32_t si = fb::scalar<uint32_t>(cseg, 0, 0);
     if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
     const uint8_t* seg = c.vec_table(segs + 4, si);
-    if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+    if (seg == nullptr || !c.fields_fit(seg, 2, 8)) return Error::InvalidProgram;
     uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
     if (off > seg_size || len > seg_size - off) return Error::ConstantOutOfBounds;
     constants_ = data + seg_base + off;
@@ -637,7 +635,7 @@ uint32_t accepted_tags(char sig) {
       const uint32_t si = fb::scalar<uint32_t>(m, 0, 0);
       if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
       const uint8_t* seg = c.vec_table(segs + 4, si);
-      if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+      if (seg == nullptr || !c.fields_fit(seg, 2, 8)) return Error::InvalidProgram;
       const uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
       if (off > seg_size || len > seg_size - off) return Error::ConstantOutOfBounds;
       state_data_ = data + seg_base + off;

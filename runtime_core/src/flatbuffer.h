@@ -76,6 +76,17 @@ class Checked {
     uint16_t f = field(t, slot);
     return f == 0 || in(t + f, n);
   }
+  // Fields 0..count-1 of a verified table (those present) each hold `n` bytes inside the buffer.
+  bool fields_fit(const uint8_t* t, int count, size_t n) const {
+    for (int slot = 0; slot < count; ++slot) {
+      if (!field_fits(t, slot, n)) return false;
+    }
+    return true;
+  }
+  // `t` (maybe null: false) is a table whose fields 0..count-1 each hold `n` bytes.
+  bool scalar_table(const uint8_t* t, int count, size_t n) const {
+    return t != nullptr && table(t) && fields_fit(t, count, n);
+  }
   // Follows the uoffset in field `slot` (0 when absent, else the target, or
   // sets *ok=false when it points outside).
   const uint8_t* ref(const uint8_t* t, int slot, bool* ok) const {
