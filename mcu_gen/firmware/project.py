@@ -216,7 +216,9 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                  **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
                  **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}),
                  **({"MCU_ARENA_REGIONS": 1 + len(extra_arenas)} if extra_arenas else {}),
-                 **({} if upload_size > 0 else selective_runtime_defines(data)), **extra_defines},
+                 **({} if upload_size > 0 else selective_runtime_defines(data)),
+                 **({"MCU_ALL_CALLS_CACHED": 1} if upload_size == 0 and max(1, instruction_cache) >= max(
+                     len(m.instructions) for m in program.methods) else {}), **extra_defines},
         opt_level=opt_level,
     )
     if framework == "baremetal":  # a framework project builds with PlatformIO only

@@ -851,6 +851,10 @@ uint32_t accepted_tags(char sig) {
                              static_cast<uint8_t>(t.dim), t.dtype, static_cast<uint8_t>(tag)};
   }
   cached_ = n;
+  if (MCU_ALL_CALLS_CACHED && num_instructions_ > MCU_INSTRUCTION_CACHE) {
+    detail_ = num_instructions_;
+    return Error::UnsupportedProgram;
+  }
   const int32_t m = num_instructions_ < MCU_INSTRUCTION_CACHE ? num_instructions_ : MCU_INSTRUCTION_CACHE;
   for (int32_t i = 0; i < m; ++i) calls_[i] = decode_call(i);
   cached_calls_ = m;
@@ -984,7 +988,7 @@ Error Executor::execute() {
   for (; i < n && e == Error::Ok; ++i) {
     Call decoded;
     const Call* call = &decoded;  // &calls_[i] only when i is inside it (UB otherwise, even unread)
-    if (i < cached) {
+    if (MCU_ALL_CALLS_CACHED || i < cached) {
       call = &calls_[i];
     } else {
       decoded = decode_call(i);

@@ -26,6 +26,12 @@
 #ifndef MCU_INSTRUCTION_CACHE
 #define MCU_INSTRUCTION_CACHE 8
 #endif
+// 1: every instruction of a program is in the instruction cache (mcu-gen sets it for an image without
+// uploads whose program has at most MCU_INSTRUCTION_CACHE instructions): the loader rejects a longer
+// program (UnsupportedProgram) and execution never decodes an instruction from the program.
+#ifndef MCU_ALL_CALLS_CACHED
+#define MCU_ALL_CALLS_CACHED 0
+#endif
 // Instructions after the instruction cache whose kernel a prepare function (KernelTable::prepare)
 // replaced at load, e.g. a layer generated for this program (mcu_gen/backends/generated.py): one
 // (instruction, function) pair each, 8 bytes, instead of caching every instruction's call.
@@ -182,7 +188,7 @@ class Executor {
     return ctx;
   }
   Call call_at(int32_t i) const {
-    if (i < cached_calls_) return calls_[i];
+    if (MCU_ALL_CALLS_CACHED || i < cached_calls_) return calls_[i];
     Call c = decode_call(i);
 #if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
     for (int32_t k = 0; k < num_bound_; ++k) {
