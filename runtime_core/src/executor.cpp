@@ -49,9 +49,9 @@ size_t alignment_of(DType t) {
   return s > 8 ? 8 : (s == 0 ? 1 : s);
 }
 
-// A flatbuffer string (verified) equals the C string c.
+// A flatbuffer string (verified; nullptr: the empty string) equals the C string c.
 bool str_equal(const uint8_t* s, const char* c) {
-  const uint32_t n = fb::u32(s);
+  const uint32_t n = s != nullptr ? fb::u32(s) : 0u;
   for (uint32_t i = 0; i < n; ++i) {
     if (c[i] != static_cast<char>(s[4 + i]) || c[i] == '\0') return false;
   }
@@ -241,8 +241,8 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
       return c.field_fits(t, 0, 1) ? Error::Ok : Error::InvalidProgram;
     case kString: {
       if (!has_kind(kString)) return Error::UnsupportedProgram;
-      const uint8_t* s = c.ref(t, 0, &ok);
-      return (ok && s != nullptr && c.string(s)) ? Error::Ok : Error::InvalidProgram;
+      const uint8_t* s = c.string_field(t, 0, &ok);
+      return (ok && s != nullptr) ? Error::Ok : Error::InvalidProgram;
     }
     case kIntList:
     case kDoubleList:
@@ -283,12 +283,12 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   if (!ok) return Error::InvalidProgram;
   uint32_t dim = fb::vec_len(sizes);
   if (dim > static_cast<uint32_t>(kMaxDims)) return Error::UnsupportedProgram;
-  uint64_t numel = 1;
+  uint32_t numel = 1;
   for (uint32_t d = 0; d < dim; ++d) {
-    int32_t s = fb::i32(sizes + 4 + 4 * d);
-    if (s < 0) return Error::InvalidProgram;
-    numel *= static_cast<uint64_t>(s);
-    if (numel > 0x7FFFFFFFu) return Error::InvalidProgram;
+    const int32_t s = fb::i32(sizes + 4 + 4 * d);
+    if (s < 0 || __builtin_mul_overflow(numel, static_cast<uint32_t>(s), &numel) || numel > 0x7FFFFFFFu) {
+      return Error::InvalidProgram;
+    }
   }
   const uint8_t* order = c.vector_field(t, kTensorDimOrder, 1, &ok);
   if (!ok) return Error::InvalidProgram;
@@ -301,7 +301,7 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
       seen |= 1u << o;
     }
   }
-  uint64_t nbytes = numel * esize;
+  const uint64_t nbytes = static_cast<uint64_t>(numel) * esize;
   uint32_t cidx = fb::scalar<uint32_t>(t, kTensorConst, 0);
   const uint8_t* alloc = c.ref(t, kTensorAlloc, &ok);
   if (!ok) return Error::InvalidProgram;
@@ -453,8 +453,8 @@ uint32_t accepted_tags(char sig) {
     detail_ = static_cast<int32_t>(k);
     const uint8_t* d = c.vec_table(delegates + 4, k);
     if (d == nullptr) return Error::InvalidProgram;
-    const uint8_t* id = c.ref(d, 0, &ok);
-    if (!ok || id == nullptr || !c.string(id)) return Error::InvalidProgram;
+    const uint8_t* id = c.string_field(d, 0, &ok);
+    if (!ok || id == nullptr) return Error::InvalidProgram;
     if (!str_equal(id, kDelegateTable.entries[k].backend)) return Error::UnsupportedProgram;
     const uint8_t* loc = c.ref(d, 1, &ok);
     if (!ok || !c.scalar_table(loc, 1, 1) || !c.field_fits(loc, 1, 4)) {
@@ -685,8 +685,8 @@ uint32_t accepted_tags(char sig) {
   (void)seg_size;
   const uint8_t* plan = c.vec_table(plans_, k);
   if (plan == nullptr) return Error::InvalidProgram;
-  const uint8_t* plan_name = c.ref(plan, kPlanName, &ok);
-  if (!ok || (plan_name != nullptr && !c.string(plan_name))) return Error::InvalidProgram;
+  c.string_field(plan, kPlanName, &ok);
+  if (!ok) return Error::InvalidProgram;
   cached_ = 0;  // the caches are the previous method's until they are decoded again below
   cached_calls_ = 0;
 #if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
@@ -795,16 +795,13 @@ uint32_t accepted_tags(char sig) {
   for (int32_t k = 0; k < num_operators_; ++k) {
     const uint8_t* op = c.vec_table(ops + 4, static_cast<uint32_t>(k));
     if (op == nullptr) return Error::InvalidProgram;
-    const uint8_t* name = c.ref(op, 0, &ok);
-    const uint8_t* overload = ok ? c.ref(op, 1, &ok) : nullptr;
-    if (!ok || name == nullptr || !c.string(name) || (overload != nullptr && !c.string(overload))) {
-      return Error::InvalidProgram;
-    }
+    const uint8_t* name = c.string_field(op, 0, &ok);
+    const uint8_t* overload = c.string_field(op, 1, &ok);  // absent: no overload name
+    if (!ok || name == nullptr) return Error::InvalidProgram;
     size_t found = kernels.count;
     for (size_t e = 0; e < kernels.count; ++e) {
       const KernelEntry& ke = kernels.entries[e];
-      bool same_overload = overload ? str_equal(overload, ke.overload) : ke.overload[0] == '\0';
-      if (same_overload && str_equal(name, ke.name)) {
+      if (str_equal(overload, ke.overload) && str_equal(name, ke.name)) {
         found = e;
         break;
       }

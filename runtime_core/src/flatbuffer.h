@@ -76,6 +76,13 @@ class Checked {
     uint16_t f = field(t, slot);
     return f == 0 || in(t + f, n);
   }
+  // The string in field `slot`: nullptr when absent, or (with *ok set to false) when it is not one.
+  const uint8_t* string_field(const uint8_t* t, int slot, bool* ok) const {
+    const uint8_t* s = ref(t, slot, ok);
+    if (s == nullptr || string(s)) return s;
+    *ok = false;
+    return nullptr;
+  }
   // Fields 0..count-1 of a verified table (those present) each hold `n` bytes inside the buffer.
   bool fields_fit(const uint8_t* t, int count, size_t n) const {
     for (int slot = 0; slot < count; ++slot) {
