@@ -42,7 +42,7 @@ def render_project(dest, board, program: bytes, upload_size=4096):
     (dest / "include" / "mcu_config.h").write_text(env.get_template("firmware/mcu_config.h.j2").render(
         board_name=board.name, arena_size=1024, upload_size=upload_size, program_id=PROGRAM_ID,
         max_operators=4, firmware_version="test-fw 1.0"))
-    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render())
+    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(pte_size=len(program)))
     (dest / "src" / "model_pte.c").write_text(env.get_template("firmware/model_pte.c.j2").render(
         pte_size=len(program), pte_lines=c_array_lines(program), pte_sha256=hashlib.sha256(program).hexdigest()))
     (dest / "src" / "kernel_table.cpp").write_text(EMPTY_KERNEL_TABLE)

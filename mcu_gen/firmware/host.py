@@ -83,14 +83,16 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
     return exe
 
 
-def build_runner(kernels, arena_regions: int = 1, program=None) -> Path:
+def build_runner(kernels, arena_regions: int = 1, program=None, defines: dict | None = None) -> Path:
     """Build (or reuse) a native runner with these kernels; returns its path. With arena_regions > 1 the
     runtime takes that many arenas (MCU_ARENA_REGIONS) and the runner's ARENA_BYTES is "n1,n2,...".
-    With a program, only the dtypes it uses are compiled in (as on the device), else all."""
+    With a program, only the dtypes it uses are compiled in (as on the device), else all. `defines`: more
+    runtime configuration (e.g. the selective loader's MCU_VALUE_KINDS, docs/loader.md)."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         raise HostRunError("no host C++ compiler: install g++ (Debian package g++)")
     flags = CXXFLAGS + ([f"-DMCU_ARENA_REGIONS={arena_regions}"] if arena_regions > 1 else [])
+    flags += [f"-D{k}={v}" for k, v in (defines or {}).items()]
     return build_native(cxx, flags, RUNTIME_CORE / "tools" / "host_runner.cpp", kernels, CACHE, HostRunError,
                         program=program)
 

@@ -16,6 +16,7 @@ from mcu_gen.boards import Board
 from mcu_gen.errors import BuildError
 from mcu_gen.firmware import toolchain
 from mcu_gen.paths import RUNTIME_CORE, TEMPLATES
+from mcu_gen.program import pte
 from mcu_gen.program.ir import Program
 
 FIRMWARE_DIR = "firmware"
@@ -172,7 +173,8 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
             firmware_version=f"mcu-gen {__version__}",
         )
     )
-    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(quant_io=quant_io(program)))
+    (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(quant_io=quant_io(program),
+                                                                                    pte_size=len(data)))
     extra_arenas = arena_sections(board, program)
     (dest / "include" / "mcu_arenas.inc").write_text(
         env.get_template("firmware/mcu_arenas.inc.j2").render(extra_arenas=extra_arenas))
@@ -213,7 +215,10 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
                  **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
                  **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}),
-                 **({"MCU_ARENA_REGIONS": 1 + len(extra_arenas)} if extra_arenas else {}), **extra_defines},
+                 **({"MCU_ARENA_REGIONS": 1 + len(extra_arenas)} if extra_arenas else {}),
+                 **({} if upload_size > 0 else selective_runtime_defines(data)),
+                 **({"MCU_ALL_CALLS_CACHED": 1} if upload_size == 0 and max(1, instruction_cache) >= max(
+                     len(m.instructions) for m in program.methods) else {}), **extra_defines},
         opt_level=opt_level,
     )
     if framework == "baremetal":  # a framework project builds with PlatformIO only
@@ -227,6 +232,16 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
 
         platformio_project.render(dest, env, ctx, framework=framework, program=program, pte_bytes=data)
     return dest
+
+
+def selective_runtime_defines(data: bytes) -> dict:
+    """The loader's selective build for an image that only ever runs its builtin program (no --upload):
+    MCU_VALUE_KINDS, the value kinds the program has (the loader rejects any other kind and carries no
+    code for it), and MCU_CONSTANT_BUFFERS=0 unless it keeps constants inline (runtime_core/include/mcu/
+    program.h). An image with uploads accepts every kind and layout."""
+    features = pte.runtime_features(data)
+    mask = sum(1 << t for t in features["value_tags"] if 0 <= t < 12)
+    return {"MCU_VALUE_KINDS": f"0x{mask:03X}u", "MCU_CONSTANT_BUFFERS": int(features["inline_constants"])}
 
 
 def arena_sections(board: Board, program: Program) -> list:

@@ -8,5 +8,5 @@ is what the rest of mcu-gen imports: ``pte.write``, ``pte.read``.
 from __future__ import annotations
 
 from mcu_gen.program.pte_format import DELEGATE_PREFIX, PteError  # noqa: F401
-from mcu_gen.program.pte_reader import PteFile, read  # noqa: F401
+from mcu_gen.program.pte_reader import PteFile, read, runtime_features  # noqa: F401
 from mcu_gen.program.pte_writer import device_indices, value_remap, write  # noqa: F401

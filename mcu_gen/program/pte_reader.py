@@ -73,6 +73,18 @@ class PteFile:
                 raise PteError("segment data runs past the end of the file")
 
 
+def runtime_features(data: bytes) -> dict:
+    """What of the runtime's loader a .pte uses, for a firmware that keeps only that
+    (mcu_gen/firmware/project.py): ``value_tags``, the set of KernelTypes tags of its values (every
+    plan), and ``inline_constants``, whether it has constant buffers inline in the flatbuffer (the legacy
+    layout; this writer always uses a segment)."""
+    buf = bytearray(data)
+    root = _tab(buf, struct.unpack_from("<I", buf, 0)[0])
+    tags = {_scalar(ev, 0, N.Uint8Flags) for plan in _vec_tables(root, 1) for ev in _vec_tables(plan, 2)}
+    inline = any(_vec(bt, 0, N.Uint8Flags, 1) for bt in _vec_tables(root, 2))
+    return {"value_tags": tags, "inline_constants": inline}
+
+
 def read(data: bytes) -> Program:
     """Parse .pte bytes into an IR Program (constants copied out as numpy arrays)."""
     info = PteFile(data)

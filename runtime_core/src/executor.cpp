@@ -12,9 +12,26 @@ enum ProgramSlot { kProgVersion = 0, kProgPlans = 1, kProgConstBuffers = 2, kPro
                    kProgMutableData = 6 };
 enum PlanSlot { kPlanName = 0, kPlanValues = 2, kPlanInputs = 3, kPlanOutputs = 4, kPlanChains = 5, kPlanOperators = 6,
                 kPlanDelegates = 7, kPlanBufferSizes = 8 };
+// The vectors of an ExecutionPlan the loader reads, and their item sizes.
+enum PlanVector { kBufferSizesVector, kDelegatesVector, kValuesVector, kInputsVector, kOutputsVector,
+                  kOperatorsVector, kChainsVector, kNumPlanVectors };
+struct VectorField {
+  uint8_t slot;
+  uint8_t elem;
+};
+constexpr VectorField kPlanVectors[kNumPlanVectors] = {{kPlanBufferSizes, 8}, {kPlanDelegates, 4}, {kPlanValues, 4},
+                                                       {kPlanInputs, 4},      {kPlanOutputs, 4},   {kPlanOperators, 4},
+                                                       {kPlanChains, 4}};
 enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTensorConst = 5, kTensorAlloc = 6 };
 enum ValueTag : uint8_t { kNone = 0, kNull = 1, kInt = 2, kBool = 3, kDouble = 4, kTensor = 5, kString = 6,
                           kIntList = 7, kDoubleList = 8, kBoolList = 9, kTensorList = 10, kOptTensorList = 11 };
+// The value kinds this firmware reads (MCU_VALUE_KINDS, program.h): a value of any other kind is
+// rejected at load; the verifier's code for the others is compiled out (None and Null are always read).
+constexpr uint32_t kValueKinds = MCU_VALUE_KINDS | 1u << kNone | 1u << kNull;
+constexpr bool has_kind(uint32_t tag) { return ((kValueKinds >> tag) & 1u) != 0; }
+constexpr bool has_value_lists() {
+  return has_kind(kIntList) || has_kind(kTensorList) || has_kind(kOptTensorList);
+}
 constexpr uint8_t kKernelCall = 1;
 #if MCU_MAX_DELEGATES > 0
 constexpr uint8_t kDelegateCall = 2;
@@ -32,9 +49,9 @@ size_t alignment_of(DType t) {
   return s > 8 ? 8 : (s == 0 ? 1 : s);
 }
 
-// A flatbuffer string (verified) equals the C string c.
+// A flatbuffer string (verified; nullptr: the empty string) equals the C string c.
 bool str_equal(const uint8_t* s, const char* c) {
-  const uint32_t n = fb::u32(s);
+  const uint32_t n = s != nullptr ? fb::u32(s) : 0u;
   for (uint32_t i = 0; i < n; ++i) {
     if (c[i] != static_cast<char>(s[4 + i]) || c[i] == '\0') return false;
   }
@@ -163,11 +180,15 @@ TensorRef Executor::decode_tensor(int32_t v) const {
 #else
   if (c != 0) {
 #endif
+#if MCU_CONSTANT_BUFFERS
     if (constant_offsets_ != nullptr) {
       data = constants_ + fb::u64(constant_offsets_ + 8 * c);
     } else {
       data = fb::vec_data(fb::ref(fb::vec_table(constant_buffers_, c), 0));
     }
+#else
+    data = constants_ + fb::u64(constant_offsets_ + 8 * c);
+#endif
   } else {
     const uint8_t* alloc = t.ref(kTensorAlloc);
 #if MCU_ARENA_REGIONS > 1
@@ -202,37 +223,47 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   if (ev == nullptr || !c.field_fits(ev, 0, 1)) return Error::InvalidProgram;
   uint8_t tag = fb::scalar<uint8_t>(ev, 0, kNone);
   if (tag > kOptTensorList) return Error::InvalidProgram;
+  if (!has_kind(tag)) return Error::UnsupportedProgram;
   const uint8_t* t = c.ref(ev, 1, &ok);
   // A payload, when present, is a table for every tag (None and Null too:
   // program_field reads its vtable for every value).
   if (!ok || (t != nullptr && !c.table(t))) return Error::InvalidProgram;
   if (tag == kNone || tag == kNull) return Error::Ok;
   if (t == nullptr) return Error::InvalidProgram;
+  // A kind this firmware does not read was rejected above; its case is compiled out (has_kind is constant).
   switch (tag) {
     case kInt:
     case kDouble:
+      if (!has_kind(kInt) && !has_kind(kDouble)) return Error::UnsupportedProgram;
       return c.field_fits(t, 0, 8) ? Error::Ok : Error::InvalidProgram;
     case kBool:
+      if (!has_kind(kBool)) return Error::UnsupportedProgram;
       return c.field_fits(t, 0, 1) ? Error::Ok : Error::InvalidProgram;
     case kString: {
-      const uint8_t* s = c.ref(t, 0, &ok);
-      return (ok && s != nullptr && c.string(s)) ? Error::Ok : Error::InvalidProgram;
+      if (!has_kind(kString)) return Error::UnsupportedProgram;
+      const uint8_t* s = c.string_field(t, 0, &ok);
+      return (ok && s != nullptr) ? Error::Ok : Error::InvalidProgram;
     }
     case kIntList:
     case kDoubleList:
     case kBoolList:
     case kTensorList:
     case kOptTensorList: {
-      size_t elem = (tag == kIntList || tag == kDoubleList) ? 8 : (tag == kBoolList ? 1 : 4);
-      const uint8_t* v = c.ref(t, 0, &ok);
-      if (!ok || (v != nullptr && !c.vector(v, elem))) return Error::InvalidProgram;
-      if (tag == kIntList || tag == kTensorList || tag == kOptTensorList) {
+      if (!has_value_lists() && !has_kind(kDoubleList) && !has_kind(kBoolList)) return Error::UnsupportedProgram;
+      const bool int_list = has_kind(kIntList) && tag == kIntList;
+      const bool opt_list = has_kind(kOptTensorList) && tag == kOptTensorList;
+      const bool tensor_list = has_kind(kTensorList) && tag == kTensorList;
+      const size_t elem = (int_list || (has_kind(kDoubleList) && tag == kDoubleList)) ? 8
+                          : (has_kind(kBoolList) && tag == kBoolList) ? 1 : 4;
+      const uint8_t* v = c.vector_field(t, 0, elem, &ok);
+      if (!ok) return Error::InvalidProgram;
+      if (int_list || tensor_list || opt_list) {
         // Items are value indices: checked in range here, types checked once
         // every value's tag is known (below, in load).
         for (uint32_t k = 0; k < fb::vec_len(v); ++k) {
-          int64_t idx = elem == 8 ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
+          int64_t idx = int_list ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
           if (idx < 0 || idx >= num_values_) {
-            if (!(tag == kOptTensorList && idx == -1)) return Error::InvalidProgram;
+            if (!(opt_list && idx == -1)) return Error::InvalidProgram;
           }
         }
       }
@@ -248,19 +279,19 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
   DType dt = static_cast<DType>(fb::scalar<int8_t>(t, kTensorType, 0));
   size_t esize = dtype_size(dt);
   if (esize == 0) return Error::UnsupportedProgram;
-  const uint8_t* sizes = c.ref(t, kTensorSizes, &ok);
-  if (!ok || (sizes != nullptr && !c.vector(sizes, 4))) return Error::InvalidProgram;
+  const uint8_t* sizes = c.vector_field(t, kTensorSizes, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   uint32_t dim = fb::vec_len(sizes);
   if (dim > static_cast<uint32_t>(kMaxDims)) return Error::UnsupportedProgram;
-  uint64_t numel = 1;
+  uint32_t numel = 1;
   for (uint32_t d = 0; d < dim; ++d) {
-    int32_t s = fb::i32(sizes + 4 + 4 * d);
-    if (s < 0) return Error::InvalidProgram;
-    numel *= static_cast<uint64_t>(s);
-    if (numel > 0x7FFFFFFFu) return Error::InvalidProgram;
+    const int32_t s = fb::i32(sizes + 4 + 4 * d);
+    if (s < 0 || __builtin_mul_overflow(numel, static_cast<uint32_t>(s), &numel) || numel > 0x7FFFFFFFu) {
+      return Error::InvalidProgram;
+    }
   }
-  const uint8_t* order = c.ref(t, kTensorDimOrder, &ok);
-  if (!ok || (order != nullptr && !c.vector(order, 1))) return Error::InvalidProgram;
+  const uint8_t* order = c.vector_field(t, kTensorDimOrder, 1, &ok);
+  if (!ok) return Error::InvalidProgram;
   if (fb::vec_len(order) != 0) {
     if (fb::vec_len(order) != dim) return Error::InvalidProgram;
     uint32_t seen = 0;
@@ -270,7 +301,7 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
       seen |= 1u << o;
     }
   }
-  uint64_t nbytes = numel * esize;
+  const uint64_t nbytes = static_cast<uint64_t>(numel) * esize;
   uint32_t cidx = fb::scalar<uint32_t>(t, kTensorConst, 0);
   const uint8_t* alloc = c.ref(t, kTensorAlloc, &ok);
   if (!ok) return Error::InvalidProgram;
@@ -286,19 +317,22 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
 #endif
   if (cidx != 0) {
     const uint8_t* p = nullptr;
-    if (constant_offsets_ != nullptr) {
+#if MCU_CONSTANT_BUFFERS
+    if (constant_offsets_ == nullptr) {  // inline buffers (legacy)
+      if (cidx >= static_cast<uint32_t>(num_constant_buffers_)) return Error::ConstantOutOfBounds;
+      const uint8_t* buf = c.vec_table(constant_buffers_, cidx);
+      if (buf == nullptr) return Error::InvalidProgram;
+      const uint8_t* storage = c.vector_field(buf, 0, 1, &ok);
+      if (!ok || storage == nullptr) return Error::InvalidProgram;
+      if (fb::vec_len(storage) < nbytes) return Error::ConstantOutOfBounds;
+      p = storage + 4;
+    }
+#endif
+    if (p == nullptr) {  // the constant segment (without one, num_constant_offsets_ is 0)
       if (cidx >= static_cast<uint32_t>(num_constant_offsets_)) return Error::ConstantOutOfBounds;
       uint64_t off = fb::u64(constant_offsets_ + 8 * cidx);
       if (off > constants_size_ || nbytes > constants_size_ - off) return Error::ConstantOutOfBounds;
       p = constants_ + off;
-    } else {
-      if (cidx >= static_cast<uint32_t>(num_constant_buffers_)) return Error::ConstantOutOfBounds;
-      const uint8_t* buf = c.vec_table(constant_buffers_, cidx);
-      if (buf == nullptr) return Error::InvalidProgram;
-      const uint8_t* storage = c.ref(buf, 0, &ok);
-      if (!ok || storage == nullptr || !c.vector(storage, 1)) return Error::InvalidProgram;
-      if (fb::vec_len(storage) < nbytes) return Error::ConstantOutOfBounds;
-      p = storage + 4;
     }
     if (!pow2_aligned(p, alignment_of(dt))) return Error::Misaligned;
     // Without state support a planned tensor with an initial value is taken for a constant;
@@ -311,9 +345,7 @@ TensorRef Executor::output(int32_t i) const { return tensor_at(fb::i32(outputs_ 
     // memory is set at run time, which this runtime does not do.
     return Error::UnsupportedProgram;
   }
-  if (!c.table(alloc) || !c.field_fits(alloc, 0, 4) || !c.field_fits(alloc, 1, 4) || !c.field_fits(alloc, 2, 4)) {
-    return Error::InvalidProgram;
-  }
+  if (!c.scalar_table(alloc, 3, 4)) return Error::InvalidProgram;
   // Memory id k (1..MCU_ARENA_REGIONS) is planned buffer k: arena_[k - 1], arena_used_[k - 1] bytes.
   const uint32_t mem = fb::scalar<uint32_t>(alloc, 0, 0);
   if (mem < 1 || mem > MCU_ARENA_REGIONS) return Error::UnsupportedProgram;
@@ -369,11 +401,11 @@ uint32_t accepted_tags(char sig) {
 #endif
   if (fb::scalar<uint8_t>(ins, 0, 0) != kKernelCall) return Error::UnsupportedProgram;
   const uint8_t* kc = c.ref(ins, 1, &ok);
-  if (!ok || kc == nullptr || !c.table(kc) || !c.field_fits(kc, 0, 4)) return Error::InvalidProgram;
+  if (!ok || !c.scalar_table(kc, 1, 4)) return Error::InvalidProgram;
   int32_t op = fb::scalar<int32_t>(kc, 0, 0);
   if (op < 0 || op >= num_operators_) return Error::InvalidProgram;
-  const uint8_t* args = c.ref(kc, 1, &ok);
-  if (!ok || (args != nullptr && !c.vector(args, 4))) return Error::InvalidProgram;
+  const uint8_t* args = c.vector_field(kc, 1, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   const char* sig = kernels.entries[op_entry_[op]].signature;
   const uint32_t n = fb::vec_len(args);
   for (uint32_t k = 0; k < n; ++k) {  // one signature character per argument
@@ -390,7 +422,7 @@ uint32_t accepted_tags(char sig) {
 #else
     if (sig[k] == 'O' && is_constant(v)) return Error::BadArgument;
 #endif
-    if (sig[k] == 'Y') {  // every tensor of an out list lives in the arena
+    if (has_kind(kTensorList) && sig[k] == 'Y') {  // every tensor of an out list lives in the arena
       const uint8_t* items = fb::ref(value_table(v), 0);
       for (uint32_t j = 0; j < fb::vec_len(items); ++j) {
         if (is_constant(fb::i32(items + 4 + 4 * j))) return Error::BadArgument;
@@ -415,24 +447,24 @@ uint32_t accepted_tags(char sig) {
     detail_ = static_cast<int32_t>(n);
     return Error::UnsupportedProgram;
   }
-  const uint8_t* segs = c.ref(root, kProgSegments, &ok);
-  if (!ok || (segs != nullptr && !c.vector(segs, 4))) return Error::InvalidProgram;
+  const uint8_t* segs = c.vector_field(root, kProgSegments, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   for (uint32_t k = 0; k < n; ++k) {
     detail_ = static_cast<int32_t>(k);
     const uint8_t* d = c.vec_table(delegates + 4, k);
     if (d == nullptr) return Error::InvalidProgram;
-    const uint8_t* id = c.ref(d, 0, &ok);
-    if (!ok || id == nullptr || !c.string(id)) return Error::InvalidProgram;
+    const uint8_t* id = c.string_field(d, 0, &ok);
+    if (!ok || id == nullptr) return Error::InvalidProgram;
     if (!str_equal(id, kDelegateTable.entries[k].backend)) return Error::UnsupportedProgram;
     const uint8_t* loc = c.ref(d, 1, &ok);
-    if (!ok || loc == nullptr || !c.table(loc) || !c.field_fits(loc, 0, 1) || !c.field_fits(loc, 1, 4)) {
+    if (!ok || !c.scalar_table(loc, 1, 1) || !c.field_fits(loc, 1, 4)) {
       return Error::InvalidProgram;
     }
     if (fb::scalar<int8_t>(loc, 0, 0) != kLocationSegment) return Error::UnsupportedProgram;
     const uint32_t si = fb::scalar<uint32_t>(loc, 1, 0);
     if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
     const uint8_t* seg = c.vec_table(segs + 4, si);
-    if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+    if (seg == nullptr || !c.fields_fit(seg, 2, 8)) return Error::InvalidProgram;
     const uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
     if (off > seg_size || len > seg_size - off) return Error::InvalidProgram;
     delegates_[k] = Processed{data_ + seg_base + off, static_cast<size_t>(len)};
@@ -447,11 +479,11 @@ uint32_t accepted_tags(char sig) {
 [[gnu::cold]] Error Executor::verify_delegate_call(const uint8_t* dc) {
   fb::Checked c(data_, size_);
   bool ok = true;
-  if (dc == nullptr || !c.table(dc) || !c.field_fits(dc, 0, 4)) return Error::InvalidProgram;
+  if (!c.scalar_table(dc, 1, 4)) return Error::InvalidProgram;
   const int32_t k = fb::scalar<int32_t>(dc, 0, 0);
   if (k < 0 || k >= num_delegates_) return Error::InvalidProgram;
-  const uint8_t* args = c.ref(dc, 1, &ok);
-  if (!ok || (args != nullptr && !c.vector(args, 4))) return Error::InvalidProgram;
+  const uint8_t* args = c.vector_field(dc, 1, 4, &ok);
+  if (!ok) return Error::InvalidProgram;
   const uint32_t n = fb::vec_len(args);
   if (n > 0xFFFFu) return Error::BadArgument;
   for (uint32_t a = 0; a < n; ++a) {
@@ -506,8 +538,11 @@ uint32_t accepted_tags(char sig) {
   data_ = data;
   size_ = size;
   constant_offsets_ = nullptr;
+  num_constant_offsets_ = 0;
+#if MCU_CONSTANT_BUFFERS
   constant_buffers_ = nullptr;
-  num_constant_offsets_ = num_constant_buffers_ = 0;
+  num_constant_buffers_ = 0;
+#endif
   constants_ = nullptr;
   constants_size_ = 0;
 
@@ -538,45 +573,48 @@ uint32_t accepted_tags(char sig) {
   fb::Checked c(data, size_);
 
   const uint8_t* root = data + fb::u32(data);
-  if (!c.table(root) || !c.field_fits(root, kProgVersion, 4)) return Error::InvalidProgram;
+  if (!c.scalar_table(root, kProgVersion + 1, 4)) return Error::InvalidProgram;
   // Schema version: like ExecuTorch's runtime, refuse anything newer than we know.
   const uint32_t version = fb::scalar<uint32_t>(root, kProgVersion, 0);
   if (version > kMaxSchemaVersion) {
     detail_ = static_cast<int32_t>(version & 0x7FFFFFFFu);
     return Error::UnsupportedProgram;
   }
-  const uint8_t* plans = c.ref(root, kProgPlans, &ok);
-  if (!ok || plans == nullptr || !c.vector(plans, 4) || fb::vec_len(plans) < 1) return Error::InvalidProgram;
+  const uint8_t* plans = c.vector_field(root, kProgPlans, 4, &ok);
+  if (!ok || plans == nullptr || fb::vec_len(plans) < 1) return Error::InvalidProgram;
 
   // Constants: a segment (current format) or inline buffers (legacy).
   const uint8_t* cseg = c.ref(root, kProgConstSegment, &ok);
   if (!ok) return Error::InvalidProgram;
   const uint8_t* offsets = nullptr;
   if (cseg != nullptr) {
-    if (!c.table(cseg) || !c.field_fits(cseg, 0, 4)) return Error::InvalidProgram;
-    offsets = c.ref(cseg, 1, &ok);
-    if (!ok || (offsets != nullptr && !c.vector(offsets, 8))) return Error::InvalidProgram;
+    if (!c.scalar_table(cseg, 1, 4)) return Error::InvalidProgram;
+    offsets = c.vector_field(cseg, 1, 8, &ok);
+    if (!ok) return Error::InvalidProgram;
   }
   if (fb::vec_len(offsets) > 0) {
     if (!has_header) return Error::InvalidProgram;
-    const uint8_t* segs = c.ref(root, kProgSegments, &ok);
-    if (!ok || segs == nullptr || !c.vector(segs, 4)) return Error::InvalidProgram;
+    const uint8_t* segs = c.vector_field(root, kProgSegments, 4, &ok);
+    if (!ok || segs == nullptr) return Error::InvalidProgram;
     uint32_t si = fb::scalar<uint32_t>(cseg, 0, 0);
     if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
     const uint8_t* seg = c.vec_table(segs + 4, si);
-    if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+    if (seg == nullptr || !c.fields_fit(seg, 2, 8)) return Error::InvalidProgram;
     uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
     if (off > seg_size || len > seg_size - off) return Error::ConstantOutOfBounds;
     constants_ = data + seg_base + off;
     constants_size_ = static_cast<size_t>(len);
     constant_offsets_ = offsets + 4;
     num_constant_offsets_ = static_cast<int32_t>(fb::vec_len(offsets));
-  } else {
-    const uint8_t* bufs = c.ref(root, kProgConstBuffers, &ok);
-    if (!ok || (bufs != nullptr && !c.vector(bufs, 4))) return Error::InvalidProgram;
+  }
+#if MCU_CONSTANT_BUFFERS
+  else {
+    const uint8_t* bufs = c.vector_field(root, kProgConstBuffers, 4, &ok);
+    if (!ok) return Error::InvalidProgram;
     constant_buffers_ = fb::vec_data(bufs);
     num_constant_buffers_ = static_cast<int32_t>(fb::vec_len(bufs));
   }
+#endif
 
 #if MCU_PROGRAM_HAS_STATE
   // Initial values of state tensors: the first mutable data segment (ExecuTorch's layout).
@@ -585,19 +623,19 @@ uint32_t accepted_tags(char sig) {
   num_state_offsets_ = 0;
   state_size_ = 0;
   {
-    const uint8_t* mutables = c.ref(root, kProgMutableData, &ok);
-    if (!ok || (mutables != nullptr && !c.vector(mutables, 4))) return Error::InvalidProgram;
+    const uint8_t* mutables = c.vector_field(root, kProgMutableData, 4, &ok);
+    if (!ok) return Error::InvalidProgram;
     if (fb::vec_len(mutables) > 0) {
       const uint8_t* m = c.vec_table(mutables + 4, 0);
       if (m == nullptr || !c.field_fits(m, 0, 4) || !has_header) return Error::InvalidProgram;
-      const uint8_t* moffs = c.ref(m, 1, &ok);
-      if (!ok || (moffs != nullptr && !c.vector(moffs, 8))) return Error::InvalidProgram;
-      const uint8_t* segs = c.ref(root, kProgSegments, &ok);
-      if (!ok || segs == nullptr || !c.vector(segs, 4)) return Error::InvalidProgram;
+      const uint8_t* moffs = c.vector_field(m, 1, 8, &ok);
+      if (!ok) return Error::InvalidProgram;
+      const uint8_t* segs = c.vector_field(root, kProgSegments, 4, &ok);
+      if (!ok || segs == nullptr) return Error::InvalidProgram;
       const uint32_t si = fb::scalar<uint32_t>(m, 0, 0);
       if (si >= fb::vec_len(segs)) return Error::InvalidProgram;
       const uint8_t* seg = c.vec_table(segs + 4, si);
-      if (seg == nullptr || !c.field_fits(seg, 0, 8) || !c.field_fits(seg, 1, 8)) return Error::InvalidProgram;
+      if (seg == nullptr || !c.fields_fit(seg, 2, 8)) return Error::InvalidProgram;
       const uint64_t off = fb::scalar<uint64_t>(seg, 0, 0), len = fb::scalar<uint64_t>(seg, 1, 0);
       if (off > seg_size || len > seg_size - off) return Error::ConstantOutOfBounds;
       state_data_ = data + seg_base + off;
@@ -647,8 +685,8 @@ uint32_t accepted_tags(char sig) {
   (void)seg_size;
   const uint8_t* plan = c.vec_table(plans_, k);
   if (plan == nullptr) return Error::InvalidProgram;
-  const uint8_t* plan_name = c.ref(plan, kPlanName, &ok);
-  if (!ok || (plan_name != nullptr && !c.string(plan_name))) return Error::InvalidProgram;
+  c.string_field(plan, kPlanName, &ok);
+  if (!ok) return Error::InvalidProgram;
   cached_ = 0;  // the caches are the previous method's until they are decoded again below
   cached_calls_ = 0;
 #if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
@@ -666,9 +704,14 @@ uint32_t accepted_tags(char sig) {
   (void)seg_size;
   if (plan == nullptr) return Error::InvalidProgram;
 #endif
+  // The plan's vectors, each checked once here (one loop over kPlanVectors: less code than a call each).
+  const uint8_t* vectors[kNumPlanVectors];
+  for (int v = 0; v < kNumPlanVectors; ++v) {
+    vectors[v] = c.vector_field(plan, kPlanVectors[v].slot, kPlanVectors[v].elem, &ok);
+  }
+  if (!ok) return Error::InvalidProgram;
   // Arena.
-  const uint8_t* bsizes = c.ref(plan, kPlanBufferSizes, &ok);
-  if (!ok || (bsizes != nullptr && !c.vector(bsizes, 8))) return Error::InvalidProgram;
+  const uint8_t* bsizes = vectors[kBufferSizesVector];
   // Entry 0 is unused (ExecuTorch reserves it); entry k (1..MCU_ARENA_REGIONS) is memory id k.
   uint32_t nb = fb::vec_len(bsizes);
   for (uint32_t k = 1 + MCU_ARENA_REGIONS; k < nb; ++k) {
@@ -685,8 +728,7 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Delegates: only firmware built with a delegate table runs them.
-  const uint8_t* delegates = c.ref(plan, kPlanDelegates, &ok);
-  if (!ok || (delegates != nullptr && !c.vector(delegates, 4))) return Error::InvalidProgram;
+  const uint8_t* delegates = vectors[kDelegatesVector];
 #if MCU_MAX_DELEGATES > 0
   {
     const Error e = verify_delegates(delegates, root, seg_base, seg_size);
@@ -697,8 +739,8 @@ uint32_t accepted_tags(char sig) {
 #endif
 
   // Values.
-  const uint8_t* values = c.ref(plan, kPlanValues, &ok);
-  if (!ok || values == nullptr || !c.vector(values, 4)) return Error::InvalidProgram;
+  const uint8_t* values = vectors[kValuesVector];
+  if (values == nullptr) return Error::InvalidProgram;
   values_ = values + 4;
   num_values_ = static_cast<int32_t>(fb::vec_len(values));
   for (int32_t i = 0; check && i < num_values_; ++i) {
@@ -709,15 +751,18 @@ uint32_t accepted_tags(char sig) {
     }
   }
   // List items must refer to values of the right type.
-  for (int32_t i = 0; check && i < num_values_; ++i) {
-    int32_t tag = value_type(i);
-    if (tag != kIntList && tag != kTensorList && tag != kOptTensorList) continue;
+  // (has_kind: a firmware without tensor lists has no code for them.)
+  for (int32_t i = 0; has_value_lists() && check && i < num_values_; ++i) {
+    const int32_t tag = value_type(i);
+    const bool int_list = has_kind(kIntList) && tag == kIntList;
+    const bool opt_list = has_kind(kOptTensorList) && tag == kOptTensorList;
+    if (!int_list && !opt_list && !(has_kind(kTensorList) && tag == kTensorList)) continue;
     const uint8_t* v = fb::ref(value_table(i), 0);
     for (uint32_t k = 0; k < fb::vec_len(v); ++k) {
-      int64_t idx = tag == kIntList ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
-      if (idx == -1 && tag == kOptTensorList) continue;
+      int64_t idx = int_list ? fb::i64(v + 4 + 8 * k) : fb::i32(v + 4 + 4 * k);
+      if (idx == -1 && opt_list) continue;
       int32_t item = value_type(static_cast<int32_t>(idx));
-      bool good = tag == kIntList ? item == kInt : (item == kTensor || (tag == kOptTensorList && item == kNull));
+      bool good = int_list ? item == kInt : (item == kTensor || (opt_list && item == kNull));
       if (!good) {
         detail_ = i;
         return Error::InvalidProgram;
@@ -726,11 +771,8 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Inputs and outputs: arena tensors.
-  const uint8_t* ins = c.ref(plan, kPlanInputs, &ok);
-  const uint8_t* outs = ok ? c.ref(plan, kPlanOutputs, &ok) : nullptr;
-  if (!ok || (ins != nullptr && !c.vector(ins, 4)) || (outs != nullptr && !c.vector(outs, 4))) {
-    return Error::InvalidProgram;
-  }
+  const uint8_t* ins = vectors[kInputsVector];
+  const uint8_t* outs = vectors[kOutputsVector];
   inputs_ = fb::vec_data(ins);
   num_inputs_ = static_cast<int32_t>(fb::vec_len(ins));
   outputs_ = fb::vec_data(outs);
@@ -744,8 +786,7 @@ uint32_t accepted_tags(char sig) {
   }
 
   // Operators: resolved against the kernel table once, by name.
-  const uint8_t* ops = c.ref(plan, kPlanOperators, &ok);
-  if (!ok || (ops != nullptr && !c.vector(ops, 4))) return Error::InvalidProgram;
+  const uint8_t* ops = vectors[kOperatorsVector];
   num_operators_ = static_cast<int32_t>(fb::vec_len(ops));
   if (num_operators_ > MCU_MAX_OPERATORS) {
     detail_ = num_operators_;
@@ -754,16 +795,13 @@ uint32_t accepted_tags(char sig) {
   for (int32_t k = 0; k < num_operators_; ++k) {
     const uint8_t* op = c.vec_table(ops + 4, static_cast<uint32_t>(k));
     if (op == nullptr) return Error::InvalidProgram;
-    const uint8_t* name = c.ref(op, 0, &ok);
-    const uint8_t* overload = ok ? c.ref(op, 1, &ok) : nullptr;
-    if (!ok || name == nullptr || !c.string(name) || (overload != nullptr && !c.string(overload))) {
-      return Error::InvalidProgram;
-    }
+    const uint8_t* name = c.string_field(op, 0, &ok);
+    const uint8_t* overload = c.string_field(op, 1, &ok);  // absent: no overload name
+    if (!ok || name == nullptr) return Error::InvalidProgram;
     size_t found = kernels.count;
     for (size_t e = 0; e < kernels.count; ++e) {
       const KernelEntry& ke = kernels.entries[e];
-      bool same_overload = overload ? str_equal(overload, ke.overload) : ke.overload[0] == '\0';
-      if (same_overload && str_equal(name, ke.name)) {
+      if (str_equal(overload, ke.overload) && str_equal(name, ke.name)) {
         found = e;
         break;
       }
@@ -781,16 +819,15 @@ uint32_t accepted_tags(char sig) {
 #endif
 
   // Instructions: one chain of kernel calls.
-  const uint8_t* chains = c.ref(plan, kPlanChains, &ok);
-  if (!ok || (chains != nullptr && !c.vector(chains, 4))) return Error::InvalidProgram;
+  const uint8_t* chains = vectors[kChainsVector];
   if (fb::vec_len(chains) > 1) return Error::UnsupportedProgram;  // read only once verified
   instructions_ = nullptr;
   num_instructions_ = 0;
   if (fb::vec_len(chains) == 1) {
     const uint8_t* chain = c.vec_table(chains + 4, 0);
     if (chain == nullptr) return Error::InvalidProgram;
-    const uint8_t* list = c.ref(chain, 2, &ok);
-    if (!ok || (list != nullptr && !c.vector(list, 4))) return Error::InvalidProgram;
+    const uint8_t* list = c.vector_field(chain, 2, 4, &ok);
+    if (!ok) return Error::InvalidProgram;
     instructions_ = fb::vec_data(list);
     num_instructions_ = static_cast<int32_t>(fb::vec_len(list));
   }
@@ -811,6 +848,10 @@ uint32_t accepted_tags(char sig) {
                              static_cast<uint8_t>(t.dim), t.dtype, static_cast<uint8_t>(tag)};
   }
   cached_ = n;
+  if (MCU_ALL_CALLS_CACHED && num_instructions_ > MCU_INSTRUCTION_CACHE) {
+    detail_ = num_instructions_;
+    return Error::UnsupportedProgram;
+  }
   const int32_t m = num_instructions_ < MCU_INSTRUCTION_CACHE ? num_instructions_ : MCU_INSTRUCTION_CACHE;
   for (int32_t i = 0; i < m; ++i) calls_[i] = decode_call(i);
   cached_calls_ = m;
@@ -944,7 +985,7 @@ Error Executor::execute() {
   for (; i < n && e == Error::Ok; ++i) {
     Call decoded;
     const Call* call = &decoded;  // &calls_[i] only when i is inside it (UB otherwise, even unread)
-    if (i < cached) {
+    if (MCU_ALL_CALLS_CACHED || i < cached) {
       call = &calls_[i];
     } else {
       decoded = decode_call(i);

@@ -76,22 +76,45 @@ class Checked {
     uint16_t f = field(t, slot);
     return f == 0 || in(t + f, n);
   }
+  // The string in field `slot`: nullptr when absent, or (with *ok set to false) when it is not one.
+  const uint8_t* string_field(const uint8_t* t, int slot, bool* ok) const {
+    const uint8_t* s = ref(t, slot, ok);
+    if (s == nullptr || string(s)) return s;
+    *ok = false;
+    return nullptr;
+  }
+  // Fields 0..count-1 of a verified table (those present) each hold `n` bytes inside the buffer.
+  bool fields_fit(const uint8_t* t, int count, size_t n) const {
+    for (int slot = 0; slot < count; ++slot) {
+      if (!field_fits(t, slot, n)) return false;
+    }
+    return true;
+  }
+  // `t` (maybe null: false) is a table whose fields 0..count-1 each hold `n` bytes.
+  bool scalar_table(const uint8_t* t, int count, size_t n) const {
+    return t != nullptr && table(t) && fields_fit(t, count, n);
+  }
   // Follows the uoffset in field `slot` (0 when absent, else the target, or
   // sets *ok=false when it points outside).
   const uint8_t* ref(const uint8_t* t, int slot, bool* ok) const {
     uint16_t f = field(t, slot);
     if (f == 0) return nullptr;
-    if (!field_fits(t, slot, 4)) {
-      *ok = false;
-      return nullptr;
-    }
-    uint32_t o = u32(t + f);
+    const uint32_t o = in(t + f, 4) ? u32(t + f) : 0u;
     const uint8_t* p = t + f + o;
     if (o == 0 || !in(p, 0)) {
       *ok = false;
       return nullptr;
     }
     return p;
+  }
+  // The vector of `elem`-byte items in field `slot`: nullptr when absent, or
+  // (with *ok set to false) when the field is not such a vector. *ok is never
+  // set back to true, so several fields can be read before one check.
+  const uint8_t* vector_field(const uint8_t* t, int slot, size_t elem, bool* ok) const {
+    const uint8_t* v = ref(t, slot, ok);
+    if (v == nullptr || vector(v, elem)) return v;
+    *ok = false;
+    return nullptr;
   }
   // A vector of `elem`-byte items at `v`, aligned as flatbuffers aligns them.
   bool vector(const uint8_t* v, size_t elem) const {

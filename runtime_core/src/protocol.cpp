@@ -35,20 +35,19 @@ uint32_t get_u32(const uint8_t* p) {
          (static_cast<uint32_t>(p[3]) << 24);
 }
 
-// Appends little-endian values to a reply payload.
+// Appends little-endian values to a reply payload. Fixed-size fields are stored in place (every
+// reply's fixed part fits in the smallest frame, kMaxPayload >= 128: HELLO, the longest, is 100 bytes);
+// put() bounds what a reply copies in.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the protocol stores fields in memory order");
 class Writer {
  public:
   explicit Writer(uint8_t* buf) : buf_(buf) {}
-  void u8(uint8_t v) { put(&v, 1); }
-  void u16(uint16_t v) { le(v, 2); }
-  void u32(uint32_t v) { le(v, 4); }
-  void u64(uint64_t v) { le(v, 8); }
-  void i32(int32_t v) { le(static_cast<uint32_t>(v), 4); }
-  void f32(float v) {
-    uint32_t bits;
-    memcpy(&bits, &v, 4);
-    le(bits, 4);
-  }
+  void u8(uint8_t v) { buf_[size_++] = v; }
+  void u16(uint16_t v) { store(v); }
+  void u32(uint32_t v) { store(v); }
+  void u64(uint64_t v) { store(v); }
+  void i32(int32_t v) { store(v); }
+  void f32(float v) { store(v); }
   void put(const void* data, size_t n) {
     if (n > kMaxPayload - size_) n = kMaxPayload - size_;  // never overflows; callers size replies
     memcpy(buf_ + size_, data, n);
@@ -57,10 +56,10 @@ class Writer {
   size_t size() const { return size_; }
 
  private:
-  void le(uint64_t v, int n) {
-    uint8_t b[8];
-    for (int i = 0; i < n; ++i) b[i] = static_cast<uint8_t>(v >> (8 * i));
-    put(b, static_cast<size_t>(n));
+  template <typename T>
+  void store(T v) {
+    memcpy(buf_ + size_, &v, sizeof v);
+    size_ += sizeof v;
   }
   uint8_t* buf_;
   size_t size_ = 0;
@@ -77,6 +76,34 @@ __attribute__((noinline)) void spin(uint32_t n) {
   for (volatile uint32_t i = n; i != 0;) i = i - 1;
 #endif
 }
+
+// What a request needs before its handler runs, checked once by Server::handle() in this order: its
+// payload length (else BadLength, detail = the length), then a loaded program (else NotLoaded, -1).
+enum RequestNeeds : uint8_t {
+  kAnyLength = 0x40,    // no length check (else: the low 4 bits are the exact length)
+  kAtLeast = 0x10,      // the low 4 bits are the least length
+  kLoadedProgram = 0x20,
+};
+constexpr uint8_t kNeeds[] = {
+    kAnyLength,                   // Hello
+    2 | kLoadedProgram,           // TensorInfo: u8 kind, u8 index
+    5 | kAtLeast | kLoadedProgram,  // WriteInput: u8 index, u32 offset, bytes
+    kAnyLength | kLoadedProgram,  // Run
+    7 | kLoadedProgram,           // ReadOutput: u8 index, u32 offset, u16 length
+    kUploads ? 4 : kAnyLength,    // LoadBegin: u32 size (without uploads: BadRequest, whatever the length)
+    kUploads ? 4 | kAtLeast : kAnyLength,  // LoadChunk: u32 offset, bytes
+    kUploads ? 4 : kAnyLength,    // LoadEnd: u32 crc
+    kAnyLength,                   // UseBuiltin
+    4,                            // Exit: i32 code
+    kAnyLength,                   // Echo
+    4,                            // Spin: u32 n
+    2 | kLoadedProgram,           // RunProfiled: u16 first
+    4 | kLoadedProgram,           // RunRange: u16 begin, u16 end
+    10 | kLoadedProgram,          // ReadValue: u32 index, u32 offset, u16 length
+    MCU_PROGRAM_HAS_STATE ? 0 | kLoadedProgram : kAnyLength,  // Reset (firmware without state: BadRequest)
+    MCU_PROGRAM_METHODS ? kAnyLength | kLoadedProgram : kAnyLength,  // SelectMethod: name (one method: BadRequest)
+};
+static_assert(sizeof kNeeds == static_cast<size_t>(Msg::SelectMethod), "one entry per request type");
 
 struct Frame {
   uint8_t type = 0;
@@ -114,11 +141,14 @@ class Server {
       builtin_status_ = Error::NotLoaded;
       return;
     }
-    Executor candidate;  // on the stack: state only while it is verified
-    builtin_status_ = load_into(candidate, cfg_->builtin_program, cfg_->builtin_size);
-    builtin_detail_ = candidate.error_detail();
+    // With uploads the candidate is verified on the stack (the active program stays if it is
+    // rejected); without, nothing else can be active and it is verified in place.
+    Executor candidate;
+    Executor& e = kUploads ? candidate : active_;
+    builtin_status_ = load_into(e, cfg_->builtin_program, cfg_->builtin_size);
+    builtin_detail_ = e.error_detail();
     if (builtin_status_ == Error::Ok) {
-      active_ = candidate;
+      if (kUploads) active_ = candidate;
       source_ = ProgramSource::Builtin;
       program_id_ = cfg_->program_id;
     } else {
@@ -202,24 +232,31 @@ class Server {
   void handle() {
     const uint8_t* p = g_request.payload;
     const size_t n = g_request.len;
+    const uint32_t index = g_request.type - 1u;
+    const uint8_t needs = index < sizeof kNeeds ? kNeeds[index] : static_cast<uint8_t>(kAnyLength);
+    if ((needs & kAnyLength) == 0) {
+      const size_t length = needs & 0x0Fu;
+      if ((needs & kAtLeast) ? n < length : n != length) return send_error(Error::BadLength, static_cast<int32_t>(n));
+    }
+    if ((needs & kLoadedProgram) && !active_.loaded()) return send_error(Error::NotLoaded, -1);
     switch (static_cast<Msg>(g_request.type)) {
       case Msg::Hello: return hello(p, n);
-      case Msg::TensorInfo: return tensor_info(p, n);
+      case Msg::TensorInfo: return tensor_info(p);
       case Msg::WriteInput: return write_input(p, n);
       case Msg::Run: return run_program();
-      case Msg::ReadOutput: return read_output(p, n);
-      case Msg::LoadBegin: return kUploads ? load_begin(p, n) : send_error(Error::BadRequest, 0);
+      case Msg::ReadOutput: return read_output(p);
+      case Msg::LoadBegin: return kUploads ? load_begin(p) : send_error(Error::BadRequest, 0);
       case Msg::LoadChunk: return kUploads ? load_chunk(p, n) : send_error(Error::BadRequest, 0);
-      case Msg::LoadEnd: return kUploads ? load_end(p, n) : send_error(Error::BadRequest, 0);
+      case Msg::LoadEnd: return kUploads ? load_end(p) : send_error(Error::BadRequest, 0);
       case Msg::UseBuiltin: return use_builtin();
-      case Msg::Exit: return exit_request(p, n);
+      case Msg::Exit: return exit_request(p);
       case Msg::Echo: return echo(p, n);
-      case Msg::Spin: return spin_request(p, n);
-      case Msg::RunProfiled: return run_profiled(p, n);
-      case Msg::RunRange: return run_range(p, n);
-      case Msg::ReadValue: return read_value(p, n);
+      case Msg::Spin: return spin_request(p);
+      case Msg::RunProfiled: return run_profiled(p);
+      case Msg::RunRange: return run_range(p);
+      case Msg::ReadValue: return read_value(p);
 #if MCU_PROGRAM_HAS_STATE
-      case Msg::Reset: return reset_request(n);
+      case Msg::Reset: return reset_request();
 #else
       case Msg::Reset: break;  // no state support in this firmware: BadRequest
 #endif
@@ -269,9 +306,7 @@ class Server {
     return nullptr;
   }
 
-  void tensor_info(const uint8_t* p, size_t n) {
-    if (n != 2) return send_error(Error::BadLength, static_cast<int32_t>(n));
-    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+  void tensor_info(const uint8_t* p) {
     const bool is_output = p[0] != 0;
     const int32_t index = p[1];
     if (index >= (is_output ? active_.num_outputs() : active_.num_inputs())) return send_error(Error::BadIndex, index);
@@ -290,12 +325,9 @@ class Server {
     send(g_reply, w.size());
   }
 
-  // Checks index, offset and length of an input/output access; returns the tensor's data or null.
+  // Checks index, offset and length of an input/output access of the loaded program; returns the
+  // tensor's data or null.
   uint8_t* tensor_window(bool is_output, uint32_t index, uint32_t offset, size_t length) {
-    if (!active_.loaded()) {
-      send_error(Error::NotLoaded, -1);
-      return nullptr;
-    }
     const int32_t count = is_output ? active_.num_outputs() : active_.num_inputs();
     if (index >= static_cast<uint32_t>(count)) {
       send_error(Error::BadIndex, static_cast<int32_t>(index));
@@ -310,7 +342,6 @@ class Server {
   }
 
   void write_input(const uint8_t* p, size_t n) {
-    if (n < 5) return send_error(Error::BadLength, static_cast<int32_t>(n));
     uint8_t* dst = tensor_window(false, p[0], get_u32(p + 1), n - 5);
     if (dst == nullptr) return;
     memcpy(dst, p + 5, n - 5);
@@ -319,7 +350,6 @@ class Server {
   }
 
   void run_program() {
-    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
     const uint64_t start = mcu_pal_ticks();
     const Error e = active_.execute();
     const uint64_t ticks = mcu_pal_ticks() - start;
@@ -334,7 +364,6 @@ class Server {
   // Replies u8 index, u8 number of methods, u64 ticks of the switch; MethodMissing (detail = the
   // number of methods) for a name the program does not have.
   void select_method(const uint8_t* p, size_t n) {
-    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
     const int32_t k = active_.find_method(reinterpret_cast<const char*>(p), n);
     if (k < 0) return send_error(Error::MethodMissing, static_cast<int32_t>(active_.num_methods()));
     const uint64_t start = mcu_pal_ticks();
@@ -351,17 +380,14 @@ class Server {
 
 #if MCU_PROGRAM_HAS_STATE
   // RESET: the active program's state tensors back to their initial values.
-  void reset_request(size_t n) {
-    if (n != 0) return send_error(Error::BadLength, static_cast<int32_t>(n));
-    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+  void reset_request() {
     active_.reset_state();
     Writer w = ok_reply();
     send(g_reply, w.size());
   }
 #endif
 
-  void read_output(const uint8_t* p, size_t n) {
-    if (n != 7) return send_error(Error::BadLength, static_cast<int32_t>(n));
+  void read_output(const uint8_t* p) {
     const uint16_t length = get_u16(p + 5);
     if (length > kMaxPayload - 1) return send_error(Error::BadLength, static_cast<int32_t>(kMaxPayload - 1));
     const uint8_t* src = tensor_window(true, p[0], get_u32(p + 1), length);
@@ -371,8 +397,7 @@ class Server {
     send(g_reply, w.size());
   }
 
-  void load_begin(const uint8_t* p, size_t n) {
-    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+  void load_begin(const uint8_t* p) {
     if (cfg_->upload_buffer == nullptr || cfg_->upload_size == 0) return send_error(Error::BadRequest, 0);
     const uint32_t size = get_u32(p);
     if (size > cfg_->upload_size) return send_error(Error::BadLength, static_cast<int32_t>(cfg_->upload_size));
@@ -390,7 +415,6 @@ class Server {
   }
 
   void load_chunk(const uint8_t* p, size_t n) {
-    if (n < 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
     const uint32_t offset = get_u32(p);
     const size_t length = n - 4;
     // Chunks arrive in order; a repeated chunk (a retry) is accepted again.
@@ -403,8 +427,7 @@ class Server {
     send(g_reply, w.size());
   }
 
-  void load_end(const uint8_t* p, size_t n) {
-    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+  void load_end(const uint8_t* p) {
     if (upload_expected_ == 0 || upload_received_ != upload_expected_) {
       return send_error(Error::BadLength, static_cast<int32_t>(upload_received_));
     }
@@ -424,14 +447,14 @@ class Server {
   }
 
   void use_builtin() {
-    if (source_ != ProgramSource::Builtin) load_builtin();
+    // Only an upload replaces the builtin program (or a rejected one is verified again).
+    if (kUploads && source_ != ProgramSource::Builtin) load_builtin();
     if (source_ != ProgramSource::Builtin) return send_error(builtin_status_, builtin_detail_);
     Writer w = ok_reply();
     send(g_reply, w.size());
   }
 
-  void exit_request(const uint8_t* p, size_t n) {
-    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+  void exit_request(const uint8_t* p) {
     Writer w = ok_reply();
     send(g_reply, w.size());
     mcu_pal_exit(static_cast<int32_t>(get_u32(p)));
@@ -444,8 +467,7 @@ class Server {
     send(g_reply, w.size());
   }
 
-  void spin_request(const uint8_t* p, size_t n) {
-    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
+  void spin_request(const uint8_t* p) {
     const uint32_t count = get_u32(p);
     const uint64_t start = mcu_pal_ticks();
     spin(count);
@@ -460,9 +482,7 @@ class Server {
   // reply carries the ticks of instructions [first, first + count), written
   // straight into the reply buffer (no other RAM). The host asks again with
   // the next `first` for programs longer than one window.
-  void run_profiled(const uint8_t* p, size_t n) {
-    if (n != 2) return send_error(Error::BadLength, static_cast<int32_t>(n));
-    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+  void run_profiled(const uint8_t* p) {
     const int32_t count = active_.num_instructions();
     const int32_t first = get_u16(p);
     int32_t window = count - first;
@@ -489,9 +509,7 @@ class Server {
     send(g_reply, kProfileHeader + 4 * static_cast<size_t>(window));
   }
 
-  void run_range(const uint8_t* p, size_t n) {
-    if (n != 4) return send_error(Error::BadLength, static_cast<int32_t>(n));
-    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+  void run_range(const uint8_t* p) {
     const int32_t begin = get_u16(p);
     const int32_t end = get_u16(p + 2);
     if (begin > end || end > active_.num_instructions()) return send_error(Error::BadIndex, end);
@@ -506,9 +524,7 @@ class Server {
     send(g_reply, w.size());
   }
 
-  void read_value(const uint8_t* p, size_t n) {
-    if (n != 10) return send_error(Error::BadLength, static_cast<int32_t>(n));
-    if (!active_.loaded()) return send_error(Error::NotLoaded, -1);
+  void read_value(const uint8_t* p) {
     const uint32_t index = get_u32(p);
     const uint32_t offset = get_u32(p + 4);
     const uint16_t length = get_u16(p + 8);

@@ -26,6 +26,12 @@
 #ifndef MCU_INSTRUCTION_CACHE
 #define MCU_INSTRUCTION_CACHE 8
 #endif
+// 1: every instruction of a program is in the instruction cache (mcu-gen sets it for an image without
+// uploads whose program has at most MCU_INSTRUCTION_CACHE instructions): the loader rejects a longer
+// program (UnsupportedProgram) and execution never decodes an instruction from the program.
+#ifndef MCU_ALL_CALLS_CACHED
+#define MCU_ALL_CALLS_CACHED 0
+#endif
 // Instructions after the instruction cache whose kernel a prepare function (KernelTable::prepare)
 // replaced at load, e.g. a layer generated for this program (mcu_gen/backends/generated.py): one
 // (instruction, function) pair each, 8 bytes, instead of caching every instruction's call.
@@ -42,6 +48,21 @@
 // programs with state; without it the loader rejects them (UnsupportedProgram).
 #ifndef MCU_PROGRAM_HAS_STATE
 #define MCU_PROGRAM_HAS_STATE 0
+#endif
+
+// The value kinds (KernelTypes tags of docs/schema/program.fbs, bit 1 << tag) programs may have:
+// the loader rejects a value of any other kind (UnsupportedProgram) and its checks for them are
+// compiled out. mcu-gen sets it to the kinds of the builtin program for an image without uploads;
+// by default every kind.
+#ifndef MCU_VALUE_KINDS
+#define MCU_VALUE_KINDS 0xFFFu
+#endif
+
+// 1: constants may also be buffers inline in the flatbuffer (the legacy layout, Program.constant_buffer)
+// instead of the constant segment. mcu-gen sets 0 for an image without uploads whose builtin program
+// has none; the loader then rejects a constant tensor outside the segment (ConstantOutOfBounds).
+#ifndef MCU_CONSTANT_BUFFERS
+#define MCU_CONSTANT_BUFFERS 1
 #endif
 
 // 1: programs may have several methods (execution plans sharing the constant segment,
@@ -167,7 +188,7 @@ class Executor {
     return ctx;
   }
   Call call_at(int32_t i) const {
-    if (i < cached_calls_) return calls_[i];
+    if (MCU_ALL_CALLS_CACHED || i < cached_calls_) return calls_[i];
     Call c = decode_call(i);
 #if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
     for (int32_t k = 0; k < num_bound_; ++k) {
@@ -194,8 +215,10 @@ class Executor {
   size_t constants_size_ = 0;
   const uint8_t* constant_offsets_ = nullptr;  // vector<uint64>
   int32_t num_constant_offsets_ = 0;
+#if MCU_CONSTANT_BUFFERS
   const uint8_t* constant_buffers_ = nullptr;  // vector<Buffer> (legacy inline)
   int32_t num_constant_buffers_ = 0;
+#endif
   int32_t num_operators_ = 0;
   int32_t detail_ = 0;  // zero-initialized so a static Executor lives in .bss
   bool loaded_ = false;
