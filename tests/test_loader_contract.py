@@ -19,7 +19,7 @@ def runner():
     return host.build_runner(sel.kernels)
 
 
-def _run(runner, tmp_path, data: bytes, arena: int, inputs=()):
+def run_program(runner, tmp_path, data: bytes, arena: int, inputs=()):
     (tmp_path / "p.pte").write_bytes(data)
     paths = []
     for k, x in enumerate(inputs):
@@ -33,7 +33,7 @@ def _run(runner, tmp_path, data: bytes, arena: int, inputs=()):
 
 @pytest.mark.parametrize("name,build,code", crafted.REJECTIONS, ids=[n for n, _, _ in crafted.REJECTIONS])
 def test_each_rule_is_rejected_with_its_code(runner, tmp_path, name, build, code):
-    r = _run(runner, tmp_path, build(), 1 << 16)
+    r = run_program(runner, tmp_path, build(), 1 << 16)
     assert r.returncode == 2 and r.stdout.split()[:3][2:] == [code], (name, r.stdout, r.stderr[-2000:])
 
 
@@ -45,7 +45,7 @@ def test_every_load_error_code_has_a_crafted_program():
 
 def test_arena_too_small_names_the_arena_needed(runner, tmp_path):
     p = crafted.relu_program()
-    r = _run(runner, tmp_path, pte.write(p), p.arena_size - 16)
+    r = run_program(runner, tmp_path, pte.write(p), p.arena_size - 16)
     assert r.returncode == 2 and r.stdout.split() == ["load-error", "6", "ArenaTooSmall", str(p.arena_size)]
 
 
@@ -54,16 +54,16 @@ def test_the_untouched_programs_load_and_run(runner, tmp_path):
     x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
     for p in (crafted.relu_program(), crafted.clamp_program(), crafted.add_const_program(),
               crafted.split_program(constant_part=False)):
-        r = _run(runner, tmp_path, pte.write(p), p.arena_size, [x])
+        r = run_program(runner, tmp_path, pte.write(p), p.arena_size, [x])
         assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-2000:]
     small = crafted.depthwise_inplace_overflow_program(taps=43690)  # the largest window that fits
-    r = _run(runner, tmp_path, pte.write(small), small.arena_size)
+    r = run_program(runner, tmp_path, pte.write(small), small.arena_size)
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
 
 
 def test_depthwise_inplace_refuses_windows_that_overflow_int32(runner, tmp_path):
     p = crafted.depthwise_inplace_overflow_program()
-    r = _run(runner, tmp_path, pte.write(p), p.arena_size)
+    r = run_program(runner, tmp_path, pte.write(p), p.arena_size)
     assert r.returncode == 4 and r.stdout.split()[:3] == ["run-error", "16", "KernelFailed"], r.stdout + r.stderr[-2000:]
 
 
@@ -77,7 +77,7 @@ def runner2():
 @pytest.mark.parametrize("name,build,code", crafted.TWO_REGION_REJECTIONS,
                          ids=[n for n, _, _ in crafted.TWO_REGION_REJECTIONS])
 def test_two_region_rules_are_rejected_with_their_code(runner2, tmp_path, name, build, code):
-    r = _run(runner2, tmp_path, build(), "65536,65536")
+    r = run_program(runner2, tmp_path, build(), "65536,65536")
     assert r.returncode == 2 and r.stdout.split()[2:3] == [code], (name, r.stdout, r.stderr[-2000:])
 
 
@@ -86,7 +86,7 @@ def test_two_region_program_runs_with_each_tensor_in_its_buffer(runner2, tmp_pat
     write into the wrong block or past one); the one-arena runtime refuses memory 2."""
     p = crafted.two_region_relu_program()
     x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
-    r = _run(runner2, tmp_path, pte.write(p), "16,16", [x])
+    r = run_program(runner2, tmp_path, pte.write(p), "16,16", [x])
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-2000:]
     assert np.array_equal(np.fromfile(tmp_path / "out_0.bin", np.float32), np.maximum(x, 0).ravel())
     back = pte.read(pte.write(p))
@@ -96,10 +96,10 @@ def test_two_region_program_runs_with_each_tensor_in_its_buffer(runner2, tmp_pat
 def test_two_region_buffer_larger_than_its_arena_names_the_bytes(runner2, tmp_path):
     p = crafted.two_region_relu_program()
     p.extra_arenas = [48]
-    r = _run(runner2, tmp_path, pte.write(p), "16,32")
+    r = run_program(runner2, tmp_path, pte.write(p), "16,32")
     assert r.returncode == 2 and r.stdout.split() == ["load-error", "6", "ArenaTooSmall", "48"]
 
 
 def test_one_arena_runtime_refuses_a_second_buffer(runner, tmp_path):
-    r = _run(runner, tmp_path, pte.write(crafted.two_region_relu_program()), 1 << 16)
+    r = run_program(runner, tmp_path, pte.write(crafted.two_region_relu_program()), 1 << 16)
     assert r.returncode == 2 and r.stdout.split()[2] == "UnsupportedProgram", r.stdout

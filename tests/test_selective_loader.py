@@ -3,8 +3,6 @@ kinds only, without inline constants and with every call cached (MCU_VALUE_KINDS
 MCU_ALL_CALLS_CACHED) runs the programs it was built for, refuses what it was not built for with
 UnsupportedProgram, and still rejects every crafted corrupt program, on the native runner under
 AddressSanitizer and UBSan."""
-import subprocess
-
 import numpy as np
 import pytest
 
@@ -12,6 +10,7 @@ from mcu_gen.backends import kernels as kernel_registry
 from mcu_gen.dev import crafted
 from mcu_gen.firmware import host, project
 from mcu_gen.program import pte
+from tests.test_loader_contract import run_program
 
 # Int, Tensor, IntList, TensorList: the kinds of relu, add_const and split (not clamp's Double)
 KINDS = (2, 5, 7, 10)
@@ -26,18 +25,6 @@ def runner():
     return host.build_runner(sel.kernels, defines=DEFINES)
 
 
-def _run(runner, tmp_path, data: bytes, arena: int, inputs=()):
-    (tmp_path / "p.pte").write_bytes(data)
-    paths = []
-    for k, x in enumerate(inputs):
-        (tmp_path / f"in{k}.bin").write_bytes(np.ascontiguousarray(x).tobytes())
-        paths.append(str(tmp_path / f"in{k}.bin"))
-    r = subprocess.run([str(runner), str(tmp_path / "p.pte"), str(arena), str(tmp_path), *paths],
-                       capture_output=True, text=True, timeout=120)
-    assert "Sanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-3000:]
-    return r
-
-
 def test_the_generator_selects_the_kinds_and_layout_of_the_program():
     d = project.selective_runtime_defines(pte.write(crafted.clamp_program()))
     assert d == {"MCU_VALUE_KINDS": "0x032u", "MCU_CONSTANT_BUFFERS": 0}  # Null, Double, Tensor
@@ -47,25 +34,25 @@ def test_the_programs_of_its_kinds_load_and_run(runner, tmp_path):
     x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
     for p, want in ((crafted.relu_program(), np.maximum(x, 0)), (crafted.add_const_program(), x + np.arange(4)),
                     (crafted.split_program(constant_part=False), x[:, :2])):
-        r = _run(runner, tmp_path, pte.write(p), p.arena_size, [x])
+        r = run_program(runner, tmp_path, pte.write(p), p.arena_size, [x])
         assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-2000:]
         assert np.array_equal(np.fromfile(tmp_path / "out_0.bin", np.float32), want.ravel())
 
 
 def test_a_value_kind_left_out_is_unsupported(runner, tmp_path):
     p = crafted.clamp_program()  # value 2 is a Double
-    r = _run(runner, tmp_path, pte.write(p), p.arena_size)
+    r = run_program(runner, tmp_path, pte.write(p), p.arena_size)
     assert r.returncode == 2 and r.stdout.split()[2:] == ["UnsupportedProgram", "2"], r.stdout
 
 
 def test_more_instructions_than_the_cache_are_unsupported(runner, tmp_path):
     p = crafted.relu_program()
     p.instructions.append(p.instructions[0])
-    r = _run(runner, tmp_path, pte.write(p), p.arena_size)
+    r = run_program(runner, tmp_path, pte.write(p), p.arena_size)
     assert r.returncode == 2 and r.stdout.split()[2:] == ["UnsupportedProgram", "2"], r.stdout
 
 
 @pytest.mark.parametrize("name,build,code", crafted.REJECTIONS, ids=[n for n, _, _ in crafted.REJECTIONS])
 def test_every_crafted_rule_is_still_rejected(runner, tmp_path, name, build, code):
-    r = _run(runner, tmp_path, build(), 1 << 16)
+    r = run_program(runner, tmp_path, build(), 1 << 16)
     assert r.returncode == 2 and r.stdout.split()[2:3] == [code], (name, r.stdout)
