@@ -66,16 +66,33 @@ def find_out_variant(op, bound: Optional[dict] = None):
             t = "number"  # how the schema parser spells Scalar
         wanted.append((a.name, t))
     packet = op.overloadpacket
-    for name in packet.overloads():
-        ov = getattr(packet, name)
-        args = ov._schema.arguments
-        outs = [a for a in args if is_out_arg(a)]
-        if not outs:
-            continue
-        rest = [(a.name, str(a.type)) for a in args if not is_out_arg(a)]
-        if rest == wanted:
-            return ov
+    for drop in ((), TENSOR_OPTIONS):
+        if drop and not _options_the_out_carries(bound):
+            break
+        want = [w for w in wanted if w[0] not in drop]
+        for name in packet.overloads():
+            ov = getattr(packet, name)
+            args = ov._schema.arguments
+            outs = [a for a in args if is_out_arg(a)]
+            if not outs:
+                continue
+            rest = [(a.name, str(a.type)) for a in args if not is_out_arg(a)]
+            if rest == want:
+                return ov
     return None
+
+
+# ATen's TensorOptions arguments. An out-variant has none of them (_to_copy.out, full.out, ...): the out
+# tensor carries the dtype, and the device only has strided tensors in its own memory.
+TENSOR_OPTIONS = ("dtype", "layout", "device", "pin_memory")
+
+
+def _options_the_out_carries(bound: dict) -> bool:
+    """Whether a call's TensorOptions say nothing an out tensor on the device cannot: any dtype (the out's),
+    a strided layout, the CPU (or no) device, no pinned memory."""
+    device = bound.get("device")
+    return (bound.get("layout") in (None, torch.strided) and not bound.get("pin_memory")
+            and (device is None or torch.device(device).type == "cpu"))
 
 
 def find_functional(out_op):
