@@ -16,10 +16,9 @@ Error reduce_any(const TensorRef& in, const ReducedDims& dims, bool keepdim, con
   uint8_t* y = static_cast<uint8_t*>(out.data);
   const bool ok = dispatch_dtype<kSet>(in.dtype, [&](auto tag) {
     using C = decltype(tag);
-    const C* x = static_cast<const C*>(in.data);
     r.for_each_output([&](int32_t o, int32_t base) {
       bool any = false;
-      r.for_each_reduced(base, [&](int32_t offset, int32_t) { any = any || x[offset] != C(0); });
+      r.for_each_reduced(base, [&](int32_t offset, int32_t) { any = any || read_element<C>(in.data, offset) != C(0); });
       y[o] = any ? 1 : 0;
     });
   });

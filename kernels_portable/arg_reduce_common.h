@@ -17,15 +17,14 @@ template <DTypeSet kSet, bool kMax>
 bool arg_reduce(const Reduction& r, const TensorRef& in, void* values, int64_t* indices) {
   return dispatch_dtype<kSet>(in.dtype, [&](auto tag) {
     using C = decltype(tag);
-    const C* x = static_cast<const C*>(in.data);
     C* v = static_cast<C*>(values);
     r.for_each_output([&](int32_t o, int32_t base) {
-      C m = x[base];
+      C m = read_element<C>(in.data, base);
       int32_t best = 0;
       bool nan = (m != m);
       r.for_each_reduced(base, [&](int32_t offset, int32_t k) {
         if (nan) return;
-        const C e = x[offset];
+        const C e = read_element<C>(in.data, offset);
         if (e != e) {
           nan = true;
           m = e;

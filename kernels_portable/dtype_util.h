@@ -111,10 +111,24 @@ inline To convert(From x) {
   }
 }
 
+// Element i of `data`, of C type T. A bool element is read as its byte (not
+// zero: true): tensor memory is not always a valid C++ bool object (a corrupt
+// program can alias a bool tensor with a float one), and loading a bool that
+// is neither 0 nor 1 is undefined behaviour. Every kernel reads elements that
+// may be bool through this function.
+template <typename T>
+T read_element(const void* data, int32_t i) {
+  if constexpr (__is_same(T, bool)) {
+    return static_cast<const uint8_t*>(data)[i] != 0;
+  } else {
+    return static_cast<const T*>(data)[i];
+  }
+}
+
 // Element i of `data` (of dtype T) as a C.
 template <typename C, typename T>
 C load_element(const void* data, int32_t i) {
-  return convert<C>(static_cast<const T*>(data)[i]);
+  return convert<C>(read_element<T>(data, i));
 }
 
 template <typename C, typename T>

@@ -69,10 +69,12 @@ void elementwise_rows(const TensorRef& out, const TensorRef* const* ins, const L
   int32_t s[N + 1];
   for (int32_t k = 0; k <= N; ++k) s[k] = loop.row_stride(k);
   // With one dtype selected, every tensor has it (map_elementwise checked): no conversions to compile.
-  constexpr bool only_typed = single_dtype(Set) && dtype_of<R>() == dtype_of<C>();
-  bool typed = out.dtype == dtype_of<R>();
+  // Bool inputs are read as bytes (read_element), so bool computation takes the loading path.
+  constexpr bool bool_inputs = __is_same(C, bool);
+  constexpr bool only_typed = single_dtype(Set) && dtype_of<R>() == dtype_of<C>() && !bool_inputs;
+  bool typed = out.dtype == dtype_of<R>() && !bool_inputs;
   for (int32_t k = 0; k < N; ++k) typed = typed && ins[k]->dtype == dtype_of<C>();
-  if (only_typed || typed) {
+  if (only_typed || typed) {  // (never for bool inputs: see above)
     R* z = static_cast<R*>(out.data);
     const C* x[N];
     for (int32_t k = 0; k < N; ++k) x[k] = static_cast<const C*>(ins[k]->data);

@@ -27,14 +27,15 @@ Error aten_index_put_out(const KernelContext& ctx) {
   const bool known = dispatch_dtype<kSet>(in.dtype, [&](auto zero) {
     using C = decltype(zero);
     C* dst = static_cast<C*>(out.data);
-    const C* v = static_cast<const C*>(values.data);
     if (accumulate) {
       ok = ix.for_each(ix.dim(), value_strides, [&](int32_t at, int32_t from, int32_t) {
-        if constexpr (__is_same(C, float)) dst[at] += v[from];
-        else dst[at] = wrapping_add(dst[at], v[from]);
+        const C v = read_element<C>(values.data, from);
+        if constexpr (__is_same(C, float)) dst[at] += v;
+        else dst[at] = wrapping_add(read_element<C>(out.data, at), v);
       });
     } else {
-      ok = ix.for_each(ix.dim(), value_strides, [&](int32_t at, int32_t from, int32_t) { dst[at] = v[from]; });
+      ok = ix.for_each(ix.dim(), value_strides,
+                       [&](int32_t at, int32_t from, int32_t) { dst[at] = read_element<C>(values.data, from); });
     }
   });
   return known && ok ? Error::Ok : Error::KernelFailed;

@@ -20,8 +20,9 @@ Error aten_scatter_add_out(const KernelContext& ctx) {
     using C = decltype(tag);
     s.copy_self();
     C* dst = static_cast<C*>(s.out.data);
-    const C* from = static_cast<const C*>(src.data);
-    ok = s.for_each([&](int32_t o, int32_t i) { dst[o] = wrapping_add(dst[o], from[i]); });
+    ok = s.for_each([&](int32_t o, int32_t i) {
+      dst[o] = wrapping_add(read_element<C>(s.out.data, o), read_element<C>(src.data, i));
+    });
   });
   return known && ok ? Error::Ok : Error::KernelFailed;
 }

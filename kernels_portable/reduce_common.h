@@ -183,12 +183,12 @@ Error reduce_extreme(const TensorRef& in, const TensorRef& out, const ReducedDim
   if (r.count() == 0 && r.out_numel() > 0) return Error::KernelFailed;
   const bool ok = dispatch_dtype<Set>(in.dtype, [&](auto tag) {
     using C = decltype(tag);
-    const C* x = static_cast<const C*>(in.data);
     C* y = static_cast<C*>(out.data);
     r.for_each_output([&](int32_t o, int32_t base) {
-      C best = x[base];
+      C best = read_element<C>(in.data, base);
       r.for_each_reduced(base, [&](int32_t offset, int32_t) {
-        if (better<kMax>(x[offset], best)) best = x[offset];
+        const C e = read_element<C>(in.data, offset);
+        if (better<kMax>(e, best)) best = e;
       });
       y[o] = best;
     });
@@ -206,14 +206,14 @@ Error reduce_arg(const TensorRef& in, const TensorRef& out, const ReducedDims& d
   if (r.count() == 0 && r.out_numel() > 0) return Error::KernelFailed;
   const bool ok = dispatch_dtype<Set>(in.dtype, [&](auto tag) {
     using C = decltype(tag);
-    const C* x = static_cast<const C*>(in.data);
     int64_t* y = static_cast<int64_t*>(out.data);
     r.for_each_output([&](int32_t o, int32_t base) {
-      C best = x[base];
+      C best = read_element<C>(in.data, base);
       int64_t at = 0;
       r.for_each_reduced(base, [&](int32_t offset, int32_t k) {
-        if (better<kMax>(x[offset], best)) {
-          best = x[offset];
+        const C e = read_element<C>(in.data, offset);
+        if (better<kMax>(e, best)) {
+          best = e;
           at = k;
         }
       });

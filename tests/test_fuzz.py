@@ -54,6 +54,7 @@ REGRESSIONS = [
     ("constant in split_with_sizes_copy's out list (item 3)", crafted.constant_in_out_list),
     ("constant segment over the flatbuffer (item 3)", crafted.segment_overlaps_flatbuffer),
     ("in-place depthwise window that overflows int32 (item 4)", crafted.depthwise_inplace_overflow),
+    ("bool tensor bytes other than 0 and 1 (state fuzzer)", crafted.bool_bytes_not_0_or_1),
 ]
 
 

@@ -81,6 +81,17 @@ def test_two_region_rules_are_rejected_with_their_code(runner2, tmp_path, name, 
     assert r.returncode == 2 and r.stdout.split()[2:3] == [code], (name, r.stdout, r.stderr[-2000:])
 
 
+def test_bool_bytes_other_than_0_and_1_read_as_true(runner, tmp_path):
+    """A bool tensor holding bytes 2 and 128 (a corrupt program's constant, or arena memory a float
+    tensor wrote): every kernel reads a non-zero byte as true, under UBSan's bool check."""
+    x = np.array([[10.0, 20.0, 30.0, 40.0]], np.float32)
+    r = run_program(runner, tmp_path, crafted.bool_bytes_not_0_or_1(), 1 << 16, [x])
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-2000:]
+    out = [np.fromfile(tmp_path / f"out_{k}.bin", np.uint8) for k in range(1, 5)]
+    assert np.array_equal(np.fromfile(tmp_path / "out_0.bin", np.float32), [11.0, 21.0, 31.0, 40.0])
+    assert [o.tolist() for o in out] == [[1, 1, 1, 0], [1, 1, 1, 0], [1], [1]]
+
+
 def test_two_region_program_runs_with_each_tensor_in_its_buffer(runner2, tmp_path):
     """Input in memory 1, output in memory 2, each arena exactly its planned 16 bytes (ASan would see a
     write into the wrong block or past one); the one-arena runtime refuses memory 2."""

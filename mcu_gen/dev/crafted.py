@@ -179,6 +179,38 @@ def depthwise_inplace_overflow_program(taps: int = 43691) -> Program:
     return plan_by_hand(p)
 
 
+def bool_bytes_program() -> Program:
+    """A bool constant whose bytes are 2, 128, 1, 0 (only 0 and 1 are C++ bools), read by the
+    kernels that take bool inputs: add (float + bool, and bool + bool), logical_and, amax, any.
+    A corrupt program (or a bool tensor aliasing a float one in the arena) gives kernels such
+    bytes; they must read them as "not zero", never load an invalid bool (UBSan: found by the
+    state fuzzer at 128)."""
+    p = Program()
+    x = p.add_tensor((1, 4))
+    c = p.add(TensorValue((1, 4), "bool", data=np.array([[2, 128, 1, 0]], np.uint8)))
+    one = p.add_scalar("int", 1)
+    y_float = p.add_tensor((1, 4))
+    y_bool = p.add_tensor((1, 4), "bool")
+    y_and = p.add_tensor((1, 4), "bool")
+    dims = p.add_scalar("int_list", [1])
+    false = p.add_scalar("bool", False)
+    y_max = p.add_tensor((1,), "bool")
+    y_any = p.add_tensor((), "bool")
+    p.instructions += [
+        Instruction("aten::add.out", [x, c, one, y_float, y_float]),
+        Instruction("aten::add.out", [c, c, one, y_bool, y_bool]),
+        Instruction("aten::logical_and.out", [c, c, y_and, y_and]),
+        Instruction("aten::amax.out", [c, dims, false, y_max, y_max]),
+        Instruction("aten::any.all_out", [c, y_any, y_any]),
+    ]
+    p.inputs, p.outputs = [x], [y_float, y_bool, y_and, y_max, y_any]
+    return plan_by_hand(p)
+
+
+def bool_bytes_not_0_or_1() -> bytes:
+    return pte.write(bool_bytes_program())
+
+
 # ---------------------------------------------------------------- the holes of issue 16
 def none_payload_not_a_table() -> bytes:
     """Item 1: a None value whose payload offset points at the file's last byte (inside the
@@ -377,7 +409,8 @@ REJECTIONS = [
 
 # Kernels the native runner of these programs has.
 RUNNER_OPS = ("aten::relu.out", "aten::clamp.out", "aten::add.out", "aten::split_with_sizes_copy.out",
-              "mcu::quantized_depthwise_conv2d_inplace.out")
+              "mcu::quantized_depthwise_conv2d_inplace.out", "aten::logical_and.out", "aten::amax.out",
+              "aten::any.all_out")
 
 
 def linear_bias_overflow_program(bias: int = 2**31 - 100) -> Program:
