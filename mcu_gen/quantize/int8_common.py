@@ -161,3 +161,13 @@ ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.h
 VIEW_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims,
             aten.unsqueeze.default, aten._unsafe_view.default}
 NOOP_OPS = {aten.dropout.default, aten.clone.default, aten.alias.default, aten.detach.default}
+
+
+def pad_mode_and_value(node):
+    """(mode, constant value) of an aten.pad / aten.constant_pad_nd node."""
+    if node.target is aten.constant_pad_nd.default:
+        value = node.args[2] if len(node.args) > 2 else node.kwargs.get("value", 0)
+        return "constant", 0.0 if value is None else float(value)
+    mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
+    value = node.args[3] if len(node.args) > 3 else node.kwargs.get("value", None)
+    return mode, 0.0 if value is None else float(value)

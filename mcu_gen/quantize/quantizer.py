@@ -40,6 +40,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
+from mcu_gen.quantize.int8_common import pad_mode_and_value
 from mcu_gen.quantize.observers import DEFAULT_METHOD, EPS, CalibrationObserver
 
 aten = torch.ops.aten
@@ -71,11 +72,26 @@ SHARED_OPS = {
     aten.upsample_nearest2d.vec,
     aten.upsample_nearest2d.default,
     aten.slice.Tensor,
+    aten.select.int,
+    aten.expand.default,
+    aten.repeat.default,
+    aten.amax.default,
+    aten.amin.default,
+    aten.pad.default,  # when its new elements are 0 or input copies (_pad_keeps_range)
+    aten.constant_pad_nd.default,
 }
+PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
 CAT_OPS = {aten.cat.default}
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                aten.hardtanh_.default, aten.clamp.default}
+
+
+def _pad_keeps_range(node) -> bool:
+    """A pad whose new elements are 0 (constant 0) or copies of the input (reflect, replicate):
+    the input's quantization parameters fit the output exactly."""
+    mode, value = pad_mode_and_value(node)
+    return (mode == "constant" and value == 0.0) or mode in ("reflect", "replicate")
 
 
 def activation_spec(qat: bool = False, method: str = DEFAULT_METHOD) -> QuantizationSpec:
@@ -209,7 +225,7 @@ class McuQuantizer(Quantizer):
                     _annotate(act, {}, self.act)
             elif t in SHARED_OPS:
                 x = node.args[0]
-                if isinstance(x, torch.fx.Node):
+                if isinstance(x, torch.fx.Node) and (t not in PAD_OPS or _pad_keeps_range(node)):
                     _annotate(node, {x: self.act}, SharedQuantizationSpec((x, node)))
             elif t in CAT_OPS:
                 inputs = [n for n in node.args[0] if isinstance(n, torch.fx.Node)]

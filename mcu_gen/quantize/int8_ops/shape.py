@@ -9,7 +9,7 @@ from mcu_gen.quantize.int8_common import NHWC, aten, shape_of
 from mcu_gen.quantize.int8_ops.registry import handler
 
 
-def _same_qparams_input(lw, node, qnode, act, what: str):
+def same_qparams_input(lw, node, qnode, act, what: str):
     """(value, tensor) of the int8 input of an operator that keeps its input's quantization
     parameters (a data movement), or why it cannot run in int8."""
     v = lw.quant_of(node.args[0])
@@ -24,7 +24,7 @@ def _same_qparams_input(lw, node, qnode, act, what: str):
 @handler(aten.transpose.int, aten.permute.default, aten.t.default)
 def permute(lw, node, qnode, act):
     """transpose / permute of an int8 activation: free, a view with another dim_order."""
-    r = _same_qparams_input(lw, node, qnode, act, "a permute")
+    r = same_qparams_input(lw, node, qnode, act, "a permute")
     if isinstance(r, str):
         return r
     v, t = r
@@ -84,17 +84,17 @@ def cat(lw, node, qnode, act):
 
 @handler(aten.slice.Tensor)
 def slice_tensor(lw, node, qnode, act):
-    """A slice (e.g. the older frames of a ring buffer): a byte copy, aten::slice_copy on int8."""
-    r = _same_qparams_input(lw, node, qnode, act, "slice")
+    """A slice (e.g. the older frames of a ring buffer): a byte copy, aten::slice_copy on int8 in
+    logical order."""
+    r = same_qparams_input(lw, node, qnode, act, "slice")
     if isinstance(r, str):
         return r
     v, t = r
-    if len(t.shape) == 4:
-        return "slice of a 4-D (channels-last) int8 tensor"
     args = list(node.args) + [0, None, None, 1][len(node.args) - 1:]
     dim, start, end, step = args[1:5]
-    v = lw.contig(v, node)
-    out = lw.int8_tensor(shape_of(node), t.scale, t.zero_point, None, qnode.name)
+    v = lw.to_nchw(v, node)  # logical order (a 4-D channels-last input is transposed)
+    shape = shape_of(node)
+    out = lw.int8_tensor(shape, t.scale, t.zero_point, tuple(range(4)) if len(shape) == 4 else None, qnode.name)
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
     lw.emit("aten::slice_copy.Tensor_out",
              [v, i(dim), i(0 if start is None else start), i(2**63 - 1 if end is None else end), i(step)], out,
@@ -106,7 +106,7 @@ def slice_tensor(lw, node, qnode, act):
 @handler(aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default)
 def upsample_nearest(lw, node, qnode, act):
     """Nearest upsampling: a byte copy (aten::upsample_nearest2d.vec_out on int8, NCHW order)."""
-    r = _same_qparams_input(lw, node, qnode, act, "upsampling")
+    r = same_qparams_input(lw, node, qnode, act, "upsampling")
     if isinstance(r, str):
         return r
     v, t = r

@@ -1,0 +1,109 @@
+"""int8 lowering handlers: ops that only move, repeat or pick bytes, so they run on the int8
+values with the input's quantization parameters (the quantizer shares them: quantizer.SHARED_OPS)
+and the portable kernel of the op itself, which takes int8: select, expand, repeat, padding (the
+zero point is the quantized 0 of a constant pad), and amax/amin (order-preserving: the largest
+int8 value is the largest real value, scale > 0).
+
+Inputs are brought to logical (NCHW / row-major) order first; a 4-D result is stored NCHW and
+the next int8 kernel that wants channels-last transposes it (lw.to_nhwc)."""
+from __future__ import annotations
+
+from mcu_gen.quantize.int8_common import aten, pad_mode_and_value, shape_of
+from mcu_gen.quantize.int8_ops.registry import handler
+from mcu_gen.quantize.int8_ops.shape import same_qparams_input
+
+
+def _logical_input(lw, node, qnode, act, what: str):
+    """(row-major int8 value, its tensor) of a byte-moving op's input, or why it cannot run in int8."""
+    r = same_qparams_input(lw, node, qnode, act, what)
+    if isinstance(r, str):
+        return r
+    v, t = r
+    v = lw.to_nchw(v, node)
+    return v, lw.program.tensor(v)
+
+
+def _out(lw, node, qnode, t):
+    shape = shape_of(node)
+    order = tuple(range(len(shape))) if len(shape) == 4 else None
+    return lw.int8_tensor(shape, t.scale, t.zero_point, order, qnode.name)
+
+
+def _emit(lw, node, qnode, act, op: str, args: list, t) -> None:
+    out = _out(lw, node, qnode, t)
+    lw.emit(op, args, out, node)
+    lw.finish(node, qnode, act, out)
+
+
+@handler(aten.select.int)
+def select(lw, node, qnode, act):
+    """x[..., i, ...]: aten::select_copy on int8."""
+    r = _logical_input(lw, node, qnode, act, "select")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    _emit(lw, node, qnode, act, "aten::select_copy.int_out", [v, i(node.args[1]), i(node.args[2])], t)
+    return None
+
+
+@handler(aten.expand.default)
+def expand(lw, node, qnode, act):
+    """Broadcast copies: aten::expand_copy on int8."""
+    r = _logical_input(lw, node, qnode, act, "expand")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    sizes = lw.scalar("int_list", [int(s) for s in node.args[1]])
+    _emit(lw, node, qnode, act, "aten::expand_copy.out", [v, sizes, lw.scalar("bool", False)], t)
+    return None
+
+
+@handler(aten.repeat.default)
+def repeat(lw, node, qnode, act):
+    """Tiled copies: aten::repeat on int8."""
+    r = _logical_input(lw, node, qnode, act, "repeat")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    _emit(lw, node, qnode, act, "aten::repeat.out", [v, lw.scalar("int_list", [int(s) for s in node.args[1]])], t)
+    return None
+
+
+@handler(aten.pad.default, aten.constant_pad_nd.default)
+def pad(lw, node, qnode, act):
+    """Constant padding with 0 (the zero point: exact), reflect and replicate padding: the
+    portable padding kernels on int8."""
+    mode, value = pad_mode_and_value(node)
+    if mode == "constant" and value != 0.0:
+        return "a constant pad with a value other than 0"
+    r = _logical_input(lw, node, qnode, act, "pad")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    widths = [int(p) for p in node.args[1]]
+    pads = lw.scalar("int_list", widths)
+    if mode == "constant":
+        _emit(lw, node, qnode, act, "aten::constant_pad_nd.out", [v, pads, lw.scalar("int", int(t.zero_point))], t)
+        return None
+    kind = {"reflect": "reflection", "replicate": "replication"}.get(mode)
+    nd = len(widths) // 2
+    if kind is None or not 1 <= nd <= 3 or len(t.shape) not in (nd + 1, nd + 2):
+        return f"{mode} padding of a {len(t.shape)}-D tensor over {nd} dims"
+    _emit(lw, node, qnode, act, f"aten::{kind}_pad{nd}d.out", [v, pads], t)
+    return None
+
+
+@handler(aten.amax.default, aten.amin.default)
+def extreme(lw, node, qnode, act):
+    """amax/amin over dims: the int8 extreme is the real extreme (order-preserving)."""
+    r = _logical_input(lw, node, qnode, act, "amax/amin")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", [])
+    keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+    op = "aten::amax.out" if node.target is aten.amax.default else "aten::amin.out"
+    _emit(lw, node, qnode, act, op, [v, lw.scalar("int_list", [int(d) for d in dims]),
+                                    lw.scalar("bool", bool(keepdim))], t)
+    return None
