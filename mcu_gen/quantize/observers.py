@@ -22,7 +22,7 @@ from torchao.quantization.pt2e.observer import UniformQuantizationObserverBase
 
 METHODS = ("histogram", "minmax", "moving_average", "percentile")
 DEFAULT_METHOD = "histogram"
-EPS = 2**-12  # the smallest scale (as before: a constant tensor still gets a usable scale)
+EPS = 2**-16  # the smallest scale: small-range tensors (logits of +-0.05) keep their resolution, and a constant tensor still gets a usable scale
 AVERAGING_CONSTANT = 0.1
 PERCENTILE = 99.99
 SAMPLE_VALUES = 4096  # values kept per observed batch for the percentiles (evenly spaced, deterministic)

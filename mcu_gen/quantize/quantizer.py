@@ -98,7 +98,7 @@ def activation_spec(qat: bool = False, method: str = DEFAULT_METHOD) -> Quantiza
     """PTQ: a CalibrationObserver (all calibration methods at once, `method` chosen; observers.py)."""
     if qat:
         ctr = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
-                                     dtype=torch.int8, qscheme=torch.per_tensor_affine, eps=2**-12)
+                                     dtype=torch.int8, qscheme=torch.per_tensor_affine, eps=EPS)
     else:
         ctr = CalibrationObserver.with_args(eps=EPS, method=method)
     return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
