@@ -72,15 +72,15 @@ SHARED_OPS = {
     aten.upsample_nearest2d.vec,
     aten.upsample_nearest2d.default,
     aten.slice.Tensor,
-    aten.select.int,
     aten.expand.default,
     aten.repeat.default,
-    aten.amax.default,
-    aten.amin.default,
     aten.pad.default,  # when its new elements are 0 or input copies (_pad_keeps_range)
     aten.constant_pad_nd.default,
 }
 PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
+# Ops that pick part of their input (whose range can be far narrower): an output observer of their own,
+# the int8 lowering moves the bytes and requantizes them with a table (int8_ops/movement.py).
+PICK_OPS = {aten.select.int, aten.amax.default, aten.amin.default}
 CAT_OPS = {aten.cat.default}
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
@@ -223,6 +223,10 @@ class McuQuantizer(Quantizer):
                 _annotate(node, {a: self.act, b: self.act}, None if act is not None else self.act)
                 if act is not None:
                     _annotate(act, {}, self.act)
+            elif t in PICK_OPS:
+                x = node.args[0]
+                if isinstance(x, torch.fx.Node):
+                    _annotate(node, {x: self.act}, self.act)
             elif t in SHARED_OPS:
                 x = node.args[0]
                 if isinstance(x, torch.fx.Node) and (t not in PAD_OPS or _pad_keeps_range(node)):

@@ -1,8 +1,11 @@
-"""int8 lowering handlers: ops that only move, repeat or pick bytes, so they run on the int8
-values with the input's quantization parameters (the quantizer shares them: quantizer.SHARED_OPS)
-and the portable kernel of the op itself, which takes int8: select, expand, repeat, padding (the
-zero point is the quantized 0 of a constant pad), and amax/amin (order-preserving: the largest
-int8 value is the largest real value, scale > 0).
+"""int8 lowering handlers: ops that only move, repeat or pick bytes, run by the portable kernel of
+the op itself on int8 values (the kernels take int8):
+- expand, repeat and padding (the zero point is the quantized 0 of a constant pad) keep their
+  input's quantization parameters (the quantizer shares them: quantizer.SHARED_OPS);
+- select and amax/amin (order-preserving: the largest int8 value is the largest real value,
+  scale > 0) pick part of their input, whose range can be far narrower: they have an output
+  observer of their own (quantizer.PICK_OPS) and their bytes are requantized by a 256-entry table,
+  the same numbers an fp32 island (dequantize, pick, quantize) gives, without its fp32 buffer.
 
 Inputs are brought to logical (NCHW / row-major) order first; a 4-D result is stored NCHW and
 the next int8 kernel that wants channels-last transposes it (lw.to_nhwc)."""
@@ -35,16 +38,29 @@ def _emit(lw, node, qnode, act, op: str, args: list, t) -> None:
     lw.finish(node, qnode, act, out)
 
 
+def _picked(lw, node, qnode, act, op: str, args: list):
+    """Runs a picking op on its int8 input, then requantizes to its own output parameters."""
+    v = lw.quant_of(node.args[0])
+    if v is None:
+        return "input is not int8"
+    if act is not None:
+        return "a fused activation"
+    v = lw.to_nchw(v, node)
+    t = lw.program.tensor(v)
+    shape = shape_of(node)
+    order = tuple(range(len(shape))) if len(shape) == 4 else None
+    picked = lw.int8_tensor(shape, t.scale, t.zero_point, order, qnode.name + "_picked")
+    lw.emit(op, [v] + args, picked, node)
+    out = lw.requantize(picked, *lw.qparams(qnode), node)
+    lw.finish(node, qnode, act, out)
+    return None
+
+
 @handler(aten.select.int)
 def select(lw, node, qnode, act):
-    """x[..., i, ...]: aten::select_copy on int8."""
-    r = _logical_input(lw, node, qnode, act, "select")
-    if isinstance(r, str):
-        return r
-    v, t = r
+    """x[..., i, ...]: aten::select_copy on int8, requantized."""
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
-    _emit(lw, node, qnode, act, "aten::select_copy.int_out", [v, i(node.args[1]), i(node.args[2])], t)
-    return None
+    return _picked(lw, node, qnode, act, "aten::select_copy.int_out", [i(node.args[1]), i(node.args[2])])
 
 
 @handler(aten.expand.default)
@@ -96,14 +112,9 @@ def pad(lw, node, qnode, act):
 
 @handler(aten.amax.default, aten.amin.default)
 def extreme(lw, node, qnode, act):
-    """amax/amin over dims: the int8 extreme is the real extreme (order-preserving)."""
-    r = _logical_input(lw, node, qnode, act, "amax/amin")
-    if isinstance(r, str):
-        return r
-    v, t = r
+    """amax/amin over dims: the int8 extreme is the real extreme (order-preserving), requantized."""
     dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", [])
     keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
     op = "aten::amax.out" if node.target is aten.amax.default else "aten::amin.out"
-    _emit(lw, node, qnode, act, op, [v, lw.scalar("int_list", [int(d) for d in dims]),
-                                    lw.scalar("bool", bool(keepdim))], t)
-    return None
+    return _picked(lw, node, qnode, act, op, [lw.scalar("int_list", [int(d) for d in dims]),
+                                              lw.scalar("bool", bool(keepdim))])
