@@ -210,8 +210,9 @@ inline int8_t requant(int32_t acc, const Requant& q, int32_t n) {
 // reading one stream of words (GemmLayer.stream()): per block of 8 output channels (a last block
 // of 4 when N % 8 == 4) the doubled accumulator starts, the block's doubled int16 weight pairs in
 // loop order, then (mult, ra, right) per channel. On the DSP cores one assembly function per
-// (K, tail, activation range) runs it (gemm_asm in generated.py: per 4 inputs and 8 channels 1 LDR,
-// 2 SXTB16, 8 LDRD, 16 SMLAD; per output LDM, ADD, SMMLAR, ASR, SSAT, STRB); this is the same in C++.
+// (K, tail, activation range) runs it (gemm_asm_body in generated/emit_dsp.py: rows in pairs, per 4 inputs and 4 channels
+// of two rows 2 LDR of inputs, 4 SXTB16, 8 LDR of weight pairs, 16 SMLAD; a last single row per 4 inputs and 8
+// channels 1 LDR, 2 SXTB16, 8 LDRD, 16 SMLAD; per output ADD, SMMLAR, ASR, SSAT, STRB); this is the same in C++.
 struct GemmDesc {
   const uint32_t* stream;
   const uint32_t* end8;  // where the last block of 4 starts (== the end when N % 8 == 0)
@@ -251,13 +252,20 @@ void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) 
 
 using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);
 
-// The in-place pointwise variant (output over the input, N <= K): each row into `row`, then copied.
+// The in-place pointwise variant (output over the input, N <= K): two rows at a time into `rows`
+// (the DSP GEMM runs a pair of rows with each weight loaded once), then copied over rows r and r + 1
+// of the output, which end at (r + 2) N <= (r + 2) K, where the input rows not read yet start.
 template <int32_t kRows, int32_t kK, int32_t kN>
 void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
-  alignas(4) int8_t row[kN];
-  for (int32_t r = 0; r < kRows; ++r) {
-    fn(in + r * kK, &d, row, 1);
-    memcpy(out + r * kN, row, kN);
+  alignas(4) int8_t rows[2 * kN];
+  int32_t r = 0;
+  for (; r + 2 <= kRows; r += 2) {
+    fn(in + r * kK, &d, rows, 2);
+    memcpy(out + r * kN, rows, 2 * kN);
+  }
+  if (r < kRows) {
+    fn(in + r * kK, &d, rows, 1);
+    memcpy(out + r * kN, rows, kN);
   }
 }
 
