@@ -327,9 +327,16 @@ def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max
 def _calls_pairs(l) -> bool:
     """Whether the layer calls its GEMM with two rows or more (else no two-row code: flash)."""
     if l.kind == "conv":
-        oh, ow = l.geometry[9], l.geometry[10]
-        return min(oh * ow, CONV_CHUNK_BYTES // l.k) >= 2
+        return _conv_chunk(l) >= 2
     return l.rows >= 2
+
+
+def _conv_chunk(l) -> int:
+    """Windows gathered per GEMM call: up to CONV_CHUNK_BYTES, and at least two (the two-row GEMM)
+    where the layer has two output pixels and pair_ok."""
+    oh, ow = l.geometry[9], l.geometry[10]
+    floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
+    return max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
 
 
 def _gemm_fn_name(l) -> str:
@@ -348,7 +355,7 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
     words, end8 = l.stream()
     if l.kind == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
-        call, chunk = "conv", max(1, min(oh * ow, CONV_CHUNK_BYTES // l.k))
+        call, chunk = "conv", _conv_chunk(l)
     else:
         call, chunk = ("inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"), None
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
