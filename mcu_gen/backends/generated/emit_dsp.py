@@ -333,9 +333,9 @@ def _calls_pairs(l) -> bool:
 
 def _conv_chunk(l) -> int:
     """Windows gathered per GEMM call: up to CONV_CHUNK_BYTES, and at least two (the two-row GEMM)
-    where the layer has two output pixels and pair_ok."""
+    where the layer has two output pixels, pair_ok and two windows fit CONV_PAIR_BYTES of stack."""
     oh, ow = l.geometry[9], l.geometry[10]
-    floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
+    floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
     return max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
 
 
@@ -347,6 +347,7 @@ def _gemm_fn_name(l) -> str:
 
 
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
+CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
 
 
 def _smmlar_layer_source(l: GemmLayer) -> str:
