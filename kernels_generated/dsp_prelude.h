@@ -428,8 +428,9 @@ inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1,
 
 // dw_tap at compile-time offsets: kOff bytes into the input, kWOff bytes into the group's weights.
 // On the DSP cores one block of assembly, so that the group's 4 accumulators stay in registers
-// and every tap is exactly LDR, LDRD, 2 SXTB16, 2 SMLABB, 2 SMLATT (GCC's own schedule of dw_tap
-// spilled and reloaded weights).
+// and every tap is exactly 3 LDR, 2 SXTB16, 2 SMLABB, 2 SMLATT (GCC's own schedule of dw_tap
+// spilled and reloaded weights). Three single loads in a row pipeline (docs/cycles.md: 1 + 1 + 2
+// estimated M33 cycles) where LDR + LDRD took 2 + 3: one more instruction, one cycle less per tap.
 template <int32_t kOff, int32_t kWOff>
 inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
 #if defined(__ARM_FEATURE_DSP)
@@ -437,7 +438,8 @@ inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& 
     uint32_t x02, x13, w02, w13;
     __asm__(
         "ldr    %[x13], [%[x], %[o]]\n\t"
-        "ldrd   %[w02], %[w13], [%[w], %[wo]]\n\t"
+        "ldr    %[w02], [%[w], %[wo]]\n\t"
+        "ldr    %[w13], [%[w], %[wo4]]\n\t"
         "sxtb16 %[x02], %[x13]\n\t"
         "sxtb16 %[x13], %[x13], ror #8\n\t"
         "smlabb %[a0], %[x02], %[w02], %[a0]\n\t"
@@ -446,7 +448,7 @@ inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& 
         "smlatt %[a3], %[x13], %[w13], %[a3]\n\t"
         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13),
           [w02] "=&r"(w02), [w13] "=&r"(w13)
-        : [x] "r"(x), [w] "r"(w), [o] "n"(kOff), [wo] "n"(kWOff)
+        : [x] "r"(x), [w] "r"(w), [o] "n"(kOff), [wo] "n"(kWOff), [wo4] "n"(kWOff + 4)
         : "memory");
     return;
   }
@@ -466,12 +468,13 @@ inline void dw_taps(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1
   }
 }
 
-// Four accumulator starts (two LDRD) and four smmlar requantizations of a full int8 range (per
-// output LDRD mult/ra, LDR right, ADD, SMMLAR, ASR, SSAT, STRB) as blocks of assembly on the DSP
-// cores: GCC's schedule of the same C++ loaded each word on its own and moved the accumulators.
+// Four accumulator starts (four LDR: pipelined, 5 estimated M33 cycles where two LDRD took 6) and four
+// smmlar requantizations of a full int8 range (per output LDR right, mult, ra (1 + 1 + 2 cycles where
+// LDRD + LDR took 5), ADD, SMMLAR, ASR, SSAT, STRB) as blocks of assembly on the DSP cores: GCC's
+// schedule of the same C++ loaded each word on its own and moved the accumulators.
 inline void dw_start(const int32_t* s, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
 #if defined(__ARM_FEATURE_DSP)
-  __asm__("ldrd %[a0], %[a1], [%[s]]\n\tldrd %[a2], %[a3], [%[s], #8]"
+  __asm__("ldr %[a0], [%[s]]\n\tldr %[a1], [%[s], #4]\n\tldr %[a2], [%[s], #8]\n\tldr %[a3], [%[s], #12]"
           : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
           : [s] "r"(s)
           : "memory");
@@ -484,29 +487,33 @@ inline void dw_start(const int32_t* s, int32_t& a0, int32_t& a1, int32_t& a2, in
 inline void rq4_smmlar(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int32_t* q, int8_t* y) {
   int32_t m, ra, r;
   __asm__ volatile(  // volatile: its only effect is the stores
-      "ldrd   %[m], %[ra], [%[q], #0]\n\t"
       "ldr    %[r], [%[q], #8]\n\t"
+      "ldr    %[m], [%[q], #0]\n\t"
+      "ldr    %[ra], [%[q], #4]\n\t"
       "add    %[ra], %[ra], %[a0], asr #31\n\t"
       "smmlar %[a0], %[a0], %[m], %[ra]\n\t"
       "asr    %[a0], %[a0], %[r]\n\t"
       "ssat   %[a0], #8, %[a0]\n\t"
       "strb   %[a0], [%[y], #0]\n\t"
-      "ldrd   %[m], %[ra], [%[q], #12]\n\t"
       "ldr    %[r], [%[q], #20]\n\t"
+      "ldr    %[m], [%[q], #12]\n\t"
+      "ldr    %[ra], [%[q], #16]\n\t"
       "add    %[ra], %[ra], %[a1], asr #31\n\t"
       "smmlar %[a1], %[a1], %[m], %[ra]\n\t"
       "asr    %[a1], %[a1], %[r]\n\t"
       "ssat   %[a1], #8, %[a1]\n\t"
       "strb   %[a1], [%[y], #1]\n\t"
-      "ldrd   %[m], %[ra], [%[q], #24]\n\t"
       "ldr    %[r], [%[q], #32]\n\t"
+      "ldr    %[m], [%[q], #24]\n\t"
+      "ldr    %[ra], [%[q], #28]\n\t"
       "add    %[ra], %[ra], %[a2], asr #31\n\t"
       "smmlar %[a2], %[a2], %[m], %[ra]\n\t"
       "asr    %[a2], %[a2], %[r]\n\t"
       "ssat   %[a2], #8, %[a2]\n\t"
       "strb   %[a2], [%[y], #2]\n\t"
-      "ldrd   %[m], %[ra], [%[q], #36]\n\t"
       "ldr    %[r], [%[q], #44]\n\t"
+      "ldr    %[m], [%[q], #36]\n\t"
+      "ldr    %[ra], [%[q], #40]\n\t"
       "add    %[ra], %[ra], %[a3], asr #31\n\t"
       "smmlar %[a3], %[a3], %[m], %[ra]\n\t"
       "asr    %[a3], %[a3], %[r]\n\t"
