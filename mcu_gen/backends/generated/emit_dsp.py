@@ -206,9 +206,12 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int) -> 
                 wa = w0 + 8 * b * g + 8 * c
                 st.ld("lr", wa)
                 out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
-                if i == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs
-                    out += ["ldr r0, [sp]", f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
-                st.ld("lr", wa + 4)
+                if i == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
+                    out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
+                    st.ld("lr", wa + 4)
+                    out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
+                else:
+                    st.ld("lr", wa + 4)
                 out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
             if g + 1 < groups:
                 out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
@@ -263,9 +266,12 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
                 wa = w0 + 8 * b * g + 8 * c
                 st.ld("lr", wa)
                 out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
-                if c == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs
-                    out += ["ldr r0, [sp]", f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
-                st.ld("lr", wa + 4)
+                if c == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
+                    out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
+                    st.ld("lr", wa + 4)
+                    out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
+                else:
+                    st.ld("lr", wa + 4)
                 out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
             if g + 1 < groups:
                 out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
