@@ -210,8 +210,9 @@ inline int8_t requant(int32_t acc, const Requant& q, int32_t n) {
 // reading one stream of words (GemmLayer.stream()): per block of 8 output channels (a last block
 // of 4 when N % 8 == 4) the doubled accumulator starts, the block's doubled int16 weight pairs in
 // loop order, then (mult, ra, right) per channel. On the DSP cores one assembly function per
-// (K, tail, activation range) runs it (gemm_asm in generated.py: per 4 inputs and 8 channels 1 LDR,
-// 2 SXTB16, 8 LDRD, 16 SMLAD; per output LDM, ADD, SMMLAR, ASR, SSAT, STRB); this is the same in C++.
+// (K, tail, activation range) runs it (gemm_asm_body in generated/emit_dsp.py: rows in pairs, per 4 inputs and 4 channels
+// of two rows 2 LDR of inputs, 4 SXTB16, 8 LDR of weight pairs, 16 SMLAD; a last single row per 4 inputs and 8
+// channels 1 LDR, 2 SXTB16, 8 LDRD, 16 SMLAD; per output ADD, SMMLAR, ASR, SSAT, STRB); this is the same in C++.
 struct GemmDesc {
   const uint32_t* stream;
   const uint32_t* end8;  // where the last block of 4 starts (== the end when N % 8 == 0)
@@ -251,13 +252,20 @@ void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) 
 
 using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);
 
-// The in-place pointwise variant (output over the input, N <= K): each row into `row`, then copied.
+// The in-place pointwise variant (output over the input, N <= K): two rows at a time into `rows`
+// (the DSP GEMM runs a pair of rows with each weight loaded once), then copied over rows r and r + 1
+// of the output, which end at (r + 2) N <= (r + 2) K, where the input rows not read yet start.
 template <int32_t kRows, int32_t kK, int32_t kN>
 void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
-  alignas(4) int8_t row[kN];
-  for (int32_t r = 0; r < kRows; ++r) {
-    fn(in + r * kK, &d, row, 1);
-    memcpy(out + r * kN, row, kN);
+  alignas(4) int8_t rows[2 * kN];
+  int32_t r = 0;
+  for (; r + 2 <= kRows; r += 2) {
+    fn(in + r * kK, &d, rows, 2);
+    memcpy(out + r * kN, rows, 2 * kN);
+  }
+  if (r < kRows) {
+    fn(in + r * kK, &d, rows, 1);
+    memcpy(out + r * kN, rows, kN);
   }
 }
 
@@ -420,8 +428,9 @@ inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1,
 
 // dw_tap at compile-time offsets: kOff bytes into the input, kWOff bytes into the group's weights.
 // On the DSP cores one block of assembly, so that the group's 4 accumulators stay in registers
-// and every tap is exactly LDR, LDRD, 2 SXTB16, 2 SMLABB, 2 SMLATT (GCC's own schedule of dw_tap
-// spilled and reloaded weights).
+// and every tap is exactly 3 LDR, 2 SXTB16, 2 SMLABB, 2 SMLATT (GCC's own schedule of dw_tap
+// spilled and reloaded weights). Three single loads in a row pipeline (docs/cycles.md: 1 + 1 + 2
+// estimated M33 cycles) where LDR + LDRD took 2 + 3: one more instruction, one cycle less per tap.
 template <int32_t kOff, int32_t kWOff>
 inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
 #if defined(__ARM_FEATURE_DSP)
@@ -429,7 +438,8 @@ inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& 
     uint32_t x02, x13, w02, w13;
     __asm__(
         "ldr    %[x13], [%[x], %[o]]\n\t"
-        "ldrd   %[w02], %[w13], [%[w], %[wo]]\n\t"
+        "ldr    %[w02], [%[w], %[wo]]\n\t"
+        "ldr    %[w13], [%[w], %[wo4]]\n\t"
         "sxtb16 %[x02], %[x13]\n\t"
         "sxtb16 %[x13], %[x13], ror #8\n\t"
         "smlabb %[a0], %[x02], %[w02], %[a0]\n\t"
@@ -438,7 +448,7 @@ inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& 
         "smlatt %[a3], %[x13], %[w13], %[a3]\n\t"
         : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13),
           [w02] "=&r"(w02), [w13] "=&r"(w13)
-        : [x] "r"(x), [w] "r"(w), [o] "n"(kOff), [wo] "n"(kWOff)
+        : [x] "r"(x), [w] "r"(w), [o] "n"(kOff), [wo] "n"(kWOff), [wo4] "n"(kWOff + 4)
         : "memory");
     return;
   }
@@ -458,12 +468,13 @@ inline void dw_taps(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1
   }
 }
 
-// Four accumulator starts (two LDRD) and four smmlar requantizations of a full int8 range (per
-// output LDRD mult/ra, LDR right, ADD, SMMLAR, ASR, SSAT, STRB) as blocks of assembly on the DSP
-// cores: GCC's schedule of the same C++ loaded each word on its own and moved the accumulators.
+// Four accumulator starts (four LDR: pipelined, 5 estimated M33 cycles where two LDRD took 6) and four
+// smmlar requantizations of a full int8 range (per output LDR right, mult, ra (1 + 1 + 2 cycles where
+// LDRD + LDR took 5), ADD, SMMLAR, ASR, SSAT, STRB) as blocks of assembly on the DSP cores: GCC's
+// schedule of the same C++ loaded each word on its own and moved the accumulators.
 inline void dw_start(const int32_t* s, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
 #if defined(__ARM_FEATURE_DSP)
-  __asm__("ldrd %[a0], %[a1], [%[s]]\n\tldrd %[a2], %[a3], [%[s], #8]"
+  __asm__("ldr %[a0], [%[s]]\n\tldr %[a1], [%[s], #4]\n\tldr %[a2], [%[s], #8]\n\tldr %[a3], [%[s], #12]"
           : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3)
           : [s] "r"(s)
           : "memory");
@@ -476,29 +487,33 @@ inline void dw_start(const int32_t* s, int32_t& a0, int32_t& a1, int32_t& a2, in
 inline void rq4_smmlar(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int32_t* q, int8_t* y) {
   int32_t m, ra, r;
   __asm__ volatile(  // volatile: its only effect is the stores
-      "ldrd   %[m], %[ra], [%[q], #0]\n\t"
       "ldr    %[r], [%[q], #8]\n\t"
+      "ldr    %[m], [%[q], #0]\n\t"
+      "ldr    %[ra], [%[q], #4]\n\t"
       "add    %[ra], %[ra], %[a0], asr #31\n\t"
       "smmlar %[a0], %[a0], %[m], %[ra]\n\t"
       "asr    %[a0], %[a0], %[r]\n\t"
       "ssat   %[a0], #8, %[a0]\n\t"
       "strb   %[a0], [%[y], #0]\n\t"
-      "ldrd   %[m], %[ra], [%[q], #12]\n\t"
       "ldr    %[r], [%[q], #20]\n\t"
+      "ldr    %[m], [%[q], #12]\n\t"
+      "ldr    %[ra], [%[q], #16]\n\t"
       "add    %[ra], %[ra], %[a1], asr #31\n\t"
       "smmlar %[a1], %[a1], %[m], %[ra]\n\t"
       "asr    %[a1], %[a1], %[r]\n\t"
       "ssat   %[a1], #8, %[a1]\n\t"
       "strb   %[a1], [%[y], #1]\n\t"
-      "ldrd   %[m], %[ra], [%[q], #24]\n\t"
       "ldr    %[r], [%[q], #32]\n\t"
+      "ldr    %[m], [%[q], #24]\n\t"
+      "ldr    %[ra], [%[q], #28]\n\t"
       "add    %[ra], %[ra], %[a2], asr #31\n\t"
       "smmlar %[a2], %[a2], %[m], %[ra]\n\t"
       "asr    %[a2], %[a2], %[r]\n\t"
       "ssat   %[a2], #8, %[a2]\n\t"
       "strb   %[a2], [%[y], #2]\n\t"
-      "ldrd   %[m], %[ra], [%[q], #36]\n\t"
       "ldr    %[r], [%[q], #44]\n\t"
+      "ldr    %[m], [%[q], #36]\n\t"
+      "ldr    %[ra], [%[q], #40]\n\t"
       "add    %[ra], %[ra], %[a3], asr #31\n\t"
       "smmlar %[a3], %[a3], %[m], %[ra]\n\t"
       "asr    %[a3], %[a3], %[r]\n\t"

@@ -119,3 +119,17 @@ def test_every_generated_layer_case_runs_its_dsp_assembly_on_qemu(qemu_tools, tm
     assert [l["instruction"] for l in layers] == list(range(len(p.instructions))), report["generated_kernels"]
     kinds = {l["kind"].rstrip("0123456789x") for l in layers}
     assert kinds >= {"pointwise", "depthwise", "conv", "linear"}, kinds
+
+
+def test_two_row_gemm_cases_on_the_m33(qemu_tools, tmp_path):
+    """tests/models_int8/gemm_pairs.py on QEMU mps2-an505: every layer generated, two-row GEMM functions
+    with a last block of 4 (K 16, 12, 20, 132 and the 3x3 convolution's 324), bit-exact."""
+    r = run("tests/models_int8/gemm_pairs.py", board="mps2-an505", out=tmp_path / "pairs", quantize="int8", io="int8",
+            backend="portable", kernels="auto", n_random=1)
+    assert r.verified and r.bit_exact, r
+    report = json.loads((tmp_path / "pairs" / "report.json").read_text())
+    assert len(report["generated_kernels"]["layers"]) == 5 and not report["generated_kernels"]["skipped"]
+    source = (tmp_path / "pairs" / "firmware" / "kernels" / "generated_kernels.cpp").read_text()
+    for fn in ("k16_n12_t4", "k132_n36_t4", "k324_n20_t4"):
+        assert f"mcu_gen_gemm_{fn}_" in source and f".Lpair_mcu_gen_gemm_{fn}_" in source
+    assert ".Lsub8_mcu_gen_gemm_k132_n36_t4_" in source  # K >= PAIR_LOOP_K: one loop over the sub-blocks

@@ -139,36 +139,221 @@ def _block_asm(b: int, k: int, act_min: int, act_max: int) -> list:
     return out
 
 
-def gemm_asm_body(name: str, k: int, tail: bool, act_min: int, act_max: int) -> list:
+def _adjust(reg: str, delta: int) -> list:
+    """reg += delta in ADDW/SUBW steps of at most 4095."""
+    out = []
+    while delta:
+        step = max(-4095, min(4095, delta))
+        out.append(f"{'addw' if step > 0 else 'subw'} {reg}, {reg}, #{abs(step)}")
+        delta -= step
+    return out
+
+
+class _Stream:
+    """Addresses in the weight stream for the two-row block: r1 moves inside the block (ADDW/SUBW) only
+    when an offset leaves LDR's immediate range; `pos` is r1's offset from the block's start."""
+
+    def __init__(self, out: list):
+        self.out, self.pos = out, 0
+
+    def at(self, off: int) -> str:
+        d = off - self.pos
+        if d < -255 or d > 4095:
+            self.out += _adjust("r1", d)
+            self.pos, d = off, 0
+        return f"[r1, #{d}]"
+
+    def ld(self, reg: str, off: int):
+        """LDR reg from the block's byte offset off (after r1 moved, if it must)."""
+        addr = self.at(off)
+        self.out.append(f"ldr {reg}, {addr}")
+
+    def to(self, off: int):
+        self.out += _adjust("r1", off - self.pos)
+        self.pos = off
+
+
+def pair_ok(k: int, n: int) -> bool:
+    """The two-row block addresses both rows' inputs and outputs with 12-bit immediates."""
+    return 2 * k <= 4092 and n + 8 <= 4095
+
+
+PAIR_LOOP_K = 128  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
+
+
+def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
+    """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
+    r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
+    ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
+    word (lr, one LDR) feeds two SMLADs, one per row: per 4 inputs and 4 channels 8 + 2 LDR (+1 for x),
+    4 SXTB16, 16 SMLAD (32 MACs), against 8 LDRD for 32 MACs of one row. The stream's layout is the
+    one-row block's; r1 moves through the block with the real offsets and ends at the next block."""
+    out: list = []
+    st = _Stream(out)
+    groups = k // 4
+    w0 = 4 * b  # the first weight word; group g, channel c: w0 + 8bg + 8c (pair A), + 4 (pair B)
+    c0 = w0 + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
+    for s in range(b // 4):
+        chans = range(4 * s, 4 * s + 4)
+        for i, c in enumerate(chans):
+            st.ld(f"r{4 + i}", 4 * c)
+        out += [f"mov r{8 + i}, r{4 + i}" for i in range(4)]
+        out += ["ldr lr, [sp]", f"ldr r3, [lr, #{k}]", "ldr r0, [lr]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
+                "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+        for g in range(groups):
+            for i, c in enumerate(chans):
+                a0, a1 = f"r{4 + i}", f"r{8 + i}"
+                wa = w0 + 8 * b * g + 8 * c
+                st.ld("lr", wa)
+                out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
+                if i == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
+                    out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
+                    st.ld("lr", wa + 4)
+                    out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
+                else:
+                    st.ld("lr", wa + 4)
+                out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
+            if g + 1 < groups:
+                out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+        out.append("ldr r2, [sp, #4]")
+        for i, c in enumerate(chans):
+            for j, r in enumerate(("r0", "r3", "r12")):
+                st.ld(r, c0 + 12 * c + 4 * j)
+            for a in (f"r{4 + i}", f"r{8 + i}"):
+                out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr", f"asr {a}, {a}, r12"]
+                out += _clamp_asm(a, act_min, act_max)
+            out += [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+    st.to(c0 + 12 * b)
+    out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
+    return out
+
+
+def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
+    """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
+    r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
+    ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
+    word (lr, one LDR) feeds two SMLADs, one per row: per 4 inputs and 4 channels 8 + 2 LDR (+1 for x),
+    4 SXTB16, 16 SMLAD (32 MACs), against 8 LDRD for 32 MACs of one row. The stream's layout is the
+    one-row block's: sub-block s's accumulator starts are 16s bytes after sub-block 0's, its weights
+    32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the block's start.
+    For K < PAIR_LOOP_K the sub-blocks are unrolled; from it they are one loop ([sp+20] = 16s: about
+    20 more cycles per sub-block, for half the code of a block of 8). r1 ends at the next block."""
+    loop = k >= PAIR_LOOP_K and b > 4
+    if not loop:
+        return _pair_block_unrolled(b, k, n, act_min, act_max)
+    out: list = ["str r1, [sp, #24]"]
+    if loop:
+        out += ["movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:"]
+    groups = k // 4
+    w0 = 4 * b  # the first weight word; group g, channel c: w0 + 8bg + 8c (pair A), + 4 (pair B)
+    c0 = w0 + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
+    for s in range(1 if loop else b // 4):
+        step = [] if loop or s == 0 else [f"adds r1, #{16 * s}"]
+        if loop:
+            out += ["ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
+        elif s:
+            out += ["ldr r1, [sp, #24]"] + step
+        st = _Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
+        for c in range(4):
+            st.ld(f"r{4 + c}", 4 * c)
+        out += [f"mov r{8 + c}, r{4 + c}" for c in range(4)]
+        out += ["ldr lr, [sp, #20]", "add r1, lr"] if loop else step
+        out += ["ldr lr, [sp]", f"ldr r3, [lr, #{k}]", "ldr r0, [lr]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
+                "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+        for g in range(groups):
+            for c in range(4):
+                a0, a1 = f"r{4 + c}", f"r{8 + c}"
+                wa = w0 + 8 * b * g + 8 * c
+                st.ld("lr", wa)
+                out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
+                if c == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
+                    out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
+                    st.ld("lr", wa + 4)
+                    out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
+                else:
+                    st.ld("lr", wa + 4)
+                out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
+            if g + 1 < groups:
+                out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+        if loop:
+            out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
+        else:
+            out += step + ["ldr r2, [sp, #4]"] + ([f"adds r2, #{4 * s}"] if s else [])
+        for c in range(4):
+            for j, r in enumerate(("r0", "r3", "r12")):
+                st.ld(r, c0 + 12 * c + 4 * j)
+            for a in (f"r{4 + c}", f"r{8 + c}"):
+                out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr", f"asr {a}, {a}, r12"]
+                out += _clamp_asm(a, act_min, act_max)
+            out += [f"strb r{4 + c}, [r2, #{c}]", f"strb r{8 + c}, [r2, #{n + c}]"]
+    if loop:
+        out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
+    out += ["ldr r1, [sp, #24]"] + _adjust("r1", c0 + 12 * b)
+    out += ["ldr r2, [sp, #4]", f"adds r2, #{b}", "str r2, [sp, #4]"]
+    return out
+
+
+def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows):
-    the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 1, K fully unrolled. Registers:
-    r4-r11 the 8 accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during
-    the requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
+    the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
+    in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
+    accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
+    requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
     [sp+8] rows left, [sp+12] d, [sp+16] d->end8."""
     body = ["push {r4-r11, lr}", "sub sp, #28", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
-            "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]",
-            ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
-            ".Lblock_%=:"]
+            "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]"]
+    if pairs and pair_ok(k, n):
+        body += [".Lpair_%=:", "ldr r3, [sp, #8]", "cmp r3, #2", "blt .Lsingle_%=",
+                 "ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Lptail_%=",
+                 ".Lpblock_%=:"]
+        body += _pair_block_asm(8, k, n, act_min, act_max)
+        body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%=", ".Lptail_%=:"]
+        if tail:
+            body += _pair_block_asm(4, k, n, act_min, act_max)
+        body += ["ldr r0, [sp]", f"addw r0, r0, #{2 * k}", "str r0, [sp]", "ldr r2, [sp, #4]",
+                 f"addw r2, r2, #{n}", "str r2, [sp, #4]", "ldr r3, [sp, #8]", "subs r3, #2", "str r3, [sp, #8]",
+                 "b .Lpair_%=", ".Lsingle_%=:"]
+    body += ["ldr r3, [sp, #8]", "cmp r3, #0", "beq .Ldone_%=",
+             ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
+             ".Lblock_%=:"]
     body += _block_asm(8, k, act_min, act_max)
     body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lblock_%=", ".Ltail_%=:"]
     if tail:
         body += _block_asm(4, k, act_min, act_max)
     body += ["ldr r0, [sp]", f"movw r3, #{k}", "add r0, r3", "str r0, [sp]", "ldr r3, [sp, #8]", "subs r3, #1",
-             "str r3, [sp, #8]", "bne .Lrow_%=", "add sp, #28", "pop {r4-r11, pc}"]
+             "str r3, [sp, #8]", "bne .Lrow_%=", ".Ldone_%=:", "add sp, #28", "pop {r4-r11, pc}"]
     return [l.replace("%=", name) for l in body]
 
 
-def _gemm_fn_source(name: str, k: int, tail: bool, act_min: int, act_max: int) -> str:
+def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool) -> str:
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
-                  body=gemm_asm_body(name, k, tail, act_min, act_max))
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs))
+
+
+def _calls_pairs(l) -> bool:
+    """Whether the layer calls its GEMM with two rows or more (else no two-row code: flash)."""
+    if l.kind == "conv":
+        return _conv_chunk(l) >= 2
+    return l.rows >= 2
+
+
+def _conv_chunk(l) -> int:
+    """Windows gathered per GEMM call: up to CONV_CHUNK_BYTES, and at least two (the two-row GEMM)
+    where the layer has two output pixels, pair_ok and two windows fit CONV_PAIR_BYTES of stack."""
+    oh, ow = l.geometry[9], l.geometry[10]
+    floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
+    return max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
 
 
 def _gemm_fn_name(l) -> str:
     tail = l.n % 8 == 4
-    return f"mcu_gen_gemm_k{l.k}{'_t4' if tail else ''}_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}"
+    pairs = _calls_pairs(l) and pair_ok(l.k, l.n)
+    return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}"
+            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}")
 
 
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
+CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
 
 
 def _smmlar_layer_source(l: GemmLayer) -> str:
@@ -177,7 +362,7 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
     words, end8 = l.stream()
     if l.kind == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
-        call, chunk = "conv", max(1, min(oh * ow, CONV_CHUNK_BYTES // l.k))
+        call, chunk = "conv", _conv_chunk(l)
     else:
         call, chunk = ("inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"), None
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
@@ -211,7 +396,8 @@ def generate(program: Program, kernels) -> Generated:
     fns = {}
     for l in layers:
         if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
-            fns.setdefault(_gemm_fn_name(l), (l.k, l.n % 8 == 4, l.act_min, l.act_max))
+            fns.setdefault(_gemm_fn_name(l), (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max,
+                                               _calls_pairs(l) and pair_ok(l.k, l.n)))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
     if add_plans:
