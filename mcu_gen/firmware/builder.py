@@ -261,9 +261,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
           npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
           frame_bytes: int | None = None, stack_bytes: int | None = None,
           kernels: str = "auto", ram_regions=None, arena_region: str | None = None,
-          calibration_method: str | None = None, bias_correction: bool = False) -> BuildResult:
+          calibration_method: str | None = None, bias_correction: bool = False, debug: bool = False) -> BuildResult:
     """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
-    default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
+    default has none. debug: the image answers the profiling and debugging requests (RUN_PROFILED, RUN_RANGE,
+    READ_VALUE: what `mcu-gen profile` and `mcu-gen debug` build); the deployable default (and its size report)
+    has none, an --upload image always has them. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
     reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink()).
     ram_regions: {region name: bytes of arena the planner may use there} (or "dtcm=4K,sram=1M"), overriding
     the board's regions' room; arena_region: put the whole arena in this region (mcu_gen/plan/regions.py)."""
@@ -324,7 +326,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
                              framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
                              value_cache=cache, instruction_cache=icache, bound_calls=bound_calls,
                              upload=upload, frame_bytes=frame_bytes,
-                             stack_bytes=stack_bytes, generated_source=gen.source)
+                             stack_bytes=stack_bytes, generated_source=gen.source, debug=debug)
     elf = None
     stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
     if stop is not None:

@@ -117,10 +117,12 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                    npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
                    instruction_cache: int = DEFAULT_INSTRUCTION_CACHE, upload: bool = False, bound_calls: int = 0,
                    frame_bytes: int | None = None, stack_bytes: int | None = None,
-                   generated_source: str = "") -> Path:
+                   generated_source: str = "", debug: bool = False) -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest.
     upload: give the firmware a program-upload buffer (LOAD_PROGRAM_*; `upload_size` sets its size, else
     upload_buffer_size()); without it the image has none and the upload requests answer BadRequest.
+    debug: compile in the profiling and debugging requests (RUN_PROFILED, RUN_RANGE, READ_VALUE: `mcu-gen
+    profile` / `debug`); an image with uploads always has them, the deployable default has none.
     frame_bytes: protocol frame payload (frame_payload()); stack_bytes: the stack the link reserves.
     generated_source: the per-layer kernels of mcu_gen/backends/generated/ (kernels/generated_kernels.cpp), if any."""
     env = _env()
@@ -210,6 +212,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"] + extra_includes,
         defines={"MCU_MAX_OPERATORS": max_ops, "MCU_VALUE_CACHE": max(1, value_cache),
                  "MCU_MAX_PAYLOAD": frame_payload(program, frame_bytes), "MCU_UPLOADS": int(upload_size > 0),
+                 "MCU_DEBUG_REQUESTS": int(debug or upload_size > 0),
                  "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
                  **({"MCU_BOUND_CALLS": bound_calls} if bound_calls else {}),
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
