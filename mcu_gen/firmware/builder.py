@@ -307,6 +307,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     check_program_plan(program, available)
     if place_regions(b, program, available, ram_regions, arena_region, stack_bytes):
         data = pte.write(program)
+        if gen.layers:
+            gen = gen.regenerate()
         check_program_plan(program, available)  # the plan over several arenas, run on the host again
     precheck_fits(b, program, data)
     name = spec.name if spec is not None else Path(pte_path).stem
@@ -396,8 +398,18 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
                              "(they need the DSP extension (Cortex-M33, M4) or MVE (Cortex-M55))")
         return generated.Generated()
     _replan_without_ungenerated_variants(program, sel, gen_module.covers)
-    gen = gen_module.generate(program, sel.kernels)
-    sel.kernels = gen_module.hooked_kernels(sel.kernels, gen)
+    library = list(sel.kernels)
+    gen = gen_module.generate(program, library)
+    sel.kernels = gen_module.hooked_kernels(library, gen)
+    # A later plan (place_regions) moves tensors: the layers, which read their tensors at the places the plan
+    # gave them, are generated again for it (_regenerate).
+    gen.regenerate = lambda: _regenerate(gen_module, program, sel, library)
+    return gen
+
+
+def _regenerate(gen_module, program: Program, sel, library: list):
+    gen = gen_module.generate(program, library)
+    sel.kernels = gen_module.hooked_kernels(library, gen)
     return gen
 
 

@@ -185,6 +185,7 @@ class Executor {
     ctx.exec_ = this;
     ctx.decoded_ = cache_;
     ctx.num_decoded_ = cached_;
+    ctx.arenas_ = arena_;
     return ctx;
   }
   Call call_at(int32_t i) const {
