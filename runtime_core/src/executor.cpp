@@ -524,7 +524,13 @@ uint32_t accepted_tags(char sig) {
 }
 #endif
 
+#if MCU_ARENA_REGIONS > 1
 [[gnu::cold]] Error Executor::load_program(const uint8_t* data, size_t size, const KernelTable& kernels) {
+#else
+// load()'s body (its only caller): one function less.
+[[gnu::cold, gnu::always_inline]] inline Error Executor::load_program(const uint8_t* data, size_t size,
+                                                                      const KernelTable& kernels) {
+#endif
   loaded_ = false;
   cached_ = 0;
   cached_calls_ = 0;
