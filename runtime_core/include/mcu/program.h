@@ -185,7 +185,11 @@ class Executor {
     ctx.exec_ = this;
     ctx.decoded_ = cache_;
     ctx.num_decoded_ = cached_;
+#if MCU_ARENA_REGIONS > 1
     ctx.arenas_ = arena_;
+#else
+    ctx.arena_ = arena_[0];
+#endif
     return ctx;
   }
   Call call_at(int32_t i) const {
