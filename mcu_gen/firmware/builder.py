@@ -319,14 +319,16 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     num_values = max(len(m.values) for m in stored.methods)
     num_instructions = max(len(m.instructions) for m in stored.methods)
     # Generated layers are chosen at load by prepare functions, which decode the arguments they check on
-    # demand and bind the layer's data pointers (templates/generated/macros.j2 `matches`): they need no value cache; a layer
-    # after the instruction cache costs one (instruction, function) pair of 8 B (MCU_BOUND_CALLS).
+    # demand and check their tensors' planned places (templates/generated/macros.j2 `matches`): they need no value cache;
+    # a layer after the instruction cache is one (instruction, function) pair: in a flash table the load checks
+    # (MCU_BOUND_TABLE) in an image without uploads, else 8 B of RAM (MCU_BOUND_CALLS).
     cache = value_cache_size(value_cache, backend_choice.backend, num_values)
     icache = num_instructions if cache >= num_values else min(num_instructions, DEFAULT_INSTRUCTION_CACHE)
-    bound_calls = sum(1 for layer in gen.layers if layer.instruction >= icache)
+    bound_table = sorted((int(layer.instruction), layer.name) for layer in gen.layers if layer.instruction >= icache)
+    bound_calls = len(bound_table)
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
                              framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
-                             value_cache=cache, instruction_cache=icache, bound_calls=bound_calls,
+                             value_cache=cache, instruction_cache=icache, bound_table=bound_table,
                              upload=upload, frame_bytes=frame_bytes,
                              stack_bytes=stack_bytes, generated_source=gen.source, debug=debug)
     elf = None

@@ -534,7 +534,7 @@ uint32_t accepted_tags(char sig) {
   loaded_ = false;
   cached_ = 0;
   cached_calls_ = 0;
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0 && MCU_BOUND_TABLE == 0
   num_bound_ = 0;
 #endif
   detail_ = -1;
@@ -695,7 +695,7 @@ uint32_t accepted_tags(char sig) {
   if (!ok) return Error::InvalidProgram;
   cached_ = 0;  // the caches are the previous method's until they are decoded again below
   cached_calls_ = 0;
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0 && MCU_BOUND_TABLE == 0
   num_bound_ = 0;
 #endif
 #else
@@ -862,7 +862,15 @@ uint32_t accepted_tags(char sig) {
   for (int32_t i = 0; i < m; ++i) calls_[i] = decode_call(i);
   cached_calls_ = m;
 #if MCU_KERNEL_PREPARE
-  if (kernels.prepare != nullptr) prepare_calls(kernels);
+  if (kernels.prepare != nullptr) {
+    const Error e = prepare_calls(kernels);
+    if (e != Error::Ok) return e;
+  }
+#if MCU_BOUND_TABLE > 0
+  else {
+    return Error::UnsupportedProgram;  // a bound table without prepare functions: not this build's table
+  }
+#endif
 #endif
   return Error::Ok;
 }
@@ -948,7 +956,7 @@ Executor::Call Executor::decode_call(int32_t i) const {
 #if MCU_KERNEL_PREPARE
 // Kernels with a prepare function choose, once, the function each cached
 // instruction runs (kernel.h PrepareFn). Delegate calls have none.
-[[gnu::cold]] void Executor::prepare_calls(const KernelTable& kernels) {
+[[gnu::cold]] Error Executor::prepare_calls(const KernelTable& kernels) {
   KernelContext ctx = context();
   for (int32_t i = 0; i < cached_calls_; ++i) {
     Call& call = calls_[i];
@@ -961,7 +969,26 @@ Executor::Call Executor::decode_call(int32_t i) const {
     const KernelFn chosen = prepare(ctx);
     if (chosen != nullptr) call.fn = chosen;
   }
-#if MCU_BOUND_CALLS > 0
+#if MCU_BOUND_TABLE > 0
+  // The build's table of the layers it generated after the instruction cache: each must be chosen by its
+  // instruction's prepare function (its load-time checks hold), else the program is not the one the
+  // firmware was generated for.
+  for (int32_t k = 0; k < MCU_BOUND_TABLE; ++k) {
+    const int32_t i = kBoundCalls[k].instruction;
+    detail_ = i;
+    if (i < cached_calls_ || i >= num_instructions_ || (k > 0 && i <= kBoundCalls[k - 1].instruction)) {
+      return Error::UnsupportedProgram;
+    }
+    const Call call = decode_call(i);
+    const PrepareFn prepare = call.op < num_operators_ ? kernels.prepare[op_entry_[call.op]] : nullptr;
+    if (prepare == nullptr) return Error::UnsupportedProgram;
+    ctx.args_ = call.args;
+    ctx.num_args_ = call.num_args;
+    ctx.instruction_ = i;
+    if (prepare(ctx) != kBoundCalls[k].fn) return Error::UnsupportedProgram;
+  }
+  detail_ = -1;
+#elif MCU_BOUND_CALLS > 0
   num_bound_ = 0;
   for (int32_t i = cached_calls_; i < num_instructions_ && num_bound_ < MCU_BOUND_CALLS; ++i) {
     const Call call = decode_call(i);
@@ -975,6 +1002,7 @@ Executor::Call Executor::decode_call(int32_t i) const {
     if (chosen != nullptr && chosen != call.fn) bound_[num_bound_++] = BoundCall{i, chosen};
   }
 #endif
+  return Error::Ok;
 }
 #endif  // MCU_KERNEL_PREPARE
 
@@ -984,7 +1012,7 @@ Error Executor::execute() {
   Error e = Error::Ok;
   const int32_t n = num_instructions_, cached = cached_calls_;
   int32_t i = 0;
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
   int32_t next_bound = 0;
 #endif
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
@@ -995,8 +1023,8 @@ Error Executor::execute() {
       call = &calls_[i];
     } else {
       decoded = decode_call(i);
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
-      if (next_bound < num_bound_ && bound_[next_bound].instruction == i) decoded.fn = bound_[next_bound++].fn;
+#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
+      if (next_bound < num_bound() && bound_call(next_bound).instruction == i) decoded.fn = bound_call(next_bound++).fn;
 #endif
     }
     ctx.args_ = call->args;

@@ -38,6 +38,13 @@
 #ifndef MCU_BOUND_CALLS
 #define MCU_BOUND_CALLS 0
 #endif
+// N > 0: those pairs are instead a table in flash the build generates (mcu::kBoundCalls, N entries in
+// instruction order, for an image that only runs its builtin program): load() calls each listed
+// instruction's prepare function and rejects the program (UnsupportedProgram, detail = the instruction)
+// unless it chooses the listed function; no RAM.
+#ifndef MCU_BOUND_TABLE
+#define MCU_BOUND_TABLE 0
+#endif
 // 1: KernelTable::prepare is used (mcu-gen sets it when a selected kernel has
 // a prepare function; without it, firmware carries no prepare code).
 #ifndef MCU_KERNEL_PREPARE
@@ -80,6 +87,15 @@
 #endif
 
 namespace mcu {
+
+// An instruction after the instruction cache and the kernel a prepare function chose for it.
+struct BoundCall {
+  int32_t instruction;
+  KernelFn fn;
+};
+#if MCU_BOUND_TABLE > 0
+extern const BoundCall kBoundCalls[MCU_BOUND_TABLE];  // generated into src/kernel_table.cpp
+#endif
 
 // One planned buffer: `data` 16-byte aligned, `size` bytes (memory id k + 1 is arenas[k]).
 struct ArenaRegion {
@@ -178,7 +194,14 @@ class Executor {
   };
   Call decode_call(int32_t instruction) const;
 #if MCU_KERNEL_PREPARE
-  void prepare_calls(const KernelTable& kernels);
+  Error prepare_calls(const KernelTable& kernels);
+#endif
+#if MCU_KERNEL_PREPARE && MCU_BOUND_TABLE > 0
+  static constexpr int32_t num_bound() { return MCU_BOUND_TABLE; }
+  static const BoundCall& bound_call(int32_t k) { return kBoundCalls[k]; }
+#elif MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+  int32_t num_bound() const { return num_bound_; }
+  const BoundCall& bound_call(int32_t k) const { return bound_[k]; }
 #endif
   KernelContext context() const {
     KernelContext ctx;
@@ -195,9 +218,9 @@ class Executor {
   Call call_at(int32_t i) const {
     if (MCU_ALL_CALLS_CACHED || i < cached_calls_) return calls_[i];
     Call c = decode_call(i);
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
-    for (int32_t k = 0; k < num_bound_; ++k) {
-      if (bound_[k].instruction == i) c.fn = bound_[k].fn;
+#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
+    for (int32_t k = 0; k < num_bound(); ++k) {
+      if (bound_call(k).instruction == i) c.fn = bound_call(k).fn;
     }
 #endif
     return c;
@@ -242,11 +265,7 @@ class Executor {
   DecodedValue cache_[MCU_VALUE_CACHE] = {};  // decoded values
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
-  struct BoundCall {
-    int32_t instruction;
-    KernelFn fn;
-  };
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0 && MCU_BOUND_TABLE == 0
   int32_t num_bound_ = 0;  // bound_[0, num_bound_): uncached instructions with a prepared kernel, in order
   BoundCall bound_[MCU_BOUND_CALLS] = {};
 #endif
