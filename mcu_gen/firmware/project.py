@@ -187,7 +187,10 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
             pte_size=len(data), pte_lines=c_array_lines(data), pte_sha256=hashlib.sha256(data).hexdigest()
         )
     )
+    kernels, operator_order = _in_operator_order(kernels, data, program, upload_size, npu_build)
     table = kernel_registry.kernel_table_source(kernels)
+    if operator_order:
+        table += operator_fns_source(kernels[:operator_order])
     if npu_build is not None and npu_build.delegate_ids:
         table += kernel_registry.delegate_table_source(npu_build.delegate_ids)
     use_table = bool(bound_table) and upload_size == 0
@@ -225,6 +228,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                  **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
                  **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}),
                  **({"MCU_ARENA_REGIONS": 1 + len(extra_arenas)} if extra_arenas else {}),
+                 **({"MCU_OPERATOR_ORDER": operator_order} if operator_order else {}),
                  **({} if upload_size > 0 else selective_runtime_defines(data)),
                  **({"MCU_ALL_CALLS_CACHED": 1} if upload_size == 0 and max(1, instruction_cache) >= max(
                      len(m.instructions) for m in program.methods) else {}), **extra_defines},
@@ -241,6 +245,32 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
 
         platformio_project.render(dest, env, ctx, framework=framework, program=program, pte_bytes=data)
     return dest
+
+
+def _in_operator_order(kernels, data: bytes, program: Program, upload_size: int, npu_build) -> tuple:
+    """(kernels, N) with the builtin program's N operators first, in its operator table's order, for an
+    image that only runs that program (one method, no delegates): the loader then finds operator k at kernel
+    table entry k and its kernel in flash (MCU_OPERATOR_ORDER, operator_fns_source). Else (kernels, 0)."""
+    if upload_size > 0 or program.more_methods or (npu_build is not None and npu_build.delegate_ids):
+        return kernels, 0
+    ops = pte.runtime_features(data)["operators"]
+    by_op = {}
+    for k in kernels:
+        by_op.setdefault(k.op, k)
+    if not ops or len(set(ops)) != len(ops) or any(op not in by_op for op in ops):
+        return kernels, 0
+    first = [by_op[op] for op in ops]
+    return first + [k for k in kernels if all(k is not f for f in first)], len(first)
+
+
+def operator_fns_source(kernels) -> str:
+    """mcu::kOperatorFns (runtime_core/include/mcu/program.h, MCU_OPERATOR_ORDER): operator k's kernel."""
+    lines = ["", "// The kernel of each operator of the builtin program, in its order (MCU_OPERATOR_ORDER): no RAM.",
+             '#include "mcu/program.h"', "", "namespace mcu {",
+             "extern const KernelFn kOperatorFns[MCU_OPERATOR_ORDER] = {"]
+    lines += [f"    &kernels::{k.fn}," for k in kernels]
+    lines += ["};", "}  // namespace mcu", ""]
+    return "\n".join(lines)
 
 
 def bound_table_source(bound_table) -> str:

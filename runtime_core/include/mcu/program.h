@@ -45,6 +45,14 @@
 #ifndef MCU_BOUND_TABLE
 #define MCU_BOUND_TABLE 0
 #endif
+// N > 0: the kernel table's entry k is the program's operator k, and kOperatorFns[k] (flash, N entries)
+// its kernel (mcu-gen orders the table so for an image that only runs its builtin program, with one
+// method, no delegates): the loader checks operator k against entry k alone and keeps neither a kernel
+// table index nor a kernel per operator in RAM; a program whose operators are in another order (or
+// more than N of them) is rejected (OperatorMissing).
+#ifndef MCU_OPERATOR_ORDER
+#define MCU_OPERATOR_ORDER 0
+#endif
 // 1: KernelTable::prepare is used (mcu-gen sets it when a selected kernel has
 // a prepare function; without it, firmware carries no prepare code).
 #ifndef MCU_KERNEL_PREPARE
@@ -93,6 +101,12 @@ struct BoundCall {
   int32_t instruction;
   KernelFn fn;
 };
+#if MCU_OPERATOR_ORDER > 0 && MCU_MAX_DELEGATES > 0
+#error "MCU_OPERATOR_ORDER is for images without delegates"
+#endif
+#if MCU_OPERATOR_ORDER > 0
+extern const KernelFn kOperatorFns[MCU_OPERATOR_ORDER];  // generated into src/kernel_table.cpp
+#endif
 #if MCU_BOUND_TABLE > 0
 extern const BoundCall kBoundCalls[MCU_BOUND_TABLE];  // generated into src/kernel_table.cpp
 #endif
@@ -193,6 +207,8 @@ class Executor {
     uint16_t op;          // operator index (delegates: num_operators_ + delegate index)
   };
   Call decode_call(int32_t instruction) const;
+  const uint8_t* call_args(int32_t instruction, int32_t* op) const;
+  KernelFn decode_into(int32_t instruction, KernelContext& ctx) const;
 #if MCU_KERNEL_PREPARE
   Error prepare_calls(const KernelTable& kernels);
 #endif
@@ -250,8 +266,6 @@ class Executor {
   int32_t num_operators_ = 0;
   int32_t detail_ = 0;  // zero-initialized so a static Executor lives in .bss
   bool loaded_ = false;
-  // Kernel per operator, then (delegate builds) the execute function per delegate.
-  KernelFn fns_[MCU_MAX_OPERATORS + MCU_MAX_DELEGATES] = {};
 #if MCU_MAX_DELEGATES > 0
   struct Processed {
     const uint8_t* data;
@@ -260,7 +274,16 @@ class Executor {
   Processed delegates_[MCU_MAX_DELEGATES] = {};  // verified processed data per delegate
   int32_t num_delegates_ = 0;
 #endif
+#if MCU_OPERATOR_ORDER
+  static int32_t entry_of(int32_t op) { return op; }  // operator k is kernel table entry k
+  static KernelFn fn_of(int32_t op) { return kOperatorFns[op]; }
+#else
+  int32_t entry_of(int32_t op) const { return op_entry_[op]; }
+  KernelFn fn_of(int32_t op) const { return fns_[op]; }
   uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator
+  // Kernel per operator, then (delegate builds) the execute function per delegate.
+  KernelFn fns_[MCU_MAX_OPERATORS + MCU_MAX_DELEGATES] = {};
+#endif
   int32_t cached_ = 0;                        // values [0, cached_) are in cache_
   DecodedValue cache_[MCU_VALUE_CACHE] = {};  // decoded values
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
