@@ -224,10 +224,12 @@ class Executor {
     ctx.exec_ = this;
     ctx.decoded_ = cache_;
     ctx.num_decoded_ = cached_;
+#if MCU_KERNEL_PREPARE  // only layers chosen by a prepare function (generated ones) read it
 #if MCU_ARENA_REGIONS > 1
     ctx.arenas_ = arena_;
 #else
     ctx.arena_ = arena_[0];
+#endif
 #endif
     return ctx;
   }
