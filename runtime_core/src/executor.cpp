@@ -1036,14 +1036,12 @@ KernelFn Executor::decode_into(int32_t i, KernelContext& ctx) const {
 Error Executor::execute() {
   if (!loaded_) return Error::NotLoaded;
   KernelContext ctx = context();
-  Error e = Error::Ok;
   const int32_t n = num_instructions_, cached = cached_calls_;
-  int32_t i = 0;
 #if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
   int32_t next_bound = 0;
 #endif
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
-  for (; i < n && e == Error::Ok; ++i) {
+  for (int32_t i = 0; i < n; ++i) {
     KernelFn fn;
     if (MCU_ALL_CALLS_CACHED || i < cached) {
       const Call& call = calls_[i];
@@ -1056,10 +1054,13 @@ Error Executor::execute() {
       if (next_bound < num_bound() && bound_call(next_bound).instruction == i) fn = bound_call(next_bound++).fn;
 #endif
     }
-    e = fn(ctx);
+    const Error e = fn(ctx);
+    if (__builtin_expect(e != Error::Ok, 0)) {  // the failure exit, off the loop (one compare-and-branch)
+      detail_ = i;
+      return e;
+    }
   }
-  if (e != Error::Ok) detail_ = i - 1;
-  return e;
+  return Error::Ok;
 }
 
 Error Executor::execute_one(int32_t i) {
