@@ -83,7 +83,7 @@ def perturb_relu(result):
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("debug")
     (d / "net.py").write_text(MODEL)
-    return mcu_gen.build(str(d / "net.py"), board="mps2-an505", out=d / "out", fuse=False)
+    return mcu_gen.build(str(d / "net.py"), board="mps2-an505", out=d / "out", fuse=False, debug=True)
 
 
 @pytest.mark.qemu

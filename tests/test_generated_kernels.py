@@ -472,6 +472,47 @@ def test_generated_add_is_bit_exact(params, shape, chain, failing_kernels, tmp_p
     assert len(np.unique(expected)) > 10
 
 
+def test_a_bound_table_in_flash_runs_the_layers_it_lists_and_rejects_a_wrong_one(failing_kernels, tmp_path):
+    """MCU_BOUND_TABLE (an image without uploads): the generated layers after the instruction cache are a
+    flash table, no RAM; load() checks each listed instruction's prepare chooses the listed layer, so a table
+    that does not fit the program (another layer listed) rejects the program instead of running it wrong."""
+    from mcu_gen.firmware import project
+
+    p = add_program((2, 3, 7), chain="a")
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert len(gen.layers) == len(p.instructions) >= 2, gen.skipped
+    ins = [np.random.default_rng(k).integers(-128, 128, (2, 3, 7)).astype(np.int8) for k in range(len(p.inputs))]
+    expected = run_int8_reference(p, ins)[0]
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler (g++)")
+    src = tmp_path / generated.GENERATED_FILE
+    src.write_text(gen.source)
+    (tmp_path / "p.pte").write_bytes(pte.write(p))
+    paths = []
+    for k, v in enumerate(ins):
+        (tmp_path / f"in_{k}.bin").write_bytes(np.ascontiguousarray(v).tobytes())
+        paths.append(str(tmp_path / f"in_{k}.bin"))
+    sel = [failing_kernels[op] for op in p.operators]
+    bound = sorted((l.instruction, l.name) for l in gen.layers if l.instruction >= 1)
+    wrong = [(i, gen.layers[0].name) for i, _ in bound]  # the first layer's function listed for the later ones
+    results = []
+    for k, table in enumerate((bound, wrong)):
+        (tmp_path / f"bound_{k}.cpp").write_text('#include "mcu/kernel.h"\n' + project.bound_table_source(table))
+        flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=0", "-DMCU_INSTRUCTION_CACHE=1",
+                                 f"-DMCU_BOUND_TABLE={len(table)}", "-I", str(KERNELS_PORTABLE)]
+        exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",
+                                generated.hooked_kernels(sel, gen), tmp_path / f"cache_{k}", host.HostRunError,
+                                extra_sources=[src, host.RUNTIME_CORE / "src" / "crc32.cpp", tmp_path / f"bound_{k}.cpp"])
+        results.append(subprocess.run([str(exe), str(tmp_path / "p.pte"), str(max(p.arena_size, 16)), str(tmp_path),
+                                       *paths], capture_output=True, text=True, timeout=60))
+    assert results[0].returncode == 0, "the listed layers did not run: " + results[0].stdout + results[0].stderr[-2000:]
+    got = np.frombuffer((tmp_path / "out_0.bin").read_bytes(), np.int8).reshape(expected.shape)
+    np.testing.assert_array_equal(got, expected)
+    assert results[1].returncode == 2 and results[1].stdout.split()[2:] == ["UnsupportedProgram", str(bound[0][0])], \
+        results[1].stdout + results[1].stderr[-2000:]
+
+
 def test_dsp_add_refuses_what_it_cannot_prove():
     def plan(params):
         return add_dsp_plan(AddLayer("l", 0, ADD_OPS[0], 8, *params))

@@ -106,7 +106,7 @@ def test_executorch_int8_pte_runs_bit_exact(qemu_tools, tmp_path, name):
     assert "dim_order_ops::_clone_dim_order.out" in ops  # channels-last -> contiguous before the classifier
     assert not kernels.select(ops, kernels.find_kernels()).missing
 
-    result = build(pte_path=path, board="mps2-an505", out=tmp_path / "fw")
+    result = build(pte_path=path, board="mps2-an505", out=tmp_path / "fw", debug=True)
     program = result.program
     samples = [tuple(x.numpy() for x in one) for one in list(spec.test_inputs)[:2] + list(spec.calibration_inputs)[:1]]
     with QemuSession(result.board, result.elf) as link:

@@ -56,3 +56,24 @@ def test_more_instructions_than_the_cache_are_unsupported(runner, tmp_path):
 def test_every_crafted_rule_is_still_rejected(runner, tmp_path, name, build, code):
     r = run_program(runner, tmp_path, build(), 1 << 16)
     assert r.returncode == 2 and r.stdout.split()[2:3] == [code], (name, r.stdout)
+
+
+def test_operators_in_the_builds_order_need_no_ram_and_another_order_is_refused(tmp_path):
+    """MCU_OPERATOR_ORDER (an image without uploads): the kernel table's entry k is operator k of the
+    program it was built for, its kernel read from a flash table; a program with another operator
+    order is refused (OperatorMissing, detail = the operator), never run with the wrong kernel."""
+    sel = kernel_registry.select(list(crafted.RUNNER_OPS))
+    relu = crafted.relu_program()
+    kernels, n = project._in_operator_order(sel.kernels, pte.write(relu), relu, 0, None)
+    assert n == 1 and kernels[0].op == "aten::relu.out" and len(kernels) == len(sel.kernels)
+    runner = host.build_runner(kernels, defines={**DEFINES, "MCU_OPERATOR_ORDER": n})
+    x = np.array([[-1.0, 2.0, -3.0, 4.0]], np.float32)
+    r = run_program(runner, tmp_path, pte.write(relu), relu.arena_size, [x])
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr[-2000:]
+    assert np.array_equal(np.fromfile(tmp_path / "out_0.bin", np.float32), np.maximum(x, 0).ravel())
+    other = crafted.add_const_program()  # operator 0 is add: entry 0 is relu
+    r = run_program(runner, tmp_path, pte.write(other), other.arena_size, [x])
+    assert r.returncode == 2 and r.stdout.split()[2:] == ["OperatorMissing", "0"], r.stdout
+    for name, build, code in crafted.REJECTIONS:  # corrupt programs: still rejected (any code, no crash)
+        r = run_program(runner, tmp_path, build(), 1 << 16)
+        assert r.returncode == 2, (name, r.stdout + r.stderr[-2000:])

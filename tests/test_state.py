@@ -489,7 +489,8 @@ def test_debug_and_profile_reset_the_state_before_they_run(quantize, tmp_path, q
     from mcu_gen.firmware.builder import build
     from mcu_gen.reference.inputs import quantize_inputs
 
-    res = build("tests/models/state_gru.py", board="mps2-an505", out=tmp_path / "g", quantize=quantize)
+    res = build("tests/models/state_gru.py", board="mps2-an505", out=tmp_path / "g", quantize=quantize,
+                debug=True)
     seq = [tuple(quantize_inputs(res.program, s)) for s in _sequence(res.spec, 4, seed=2)]
     with QemuSession(res.board, res.elf) as link:
         for step in seq:  # the state moves on

@@ -42,6 +42,7 @@ import numpy as np
 from mcu_gen.backends.generated import emit_mve, exactness, hooks, match, mve_add
 from mcu_gen.backends.generated import layers as dsp_layers
 from mcu_gen.program.ir import Program
+from mcu_gen.backends.render import set_places
 
 GENERATED_FILE = dsp_layers.GENERATED_FILE
 GENERATED_OPS = dsp_layers.GENERATED_OPS
@@ -200,6 +201,7 @@ def generate(program: Program, kernels) -> Generated:
     layers, skipped = eligible(program)
     g = Generated(layers=layers, skipped=skipped)
     if layers:
+        set_places(program, [l.src for l in layers])
         g.source = emit_mve.source(layers, {k.op: k for k in kernels}, g)
     return g
 

@@ -50,10 +50,26 @@ def allowed(in_arg: int, out_arg: int, inplace: bool) -> str:
     return f"output_allowed(ctx, {in_arg}, {out_arg}, {str(bool(inplace)).lower()})"
 
 
-def bound(in_arg: int, out_arg: int, ring_arg: int | None = None) -> list:
-    """The arguments whose data pointers a layer binds at load, in the order its kernel function reads them
-    (input, output, the ring's tensor): the `bound` of the `matches` macro."""
-    return [in_arg, out_arg] + ([ring_arg] if ring_arg is not None else [])
+def set_places(program, layers) -> None:
+    """Gives each layer (a generated layer's source layer: ``instruction``) ``places``: argument index ->
+    (memory id, arena offset) of every planned tensor of its instruction, the place the build planned it at."""
+    for l in layers:
+        ins = program.instructions[l.instruction]
+        places = {}
+        for k, v in enumerate(ins.args):
+            t = program.values[v] if 0 <= v < len(program.values) else None
+            if getattr(t, "offset", None) is not None and not t.is_constant:
+                places[k] = (int(t.mem_id), int(t.offset))
+        l.places = places
+
+
+def bound(layer, *args) -> list:
+    """The tensors a layer's kernel function reads by address, in the order it reads them (input, output, the
+    ring's tensor; None: no such argument): the `bound` of the `matches` macro, each {arg, mem, offset} with the
+    place set_places() found (offset None: not planned, its pointer is bound at load)."""
+    places = getattr(layer, "places", {})
+    return [{"arg": a, "mem": places[a][0] if a in places else 1, "offset": places[a][1] if a in places else None}
+            for a in args if a is not None]
 
 
 def describe(l, gathered: int | None = None) -> str:

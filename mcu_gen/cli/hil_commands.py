@@ -28,7 +28,7 @@ def _build(args):
 
     with Progress.step(f"building {args.model or args.pte} for {args.board}", enabled=False if args.json else None):
         return build(args.model, board=args.board, pte_path=args.pte, out=args.out, quantize=args.quantize,
-                     io=args.io, **kernel_build_options(args))
+                     io=args.io, debug=True, **kernel_build_options(args))
 
 
 def cmd_profile(args) -> int:

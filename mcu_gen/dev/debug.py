@@ -133,7 +133,8 @@ def debug(model=None, *, board: str = "mps2-an505", port: str | None = None, pte
     if result is None:
         from mcu_gen.firmware.builder import build
 
-        result = build(model, board=board, pte_path=pte_path, out=out, quantize=quantize, io=io, **build_options)
+        result = build(model, board=board, pte_path=pte_path, out=out, quantize=quantize, io=io,
+                       **{"debug": True, **build_options})
     with open_device(result.board, elf or result.elf, port=port, run_timeout=timeout) as link:
         ensure_program(link, result)
         return debug_link(result, link, inputs, progress)

@@ -109,7 +109,8 @@ def profile(model=None, *, board: str = "mps2-an505", port: str | None = None, p
     if result is None:
         from mcu_gen.firmware.builder import build
 
-        result = build(model, board=board, pte_path=pte_path, out=out, quantize=quantize, io=io, **build_options)
+        result = build(model, board=board, pte_path=pte_path, out=out, quantize=quantize, io=io,
+                       **{"debug": True, **build_options})
     with open_device(result.board, result.elf, port=port, run_timeout=timeout) as link:
         ensure_program(link, result)
         return profile_link(result, link, inputs)

@@ -167,14 +167,14 @@ class Mcu:
     def profile(self, model, inputs=None, quantize=None, **build_options):
         from mcu_gen.dev.profile import profile_link
 
-        result = self.build(model, quantize=quantize, **build_options)
+        result = self.build(model, quantize=quantize, **{"debug": True, **build_options})
         with self._device(result) as link:
             return profile_link(result, link, inputs)
 
     def debug(self, model, inputs=None, quantize=None, **build_options):
         from mcu_gen.dev.debug import debug_link
 
-        result = self.build(model, quantize=quantize, **build_options)
+        result = self.build(model, quantize=quantize, **{"debug": True, **build_options})
         with self._device(result) as link:
             return debug_link(result, link, inputs)
 

@@ -255,8 +255,9 @@ class Link:
     # --- profiling and debugging (docs/protocol.md: RUN_PROFILED, RUN_RANGE, READ_VALUE) ----
     def _unsupported(self, msg: Msg, e: DeviceError):
         if e.code == Error.BadRequest and e.detail == msg:
-            return LinkError(f"the firmware does not know {msg.name} (built before profiling/debugging support): "
-                             f"rebuild and reflash it{self._context()}")
+            return LinkError(f"the firmware does not answer {msg.name}: a deployable image (`mcu-gen build` without "
+                             f"--upload) has no profiling and debugging requests; flash the firmware `mcu-gen "
+                             f"profile` / `mcu-gen debug` build (build(..., debug=True)){self._context()}")
         return e
 
     def run_profiled(self) -> tuple[list, int]:

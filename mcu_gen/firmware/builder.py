@@ -261,9 +261,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
           npu: str | None = None, ethos_u_driver=None, value_cache=None, upload: bool = False,
           frame_bytes: int | None = None, stack_bytes: int | None = None,
           kernels: str = "auto", ram_regions=None, arena_region: str | None = None,
-          calibration_method: str | None = None, bias_correction: bool = False) -> BuildResult:
+          calibration_method: str | None = None, bias_correction: bool = False, debug: bool = False) -> BuildResult:
     """upload: the image gets a program-upload buffer (model updates, the verifier tests); the deployable
-    default has none. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
+    default has none. debug: the image answers the profiling and debugging requests (RUN_PROFILED, RUN_RANGE,
+    READ_VALUE: what `mcu-gen profile` and `mcu-gen debug` build); the deployable default (and its size report)
+    has none, an --upload image always has them. frame_bytes: protocol frame payload (frame_payload()). stack_bytes: the stack the link
     reserves (None: the linker script's default, which `mcu-gen run` measures and then shrinks: relink()).
     ram_regions: {region name: bytes of arena the planner may use there} (or "dtcm=4K,sram=1M"), overriding
     the board's regions' room; arena_region: put the whole arena in this region (mcu_gen/plan/regions.py)."""
@@ -305,6 +307,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     check_program_plan(program, available)
     if place_regions(b, program, available, ram_regions, arena_region, stack_bytes):
         data = pte.write(program)
+        if gen.layers:
+            gen = gen.regenerate()
         check_program_plan(program, available)  # the plan over several arenas, run on the host again
     precheck_fits(b, program, data)
     name = spec.name if spec is not None else Path(pte_path).stem
@@ -315,16 +319,18 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     num_values = max(len(m.values) for m in stored.methods)
     num_instructions = max(len(m.instructions) for m in stored.methods)
     # Generated layers are chosen at load by prepare functions, which decode the arguments they check on
-    # demand and bind the layer's data pointers (templates/generated/macros.j2 `matches`): they need no value cache; a layer
-    # after the instruction cache costs one (instruction, function) pair of 8 B (MCU_BOUND_CALLS).
+    # demand and check their tensors' planned places (templates/generated/macros.j2 `matches`): they need no value cache;
+    # a layer after the instruction cache is one (instruction, function) pair: in a flash table the load checks
+    # (MCU_BOUND_TABLE) in an image without uploads, else 8 B of RAM (MCU_BOUND_CALLS).
     cache = value_cache_size(value_cache, backend_choice.backend, num_values)
     icache = num_instructions if cache >= num_values else min(num_instructions, DEFAULT_INSTRUCTION_CACHE)
-    bound_calls = sum(1 for layer in gen.layers if layer.instruction >= icache)
+    bound_table = sorted((int(layer.instruction), layer.name) for layer in gen.layers if layer.instruction >= icache)
+    bound_calls = len(bound_table)
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
                              framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
-                             value_cache=cache, instruction_cache=icache, bound_calls=bound_calls,
+                             value_cache=cache, instruction_cache=icache, bound_table=bound_table,
                              upload=upload, frame_bytes=frame_bytes,
-                             stack_bytes=stack_bytes, generated_source=gen.source)
+                             stack_bytes=stack_bytes, generated_source=gen.source, debug=debug)
     elf = None
     stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
     if stop is not None:
@@ -394,8 +400,18 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
                              "(they need the DSP extension (Cortex-M33, M4) or MVE (Cortex-M55))")
         return generated.Generated()
     _replan_without_ungenerated_variants(program, sel, gen_module.covers)
-    gen = gen_module.generate(program, sel.kernels)
-    sel.kernels = gen_module.hooked_kernels(sel.kernels, gen)
+    library = list(sel.kernels)
+    gen = gen_module.generate(program, library)
+    sel.kernels = gen_module.hooked_kernels(library, gen)
+    # A later plan (place_regions) moves tensors: the layers, which read their tensors at the places the plan
+    # gave them, are generated again for it (_regenerate).
+    gen.regenerate = lambda: _regenerate(gen_module, program, sel, library)
+    return gen
+
+
+def _regenerate(gen_module, program: Program, sel, library: list):
+    gen = gen_module.generate(program, library)
+    sel.kernels = gen_module.hooked_kernels(library, gen)
     return gen
 
 

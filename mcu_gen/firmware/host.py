@@ -45,6 +45,11 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
     `program`: compile in only the dtypes its instructions use (mcu_selected_dtypes.h), as a firmware build does;
     without one, every dtype (a runner for any program of these operators)."""
     table = kernel_registry.kernel_table_source(kernels)
+    order = [int(f.split("=", 1)[1]) for f in flags if f.startswith("-DMCU_OPERATOR_ORDER=")]
+    if order and order[-1] > 0:  # the kernels of the first operators in flash (project.operator_fns_source)
+        from mcu_gen.firmware.project import operator_fns_source
+
+        table += operator_fns_source(list(kernels)[:order[-1]])
     dtypes = kernel_registry.selected_dtypes_source(kernels, program)
     sources = runtime_sources() + [driver] + [Path(p) for p in extra_sources]
     kernel_sources = list(dict.fromkeys(k.file for k in kernels))

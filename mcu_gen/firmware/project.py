@@ -115,12 +115,16 @@ def write_stack_file(project: Path, stack_bytes: int | None) -> None:
 def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
                    upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None,
                    npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
-                   instruction_cache: int = DEFAULT_INSTRUCTION_CACHE, upload: bool = False, bound_calls: int = 0,
+                   instruction_cache: int = DEFAULT_INSTRUCTION_CACHE, upload: bool = False, bound_table=(),
                    frame_bytes: int | None = None, stack_bytes: int | None = None,
-                   generated_source: str = "") -> Path:
+                   generated_source: str = "", debug: bool = False) -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest.
     upload: give the firmware a program-upload buffer (LOAD_PROGRAM_*; `upload_size` sets its size, else
     upload_buffer_size()); without it the image has none and the upload requests answer BadRequest.
+    bound_table: (instruction, generated layer function) of each generated layer after the instruction cache:
+    a flash table the loader checks (MCU_BOUND_TABLE) in an image without uploads, else MCU_BOUND_CALLS RAM pairs.
+    debug: compile in the profiling and debugging requests (RUN_PROFILED, RUN_RANGE, READ_VALUE: `mcu-gen
+    profile` / `debug`); an image with uploads always has them, the deployable default has none.
     frame_bytes: protocol frame payload (frame_payload()); stack_bytes: the stack the link reserves.
     generated_source: the per-layer kernels of mcu_gen/backends/generated/ (kernels/generated_kernels.cpp), if any."""
     env = _env()
@@ -183,9 +187,15 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
             pte_size=len(data), pte_lines=c_array_lines(data), pte_sha256=hashlib.sha256(data).hexdigest()
         )
     )
+    kernels, operator_order = _in_operator_order(kernels, data, program, upload_size, npu_build)
     table = kernel_registry.kernel_table_source(kernels)
+    if operator_order:
+        table += operator_fns_source(kernels[:operator_order])
     if npu_build is not None and npu_build.delegate_ids:
         table += kernel_registry.delegate_table_source(npu_build.delegate_ids)
+    use_table = bool(bound_table) and upload_size == 0
+    if use_table:
+        table += bound_table_source(bound_table)
     (dest / "src" / "kernel_table.cpp").write_text(table)
     (dest / "include" / "mcu_selected_dtypes.h").write_text(kernel_registry.selected_dtypes_source(kernels, program))
     generated_sources = []
@@ -210,12 +220,15 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
         include_dirs=["include", "runtime/include", "runtime/src", "kernels", "board"] + extra_includes,
         defines={"MCU_MAX_OPERATORS": max_ops, "MCU_VALUE_CACHE": max(1, value_cache),
                  "MCU_MAX_PAYLOAD": frame_payload(program, frame_bytes), "MCU_UPLOADS": int(upload_size > 0),
+                 "MCU_DEBUG_REQUESTS": int(debug or upload_size > 0),
                  "MCU_INSTRUCTION_CACHE": max(1, instruction_cache),
-                 **({"MCU_BOUND_CALLS": bound_calls} if bound_calls else {}),
+                 **({"MCU_BOUND_TABLE": len(bound_table)} if use_table
+                    else {"MCU_BOUND_CALLS": len(bound_table)} if bound_table else {}),
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
                  **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
                  **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}),
                  **({"MCU_ARENA_REGIONS": 1 + len(extra_arenas)} if extra_arenas else {}),
+                 **({"MCU_OPERATOR_ORDER": operator_order} if operator_order else {}),
                  **({} if upload_size > 0 else selective_runtime_defines(data)),
                  **({"MCU_ALL_CALLS_CACHED": 1} if upload_size == 0 and max(1, instruction_cache) >= max(
                      len(m.instructions) for m in program.methods) else {}), **extra_defines},
@@ -232,6 +245,45 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
 
         platformio_project.render(dest, env, ctx, framework=framework, program=program, pte_bytes=data)
     return dest
+
+
+def _in_operator_order(kernels, data: bytes, program: Program, upload_size: int, npu_build) -> tuple:
+    """(kernels, N) with the builtin program's N operators first, in its operator table's order, for an
+    image that only runs that program (one method, no delegates): the loader then finds operator k at kernel
+    table entry k and its kernel in flash (MCU_OPERATOR_ORDER, operator_fns_source). Else (kernels, 0)."""
+    if upload_size > 0 or program.more_methods or (npu_build is not None and npu_build.delegate_ids):
+        return kernels, 0
+    ops = pte.runtime_features(data)["operators"]
+    by_op = {}
+    for k in kernels:
+        by_op.setdefault(k.op, k)
+    if not ops or len(set(ops)) != len(ops) or any(op not in by_op for op in ops):
+        return kernels, 0
+    first = [by_op[op] for op in ops]
+    return first + [k for k in kernels if all(k is not f for f in first)], len(first)
+
+
+def operator_fns_source(kernels) -> str:
+    """mcu::kOperatorFns (runtime_core/include/mcu/program.h, MCU_OPERATOR_ORDER): operator k's kernel."""
+    lines = ["", "// The kernel of each operator of the builtin program, in its order (MCU_OPERATOR_ORDER): no RAM.",
+             '#include "mcu/program.h"', "", "namespace mcu {",
+             "extern const KernelFn kOperatorFns[MCU_OPERATOR_ORDER] = {"]
+    lines += [f"    &kernels::{k.fn}," for k in kernels]
+    lines += ["};", "}  // namespace mcu", ""]
+    return "\n".join(lines)
+
+
+def bound_table_source(bound_table) -> str:
+    """mcu::kBoundCalls (runtime_core/include/mcu/program.h, MCU_BOUND_TABLE): the generated layers after the
+    instruction cache, in instruction order, each with the function its prepare must choose at load."""
+    names = sorted({name for _, name in bound_table})
+    lines = ["", "// Generated layers after the instruction cache (MCU_BOUND_TABLE): checked at load, no RAM.",
+             '#include "mcu/program.h"', "", "namespace mcu {", "namespace generated {"]
+    lines += [f"Error {n}(const KernelContext& ctx);" for n in names]
+    lines += ["}  // namespace generated", "", "const BoundCall kBoundCalls[MCU_BOUND_TABLE] = {"]
+    lines += [f"    {{{i}, &generated::{n}}}," for i, n in bound_table]
+    lines += ["};", "}  // namespace mcu", ""]
+    return "\n".join(lines)
 
 
 def selective_runtime_defines(data: bytes) -> dict:

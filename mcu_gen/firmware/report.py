@@ -361,12 +361,15 @@ def build_report(out: Path, name: str, b, program: Program, data: bytes, usage: 
     for layer in gen.layers:
         report["operators"][layer.instruction]["backend"] = "generated"
         report["operators"][layer.instruction]["kernel"] = layer.name
+    # Bound calls: a flash table without uploads (project.bound_table_source), else RAM pairs.
+    bound_table = bound_calls > 0 and not upload
     report["value_cache"] = {"values": num_values, "cached_values": min(cache, num_values),
                              "instructions": num_instructions,
                              "cached_instructions": min(icache, num_instructions),
                              "bytes": VALUE_CACHE_ENTRY_BYTES * max(1, cache)
-                             + INSTRUCTION_CACHE_ENTRY_BYTES * max(1, icache) + BOUND_CALL_BYTES * bound_calls,
-                             "bound_calls": bound_calls}
+                             + INSTRUCTION_CACHE_ENTRY_BYTES * max(1, icache)
+                             + (0 if bound_table else BOUND_CALL_BYTES * bound_calls),
+                             "bound_calls": bound_calls, "bound_table": bound_table}
     if npu_build is not None:
         report["ethos_u"] = npu_build.report
         for row in report["operators"]:

@@ -8,7 +8,7 @@ indirect call (``blx rN``, ``jalr``) may reach any function whose address the im
 (the kernel table, generated layers' bound calls, literal pools), except the vector table's handlers:
 the selective build links only the kernels the program uses, so that set is small and exact enough.
 Two contracts of the runtime narrow it (runtime_core/src/executor.cpp): the kernels (the kernel table's
-``kEntries``) and the load-time prepare hooks (``kPrepare``) are called only by the runtime, never by code
+``kEntries``, and the flash tables ``kOperatorFns`` and ``kBoundCalls`` of an image without uploads) and the load-time prepare hooks (``kPrepare``) are called only by the runtime, never by code
 that a function pointer reached (a kernel, a hook, a generated layer); and ``Executor::prepare_calls``
 calls the hooks and nothing else indirectly (where the compiler merged it into its caller, that caller
 may reach both).
@@ -251,7 +251,9 @@ def stack_bound(elf: Path, board) -> StackBound:
     by_addr = {f.start: f for f in order}
     vector_range = _object_range(elf, objdump, "__vectors", exact=True)
     hooks_table = _object_range(elf, objdump, "kPrepare")
-    entries_table = _object_range(elf, objdump, "kEntries")
+    # The kernel table, and the flash tables the runtime calls kernels from like it (an image without uploads:
+    # each operator's kernel, MCU_OPERATOR_ORDER; the generated layers after the instruction cache, MCU_BOUND_TABLE).
+    entries_tables = [_object_range(elf, objdump, t) for t in ("kEntries", "kOperatorFns", "kBoundCalls")]
     taken, handlers, hooks, entries = set(), set(), set(), set()
     for addr, word in _data_words(elf, objdump):
         f = by_addr.get(word & ~1) if arch == "arm" and word & 1 else by_addr.get(word) if arch == "riscv" else None
@@ -261,7 +263,7 @@ def stack_bound(elf: Path, board) -> StackBound:
             handlers.add(f.name)
         elif hooks_table[0] <= addr < hooks_table[1]:
             hooks.add(f.name)
-        elif entries_table[0] <= addr < entries_table[1]:
+        elif any(lo <= addr < hi for lo, hi in entries_tables):
             entries.add(f.name)
         else:
             taken.add(f.name)

@@ -77,12 +77,16 @@ def runtime_features(data: bytes) -> dict:
     """What of the runtime's loader a .pte uses, for a firmware that keeps only that
     (mcu_gen/firmware/project.py): ``value_tags``, the set of KernelTypes tags of its values (every
     plan), and ``inline_constants``, whether it has constant buffers inline in the flatbuffer (the legacy
-    layout; this writer always uses a segment)."""
+    layout; this writer always uses a segment), and ``operators``, the first plan's operator table in its
+    stored order ("name.overload")."""
     buf = bytearray(data)
     root = _tab(buf, struct.unpack_from("<I", buf, 0)[0])
-    tags = {_scalar(ev, 0, N.Uint8Flags) for plan in _vec_tables(root, 1) for ev in _vec_tables(plan, 2)}
+    plans = _vec_tables(root, 1)
+    tags = {_scalar(ev, 0, N.Uint8Flags) for plan in plans for ev in _vec_tables(plan, 2)}
     inline = any(_vec(bt, 0, N.Uint8Flags, 1) for bt in _vec_tables(root, 2))
-    return {"value_tags": tags, "inline_constants": inline}
+    ops = [f"{_string(o, 0)}.{_string(o, 1)}" if _string(o, 1) else _string(o, 0)
+           for o in (_vec_tables(plans[0], 6) if plans else [])]
+    return {"value_tags": tags, "inline_constants": inline, "operators": ops}
 
 
 def read(data: bytes) -> Program:

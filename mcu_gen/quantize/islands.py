@@ -12,11 +12,15 @@ into the same Program.
 """
 from __future__ import annotations
 
+import operator
+
+import numpy as np
 import torch
 import torch.fx
 
 from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, Fp32Lowering, decomposition_table, op_name, source_line, to_const_graph
 from mcu_gen.capture.passes import run_passes
+from mcu_gen.program.ir import TensorValue
 
 
 class _One(torch.nn.Module):
@@ -61,7 +65,17 @@ def _example(program, value: int) -> torch.Tensor:
 def lower_island(fp: Fp32Lowering, node: torch.fx.Node, activations: dict, constants: dict):
     """Lower ``node`` in fp32 into ``fp.program``: ``activations`` maps input fx nodes to fp32
     values of the program, ``constants`` input fx nodes to tensors. Returns the value (or list
-    of values, for an operator with several results) of the node."""
+    of values, for an operator with several results) of the node.
+    An input that is a constant of the program (an LSTM's zero initial state, folded before the island)
+    goes in as a constant: the island's graph passes fold what it computes from it (its slices), instead of
+    instructions that copy constants into the arena."""
+    activations, constants = dict(activations), dict(constants)
+    for a, v in list(activations.items()):
+        t = fp.program.values[v]
+        if (isinstance(t, TensorValue) and t.is_constant and t.dtype in _TORCH_DTYPES
+                and tuple(t.dim_order) == tuple(range(len(t.shape)))):
+            constants[a] = torch.from_numpy(np.array(t.data, copy=True)).reshape(tuple(t.shape)).to(_TORCH_DTYPES[t.dtype])
+            del activations[a]
     acts = list(activations)
     what = op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target)
     try:
@@ -71,6 +85,14 @@ def lower_island(fp: Fp32Lowering, node: torch.fx.Node, activations: dict, const
         raise ExportError(f"{what}: cannot decompose it to core ATen for an fp32 island: "
                           f"{type(e).__name__}: {e}") from e
     cg, inputs = to_const_graph(ep)[:2]
+    out_node = next(n for n in cg.graph.nodes if n.op == "output")
+    val = node.meta.get("val")
+    if isinstance(val, (tuple, list)) and node.users and all(u.target is operator.getitem for u in node.users):
+        # Results the graph never reads (an LSTM's final h and c when only its output is used) are not
+        # computed: no instructions, no arena tensors kept to the end for them.
+        used = {u.args[1] for u in node.users}
+        out_node.args = ([o if k in used else None for k, o in enumerate(out_node.args[0])],)
+        cg.graph.eliminate_dead_code()
     run_passes(cg, fuse=True)
     out_node = next(n for n in cg.graph.nodes if n.op == "output")
     outputs = list(out_node.args[0])
@@ -92,8 +114,10 @@ def lower_island(fp: Fp32Lowering, node: torch.fx.Node, activations: dict, const
         ins.source = src
     values = []
     for o in outputs:
+        if o is None and isinstance(val, (tuple, list)):
+            values.append(None)  # not used by the graph
+            continue
         if not isinstance(o, torch.fx.Node):
             raise ExportError(f"{what}: an fp32 island that returns {o!r}")
         values.append(sub.env[o])
-    val = node.meta.get("val")
     return values if isinstance(val, (tuple, list)) else values[0]

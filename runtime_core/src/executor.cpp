@@ -406,7 +406,7 @@ uint32_t accepted_tags(char sig) {
   if (op < 0 || op >= num_operators_) return Error::InvalidProgram;
   const uint8_t* args = c.vector_field(kc, 1, 4, &ok);
   if (!ok) return Error::InvalidProgram;
-  const char* sig = kernels.entries[op_entry_[op]].signature;
+  const char* sig = kernels.entries[entry_of(op)].signature;
   const uint32_t n = fb::vec_len(args);
   for (uint32_t k = 0; k < n; ++k) {  // one signature character per argument
     if (sig[k] == '\0') return Error::BadArgument;
@@ -524,11 +524,17 @@ uint32_t accepted_tags(char sig) {
 }
 #endif
 
+#if MCU_ARENA_REGIONS > 1
 [[gnu::cold]] Error Executor::load_program(const uint8_t* data, size_t size, const KernelTable& kernels) {
+#else
+// load()'s body (its only caller): one function less.
+[[gnu::cold, gnu::always_inline]] inline Error Executor::load_program(const uint8_t* data, size_t size,
+                                                                      const KernelTable& kernels) {
+#endif
   loaded_ = false;
   cached_ = 0;
   cached_calls_ = 0;
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0 && MCU_BOUND_TABLE == 0
   num_bound_ = 0;
 #endif
   detail_ = -1;
@@ -689,7 +695,7 @@ uint32_t accepted_tags(char sig) {
   if (!ok) return Error::InvalidProgram;
   cached_ = 0;  // the caches are the previous method's until they are decoded again below
   cached_calls_ = 0;
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0 && MCU_BOUND_TABLE == 0
   num_bound_ = 0;
 #endif
 #else
@@ -799,6 +805,14 @@ uint32_t accepted_tags(char sig) {
     const uint8_t* overload = c.string_field(op, 1, &ok);  // absent: no overload name
     if (!ok || name == nullptr) return Error::InvalidProgram;
     size_t found = kernels.count;
+#if MCU_OPERATOR_ORDER
+    // The build put operator k at entry k of the kernel table, and its kernel at kOperatorFns[k].
+    if (k < MCU_OPERATOR_ORDER && static_cast<size_t>(k) < kernels.count &&
+        str_equal(overload, kernels.entries[k].overload) && str_equal(name, kernels.entries[k].name) &&
+        kOperatorFns[k] == kernels.entries[k].fn) {
+      found = static_cast<size_t>(k);
+    }
+#else
     for (size_t e = 0; e < kernels.count; ++e) {
       const KernelEntry& ke = kernels.entries[e];
       if (str_equal(overload, ke.overload) && str_equal(name, ke.name)) {
@@ -806,12 +820,15 @@ uint32_t accepted_tags(char sig) {
         break;
       }
     }
+#endif
     if (found == kernels.count) {
       detail_ = k;
       return Error::OperatorMissing;
     }
+#if !MCU_OPERATOR_ORDER
     fns_[k] = kernels.entries[found].fn;
     op_entry_[k] = static_cast<uint16_t>(found);
+#endif
   }
 #if MCU_MAX_DELEGATES > 0
   // A DelegateCall of delegate k runs fns_[num_operators_ + k] (see decode_call).
@@ -856,7 +873,15 @@ uint32_t accepted_tags(char sig) {
   for (int32_t i = 0; i < m; ++i) calls_[i] = decode_call(i);
   cached_calls_ = m;
 #if MCU_KERNEL_PREPARE
-  if (kernels.prepare != nullptr) prepare_calls(kernels);
+  if (kernels.prepare != nullptr) {
+    const Error e = prepare_calls(kernels);
+    if (e != Error::Ok) return e;
+  }
+#if MCU_BOUND_TABLE > 0
+  else {
+    return Error::UnsupportedProgram;  // a bound table without prepare functions: not this build's table
+  }
+#endif
 #endif
   return Error::Ok;
 }
@@ -922,32 +947,48 @@ void Executor::reset_plan_state() {
 }
 #endif
 
-Executor::Call Executor::decode_call(int32_t i) const {
+// Instruction i's arguments (its flatbuffer vector) and operator index (delegates: num_operators_ + delegate).
+[[gnu::always_inline]] inline const uint8_t* Executor::call_args(int32_t i, int32_t* op) const {
   const uint8_t* kc = fb::ref(fb::vec_table(instructions_, static_cast<uint32_t>(i)), 1);
-  const uint8_t* args = fb::ref(kc, 1);
+  *op = fb::scalar<int32_t>(kc, 0, 0);
+#if MCU_MAX_DELEGATES > 0
+  if (fb::scalar<uint8_t>(fb::vec_table(instructions_, static_cast<uint32_t>(i)), 0, 0) == kDelegateCall) {
+    *op += num_operators_;
+  }
+#endif
+  return fb::ref(kc, 1);
+}
+
+Executor::Call Executor::decode_call(int32_t i) const {
+  int32_t op;
+  const uint8_t* args = call_args(i, &op);
   Call call;
   call.args = fb::vec_data(args);
   call.num_args = static_cast<uint16_t>(fb::vec_len(args));
-  int32_t op = fb::scalar<int32_t>(kc, 0, 0);
-#if MCU_MAX_DELEGATES > 0
-  if (fb::scalar<uint8_t>(fb::vec_table(instructions_, static_cast<uint32_t>(i)), 0, 0) == kDelegateCall) {
-    op += num_operators_;
-  }
-#endif
   call.op = static_cast<uint16_t>(op);
-  call.fn = fns_[op];
+  call.fn = fn_of(op);
   return call;
+}
+
+// An instruction after the cache, decoded straight into the context execute() calls it with (no Call
+// on the stack): its arguments into ctx, its kernel returned.
+KernelFn Executor::decode_into(int32_t i, KernelContext& ctx) const {
+  int32_t op;
+  const uint8_t* args = call_args(i, &op);
+  ctx.args_ = fb::vec_data(args);
+  ctx.num_args_ = static_cast<uint16_t>(fb::vec_len(args));
+  return fn_of(op);
 }
 
 #if MCU_KERNEL_PREPARE
 // Kernels with a prepare function choose, once, the function each cached
 // instruction runs (kernel.h PrepareFn). Delegate calls have none.
-[[gnu::cold]] void Executor::prepare_calls(const KernelTable& kernels) {
+[[gnu::cold]] Error Executor::prepare_calls(const KernelTable& kernels) {
   KernelContext ctx = context();
   for (int32_t i = 0; i < cached_calls_; ++i) {
     Call& call = calls_[i];
     if (call.op >= num_operators_) continue;
-    const PrepareFn prepare = kernels.prepare[op_entry_[call.op]];
+    const PrepareFn prepare = kernels.prepare[entry_of(call.op)];
     if (prepare == nullptr) continue;
     ctx.args_ = call.args;
     ctx.num_args_ = call.num_args;
@@ -955,12 +996,31 @@ Executor::Call Executor::decode_call(int32_t i) const {
     const KernelFn chosen = prepare(ctx);
     if (chosen != nullptr) call.fn = chosen;
   }
-#if MCU_BOUND_CALLS > 0
+#if MCU_BOUND_TABLE > 0
+  // The build's table of the layers it generated after the instruction cache: each must be chosen by its
+  // instruction's prepare function (its load-time checks hold), else the program is not the one the
+  // firmware was generated for.
+  for (int32_t k = 0; k < MCU_BOUND_TABLE; ++k) {
+    const int32_t i = kBoundCalls[k].instruction;
+    detail_ = i;
+    if (i < cached_calls_ || i >= num_instructions_ || (k > 0 && i <= kBoundCalls[k - 1].instruction)) {
+      return Error::UnsupportedProgram;
+    }
+    const Call call = decode_call(i);
+    const PrepareFn prepare = call.op < num_operators_ ? kernels.prepare[entry_of(call.op)] : nullptr;
+    if (prepare == nullptr) return Error::UnsupportedProgram;
+    ctx.args_ = call.args;
+    ctx.num_args_ = call.num_args;
+    ctx.instruction_ = i;
+    if (prepare(ctx) != kBoundCalls[k].fn) return Error::UnsupportedProgram;
+  }
+  detail_ = -1;
+#elif MCU_BOUND_CALLS > 0
   num_bound_ = 0;
   for (int32_t i = cached_calls_; i < num_instructions_ && num_bound_ < MCU_BOUND_CALLS; ++i) {
     const Call call = decode_call(i);
     if (call.op >= num_operators_) continue;
-    const PrepareFn prepare = kernels.prepare[op_entry_[call.op]];
+    const PrepareFn prepare = kernels.prepare[entry_of(call.op)];
     if (prepare == nullptr) continue;
     ctx.args_ = call.args;
     ctx.num_args_ = call.num_args;
@@ -969,36 +1029,38 @@ Executor::Call Executor::decode_call(int32_t i) const {
     if (chosen != nullptr && chosen != call.fn) bound_[num_bound_++] = BoundCall{i, chosen};
   }
 #endif
+  return Error::Ok;
 }
 #endif  // MCU_KERNEL_PREPARE
 
 Error Executor::execute() {
   if (!loaded_) return Error::NotLoaded;
   KernelContext ctx = context();
-  Error e = Error::Ok;
   const int32_t n = num_instructions_, cached = cached_calls_;
-  int32_t i = 0;
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
   int32_t next_bound = 0;
 #endif
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
-  for (; i < n && e == Error::Ok; ++i) {
-    Call decoded;
-    const Call* call = &decoded;  // &calls_[i] only when i is inside it (UB otherwise, even unread)
+  for (int32_t i = 0; i < n; ++i) {
+    KernelFn fn;
     if (MCU_ALL_CALLS_CACHED || i < cached) {
-      call = &calls_[i];
+      const Call& call = calls_[i];
+      ctx.args_ = call.args;
+      ctx.num_args_ = call.num_args;
+      fn = call.fn;
     } else {
-      decoded = decode_call(i);
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
-      if (next_bound < num_bound_ && bound_[next_bound].instruction == i) decoded.fn = bound_[next_bound++].fn;
+      fn = decode_into(i, ctx);
+#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
+      if (next_bound < num_bound() && bound_call(next_bound).instruction == i) fn = bound_call(next_bound++).fn;
 #endif
     }
-    ctx.args_ = call->args;
-    ctx.num_args_ = call->num_args;
-    e = call->fn(ctx);
+    const Error e = fn(ctx);
+    if (__builtin_expect(e != Error::Ok, 0)) {  // the failure exit, off the loop (one compare-and-branch)
+      detail_ = i;
+      return e;
+    }
   }
-  if (e != Error::Ok) detail_ = i - 1;
-  return e;
+  return Error::Ok;
 }
 
 Error Executor::execute_one(int32_t i) {

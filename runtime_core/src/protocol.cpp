@@ -26,9 +26,11 @@ constexpr int32_t kTensorValue = 5;  // EValue union tag of a Tensor (docs/schem
 
 uint16_t get_u16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
+#if MCU_DEBUG_REQUESTS
 void put_u32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
+#endif
 
 uint32_t get_u32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
@@ -97,9 +99,9 @@ constexpr uint8_t kNeeds[] = {
     4,                            // Exit: i32 code
     kAnyLength,                   // Echo
     4,                            // Spin: u32 n
-    2 | kLoadedProgram,           // RunProfiled: u16 first
-    4 | kLoadedProgram,           // RunRange: u16 begin, u16 end
-    10 | kLoadedProgram,          // ReadValue: u32 index, u32 offset, u16 length
+    kDebugRequests ? 2 | kLoadedProgram : kAnyLength,   // RunProfiled: u16 first (without: BadRequest)
+    kDebugRequests ? 4 | kLoadedProgram : kAnyLength,   // RunRange: u16 begin, u16 end
+    kDebugRequests ? 10 | kLoadedProgram : kAnyLength,  // ReadValue: u32 index, u32 offset, u16 length
     MCU_PROGRAM_HAS_STATE ? 0 | kLoadedProgram : kAnyLength,  // Reset (firmware without state: BadRequest)
     MCU_PROGRAM_METHODS ? kAnyLength | kLoadedProgram : kAnyLength,  // SelectMethod: name (one method: BadRequest)
 };
@@ -252,9 +254,16 @@ class Server {
       case Msg::Exit: return exit_request(p);
       case Msg::Echo: return echo(p, n);
       case Msg::Spin: return spin_request(p);
+#if MCU_DEBUG_REQUESTS
       case Msg::RunProfiled: return run_profiled(p);
       case Msg::RunRange: return run_range(p);
       case Msg::ReadValue: return read_value(p);
+#else
+      case Msg::RunProfiled:  // a deployable image without profiling and debugging: BadRequest
+      case Msg::RunRange:
+      case Msg::ReadValue:
+        break;
+#endif
 #if MCU_PROGRAM_HAS_STATE
       case Msg::Reset: return reset_request();
 #else
@@ -477,6 +486,7 @@ class Server {
     send(g_reply, w.size());
   }
 
+#if MCU_DEBUG_REQUESTS
   // --- profiling and debugging (never on the RUN path) -----------------------
   // Runs the whole program once with a tick read after every instruction; the
   // reply carries the ticks of instructions [first, first + count), written
@@ -541,6 +551,7 @@ class Server {
     w.put(static_cast<const uint8_t*>(t.data) + offset, length);
     send(g_reply, w.size());
   }
+#endif  // MCU_DEBUG_REQUESTS
 
   const ServerConfig* cfg_ = nullptr;
   Executor active_;     // the program RUN executes

@@ -11,7 +11,7 @@ from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, POINTWISE_OPS, AddLayer, DepthwiseLayer,
                                                GemmLayer, Generated)
 from mcu_gen.backends.generated.match import eligible
-from mcu_gen.backends.render import allowed, bound, describe, prefix, render, rows, table
+from mcu_gen.backends.render import allowed, bound, describe, prefix, render, rows, set_places, table
 from mcu_gen.paths import KERNELS_GENERATED
 from mcu_gen.program.ir import Program
 
@@ -57,7 +57,7 @@ def _gemm_values(l: GemmLayer) -> dict:
     in_arg, out_arg = _IO_ARGS[l.kind]
     v = _header(l)
     v.update(what=describe(l), weight_bytes=f"{l.weight_bytes:,}", k=l.k, n=l.n, rows_count=l.rows,
-             ring_arg=ring_arg(l), bound=bound(in_arg, out_arg, ring_arg(l)),
+             ring_arg=ring_arg(l), bound=bound(l, in_arg, out_arg, ring_arg(l)),
              checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok)],
              rows=rows(l) if l.kind == "conv" else None, geometry=list(l.geometry) if l.kind == "conv" else None,
              zero_point=getattr(l, "zero_point", None), out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max)
@@ -101,7 +101,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              weights=table("uint32_t", f"{pre}Weights", l.packed_weights().astype(np.int64) * scale, per_line=8,
                            align=8, fmt="pair"),
              init=table("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
-             checks=l.checks + [allowed(0, 14, l.inplace_ok)], bound=bound(0, 14), inplace=l.inplace_ok,
+             checks=l.checks + [allowed(0, 14, l.inplace_ok)], bound=bound(l, 0, 14), inplace=l.inplace_ok,
              xs=4 if l.inplace_ok else l.c, groups=1 if l.inplace_ok else l.c // 4,
              mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
@@ -377,7 +377,7 @@ def _add_layer_source(l: AddLayer, plan) -> str:
     v.update(numel=l.numel, act_min=l.act_min, act_max=l.act_max, out_mult=l.out_mult, ra=ra, right=right,
              table_a=table("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
              table_b=table("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
-             checks=l.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=[0, 4, 13])
+             checks=l.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=bound(l, 0, 4, 13))
     return render("generated/dsp_add_layer.cpp.j2", **v)
 
 
@@ -391,6 +391,7 @@ def generate(program: Program, kernels) -> Generated:
     g = Generated(layers=layers, skipped=sorted(skipped))
     if not layers:
         return g
+    set_places(program, layers)
     by_op = {k.op: k for k in kernels}
     parts = [PRELUDE, ROWS_SOURCE]
     fns = {}

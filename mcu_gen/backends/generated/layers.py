@@ -244,6 +244,7 @@ class Generated:
     source: str = ""
     prepare: dict = field(default_factory=dict)  # op -> generated prepare function name
     available: int = 0  # --kernels library: the layers `auto` would generate on this core
+    regenerate: object = field(default=None, repr=False, compare=False)  # the builder's: the layers for a new plan
 
     def report(self) -> dict:
         return {

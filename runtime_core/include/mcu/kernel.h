@@ -14,6 +14,11 @@
 #include "mcu/error.h"
 #include "mcu/types.h"
 
+// Planned buffers (memory ids) of a program: see program.h.
+#ifndef MCU_ARENA_REGIONS
+#define MCU_ARENA_REGIONS 1
+#endif
+
 namespace mcu {
 
 class Executor;
@@ -96,6 +101,16 @@ class KernelContext {
     return field_int(decoded_[read_le<int64_t>(v + 4)].field());
   }
   const void* decoded_data(int32_t i) const { return decoded(i).data; }
+  // The planned buffer of memory id `mem_id` (1: the main arena): where a layer generated for this program
+  // finds the tensors the build planned at fixed offsets (checked at load by its matches()).
+  // Set only in builds with prepare functions (MCU_KERNEL_PREPARE), the only way to a generated layer.
+#if defined(MCU_KERNEL_PREPARE) && MCU_KERNEL_PREPARE
+#if MCU_ARENA_REGIONS > 1
+  uint8_t* planned(int32_t mem_id) const { return arenas_[mem_id - 1]; }
+#else
+  uint8_t* planned(int32_t) const { return arena_; }  // one arena: memory id 1
+#endif
+#endif
   int32_t decoded_size(int32_t i, int32_t d) const { return decoded(i).sizes[d]; }
 
   // Set by the executor only: the instruction's arguments as value indices,
@@ -109,6 +124,13 @@ class KernelContext {
   // In a prepare function (PrepareFn) only: the index of the instruction being prepared, so that a
   // layer generated for one instruction binds to that one (mcu_gen/backends/generated.py); else -1.
   int32_t instruction_ = -1;
+#if defined(MCU_KERNEL_PREPARE) && MCU_KERNEL_PREPARE
+#if MCU_ARENA_REGIONS > 1
+  uint8_t* const* arenas_ = nullptr;  // the executor's planned buffers, memory id 1, 2, ...
+#else
+  uint8_t* arena_ = nullptr;  // the executor's planned buffer (memory id 1)
+#endif
+#endif
 
  private:
   int32_t value_index(int32_t i) const { return read_le<int32_t>(args_ + 4 * i); }

@@ -38,6 +38,21 @@
 #ifndef MCU_BOUND_CALLS
 #define MCU_BOUND_CALLS 0
 #endif
+// N > 0: those pairs are instead a table in flash the build generates (mcu::kBoundCalls, N entries in
+// instruction order, for an image that only runs its builtin program): load() calls each listed
+// instruction's prepare function and rejects the program (UnsupportedProgram, detail = the instruction)
+// unless it chooses the listed function; no RAM.
+#ifndef MCU_BOUND_TABLE
+#define MCU_BOUND_TABLE 0
+#endif
+// N > 0: the kernel table's entry k is the program's operator k, and kOperatorFns[k] (flash, N entries)
+// its kernel (mcu-gen orders the table so for an image that only runs its builtin program, with one
+// method, no delegates): the loader checks operator k against entry k alone and keeps neither a kernel
+// table index nor a kernel per operator in RAM; a program whose operators are in another order (or
+// more than N of them) is rejected (OperatorMissing).
+#ifndef MCU_OPERATOR_ORDER
+#define MCU_OPERATOR_ORDER 0
+#endif
 // 1: KernelTable::prepare is used (mcu-gen sets it when a selected kernel has
 // a prepare function; without it, firmware carries no prepare code).
 #ifndef MCU_KERNEL_PREPARE
@@ -80,6 +95,21 @@
 #endif
 
 namespace mcu {
+
+// An instruction after the instruction cache and the kernel a prepare function chose for it.
+struct BoundCall {
+  int32_t instruction;
+  KernelFn fn;
+};
+#if MCU_OPERATOR_ORDER > 0 && MCU_MAX_DELEGATES > 0
+#error "MCU_OPERATOR_ORDER is for images without delegates"
+#endif
+#if MCU_OPERATOR_ORDER > 0
+extern const KernelFn kOperatorFns[MCU_OPERATOR_ORDER];  // generated into src/kernel_table.cpp
+#endif
+#if MCU_BOUND_TABLE > 0
+extern const BoundCall kBoundCalls[MCU_BOUND_TABLE];  // generated into src/kernel_table.cpp
+#endif
 
 // One planned buffer: `data` 16-byte aligned, `size` bytes (memory id k + 1 is arenas[k]).
 struct ArenaRegion {
@@ -177,22 +207,38 @@ class Executor {
     uint16_t op;          // operator index (delegates: num_operators_ + delegate index)
   };
   Call decode_call(int32_t instruction) const;
+  const uint8_t* call_args(int32_t instruction, int32_t* op) const;
+  KernelFn decode_into(int32_t instruction, KernelContext& ctx) const;
 #if MCU_KERNEL_PREPARE
-  void prepare_calls(const KernelTable& kernels);
+  Error prepare_calls(const KernelTable& kernels);
+#endif
+#if MCU_KERNEL_PREPARE && MCU_BOUND_TABLE > 0
+  static constexpr int32_t num_bound() { return MCU_BOUND_TABLE; }
+  static const BoundCall& bound_call(int32_t k) { return kBoundCalls[k]; }
+#elif MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
+  int32_t num_bound() const { return num_bound_; }
+  const BoundCall& bound_call(int32_t k) const { return bound_[k]; }
 #endif
   KernelContext context() const {
     KernelContext ctx;
     ctx.exec_ = this;
     ctx.decoded_ = cache_;
     ctx.num_decoded_ = cached_;
+#if MCU_KERNEL_PREPARE  // only layers chosen by a prepare function (generated ones) read it
+#if MCU_ARENA_REGIONS > 1
+    ctx.arenas_ = arena_;
+#else
+    ctx.arena_ = arena_[0];
+#endif
+#endif
     return ctx;
   }
   Call call_at(int32_t i) const {
     if (MCU_ALL_CALLS_CACHED || i < cached_calls_) return calls_[i];
     Call c = decode_call(i);
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
-    for (int32_t k = 0; k < num_bound_; ++k) {
-      if (bound_[k].instruction == i) c.fn = bound_[k].fn;
+#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
+    for (int32_t k = 0; k < num_bound(); ++k) {
+      if (bound_call(k).instruction == i) c.fn = bound_call(k).fn;
     }
 #endif
     return c;
@@ -222,8 +268,6 @@ class Executor {
   int32_t num_operators_ = 0;
   int32_t detail_ = 0;  // zero-initialized so a static Executor lives in .bss
   bool loaded_ = false;
-  // Kernel per operator, then (delegate builds) the execute function per delegate.
-  KernelFn fns_[MCU_MAX_OPERATORS + MCU_MAX_DELEGATES] = {};
 #if MCU_MAX_DELEGATES > 0
   struct Processed {
     const uint8_t* data;
@@ -232,16 +276,21 @@ class Executor {
   Processed delegates_[MCU_MAX_DELEGATES] = {};  // verified processed data per delegate
   int32_t num_delegates_ = 0;
 #endif
+#if MCU_OPERATOR_ORDER
+  static int32_t entry_of(int32_t op) { return op; }  // operator k is kernel table entry k
+  static KernelFn fn_of(int32_t op) { return kOperatorFns[op]; }
+#else
+  int32_t entry_of(int32_t op) const { return op_entry_[op]; }
+  KernelFn fn_of(int32_t op) const { return fns_[op]; }
   uint16_t op_entry_[MCU_MAX_OPERATORS] = {};  // kernel table index per operator
+  // Kernel per operator, then (delegate builds) the execute function per delegate.
+  KernelFn fns_[MCU_MAX_OPERATORS + MCU_MAX_DELEGATES] = {};
+#endif
   int32_t cached_ = 0;                        // values [0, cached_) are in cache_
   DecodedValue cache_[MCU_VALUE_CACHE] = {};  // decoded values
   int32_t cached_calls_ = 0;                   // instructions [0, cached_calls_) are in calls_
   Call calls_[MCU_INSTRUCTION_CACHE] = {};
-#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0
-  struct BoundCall {
-    int32_t instruction;
-    KernelFn fn;
-  };
+#if MCU_KERNEL_PREPARE && MCU_BOUND_CALLS > 0 && MCU_BOUND_TABLE == 0
   int32_t num_bound_ = 0;  // bound_[0, num_bound_): uncached instructions with a prepared kernel, in order
   BoundCall bound_[MCU_BOUND_CALLS] = {};
 #endif
