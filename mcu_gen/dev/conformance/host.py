@@ -35,9 +35,11 @@ class Result:
     status: str
     detail: str = ""
     missing: list = field(default_factory=list)  # kernel / operator names without a kernel
+    mode: str = ""  # int8 runs: "int8" (int8 kernels), "fp32 islands" (only quantize/dequantize are int8), "fp32"
 
     def as_dict(self) -> dict:
-        return {"case": self.case, "status": self.status, "detail": self.detail, "missing": self.missing}
+        return {"case": self.case, "status": self.status, "detail": self.detail, "missing": self.missing,
+                "mode": self.mode}
 
 
 def missing_from_message(text: str) -> list:
@@ -76,6 +78,83 @@ def lower_case(case, available: dict):
         return program, list(sel.missing)
     planner.plan(program)
     return program, []
+
+
+CALIBRATION_SCALES = (1.0, 0.5, 0.75)  # the case's float inputs, and shrunk copies (same signs and domain)
+_EDGE_OPS = ("cortex_m::quantize_per_tensor.out", "cortex_m::dequantize_per_tensor.out")
+
+
+def calibration_of(case) -> list:
+    """The calibration set of a case's int8 run: its own inputs, and copies with the float inputs scaled
+    towards 0 (integer and bool inputs, indices and masks, as they are)."""
+    return [tuple(x * s if x.is_floating_point() else x.clone() for x in case.inputs) for s in CALIBRATION_SCALES]
+
+
+def lower_case_int8(case, available: dict):
+    """(Program, missing kernels) of a float32 case quantized as `mcu-gen build --quantize int8` does it
+    (export_quantized with float32 I/O, calibrated on calibration_of(case)), planned."""
+    from mcu_gen.backends import kernels as kernel_registry
+    from mcu_gen.capture.model_file import spec_from_module
+    from mcu_gen.plan import planner
+    from mcu_gen.quantize import export_quantized
+
+    spec = spec_from_module(case.module, case.fresh_inputs(), calibration=calibration_of(case), name=case.op)
+    program, _ = export_quantized(spec, io="float32", has_kernel=lambda op: op in available)
+    sel = kernel_registry.select(program.operators, available)
+    if sel.missing:
+        return program, list(sel.missing)
+    planner.plan(program)
+    return program, []
+
+
+def int8_mode(program) -> str:
+    """"int8" when an int8 kernel computes something, "fp32 islands" when only the edges are int8."""
+    from mcu_gen.reference import is_int8_op
+
+    if any(is_int8_op(ins.op) and ins.op not in _EDGE_OPS for ins in program.instructions):
+        return "int8"
+    return "fp32 islands" if program.meta.get("fp32_fallback") else "fp32"
+
+
+def _lsb_scale(program, value: int):
+    """The quantization step behind output ``value``: its own (int8) or that of the dequantize writing it."""
+    t = program.tensor(value)
+    if t.dtype == "int8":
+        return t.scale
+    for ins in program.instructions:
+        if ins.op == "cortex_m::dequantize_per_tensor.out" and ins.args[-1] == value:
+            return program.tensor(ins.args[0]).scale
+    return None
+
+
+def compare_exact(program, got: list, want: list, eager: list = ()) -> tuple[bool, str]:
+    """(bit-exact, why not) for runner outputs against the integer reference's (numpy arrays); the
+    outputs' count, shapes and dtypes also those of the ``eager`` outputs (torch tensors)."""
+    if len(got) != len(want):
+        return False, f"{len(got)} outputs, expected {len(want)}"
+    for k, (g, e) in enumerate(zip(got, eager)):
+        e = e.numpy()
+        if tuple(np.shape(g)) != tuple(e.shape) or np.asarray(g).dtype != e.dtype:
+            return False, f"output {k}: {np.asarray(g).dtype} {list(np.shape(g))}, PyTorch {e.dtype} {list(e.shape)}"
+    worst = []
+    for k, (g, w, o) in enumerate(zip(got, want, program.outputs)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.dtype != w.dtype or g.size != w.size:
+            return False, f"output {k}: {g.dtype} {list(g.shape)}, reference {w.dtype} {list(w.shape)}"
+        if g.reshape(w.shape).tobytes() == w.tobytes() or np.array_equal(g.reshape(w.shape), w,
+                                                                          equal_nan=w.dtype.kind == "f"):
+            continue
+        g64, w64 = g.reshape(w.shape).astype(np.float64), w.astype(np.float64)
+        same_nan = np.isnan(g64) == np.isnan(w64)
+        d = np.where(np.isnan(g64) & np.isnan(w64), 0.0, np.abs(g64 - w64))
+        d = np.where(same_nan, np.nan_to_num(d, nan=0.0, posinf=np.inf), np.inf)
+        diff = float(d.max()) if d.size else 0.0
+        if diff == 0.0:
+            continue
+        scale = _lsb_scale(program, o)
+        worst.append(f"output {k}: max difference {diff / scale:.3g} LSB" if scale else
+                     f"output {k}: max abs difference {diff:.3g}")
+    return (False, "; ".join(worst)) if worst else (True, "")
 
 
 class HostRunner:
@@ -118,28 +197,48 @@ class HostRunner:
                 outs.append(np.frombuffer(raw, dtype=np_dtype(t.dtype)).reshape(t.shape).copy())
             return outs
 
-    def run(self, case, expected: list | None = None) -> Result:
-        """Classify one case. ``expected``: what to compare with (default: the case's eager outputs)."""
+    def run(self, case, expected: list | None = None, quantize: str | None = None) -> Result:
+        """Classify one case. ``expected``: what to compare with (default: the case's eager outputs).
+        ``quantize="int8"``: a float32 case runs quantized (lower_case_int8) and must be bit-exact with
+        the host integer reference (mcu_gen.reference.integer, what `mcu-gen run --quantize int8`
+        compares the device with); other dtypes run in fp32 as without it."""
         from mcu_gen.capture.export import UnsupportedOperatorError
         from mcu_gen.firmware.host import HostRunError
 
+        if quantize not in (None, "int8"):
+            raise ValueError(f"quantize={quantize!r}: only int8")
+        int8 = quantize == "int8" and case.dtype == "float32"
         want = case.expected if expected is None else expected
+        mode = "" if quantize is None else "fp32"
         try:
-            program, missing = lower_case(case, self.available)
+            program, missing = (lower_case_int8 if int8 else lower_case)(case, self.available)
+            if int8:
+                mode = int8_mode(program)
             if missing:
-                return Result(case.id, "missing", "no kernel for " + ", ".join(missing), missing)
+                return Result(case.id, "missing", "no kernel for " + ", ".join(missing), missing, mode)
             got = self.execute(program, case.fresh_inputs())
+            if int8 and expected is None:
+                from mcu_gen.reference.inputs import quantize_inputs
+                from mcu_gen.reference.integer import run_int8_reference
+
+                inputs = [x.numpy() for x in case.fresh_inputs()]
+                want = run_int8_reference(program, list(quantize_inputs(program, inputs)))
         except UnsupportedOperatorError as e:
             names = missing_from_message(str(e))
-            return Result(case.id, "missing" if names else "refused", str(e).splitlines()[0], names)
+            return Result(case.id, "missing" if names else "refused", str(e).splitlines()[0], names, mode=mode)
         except HostRunError as e:
             status = "crash" if ("Sanitizer" in str(e) or "runtime error" in str(e)) else "refused"
-            return Result(case.id, status, str(e)[:800])
+            return Result(case.id, status, str(e)[:800], mode=mode)
         except McuGenError as e:
-            return Result(case.id, "refused", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            return Result(case.id, "refused", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                          mode=mode)
         except subprocess.TimeoutExpired:
-            return Result(case.id, "crash", "host runner timed out")
+            return Result(case.id, "crash", "host runner timed out", mode=mode)
         except Exception as e:  # an internal error: must not reach a user
-            return Result(case.id, "crash", f"{type(e).__name__}: {e}"[:800])
-        ok, why = compare(got, want)
-        return Result(case.id, "correct" if ok else "incorrect", why)
+            import traceback
+
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            return Result(case.id, "crash", f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})"
+                          [:800], mode=mode)
+        ok, why = compare_exact(program, got, want, case.expected) if int8 and expected is None else compare(got, want)
+        return Result(case.id, "correct" if ok else "incorrect", why, mode=mode)
