@@ -181,9 +181,11 @@ class HostRunner:
             paths = []
             for k, (x, i) in enumerate(zip(inputs, program.inputs)):
                 p = tmp / f"in_{k}.bin"
-                arr = np.asarray(x.numpy() if isinstance(x, torch.Tensor) else x,
-                                 dtype=np_dtype(program.tensor(i).dtype), order="C")
-                p.write_bytes(arr.tobytes())
+                t = program.tensor(i)
+                arr = np.asarray(x.numpy() if isinstance(x, torch.Tensor) else x, dtype=np_dtype(t.dtype))
+                if t.dim_order and tuple(t.dim_order) != tuple(range(arr.ndim)):
+                    arr = arr.transpose(t.dim_order)  # memory order (an int8 program's channels-last input)
+                p.write_bytes(np.ascontiguousarray(arr).tobytes())
                 paths.append(str(p))
             r = subprocess.run([str(self.exe), str(tmp / "program.pte"), str(max(program.arena_size, 16)), str(tmp),
                                 *paths], capture_output=True, text=True, timeout=60)
@@ -194,7 +196,9 @@ class HostRunner:
             for k, o in enumerate(program.outputs):
                 t = program.tensor(o)
                 raw = (tmp / f"out_{k}.bin").read_bytes()
-                outs.append(np.frombuffer(raw, dtype=np_dtype(t.dtype)).reshape(t.shape).copy())
+                order = tuple(t.dim_order) if t.dim_order else tuple(range(len(t.shape)))
+                stored = np.frombuffer(raw, dtype=np_dtype(t.dtype)).reshape([t.shape[d] for d in order])
+                outs.append(stored.transpose(np.argsort(order)).copy())  # logical layout
             return outs
 
     def run(self, case, expected: list | None = None, quantize: str | None = None) -> Result:
