@@ -36,10 +36,11 @@ class Result:
     detail: str = ""
     missing: list = field(default_factory=list)  # kernel / operator names without a kernel
     mode: str = ""  # int8 runs: "int8" (int8 kernels), "fp32 islands" (only quantize/dequantize are int8), "fp32"
+    bit_exact: bool | None = None  # int8 runs: every output identical to the integer reference's
 
     def as_dict(self) -> dict:
         return {"case": self.case, "status": self.status, "detail": self.detail, "missing": self.missing,
-                "mode": self.mode}
+                "mode": self.mode, "bit_exact": self.bit_exact}
 
 
 def missing_from_message(text: str) -> list:
@@ -127,34 +128,45 @@ def _lsb_scale(program, value: int):
     return None
 
 
-def compare_exact(program, got: list, want: list, eager: list = ()) -> tuple[bool, str]:
-    """(bit-exact, why not) for runner outputs against the integer reference's (numpy arrays); the
-    outputs' count, shapes and dtypes also those of the ``eager`` outputs (torch tensors)."""
+def compare_exact(program, got: list, want: list, eager: list = ()) -> tuple[bool, bool, str]:
+    """(correct, bit-exact, why) for runner outputs against the integer reference's (numpy arrays). Every
+    int8, integer, bool or dequantized output must be identical; a float output that an fp32 island computes
+    and nothing quantizes (log1p(x), var(x): the quantizer leaves them in fp32) is within `mcu-gen run`'s
+    fp32 tolerance of the reference, which runs it with torch, not the target's float32 kernels (correct,
+    not bit-exact). The outputs' count, shapes and dtypes are also those of the ``eager`` outputs."""
+    from mcu_gen.device.compare import verify_outputs
+
     if len(got) != len(want):
-        return False, f"{len(got)} outputs, expected {len(want)}"
+        return False, False, f"{len(got)} outputs, expected {len(want)}"
     for k, (g, e) in enumerate(zip(got, eager)):
         e = e.numpy()
         if tuple(np.shape(g)) != tuple(e.shape) or np.asarray(g).dtype != e.dtype:
-            return False, f"output {k}: {np.asarray(g).dtype} {list(np.shape(g))}, PyTorch {e.dtype} {list(e.shape)}"
-    worst = []
+            return False, False, (f"output {k}: {np.asarray(g).dtype} {list(np.shape(g))}, "
+                                  f"PyTorch {e.dtype} {list(e.shape)}")
+    exact, ok, why = True, True, []
     for k, (g, w, o) in enumerate(zip(got, want, program.outputs)):
         g, w = np.asarray(g), np.asarray(w)
         if g.dtype != w.dtype or g.size != w.size:
-            return False, f"output {k}: {g.dtype} {list(g.shape)}, reference {w.dtype} {list(w.shape)}"
-        if g.reshape(w.shape).tobytes() == w.tobytes() or np.array_equal(g.reshape(w.shape), w,
-                                                                          equal_nan=w.dtype.kind == "f"):
+            return False, False, f"output {k}: {g.dtype} {list(g.shape)}, reference {w.dtype} {list(w.shape)}"
+        g = g.reshape(w.shape)
+        if g.tobytes() == w.tobytes() or np.array_equal(g, w, equal_nan=w.dtype.kind == "f"):
             continue
-        g64, w64 = g.reshape(w.shape).astype(np.float64), w.astype(np.float64)
-        same_nan = np.isnan(g64) == np.isnan(w64)
-        d = np.where(np.isnan(g64) & np.isnan(w64), 0.0, np.abs(g64 - w64))
-        d = np.where(same_nan, np.nan_to_num(d, nan=0.0, posinf=np.inf), np.inf)
-        diff = float(d.max()) if d.size else 0.0
-        if diff == 0.0:
-            continue
+        exact = False
         scale = _lsb_scale(program, o)
-        worst.append(f"output {k}: max difference {diff / scale:.3g} LSB" if scale else
-                     f"output {k}: max abs difference {diff:.3g}")
-    return (False, "; ".join(worst)) if worst else (True, "")
+        if w.dtype.kind == "f" and scale is None:  # computed in fp32
+            err, tol, fine = verify_outputs([g], [w])
+            ok = ok and fine
+            why.append(f"output {k} (fp32, not quantized): max abs error {err:.3g} "
+                       + ("within" if fine else "above") + f" the fp32 tolerance {tol:.3g}")
+            continue
+        ok = False
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        d = np.abs(g64 - w64)
+        d = np.where(np.isnan(g64) | np.isnan(w64), np.inf, d)
+        diff = float(d.max()) if d.size else 0.0
+        why.append(f"output {k}: max difference {diff / scale:.3g} LSB" if scale else
+                   f"output {k}: max abs difference {diff:.3g}")
+    return ok, exact, "; ".join(why)
 
 
 class HostRunner:
@@ -244,5 +256,8 @@ class HostRunner:
             where = traceback.extract_tb(e.__traceback__)[-1]
             return Result(case.id, "crash", f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})"
                           [:800], mode=mode)
-        ok, why = compare_exact(program, got, want, case.expected) if int8 and expected is None else compare(got, want)
+        if int8 and expected is None:
+            ok, exact, why = compare_exact(program, got, want, case.expected)
+            return Result(case.id, "correct" if ok else "incorrect", why, mode=mode, bit_exact=exact)
+        ok, why = compare(got, want)
         return Result(case.id, "correct" if ok else "incorrect", why, mode=mode)
