@@ -368,7 +368,7 @@ def _libm():
 
     if not hasattr(_libm, "lib"):
         lib = ctypes.CDLL(ctypes.util.find_library("m"))
-        for name in ("expf", "logf"):
+        for name in ("expf", "logf") + tuple(LIBM_UNARY.values()):
             getattr(lib, name).restype = ctypes.c_float
             getattr(lib, name).argtypes = [ctypes.c_float]
         _libm.lib = lib
@@ -419,7 +419,26 @@ def _emulated_softmax(fn):
     return run
 
 
-EMULATED = {"aten::native_layer_norm.out": _emulated_layer_norm,
+# fp32 kernels that are one C library call per element (kernels_portable/op_<name>.cpp: unary_to_float
+# with asinf(x), ...): the same call here, not torch's (vectorized) implementation, which differs in the
+# last bits.
+LIBM_UNARY = {"aten::asin.out": "asinf", "aten::atan.out": "atanf", "aten::atanh.out": "atanhf",
+              "aten::log1p.out": "log1pf", "aten::log10.out": "log10f", "aten::sinh.out": "sinhf",
+              "aten::tan.out": "tanf", "aten::expm1.out": "expm1f"}
+
+
+def _emulated_libm_unary(mem: Memory, ins) -> None:
+    x = mem.tensor(ins.args[0]).numpy()
+    if x.dtype != np.float32 or mem.program.tensor(ins.args[1]).dtype != "float32":
+        execute_portable(mem, ins)
+        return
+    fn = getattr(_libm(), LIBM_UNARY[ins.op])
+    y = np.array([fn(float(v)) for v in x.reshape(-1)], np.float32).reshape(x.shape)
+    mem.write(ins.args[1], torch.from_numpy(np.asarray(y, order="C")))
+
+
+EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
+            "aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
             "aten::_softmax.out": _emulated_softmax(softmax_f32)}
 
