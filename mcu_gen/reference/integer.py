@@ -419,6 +419,91 @@ def _emulated_softmax(fn):
     return run
 
 
+def _reduced_rows(x: np.ndarray, dims) -> np.ndarray:
+    """x as rows of the reduced elements, in the order reduce_common.h walks them (the reduced dims in
+    row-major order; dims None or []: all)."""
+    dims = sorted({int(d) % max(x.ndim, 1) for d in dims}) if dims else list(range(x.ndim))
+    keep = [d for d in range(x.ndim) if d not in dims]
+    return np.transpose(x, keep + dims).reshape(-1, int(np.prod([x.shape[d] for d in dims], dtype=np.int64)))
+
+
+def _seq_sum(rows: np.ndarray) -> np.ndarray:
+    """Per row, a sequential float32 sum (a kernel's `s += x`)."""
+    total = np.zeros(rows.shape[0], np.float32)
+    for i in range(rows.shape[1]):
+        total = total + rows[:, i]
+    return total
+
+
+def _scalar(mem: Memory, index: int):
+    return mem.program.values[index].value
+
+
+def _emulated_var(mem: Memory, ins) -> None:
+    """reduce_common.h reduce_var: sequential float32 sums, mean = s / n, then sum of (x - mean)^2."""
+    x = mem.tensor(ins.args[0]).numpy().astype(np.float32)
+    rows = _reduced_rows(x, _scalar(mem, ins.args[1]))
+    n = np.float32(rows.shape[1])
+    corr = _scalar(mem, ins.args[2])
+    corr = np.float32(1.0 if corr is None else corr)
+    denom = n - corr if n - corr > 0 else np.float32(0.0)
+    with np.errstate(all="ignore"):
+        mean = _seq_sum(rows) / n
+        d = rows - mean[:, None]
+        var = _seq_sum(d * d) / denom
+    outs = [ins.args[4]] + ([ins.args[5]] if ins.op == "aten::var_mean.correction_out" else [])
+    for index, val in zip(outs, (var, mean)):
+        mem.write(index, torch.from_numpy(np.asarray(val.reshape(mem.program.tensor(index).shape), order="C")))
+
+
+def _emulated_vector_norm(mem: Memory, ins) -> None:
+    """op_linalg_vector_norm.cpp, ord 2: sqrtf of a sequential float32 sum of x * x."""
+    x = mem.tensor(ins.args[0]).numpy()
+    if x.dtype != np.float32 or float(_scalar(mem, ins.args[1])) != 2.0:
+        execute_portable(mem, ins)
+        return
+    rows = _reduced_rows(x, _scalar(mem, ins.args[2]))
+    with np.errstate(all="ignore"):
+        y = np.sqrt(_seq_sum(rows * rows))
+    mem.write(ins.args[5], torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(ins.args[5]).shape), order="C")))
+
+
+def _emulated_cumsum(mem: Memory, ins) -> None:
+    """op_cumsum.cpp in float32: a running float32 sum along dim."""
+    x = mem.tensor(ins.args[0]).numpy()
+    out = ins.args[3]
+    if x.dtype != np.float32 or mem.program.tensor(out).dtype != "float32" or x.ndim == 0:
+        execute_portable(mem, ins)
+        return
+    xm = np.moveaxis(x, int(_scalar(mem, ins.args[1])) % x.ndim, -1)
+    y = np.empty_like(xm)
+    s = np.zeros(xm.shape[:-1], np.float32)
+    for i in range(xm.shape[-1]):
+        s = s + xm[..., i]
+        y[..., i] = s
+    y = np.moveaxis(y, -1, int(_scalar(mem, ins.args[1])) % x.ndim)
+    mem.write(out, torch.from_numpy(np.asarray(y, order="C")))
+
+
+def _emulated_logit(mem: Memory, ins) -> None:
+    """op_logit.cpp: logf(z / (1 - z)), z clamped to [eps, 1 - eps] when eps is given."""
+    x = mem.tensor(ins.args[0]).numpy()
+    if x.dtype != np.float32 or mem.program.tensor(ins.args[2]).dtype != "float32":
+        execute_portable(mem, ins)
+        return
+    eps = _scalar(mem, ins.args[1])
+    z = x
+    if eps is not None:
+        lo = np.float32(eps)
+        hi = np.float32(1.0) - lo
+        z = np.where(x < lo, lo, np.where(x > hi, hi, x)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        q = (z / (np.float32(1.0) - z)).astype(np.float32)
+    lib = _libm()
+    y = np.array([lib.logf(float(v)) for v in q.reshape(-1)], np.float32).reshape(x.shape)
+    mem.write(ins.args[2], torch.from_numpy(np.asarray(y, order="C")))
+
+
 # fp32 kernels that are one C library call per element (kernels_portable/op_<name>.cpp: unary_to_float
 # with asinf(x), ...): the same call here, not torch's (vectorized) implementation, which differs in the
 # last bits.
@@ -438,6 +523,9 @@ def _emulated_libm_unary(mem: Memory, ins) -> None:
 
 
 EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
+            "aten::var.correction_out": _emulated_var, "aten::var_mean.correction_out": _emulated_var,
+            "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _emulated_cumsum,
+            "aten::logit.out": _emulated_logit,
             "aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
             "aten::_softmax.out": _emulated_softmax(softmax_f32)}
