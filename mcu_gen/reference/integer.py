@@ -507,9 +507,9 @@ def _emulated_logit(mem: Memory, ins) -> None:
 # fp32 kernels that are one C library call per element (kernels_portable/op_<name>.cpp: unary_to_float
 # with asinf(x), ...): the same call here, not torch's (vectorized) implementation, which differs in the
 # last bits.
-LIBM_UNARY = {"aten::asin.out": "asinf", "aten::atan.out": "atanf", "aten::atanh.out": "atanhf",
-              "aten::log1p.out": "log1pf", "aten::log10.out": "log10f", "aten::sinh.out": "sinhf",
-              "aten::tan.out": "tanf", "aten::expm1.out": "expm1f"}
+LIBM_UNARY = {f"aten::{name}.out": f"{name}f" for name in (
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "erf", "exp", "expm1", "log", "log10",
+    "log1p", "log2", "sin", "sinh", "tan")}
 
 
 def _emulated_libm_unary(mem: Memory, ins) -> None:
