@@ -509,7 +509,7 @@ def _emulated_logit(mem: Memory, ins) -> None:
 # last bits.
 LIBM_UNARY = {f"aten::{name}.out": f"{name}f" for name in (
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "erf", "exp", "expm1", "log", "log10",
-    "log1p", "log2", "sin", "sinh", "tan")}
+    "log1p", "log2", "sin", "sinh", "sqrt", "tan")}
 
 
 def _emulated_libm_unary(mem: Memory, ins) -> None:
