@@ -371,6 +371,8 @@ def _libm():
         for name in ("expf", "logf") + tuple(LIBM_UNARY.values()):
             getattr(lib, name).restype = ctypes.c_float
             getattr(lib, name).argtypes = [ctypes.c_float]
+        lib.powf.restype = ctypes.c_float
+        lib.powf.argtypes = [ctypes.c_float, ctypes.c_float]
         _libm.lib = lib
     return _libm.lib
 
@@ -457,14 +459,27 @@ def _emulated_var(mem: Memory, ins) -> None:
 
 
 def _emulated_vector_norm(mem: Memory, ins) -> None:
-    """op_linalg_vector_norm.cpp, ord 2: sqrtf of a sequential float32 sum of x * x."""
+    """op_linalg_vector_norm.cpp, finite ord: sequential float32 sums; ord 2: sqrtf of the sum of x * x,
+    1: of |x|, 0: of x != 0, else powf(sum of powf(|x|, p), 1.0f / p). (inf: max/min, exact: torch's.)"""
     x = mem.tensor(ins.args[0]).numpy()
-    if x.dtype != np.float32 or float(_scalar(mem, ins.args[1])) != 2.0:
+    ord_ = float(_scalar(mem, ins.args[1]))
+    if x.dtype != np.float32 or not np.isfinite(ord_) or (ord_ == 0.0 and np.isnan(x).any()):
         execute_portable(mem, ins)
         return
     rows = _reduced_rows(x, _scalar(mem, ins.args[2]))
     with np.errstate(all="ignore"):
-        y = np.sqrt(_seq_sum(rows * rows))
+        if ord_ == 2.0:
+            y = np.sqrt(_seq_sum(rows * rows))
+        elif ord_ == 1.0:
+            y = _seq_sum(np.abs(rows))
+        elif ord_ == 0.0:
+            y = _seq_sum((rows != 0).astype(np.float32))
+        else:
+            lib, p = _libm(), np.float32(ord_)
+            powered = np.array([lib.powf(float(v), float(p)) for v in np.abs(rows).reshape(-1)],
+                               np.float32).reshape(rows.shape)
+            inv = float(np.float32(1.0) / p)
+            y = np.array([lib.powf(float(v), inv) for v in _seq_sum(powered)], np.float32)
     mem.write(ins.args[5], torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(ins.args[5]).shape), order="C")))
 
 
