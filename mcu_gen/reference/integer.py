@@ -483,6 +483,18 @@ def _emulated_vector_norm(mem: Memory, ins) -> None:
     mem.write(ins.args[5], torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(ins.args[5]).shape), order="C")))
 
 
+def _emulated_sum(mem: Memory, ins) -> None:
+    """op_sum.cpp in float32: a sequential float32 sum over dim (None or []: all dims)."""
+    x = mem.tensor(ins.args[0]).numpy()
+    out = ins.args[4]
+    if x.dtype != np.float32 or mem.program.tensor(out).dtype != "float32":
+        execute_portable(mem, ins)
+        return
+    with np.errstate(all="ignore"):
+        y = _seq_sum(_reduced_rows(x, _scalar(mem, ins.args[1])))
+    mem.write(out, torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(out).shape), order="C")))
+
+
 def _emulated_cumsum(mem: Memory, ins) -> None:
     """op_cumsum.cpp in float32: a running float32 sum along dim."""
     x = mem.tensor(ins.args[0]).numpy()
@@ -540,6 +552,7 @@ def _emulated_libm_unary(mem: Memory, ins) -> None:
 EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::var.correction_out": _emulated_var, "aten::var_mean.correction_out": _emulated_var,
             "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _emulated_cumsum,
+            "aten::sum.IntList_out": _emulated_sum,
             "aten::logit.out": _emulated_logit,
             "aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
