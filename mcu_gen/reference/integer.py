@@ -483,6 +483,26 @@ def _emulated_vector_norm(mem: Memory, ins) -> None:
     mem.write(ins.args[5], torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(ins.args[5]).shape), order="C")))
 
 
+def _emulated_addmm(mem: Memory, ins) -> None:
+    """op_addmm.cpp: f32_matrix.h matmul_f32 (row r of out += a[r, t] * b[t, :], t in order), then
+    alpha * that (unless alpha is 1) + beta * self (unless beta is 0), in float32."""
+    s, a, b = (mem.tensor(ins.args[k]).numpy() for k in range(3))
+    out = ins.args[5]
+    if not all(t.dtype == np.float32 for t in (s, a, b)) or a.ndim != 2 or b.ndim != 2:
+        execute_portable(mem, ins)
+        return
+    beta, alpha = np.float32(_scalar(mem, ins.args[3])), np.float32(_scalar(mem, ins.args[4]))
+    with np.errstate(all="ignore"):
+        o = np.zeros((a.shape[0], b.shape[1]), np.float32)
+        for t in range(a.shape[1]):
+            o = o + a[:, t:t + 1] * b[t:t + 1, :]
+        if alpha != 1.0:
+            o = alpha * o
+        if beta != 0.0:
+            o = o + beta * np.broadcast_to(s, o.shape)
+    mem.write(out, torch.from_numpy(np.asarray(o, np.float32, order="C")))
+
+
 def _emulated_sum(mem: Memory, ins) -> None:
     """op_sum.cpp in float32: a sequential float32 sum over dim (None or []: all dims)."""
     x = mem.tensor(ins.args[0]).numpy()
@@ -552,7 +572,7 @@ def _emulated_libm_unary(mem: Memory, ins) -> None:
 EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::var.correction_out": _emulated_var, "aten::var_mean.correction_out": _emulated_var,
             "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _emulated_cumsum,
-            "aten::sum.IntList_out": _emulated_sum,
+            "aten::sum.IntList_out": _emulated_sum, "aten::addmm.out": _emulated_addmm,
             "aten::logit.out": _emulated_logit,
             "aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
