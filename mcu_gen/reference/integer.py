@@ -503,6 +503,37 @@ def _emulated_addmm(mem: Memory, ins) -> None:
     mem.write(out, torch.from_numpy(np.asarray(o, np.float32, order="C")))
 
 
+def _emulated_group_norm(mem: Memory, ins) -> None:
+    """op_native_group_norm.cpp: per (sample, group) sequential float32 sums, mean = sum * (1 / count),
+    rstd = 1 / sqrtf(var + eps), y = x * (rstd * w) + (b - mean * rstd * w)."""
+    p = mem.program
+    x = mem.tensor(ins.args[0]).numpy()
+    n, c, hw, groups = (int(_scalar(mem, ins.args[k])) for k in (3, 4, 5, 6))
+    if x.dtype != np.float32 or groups <= 0 or c % groups or n * c * hw != x.size or c * hw == 0:
+        execute_portable(mem, ins)
+        return
+
+    def param(k):
+        return None if isinstance(p.values[ins.args[k]], ScalarValue) else mem.tensor(ins.args[k]).numpy()
+
+    weight, bias = param(1), param(2)
+    per_group = c // groups
+    rows = x.reshape(n * groups, per_group * hw).astype(np.float32)
+    inv = np.float32(1.0) / np.float32(per_group * hw)
+    eps = np.float32(_scalar(mem, ins.args[7]))
+    with np.errstate(all="ignore"):
+        mean = _seq_sum(rows) * inv
+        d = rows - mean[:, None]
+        rstd = np.float32(1.0) / np.sqrt(_seq_sum(d * d) * inv + eps)
+        w = np.ones(c, np.float32) if weight is None else _f32(weight).reshape(c)
+        b = np.zeros(c, np.float32) if bias is None else _f32(bias).reshape(c)
+        scale = rstd.reshape(n, groups, 1) * w.reshape(1, groups, per_group)  # [n, groups, per_group]
+        shift = b.reshape(1, groups, per_group) - mean.reshape(n, groups, 1) * scale
+        y = x.reshape(n, groups, per_group, hw) * scale[..., None] + shift[..., None]
+    for index, val in zip(ins.args[8:11], (y, mean, rstd)):
+        mem.write(index, torch.from_numpy(np.asarray(val, np.float32).reshape(p.tensor(index).shape).copy()))
+
+
 def _emulated_sum(mem: Memory, ins) -> None:
     """op_sum.cpp in float32: a sequential float32 sum over dim (None or []: all dims)."""
     x = mem.tensor(ins.args[0]).numpy()
@@ -573,6 +604,7 @@ EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::var.correction_out": _emulated_var, "aten::var_mean.correction_out": _emulated_var,
             "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _emulated_cumsum,
             "aten::sum.IntList_out": _emulated_sum, "aten::addmm.out": _emulated_addmm,
+            "aten::native_group_norm.out": _emulated_group_norm,
             "aten::logit.out": _emulated_logit,
             "aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
