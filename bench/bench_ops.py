@@ -99,7 +99,7 @@ def main(argv=None) -> int:
         print(f"  int8: {len(strict)} of {len(et_ok)} {of} bit-exact in every output "
               f"({100 * len(strict) / max(1, len(et_ok)):.1f}%)")
         modes = collections.Counter(ours[c.id].mode for c in exact)
-        print(f"  int8 modes of those bit-exact: int8 kernels {modes['int8']}, only fp32 islands between "
+        print(f"  int8 modes of those correct: int8 kernels {modes['int8']}, only fp32 islands between "
               f"quantize/dequantize {modes['fp32 islands']}, nothing quantized {modes['fp32']}")
     status = collections.Counter(r.status for r in ours.values())
     print("  mcu-gen statuses: " + ", ".join(f"{s} {status[s]}" for s in ("correct", "incorrect", "missing",

@@ -423,7 +423,9 @@ def _emulated_softmax(fn):
 
 def _reduced_rows(x: np.ndarray, dims) -> np.ndarray:
     """x as rows of the reduced elements, in the order reduce_common.h walks them (the reduced dims in
-    row-major order; dims None or []: all)."""
+    row-major order; dims None or []: all). A 0-dim x is one row of one element (any dim reduces it)."""
+    if x.ndim == 0:
+        return x.reshape(1, 1)
     dims = sorted({int(d) % max(x.ndim, 1) for d in dims}) if dims else list(range(x.ndim))
     keep = [d for d in range(x.ndim) if d not in dims]
     return np.transpose(x, keep + dims).reshape(-1, int(np.prod([x.shape[d] for d in dims], dtype=np.int64)))
