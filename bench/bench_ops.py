@@ -2,6 +2,7 @@
 
     python bench/bench_ops.py [--dtypes float32,int64,bool] [--ops add,abs,...] [--no-executorch]
                               [--qemu N] [--families N] [--json rows.json] [--executorch-from rows.json]
+                              [--quantize int8]
 
 Cases (mcu_gen/dev/conformance/cases.py): per OpInfo entry and dtype, the first sample small enough for
 an MCU (every tensor <= 4096 elements, none empty) that torch.export captures, with deterministic
@@ -11,6 +12,10 @@ batch: it aborts on some inputs) and through mcu-gen on one host runner with eve
 integers and bools exact). --qemu N runs N of the host-correct cases on QEMU mps2-an505 as well.
 Prints: cases captured, ExecuTorch-correct, mcu-gen-correct (of those), mcu-gen's statuses, the
 kernels missing most often, and a per-family table.
+--quantize int8: every float32 case runs quantized as `mcu-gen build --quantize int8` does it (calibrated on
+its own inputs) and must be bit-exact with the host integer reference (what `mcu-gen run --quantize int8`
+compares the device with); prints how many of the ExecuTorch-correct float32 cases are, and how many ran
+int8 kernels rather than only fp32 islands between a quantize and a dequantize.
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="write every case's results here")
     ap.add_argument("--executorch-from", default=None,
                     help="reuse ExecuTorch's statuses from an earlier --json file (the wheel does not change)")
+    ap.add_argument("--quantize", default=None, choices=["int8"],
+                    help="run float32 cases quantized, bit-exact with the host integer reference")
     args = ap.parse_args(argv)
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
@@ -52,7 +59,7 @@ def main(argv=None) -> int:
     ops = args.ops.split(",") if args.ops else None
     for case in iter_cases(dtypes=tuple(args.dtypes.split(",")), ops=ops):
         cases.append(case)
-        ours[case.id] = runner.run(case)
+        ours[case.id] = runner.run(case, quantize=args.quantize)
     t_host = time.time() - t0
     if args.executorch_from:
         earlier = {r["case"]: (r["executorch"], r["executorch_detail"])
@@ -68,7 +75,9 @@ def main(argv=None) -> int:
         for case in [c for c in cases if ours[c.id].status == "correct"][:args.qemu]:
             qemu[case.id] = run_on_board(case)
 
-    print(f"OpInfo conformance ({args.dtypes}; host {t_host:.0f} s, ExecuTorch {t_et:.0f} s)")
+    what = f"{args.dtypes}" + (f", --quantize {args.quantize}: float32 cases bit-exact with the integer reference"
+                               if args.quantize else "")
+    print(f"OpInfo conformance ({what}; host {t_host:.0f} s, ExecuTorch {t_et:.0f} s)")
     for dtype in args.dtypes.split(","):
         ds = [c for c in cases if c.dtype == dtype]
         ok = [c for c in ds if ours[c.id].status == "correct"]
@@ -78,6 +87,20 @@ def main(argv=None) -> int:
             both = [c for c in et_ok if ours[c.id].status == "correct"]
             line += f"   ExecuTorch correct {len(et_ok):4d}   mcu-gen correct of those {len(both):4d}"
         print(line)
+    if args.quantize:
+        fl = [c for c in cases if c.dtype == "float32"]
+        et_ok = [c for c in fl if theirs.get(c.id, ("",))[0] == "correct"] if theirs else fl
+        exact = [c for c in et_ok if ours[c.id].status == "correct"]
+        of = "ExecuTorch-correct float32 cases" if theirs else "float32 cases"
+        strict = [c for c in exact if ours[c.id].bit_exact is not False]
+        print(f"  int8: {len(exact)} of {len(et_ok)} {of} build and run correct "
+              f"({100 * len(exact) / max(1, len(et_ok)):.1f}%): int8, integer and dequantized outputs bit-exact "
+              f"with the integer reference, fp32-island outputs nothing quantizes within the fp32 tolerance")
+        print(f"  int8: {len(strict)} of {len(et_ok)} {of} bit-exact in every output "
+              f"({100 * len(strict) / max(1, len(et_ok)):.1f}%)")
+        modes = collections.Counter(ours[c.id].mode for c in exact)
+        print(f"  int8 modes of those correct: int8 kernels {modes['int8']}, only fp32 islands between "
+              f"quantize/dequantize {modes['fp32 islands']}, nothing quantized {modes['fp32']}")
     status = collections.Counter(r.status for r in ours.values())
     print("  mcu-gen statuses: " + ", ".join(f"{s} {status[s]}" for s in ("correct", "incorrect", "missing",
                                                                           "refused", "crash")))

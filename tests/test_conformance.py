@@ -1,16 +1,18 @@
 """The OpInfo conformance harness (mcu_gen/dev/conformance) on a small fixed sample: it classifies
 correct / incorrect / missing / refused properly (a deliberately wrong reference is caught), ops mcu-gen
 supports pass on the host runner, and a case rebuilt from its id (ExecuTorch's worker) is the same case.
-The full sweep is bench/bench_ops.py."""
+The int8 mode (quantized as `build --quantize int8`, bit-exact with the host integer reference) on a
+fixed sample. The full sweeps are bench/bench_ops.py [--quantize int8]."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from mcu_gen.backends import kernels as kernel_registry
 from mcu_gen.dev.conformance import executorch as et
 from mcu_gen.dev.conformance.cases import case_by_id, case_for, op_database, op_key
-from mcu_gen.dev.conformance.host import HostRunner, lower_case
+from mcu_gen.dev.conformance.host import HostRunner, _lsb_scale, compare_exact, lower_case, lower_case_int8
 
 # OpInfo entries whose first small float32 sample mcu-gen computes correctly today.
 SUPPORTED = ["add", "sub", "mul", "abs", "nn.functional.relu", "sigmoid", "tanh", "cat", "permute", "where",
@@ -97,3 +99,71 @@ def test_executorch_worker_runs_cases(cases):
     got = et.run_in_executorch(ids)
     assert got[cases["add"].id][0] == "correct" and got[cases["abs"].id][0] == "correct", got
     assert got["no_such_op:float32:0"][0] == "unsupported"
+
+
+# -- int8 (bench_ops.py --quantize int8) ----------------------------------------------------------------
+# float32 OpInfo cases quantized as `mcu-gen build --quantize int8` does it: int8 kernels (add, mul, conv,
+# linear, pools, softmax, cat, views), fp32 islands between quantize and dequantize (sigmoid, sum, layer_norm),
+# integer and bool outputs of a quantized graph (argmax, eq), several outputs (max with dim), 0-dim
+# results (sum, logsumexp), outputs that are an input or a folded constant (clone, zeros_like), .long() in an
+# island, fp32 outputs the reference computes as the kernels do (var_mean).
+INT8_SAMPLE = ["add", "mul", "nn.functional.conv2d", "nn.functional.linear", "nn.functional.max_pool2d",
+               "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d", "softmax", "nn.functional.relu",
+               "cat", "permute", "unsqueeze", "sigmoid", "sum", "argmax", "eq", "max.reduction_with_dim",
+               "clone", "zeros_like", "long", "logsumexp", "var_mean"]
+
+
+@pytest.fixture(scope="module")
+def int8_cases(db):
+    out = {}
+    for name in INT8_SAMPLE + ["nonzero"]:
+        case = case_for(db[name], "float32")
+        assert case is not None, f"{name}: no small exportable float32 sample"
+        out[name] = case
+    return out
+
+
+@pytest.fixture(scope="module")
+def int8_runner(int8_cases):
+    every = kernel_registry.find_kernels()
+    ops = set()
+    for name in INT8_SAMPLE:
+        program, missing = lower_case_int8(int8_cases[name], every)
+        assert not missing, f"{name}: {missing}"
+        ops.update(program.operators)
+    return HostRunner(available={op: every[op] for op in ops})
+
+
+def test_int8_sample_is_bit_exact(int8_runner, int8_cases):
+    bad, modes = [], set()
+    for name in INT8_SAMPLE:
+        r = int8_runner.run(int8_cases[name], quantize="int8")
+        modes.add(r.mode)
+        if r.status != "correct" or r.bit_exact is not True:
+            bad.append(f"{int8_cases[name].id}: {r.status} ({r.mode}): {r.detail}")
+    assert not bad, "\n".join(bad)
+    assert {"int8", "fp32 islands"} <= modes  # int8 kernels and fp32 islands both ran
+
+
+def test_int8_no_internal_error_escapes(int8_runner, int8_cases):
+    results = {name: int8_runner.run(case, quantize="int8") for name, case in int8_cases.items()}
+    crashes = [f"{n}: {r.detail}" for n, r in results.items() if r.status == "crash"]
+    assert not crashes, "\n".join(crashes)
+    r = results["nonzero"]
+    assert r.status == "refused" and "depends on the input data" in r.detail, r
+
+
+def test_int8_difference_is_reported_in_lsb(int8_runner, int8_cases):
+    from mcu_gen.reference.inputs import quantize_inputs
+    from mcu_gen.reference.integer import run_int8_reference
+
+    case = int8_cases["add"]
+    program, _ = lower_case_int8(case, int8_runner.available)
+    want = run_int8_reference(program, list(quantize_inputs(program, [x.numpy() for x in case.inputs])))
+    got = int8_runner.execute(program, case.fresh_inputs())
+    assert compare_exact(program, got, want, case.expected)[:2] == (True, True)
+    scale = _lsb_scale(program, program.outputs[0])
+    assert scale is not None  # a dequantized output
+    off = [w + np.float32(2 * scale) for w in want]  # two steps of the output's quantization
+    ok, exact, why = compare_exact(program, got, off, case.expected)
+    assert not ok and not exact and "2 LSB" in why, why

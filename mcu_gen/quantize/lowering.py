@@ -42,6 +42,9 @@ from mcu_gen.quantize.int8_common import (  # noqa: F401  (re-exported: lowering
 from mcu_gen.quantize import int8_ops
 
 
+ASSERT_OPS = {aten._assert_tensor_metadata.default, aten._assert_scalar.default}
+
+
 class _ConstAdapter:
     """What export.Fp32Lowering needs of a ConstGraph: constants by get_attr node."""
 
@@ -402,8 +405,8 @@ class QuantLowering:
                     raise QuantLoweringError(f"{node.name}: dequantize of a tensor that is not int8")
                 self.q[node] = self.q[node.args[0]]
                 continue
-            if t in DQ_CHANNEL_OPS:
-                continue
+            if t in DQ_CHANNEL_OPS or t in ASSERT_OPS:
+                continue  # (asserts: checks of dtypes and shapes that export proved; nothing to run)
             reason = self.try_int8(node)
             if reason is not None:
                 self.fallback_op(node, reason)
@@ -531,11 +534,15 @@ class QuantLowering:
             v = self.f[(node, True)]
         else:
             raise QuantLoweringError(f"output {node}: not produced by the program")
-        root = v
-        while root in self.aliases:
-            root = self.aliases[root]
-        if root in self.program.inputs:
-            raise QuantLoweringError("a model output that is its input is not supported")
+        root = self.fp.root(v)
+        if root in self.program.inputs or self.program.tensor(root).is_constant or v in self.program.outputs:
+            # the output must be a buffer of its own (clone(x), x.view(...), zeros_like(x): an input, a
+            # view of one or a constant folded at build time; or another output): copy it
+            t = self.program.tensor(v)
+            out = self.program.add(TensorValue(t.shape, t.dtype, dim_order=t.dim_order, name=f"{node.name}_out",
+                                               scale=t.scale, zero_point=t.zero_point))
+            self.emit("aten::clone.out", [v, self.scalar("none")], out, node)
+            return out
         return v
 
 

@@ -191,6 +191,23 @@ def _mutating_overload(out_op):
     return None
 
 
+def _functional_with_options(out_op):
+    """The functional overload that also takes ATen's TensorOptions (dtype, layout, device, pin_memory),
+    which the out-variant has not: its out tensor carries the dtype (_to_copy.out, schema.find_out_variant)."""
+    from mcu_gen.capture.schema import TENSOR_OPTIONS
+
+    wanted = [(a.name, str(a.type)) for a in out_op._schema.arguments if not is_out_arg(a)]
+    packet = out_op.overloadpacket
+    for name in packet.overloads():
+        ov = getattr(packet, name)
+        args = ov._schema.arguments
+        if any(is_out_arg(a) for a in args) or ov._schema.is_mutable:
+            continue
+        if [(a.name, str(a.type)) for a in args if a.name not in TENSOR_OPTIONS] == wanted:
+            return ov
+    return None
+
+
 def execute_portable(mem: Memory, ins) -> None:
     if ins.op == "aten::copy_":  # in place: self = src (ExecuTorch's mutable-buffer update)
         if len(ins.args) < 2:
@@ -199,6 +216,12 @@ def execute_portable(mem: Memory, ins) -> None:
         return
     out_op = resolve_op(ins.op)
     fn = find_functional(out_op) or _mutating_overload(out_op)
+    options = {}
+    if fn is None:
+        fn = _functional_with_options(out_op)
+        if fn is not None and any(a.name == "dtype" for a in fn._schema.arguments):
+            out_index = ins.args[[is_out_arg(a) for a in out_op._schema.arguments].index(True)]
+            options["dtype"] = _torch_dtype(mem.program.tensor(out_index).dtype)
     if fn is None:
         raise ReferenceUnsupported(f"{ins.op}: no functional overload to run it with")
     schema_args = out_op._schema.arguments
@@ -216,7 +239,7 @@ def execute_portable(mem: Memory, ins) -> None:
         else:
             args.append(value)
     with torch.no_grad():
-        result = fn(*args, **kwargs)
+        result = fn(*args, **kwargs, **options)
     results = list(result) if isinstance(result, (tuple, list)) else [result]
     if len(results) != len(outs):
         raise ReferenceError(f"{ins.op}: {len(results)} results for {len(outs)} out values")
