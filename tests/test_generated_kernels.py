@@ -392,6 +392,7 @@ def test_generated_source_compiles_for_the_dsp_cores(cpu, failing_kernels, tmp_p
         src.write_text(gen.source)
         r = subprocess.run([cxx, f"-mcpu={cpu}", "-mthumb", f"-mfpu={fpu}", "-mfloat-abi=hard", "-O2", "-std=c++17",
                             "-fno-exceptions", "-fno-rtti", "-ffunction-sections", "-Wall", "-Werror=return-type",
+                            "-DMCU_KERNEL_PREPARE=1",  # as every image with generated layers (their prepare hooks)
                             "-I", str(RUNTIME_CORE / "include"), "-I", str(KERNELS_PORTABLE), "-c", str(src),
                             "-o", str(tmp_path / f"gen_{n}.o")], capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, f"{kind} {shape}: {r.stderr[-3000:]}"
