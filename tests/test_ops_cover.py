@@ -59,3 +59,22 @@ def test_pad_replicate_negative_and_circular():
     check(lambda a, b: (F.pad(a, (1, 2), mode="circular"), F.pad(b, (2, 1, 0, 3), mode="circular"),
                         F.pad(b, (-1, 2, 1, -1), mode="circular")),
           x3, x4, rtol=0, atol=0)
+
+
+def test_complex_is_refused_with_what_to_do():
+    """Complex tensors are out of scope: the error names the operator, the dtype and a real formulation."""
+    import pytest
+
+    from mcu_gen.capture.export import UnsupportedOperatorError, export_model
+    from mcu_gen.capture.model_file import ModelSpec
+    from tests.op_check import Fn
+
+    x = torch.randn(64)
+    for fn in (lambda x: torch.stft(x, 16, return_complex=True).abs(),
+               lambda x: torch.view_as_real(torch.stft(x, 16, return_complex=True)),
+               lambda x: torch.view_as_real(torch.fft.rfft(x))):
+        with pytest.raises(UnsupportedOperatorError) as e:
+            export_model(ModelSpec(Fn(fn).eval(), (x,)))
+        msg = str(e.value)
+        assert "complex64" in msg and "aten::_fft_r2c" in msg and "out of mcu-gen's scope" in msg
+        assert "unfold" in msg and "DFT" in msg and "\n  at " in msg
