@@ -301,3 +301,34 @@ inline void batch_norm_training(const float* x, float* y, int32_t n, int32_t c, 
 
 }  // namespace kernels
 }  // namespace mcu
+
+namespace mcu {
+namespace kernels {
+
+// out = elements [start, start + n) of contiguous `in` along `dim` (split_copy,
+// unbind_copy). out has in's shape with n at dim, or, when `drop_dim` (n must be
+// 1), in's shape without dim. Checks out's dtype, shape and layout and the range.
+inline Error copy_chunk(const TensorRef& in, int32_t dim, int32_t start, int32_t n, const TensorRef& out,
+                        bool drop_dim) {
+  if (!copyable_pair(in, out) || dim < 0 || dim >= in.dim || start < 0 || n < 0) return Error::KernelFailed;
+  if (n > in.sizes[dim] - start || (drop_dim && n != 1)) return Error::KernelFailed;
+  if (out.dim != (drop_dim ? in.dim - 1 : in.dim)) return Error::KernelFailed;
+  int32_t sizes[kMaxDims];
+  for (int32_t d = 0; d < in.dim; ++d) {
+    sizes[d] = d == dim ? n : in.sizes[d];
+    const int32_t o = drop_dim && d > dim ? d - 1 : d;
+    if (drop_dim && d == dim) continue;
+    if (out.sizes[o] != sizes[d]) return Error::KernelFailed;
+  }
+  int32_t in_strides[kMaxDims];
+  contiguous_strides(in.sizes, in.dim, in_strides);
+  int32_t out_strides[kMaxDims];
+  contiguous_strides(sizes, in.dim, out_strides);
+  const size_t esize = element_size(in);
+  const uint8_t* src = static_cast<const uint8_t*>(in.data) + static_cast<size_t>(start) * in_strides[dim] * esize;
+  strided_copy(out.data, out_strides, src, in_strides, sizes, in.dim, esize);
+  return Error::Ok;
+}
+
+}  // namespace kernels
+}  // namespace mcu

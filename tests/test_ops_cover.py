@@ -78,3 +78,91 @@ def test_complex_is_refused_with_what_to_do():
         msg = str(e.value)
         assert "complex64" in msg and "aten::_fft_r2c" in msg and "out of mcu-gen's scope" in msg
         assert "unfold" in msg and "DFT" in msg and "\n  at " in msg
+
+
+def test_portable_shape_copies():
+    """ExecuTorch's portable out-variants mcu-gen lacked (split_copy, unbind_copy, squeeze_copy.dim, t_copy,
+    transpose_copy, lift_fresh_copy, _conj_physical, dim-order _to_copy / empty), on several dtypes,
+    against PyTorch element for element."""
+    from mcu_gen.program.ir import Instruction
+
+    bld = Builder()
+    for dtype in ("float32", "int64", "int8", "bool"):
+        xa = sample((2, 3, 5), dtype)
+        x = bld.input(xa, dtype)
+        tx = torch.from_numpy(xa)
+
+        def call(label, op, args, want):
+            o = bld.call(op, args, want.shape, str(want.numpy().dtype))
+            bld.expect(f"{label} {dtype}", o, want.contiguous())
+
+        def listed(label, op, args, wants):
+            outs = [bld.p.add_tensor(tuple(w.shape), dtype) for w in wants]
+            bld.p.instructions.append(Instruction(op, list(args) + [bld.scalar("tensor_list", outs)]))
+            for k, (o, w) in enumerate(zip(outs, wants)):
+                if w.numel():
+                    bld.expect(f"{label} {k} {dtype}", o, w.contiguous())
+
+        for size, dim in ((2, -1), (1, 0), (3, 1), (5, 2), (7, 2)):
+            listed(f"split {size} {dim}", "aten::split_copy.Tensor_out",
+                   [x, bld.scalar("int", size), bld.scalar("int", dim)], torch.split(tx, size, dim))
+        for dim in (0, 1, -1):
+            listed(f"unbind {dim}", "aten::unbind_copy.int_out", [x, bld.scalar("int", dim)], torch.unbind(tx, dim))
+        for a, b in ((0, 1), (-1, 0), (1, 2), (2, 2)):
+            call(f"transpose {a} {b}", "aten::transpose_copy.int_out", [x, bld.scalar("int", a), bld.scalar("int", b)],
+                 tx.transpose(a, b))
+        call("lift_fresh", "aten::lift_fresh_copy.out", [x], tx.clone())
+        call("conj_physical", "aten::_conj_physical.out", [x], tx.clone())
+        call("to_dim_order same dtype", "dim_order_ops::_to_dim_order_copy.out",
+             [x, bld.scalar("bool", False), bld.scalar("int_list", [0, 1, 2])], tx.clone())
+        ya = sample((1, 4, 1), dtype)
+        y = bld.input(ya, dtype)
+        ty = torch.from_numpy(ya)
+        for dim in (0, 1, -1, 2):
+            call(f"squeeze {dim}", "aten::squeeze_copy.dim_out", [y, bld.scalar("int", dim)], ty.squeeze(dim))
+        m = bld.input(xa[0], dtype)
+        call("t 2-d", "aten::t_copy.out", [m], torch.from_numpy(xa[0]).t())
+        v = bld.input(xa[0, 0], dtype)
+        call("t 1-d", "aten::t_copy.out", [v], torch.from_numpy(xa[0, 0]).t())
+        # dtype conversions: to float32 and to int32 (ATen's casts: toward zero)
+        for to, tdt in (("float32", torch.float32), ("int32", torch.int32)):
+            want = tx.to(tdt)
+            o = bld.call("dim_order_ops::_to_dim_order_copy.out", [x, bld.scalar("bool", False), bld.scalar("none")],
+                         want.shape, to)
+            bld.expect(f"to_dim_order {dtype}->{to}", o, want)
+    # _empty_dim_order: the storage of the shape (contents unspecified): only that it runs
+    e = bld.call("dim_order_ops::_empty_dim_order.out", [bld.scalar("int_list", [2, 3]), bld.scalar("none")], (2, 3),
+                 "float32")
+    bld.p.outputs.append(e)
+    bld.run_and_check(rtol=0, atol=0)
+
+
+def test_shape_copies_reject_bad_shapes():
+    """Wrong out shapes or list lengths (a corrupt program): a clean kernel failure."""
+    import pytest
+
+    from mcu_gen.firmware.host import HostRunError, run_on_host
+    from mcu_gen.program.ir import Instruction
+
+    cases = [
+        ("aten::split_copy.Tensor_out", [("int", 2), ("int", 1)], [(2, 2, 5), (2, 2, 5)]),   # 3 rows split by 2: 2 + 1
+        ("aten::split_copy.Tensor_out", [("int", 2), ("int", 1)], [(2, 2, 5)]),              # too few outs
+        ("aten::unbind_copy.int_out", [("int", 0)], [(3, 5)]),                               # 2 outs needed
+        ("aten::unbind_copy.int_out", [("int", 3)], [(2, 3)] * 5),                           # dim out of range
+        ("aten::transpose_copy.int_out", [("int", 0), ("int", 1)], (2, 3, 5)),               # not transposed
+        ("aten::t_copy.out", [], (5, 3, 2)),                                                 # 3-d
+        ("aten::squeeze_copy.dim_out", [("int", 1)], (2, 5)),                                # dim 1 has size 3
+    ]
+    for op, args, outs in cases:
+        bld = Builder()
+        x = bld.input(sample((2, 3, 5), "float32"))
+        extra = [bld.scalar(k, v) for k, v in args]
+        if isinstance(outs, list):
+            vals = [bld.p.add_tensor(s, "float32") for s in outs]
+            bld.p.instructions.append(Instruction(op, [x] + extra + [bld.scalar("tensor_list", vals)]))
+            bld.p.outputs.extend(vals)
+        else:
+            bld.p.outputs.append(bld.call(op, [x] + extra, outs, "float32"))
+        with pytest.raises(HostRunError, match="KernelFailed") as e:
+            run_on_host(bld.p, bld.feeds)
+        assert "signal" not in str(e.value).lower(), op
