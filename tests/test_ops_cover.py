@@ -166,3 +166,39 @@ def test_shape_copies_reject_bad_shapes():
         with pytest.raises(HostRunError, match="KernelFailed") as e:
             run_on_host(bld.p, bld.feeds)
         assert "signal" not in str(e.value).lower(), op
+
+
+def test_index_put_in_place():
+    """aten::index_put_ (ExecuTorch's in-place form) writes self as index_put.out does; an out-of-range index fails."""
+    import pytest
+
+    from mcu_gen.firmware.host import HostRunError, run_on_host
+    from mcu_gen.program.ir import Instruction
+    from tests.test_ops_index_tensor import PUT_CASES, _data, _list, _torch_indices
+
+    def put_program(dtype, cases):
+        bld = Builder()
+        for shape, items, vshape, acc in cases:
+            xa = _data(shape, dtype)
+            tind = _torch_indices(items)
+            r = torch.ops.aten.index.Tensor(torch.from_numpy(xa), tind).shape
+            va = _data(r if vshape is None else vshape, dtype)
+            x, v = bld.input(xa, dtype), bld.input(va, dtype)
+            s = bld.call("aten::clone.out", [x, bld.scalar("none")], xa.shape, dtype)  # self: a planned tensor
+            bld.p.instructions.append(Instruction("aten::index_put_", [s, _list(bld, items), v, bld.scalar("bool", acc), s]))
+            bld.expect(f"{dtype} {shape} acc={acc}",
+                       s, torch.ops.aten.index_put(torch.from_numpy(xa), tind, torch.from_numpy(va), acc))
+        return bld
+
+    for dtype in ("float32", "int64", "bool"):
+        put_program(dtype, PUT_CASES).run_and_check(rtol=1e-6, atol=1e-6)
+    b2 = Builder()
+    x = b2.input(_data((3, 4), "float32"))
+    i = b2.input(np.array([0, 3], dtype=np.int64), "int64")  # 3 is out of range for dim 0 (size 3)
+    v = b2.input(np.zeros((2, 4), np.float32))
+    s = b2.call("aten::clone.out", [x, b2.scalar("none")], (3, 4), "float32")
+    b2.p.instructions.append(Instruction("aten::index_put_", [s, b2.scalar("optional_tensor_list", [i]), v,
+                                                              b2.scalar("bool", False), s]))
+    b2.p.outputs.append(s)
+    with pytest.raises(HostRunError, match="KernelFailed"):
+        run_on_host(b2.p, b2.feeds)
