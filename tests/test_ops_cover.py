@@ -202,3 +202,15 @@ def test_index_put_in_place():
     b2.p.outputs.append(s)
     with pytest.raises(HostRunError, match="KernelFailed"):
         run_on_host(b2.p, b2.feeds)
+
+
+def test_activations_on_integer_tensors():
+    """relu, relu6 / hardtanh keep integer dtypes; sigmoid and tanh of integers and bools give float (ATen)."""
+    import torch.nn.functional as F
+
+    xi = torch.randint(-9, 9, (3, 5))
+    xs = xi.to(torch.int32)
+    xb = torch.rand(4, 3) > 0.5
+    check(lambda a, b: (F.relu(a), F.relu(b), F.relu6(a), F.hardtanh(b, -2, 3)), xi, xs, rtol=0, atol=0)
+    check(lambda a, b, c: (torch.sigmoid(a), torch.tanh(a), torch.sigmoid(b), torch.tanh(b), torch.sigmoid(c),
+                           torch.tanh(c)), xi, xs, xb)
