@@ -214,3 +214,14 @@ def test_activations_on_integer_tensors():
     check(lambda a, b: (F.relu(a), F.relu(b), F.relu6(a), F.hardtanh(b, -2, 3)), xi, xs, rtol=0, atol=0)
     check(lambda a, b, c: (torch.sigmoid(a), torch.tanh(a), torch.sigmoid(b), torch.tanh(b), torch.sigmoid(c),
                            torch.tanh(c)), xi, xs, xb)
+
+
+def test_integer_matrix_products_and_bool_max_min():
+    """mm / bmm of integer matrices in their dtype (wrapping, as ATen); maximum / minimum of bools (or / and)."""
+    a, b = torch.randint(-20, 20, (3, 4)), torch.randint(-20, 20, (4, 5))
+    p, q = torch.randint(-9, 9, (2, 3, 4), dtype=torch.int32), torch.randint(-9, 9, (2, 4, 2), dtype=torch.int32)
+    big = torch.full((2, 2), 2**40, dtype=torch.int64)  # products wrap as in ATen
+    check(lambda a, b, p, q, big: (torch.mm(a, b), torch.bmm(p, q), torch.mm(big, big), torch.mm(p[0], q[1])),
+          a, b, p, q, big, rtol=0, atol=0)
+    x, y = torch.rand(3, 4) > 0.5, torch.rand(4) > 0.5
+    check(lambda x, y: (torch.maximum(x, y), torch.minimum(x, y)), x, y, rtol=0, atol=0)
