@@ -225,3 +225,12 @@ def test_integer_matrix_products_and_bool_max_min():
           a, b, p, q, big, rtol=0, atol=0)
     x, y = torch.rand(3, 4) > 0.5, torch.rand(4) > 0.5
     check(lambda x, y: (torch.maximum(x, y), torch.minimum(x, y)), x, y, rtol=0, atol=0)
+
+
+def test_integer_addmm():
+    """addmm of integer tensors (self broadcast, beta and alpha as ints), and integer linear (addmm / mm)."""
+    a, b = torch.randint(-20, 20, (3, 4)), torch.randint(-20, 20, (4, 5))
+    row, full = torch.randint(-9, 9, (5,)), torch.randint(-9, 9, (3, 5))
+    check(lambda a, b, r, f: (torch.addmm(r, a, b), torch.addmm(f, a, b, beta=2, alpha=3),
+                              torch.addmm(f, a, b, beta=0), torch.nn.functional.linear(a, b.t(), r)),
+          a, b, row, full, rtol=0, atol=0)
