@@ -20,6 +20,7 @@
 #pragma once
 #include <stdint.h>
 
+#include "dtype_util.h"
 #include "elementwise_common.h"
 #include "index_common.h"
 
@@ -272,6 +273,40 @@ class AdvancedIndex {
   int32_t b_first_ = 0, nb_ = 0;  // B's dims are R's [b_first_, b_first_ + nb_)
   int32_t inner_ = 1, inner_dims_ = 0;
 };
+
+}  // namespace kernels
+}  // namespace mcu
+
+namespace mcu {
+namespace kernels {
+
+// out = self, then out[indices] = values (or += with accumulate), indices the
+// Tensor?[] argument `indices_arg` (index_put.out, index_put_; out may be self).
+template <DTypeSet Set>
+Error put_indexed(const KernelContext& ctx, const TensorRef& in, int32_t indices_arg, const TensorRef& values,
+                  bool accumulate, const TensorRef& out) {
+  if (out.dtype != in.dtype || values.dtype != in.dtype || !same_layout(in, out)) return Error::KernelFailed;
+  AdvancedIndex ix;
+  int32_t value_strides[kMaxDims];
+  if (!ix.init(ctx, indices_arg, in) || !ix.broadcast_strides(values, value_strides)) return Error::KernelFailed;
+  if (out.data != in.data) move_bytes(out.data, in.data, in.nbytes());
+  bool ok = false;
+  const bool known = dispatch_dtype<Set>(in.dtype, [&](auto zero) {
+    using C = decltype(zero);
+    C* dst = static_cast<C*>(out.data);
+    if (accumulate) {
+      ok = ix.for_each(ix.dim(), value_strides, [&](int32_t at, int32_t from, int32_t) {
+        const C v = read_element<C>(values.data, from);
+        if constexpr (__is_same(C, float)) dst[at] += v;
+        else dst[at] = wrapping_add(read_element<C>(out.data, at), v);
+      });
+    } else {
+      ok = ix.for_each(ix.dim(), value_strides,
+                       [&](int32_t at, int32_t from, int32_t) { dst[at] = read_element<C>(values.data, from); });
+    }
+  });
+  return known && ok ? Error::Ok : Error::KernelFailed;
+}
 
 }  // namespace kernels
 }  // namespace mcu

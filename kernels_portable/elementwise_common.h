@@ -349,5 +349,18 @@ inline Error copy_to_layout(const TensorRef& in, const TensorRef& out) {
   return Error::Ok;
 }
 
+// ExecuTorch's dim_order argument `arg` (int[]?, None = contiguous) equals out's dim order
+// (dim_order_ops::_clone_dim_order, _to_dim_order_copy, _empty_dim_order).
+inline bool dim_order_matches(const KernelContext& ctx, int32_t arg, const TensorRef& out) {
+  if (ctx.is_none(arg)) return out.is_contiguous();
+  const IntList order = ctx.int_list(arg);
+  if (order.size() != out.dim) return false;
+  for (int32_t d = 0; d < out.dim; ++d) {
+    const int64_t want = out.dim_order == nullptr ? d : out.dim_order[d];
+    if (order[d] != want) return false;
+  }
+  return true;
+}
+
 }  // namespace kernels
 }  // namespace mcu

@@ -8,25 +8,10 @@
 
 namespace mcu {
 namespace kernels {
-namespace {
-
-// dim_order argument (None = contiguous) == out's dim_order.
-bool dim_order_matches(const KernelContext& ctx, const TensorRef& out) {
-  if (ctx.is_none(2)) return out.is_contiguous();
-  const IntList order = ctx.int_list(2);
-  if (order.size() != out.dim) return false;
-  for (int32_t d = 0; d < out.dim; ++d) {
-    const int64_t want = out.dim_order == nullptr ? d : out.dim_order[d];
-    if (order[d] != want) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 Error dim_order_ops_clone_dim_order_out(const KernelContext& ctx) {
   const TensorRef out = ctx.tensor(3);
-  if (!dim_order_matches(ctx, out)) return Error::KernelFailed;
+  if (!dim_order_matches(ctx, 2, out)) return Error::KernelFailed;
   return copy_to_layout(ctx.tensor(0), out);
 }
 

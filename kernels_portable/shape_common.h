@@ -124,7 +124,8 @@ namespace kernels {
 // Reflection / replication padding of the last `k` (1, 2 or 3) dims of a
 // contiguous tensor: pad = (left, right[, top, bottom[, front, back]]), as
 // ATen's reflection_pad{1,2,3}d / replication_pad{1,2,3}d. Reflection needs
-// each pad < that dim's size (ATen's check).
+// each pad < that dim's size (ATen's check); a negative replication pad crops
+// (output index o reads input clamp(o - before, 0, size - 1) either way).
 inline int32_t edge_index(int32_t o, int32_t lo, int32_t size, bool reflect) {
   int32_t j = o - lo;
   if (reflect) {
@@ -154,9 +155,12 @@ void edge_pad_planes(const E* src, E* dst, int32_t planes, const EdgePadGeometry
       const E* slab = plane + static_cast<size_t>(edge_index(z, g.before[0], id, reflect)) * ih * iw;
       for (int32_t y = 0; y < g.out[1]; ++y) {
         const E* row = slab + static_cast<size_t>(edge_index(y, g.before[1], ih, reflect)) * iw;
-        for (int32_t x = 0; x < left; ++x) *dst++ = row[edge_index(x, left, iw, reflect)];
-        for (int32_t x = 0; x < iw; ++x) *dst++ = row[x];
-        for (int32_t x = left + iw; x < g.out[2]; ++x) *dst++ = row[edge_index(x, left, iw, reflect)];
+        // Columns [x0, x1) copy the row straight; a negative pad crops (x0 = 0, x1 <= the width).
+        const int32_t x0 = left > 0 ? left : 0;
+        const int32_t x1 = left + iw < g.out[2] ? left + iw : g.out[2];
+        for (int32_t x = 0; x < x0; ++x) *dst++ = row[edge_index(x, left, iw, reflect)];
+        for (int32_t x = x0; x < x1; ++x) *dst++ = row[x - left];
+        for (int32_t x = x1 > x0 ? x1 : x0; x < g.out[2]; ++x) *dst++ = row[edge_index(x, left, iw, reflect)];
       }
     }
   }
@@ -179,7 +183,9 @@ inline Error edge_pad(const KernelContext& ctx, int32_t k, bool reflect) {
       continue;
     }
     const int64_t lo = pad[2 * j], hi = pad[2 * j + 1];
-    if (lo < 0 || hi < 0 || lo > 65535 || hi > 65535) return Error::KernelFailed;
+    // Replication takes negative pads (cropping, as ATen); reflection does not.
+    const int64_t least = reflect ? 0 : -65535;
+    if (lo < least || hi < least || lo > 65535 || hi > 65535) return Error::KernelFailed;
     if (out.sizes[out.dim - 1 - j] != g.in[a] + lo + hi) return Error::KernelFailed;
     if (reflect && (lo >= g.in[a] || hi >= g.in[a])) too_wide = true;
     g.before[a] = static_cast<int32_t>(lo);
@@ -291,6 +297,37 @@ inline void batch_norm_training(const float* x, float* y, int32_t n, int32_t c, 
       bn.running_var[ch] = (1.0f - bn.momentum) * bn.running_var[ch] + bn.momentum * unbiased;
     }
   }
+}
+
+}  // namespace kernels
+}  // namespace mcu
+
+namespace mcu {
+namespace kernels {
+
+// out = elements [start, start + n) of contiguous `in` along `dim` (split_copy,
+// unbind_copy). out has in's shape with n at dim, or, when `drop_dim` (n must be
+// 1), in's shape without dim. Checks out's dtype, shape and layout and the range.
+inline Error copy_chunk(const TensorRef& in, int32_t dim, int32_t start, int32_t n, const TensorRef& out,
+                        bool drop_dim) {
+  if (!copyable_pair(in, out) || dim < 0 || dim >= in.dim || start < 0 || n < 0) return Error::KernelFailed;
+  if (n > in.sizes[dim] - start || (drop_dim && n != 1)) return Error::KernelFailed;
+  if (out.dim != (drop_dim ? in.dim - 1 : in.dim)) return Error::KernelFailed;
+  int32_t sizes[kMaxDims];
+  for (int32_t d = 0; d < in.dim; ++d) {
+    sizes[d] = d == dim ? n : in.sizes[d];
+    const int32_t o = drop_dim && d > dim ? d - 1 : d;
+    if (drop_dim && d == dim) continue;
+    if (out.sizes[o] != sizes[d]) return Error::KernelFailed;
+  }
+  int32_t in_strides[kMaxDims];
+  contiguous_strides(in.sizes, in.dim, in_strides);
+  int32_t out_strides[kMaxDims];
+  contiguous_strides(sizes, in.dim, out_strides);
+  const size_t esize = element_size(in);
+  const uint8_t* src = static_cast<const uint8_t*>(in.data) + static_cast<size_t>(start) * in_strides[dim] * esize;
+  strided_copy(out.data, out_strides, src, in_strides, sizes, in.dim, esize);
+  return Error::Ok;
 }
 
 }  // namespace kernels

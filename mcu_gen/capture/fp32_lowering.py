@@ -68,9 +68,23 @@ class Fp32Lowering:
         for r in val if isinstance(val, (tuple, list)) else [val]:
             if isinstance(r, torch.Tensor):
                 self._check_static(node, r)
+                self._check_real(node, r)
+
+    def _check_real(self, node, val):
+        """Refuse complex tensors with what to do instead (complex is out of scope: issue 24)."""
+        if val.dtype.is_complex:
+            what = f"input {node.name}" if node.op == "placeholder" else f"{self._op_text(node)} (node {node.name})"
+            raise UnsupportedOperatorError(
+                f"{what} gives a {str(val.dtype).replace('torch.', '')} tensor {list(val.shape)}: complex tensors "
+                f"are out of mcu-gen's scope (its kernels and memory plan hold real float, integer and bool "
+                f"tensors only; there is no FFT kernel). Keep every tensor of the model real, also inside "
+                f"torch.stft / torch.fft (return_complex=False and view_as_real still compute a complex FFT): "
+                f"e.g. frames = x.unfold(-1, n_fft, hop) times precomputed cos and sin DFT matrices "
+                f"(torch.matmul) give the real and imaginary parts{self._where(node)}")
 
     def tensor_value(self, node, val) -> int:
         self._check_static(node, val)
+        self._check_real(node, val)
         return self.program.add(TensorValue(tuple(val.shape), torch_dtype_name(val.dtype), name=node.name))
 
     def constant_value(self, tensor: torch.Tensor, name: str) -> int:
@@ -344,6 +358,7 @@ class Fp32Lowering:
         for r in results:
             if isinstance(r, torch.Tensor):
                 self._check_static(node, r)
+                self._check_real(node, r)
 
         args = []
         for a in out_op._schema.arguments:

@@ -281,7 +281,9 @@ class _Writer:
         op_index = {name: i for i, name in enumerate(ops)}
         op_offs = []
         for name in ops:
-            base, _, overload = name.rpartition(".")
+            base, dot, overload = name.rpartition(".")
+            if not dot:  # an in-place op without overload name (aten::copy_, aten::index_put_)
+                base, overload = name, ""
             n = self.shared_string(base)
             o = self.shared_string(overload)
             op_offs.append(self.table(2, [(0, "off", n), (1, "off", o)]))
