@@ -69,6 +69,8 @@ def perturb_relu(result):
     text = table.read_text()
     assert "&kernels::aten_relu_out}" in text
     text = text.replace("&kernels::aten_relu_out}", "&kernels::aten_relu_out_perturbed}")
+    # and the flash table of kernels in the program's operator order, checked against the entries at load
+    text = text.replace("&kernels::aten_relu_out,", "&kernels::aten_relu_out_perturbed,")
     text = text.replace("}  // namespace kernels",
                         "Error aten_relu_out_perturbed(const KernelContext& ctx);\n}  // namespace kernels", 1)
     table.write_text(text)

@@ -70,7 +70,9 @@ def lower_island(fp: Fp32Lowering, node: torch.fx.Node, activations: dict, const
     goes in as a constant: the island's graph passes fold what it computes from it (its slices), instead of
     instructions that copy constants into the arena."""
     activations, constants = dict(activations), dict(constants)
-    for a, v in list(activations.items()):
+    # not for an in-place target (fill_, masked_fill_): it would write the constant, a buffer mutation
+    mutable = isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable
+    for a, v in ([] if mutable else list(activations.items())):
         t = fp.program.values[v]
         if (isinstance(t, TensorValue) and t.is_constant and t.dtype in _TORCH_DTYPES
                 and tuple(t.dim_order) == tuple(range(len(t.shape)))):
