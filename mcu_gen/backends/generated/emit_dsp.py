@@ -181,6 +181,43 @@ def pair_ok(k: int, n: int) -> bool:
 PAIR_LOOP_K = 128  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
 
 
+def _pair_macs(out: list, st, b: int, k: int, chans) -> None:
+    """The MACs of one sub-block of 4 channels over both rows: ``chans`` pairs (i, c), accumulators
+    r{4+i} (row 0) and r{8+i} (row 1), channel c's weights at stream offset w0 + 8bg + 8c (pair A),
+    + 4 (pair B). The x words of each group are loaded once, behind the last pair A."""
+    groups = k // 4
+    w0 = 4 * b  # the first weight word
+    out += ["ldr lr, [sp]", f"ldr r3, [lr, #{k}]", "ldr r0, [lr]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
+            "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+    for g in range(groups):
+        for i, c in chans:
+            a0, a1 = f"r{4 + i}", f"r{8 + i}"
+            wa = w0 + 8 * b * g + 8 * c
+            st.ld("lr", wa)
+            out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
+            if i == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
+                out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
+                st.ld("lr", wa + 4)
+                out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
+            else:
+                st.ld("lr", wa + 4)
+            out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
+        if g + 1 < groups:
+            out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+
+
+def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int) -> None:
+    """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
+    c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1)."""
+    for i, c in chans:
+        for j, r in enumerate(("r0", "r3", "r12")):
+            st.ld(r, c0 + 12 * c + 4 * j)
+        for a in (f"r{4 + i}", f"r{8 + i}"):
+            out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr", f"asr {a}, {a}, r12"]
+            out += _clamp_asm(a, act_min, act_max)
+        out += [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+
+
 def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
     """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
     r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
@@ -190,104 +227,42 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int) -> 
     one-row block's; r1 moves through the block with the real offsets and ends at the next block."""
     out: list = []
     st = _Stream(out)
-    groups = k // 4
-    w0 = 4 * b  # the first weight word; group g, channel c: w0 + 8bg + 8c (pair A), + 4 (pair B)
-    c0 = w0 + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
+    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     for s in range(b // 4):
-        chans = range(4 * s, 4 * s + 4)
-        for i, c in enumerate(chans):
+        chans = list(enumerate(range(4 * s, 4 * s + 4)))
+        for i, c in chans:
             st.ld(f"r{4 + i}", 4 * c)
         out += [f"mov r{8 + i}, r{4 + i}" for i in range(4)]
-        out += ["ldr lr, [sp]", f"ldr r3, [lr, #{k}]", "ldr r0, [lr]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
-                "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
-        for g in range(groups):
-            for i, c in enumerate(chans):
-                a0, a1 = f"r{4 + i}", f"r{8 + i}"
-                wa = w0 + 8 * b * g + 8 * c
-                st.ld("lr", wa)
-                out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
-                if i == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
-                    out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
-                    st.ld("lr", wa + 4)
-                    out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
-                else:
-                    st.ld("lr", wa + 4)
-                out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
-            if g + 1 < groups:
-                out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+        _pair_macs(out, st, b, k, chans)
         out.append("ldr r2, [sp, #4]")
-        for i, c in enumerate(chans):
-            for j, r in enumerate(("r0", "r3", "r12")):
-                st.ld(r, c0 + 12 * c + 4 * j)
-            for a in (f"r{4 + i}", f"r{8 + i}"):
-                out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr", f"asr {a}, {a}, r12"]
-                out += _clamp_asm(a, act_min, act_max)
-            out += [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+        _pair_requant(out, st, c0, n, chans, act_min, act_max)
     st.to(c0 + 12 * b)
     out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
     return out
 
 
 def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
-    """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
-    r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
-    ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
-    word (lr, one LDR) feeds two SMLADs, one per row: per 4 inputs and 4 channels 8 + 2 LDR (+1 for x),
-    4 SXTB16, 16 SMLAD (32 MACs), against 8 LDRD for 32 MACs of one row. The stream's layout is the
-    one-row block's: sub-block s's accumulator starts are 16s bytes after sub-block 0's, its weights
-    32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the block's start.
-    For K < PAIR_LOOP_K the sub-blocks are unrolled; from it they are one loop ([sp+20] = 16s: about
-    20 more cycles per sub-block, for half the code of a block of 8). r1 ends at the next block."""
-    loop = k >= PAIR_LOOP_K and b > 4
-    if not loop:
+    """One block of b (8 or 4) output channels of two rows (``_pair_block_unrolled``). For K <
+    PAIR_LOOP_K (or a block of 4) the sub-blocks of 4 channels are unrolled; from it they are one loop
+    ([sp+20] = 16s: about 20 more cycles per sub-block, for half the code of a block of 8). The stream's
+    layout is the one-row block's: sub-block s's accumulator starts are 16s bytes after sub-block 0's,
+    its weights 32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the
+    block's start. r1 ends at the next block."""
+    if k < PAIR_LOOP_K or b <= 4:
         return _pair_block_unrolled(b, k, n, act_min, act_max)
-    out: list = ["str r1, [sp, #24]"]
-    if loop:
-        out += ["movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:"]
-    groups = k // 4
-    w0 = 4 * b  # the first weight word; group g, channel c: w0 + 8bg + 8c (pair A), + 4 (pair B)
-    c0 = w0 + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
-    for s in range(1 if loop else b // 4):
-        step = [] if loop or s == 0 else [f"adds r1, #{16 * s}"]
-        if loop:
-            out += ["ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
-        elif s:
-            out += ["ldr r1, [sp, #24]"] + step
-        st = _Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
-        for c in range(4):
-            st.ld(f"r{4 + c}", 4 * c)
-        out += [f"mov r{8 + c}, r{4 + c}" for c in range(4)]
-        out += ["ldr lr, [sp, #20]", "add r1, lr"] if loop else step
-        out += ["ldr lr, [sp]", f"ldr r3, [lr, #{k}]", "ldr r0, [lr]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
-                "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
-        for g in range(groups):
-            for c in range(4):
-                a0, a1 = f"r{4 + c}", f"r{8 + c}"
-                wa = w0 + 8 * b * g + 8 * c
-                st.ld("lr", wa)
-                out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
-                if c == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
-                    out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
-                    st.ld("lr", wa + 4)
-                    out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
-                else:
-                    st.ld("lr", wa + 4)
-                out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
-            if g + 1 < groups:
-                out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
-        if loop:
-            out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
-        else:
-            out += step + ["ldr r2, [sp, #4]"] + ([f"adds r2, #{4 * s}"] if s else [])
-        for c in range(4):
-            for j, r in enumerate(("r0", "r3", "r12")):
-                st.ld(r, c0 + 12 * c + 4 * j)
-            for a in (f"r{4 + c}", f"r{8 + c}"):
-                out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr", f"asr {a}, {a}, r12"]
-                out += _clamp_asm(a, act_min, act_max)
-            out += [f"strb r{4 + c}, [r2, #{c}]", f"strb r{8 + c}, [r2, #{n + c}]"]
-    if loop:
-        out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
+    chans = [(c, c) for c in range(4)]
+    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
+    out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
+                 "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
+    st = _Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
+    for c in range(4):
+        st.ld(f"r{4 + c}", 4 * c)
+    out += [f"mov r{8 + c}, r{4 + c}" for c in range(4)]
+    out += ["ldr lr, [sp, #20]", "add r1, lr"]
+    _pair_macs(out, st, b, k, chans)
+    out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
+    _pair_requant(out, st, c0, n, chans, act_min, act_max)
+    out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
     out += ["ldr r1, [sp, #24]"] + _adjust("r1", c0 + 12 * b)
     out += ["ldr r2, [sp, #4]", f"adds r2, #{b}", "str r2, [sp, #4]"]
     return out
