@@ -1,0 +1,303 @@
+"""The fp32 islands of an int8 program, as the target's fp32 kernels compute them: where a kernel's
+float32 arithmetic differs from torch's (summation order, one libm call), the int8 reference
+(integer.py's execute_instruction) runs that kernel's order here, so that the quantize after the
+island sees the same float and the program stays bit-exact. ``EMULATED``: out-variant -> function
+(mem, instruction)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from mcu_gen.program.ir import ScalarValue
+from mcu_gen.reference.interpreter import Memory, execute_portable
+
+
+def _f32(x):
+    return np.asarray(x, np.float32)
+
+
+def native_layer_norm_f32(x, n: int, weight, bias, eps: float):
+    """kernels_portable/op_native_layer_norm.cpp: sequential float32 sums over rows of n."""
+    rows = x.reshape(-1, n).astype(np.float32)
+    inv_n = np.float32(1.0) / np.float32(n)
+    total = np.zeros(rows.shape[0], np.float32)
+    for i in range(n):
+        total = total + rows[:, i]
+    mean = total * inv_n
+    sq = np.zeros(rows.shape[0], np.float32)
+    for i in range(n):
+        c = rows[:, i] - mean
+        sq = sq + c * c
+    rstd = np.float32(1.0) / np.sqrt(sq * inv_n + np.float32(eps))
+    y = (rows - mean[:, None]) * rstd[:, None]
+    if weight is not None:
+        y = y * _f32(weight).reshape(1, n)
+    if bias is not None:
+        y = y + _f32(bias).reshape(1, n)
+    return y.reshape(x.shape), mean, rstd
+
+
+def _emulated_layer_norm(mem: Memory, ins) -> None:
+    p = mem.program
+    x = mem.tensor(ins.args[0]).numpy()
+    shape = p.values[ins.args[1]].value
+    n = int(np.prod(shape))
+
+    def opt(k):
+        v = p.values[ins.args[k]]
+        return None if isinstance(v, ScalarValue) else mem.tensor(ins.args[k]).numpy()
+
+    y, mean, rstd = native_layer_norm_f32(x, n, opt(2), opt(3), float(p.values[ins.args[4]].value))
+    for index, val in zip(ins.args[5:8], (y, mean, rstd)):
+        mem.write(index, torch.from_numpy(np.asarray(val.reshape(p.tensor(index).shape), order="C")))
+
+
+def _libm():
+    import ctypes
+    import ctypes.util
+
+    if not hasattr(_libm, "lib"):
+        lib = ctypes.CDLL(ctypes.util.find_library("m"))
+        for name in ("expf", "logf") + tuple(LIBM_UNARY.values()):
+            getattr(lib, name).restype = ctypes.c_float
+            getattr(lib, name).argtypes = [ctypes.c_float]
+        lib.powf.restype = ctypes.c_float
+        lib.powf.argtypes = [ctypes.c_float, ctypes.c_float]
+        _libm.lib = lib
+    return _libm.lib
+
+
+def log_softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
+    """kernels_portable/op_log_softmax.cpp: max, a sequential float32 sum of expf(x - max), logf,
+    (x - max) - log_sum; expf/logf from the C library (the same correctly-rounded-in-practice
+    algorithms as newlib's)."""
+    lib = _libm()
+    xm = np.moveaxis(x.astype(np.float32), dim, -1)
+    rows = xm.reshape(-1, xm.shape[-1])
+    out = np.empty_like(rows)
+    for r, row in enumerate(rows):
+        mx = row.max()
+        total = np.float32(0.0)
+        for v in row:
+            total = np.float32(total + np.float32(lib.expf(float(np.float32(v - mx)))))
+        log_sum = np.float32(lib.logf(float(total)))
+        out[r] = (row - mx) - log_sum
+    return np.moveaxis(out.reshape(xm.shape), -1, dim)
+
+
+def softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
+    """kernels_portable/op_softmax.cpp: e = expf(x - max) with a sequential float32 sum, then
+    e * (1 / sum)."""
+    lib = _libm()
+    xm = np.moveaxis(x.astype(np.float32), dim, -1)
+    rows = xm.reshape(-1, xm.shape[-1])
+    out = np.empty_like(rows)
+    for r, row in enumerate(rows):
+        mx = row.max()
+        e = np.array([lib.expf(float(np.float32(v - mx))) for v in row], np.float32)
+        total = np.float32(0.0)
+        for v in e:
+            total = np.float32(total + v)
+        out[r] = e * (np.float32(1.0) / total)
+    return np.moveaxis(out.reshape(xm.shape), -1, dim)
+
+
+def _emulated_softmax(fn):
+    def run(mem: Memory, ins) -> None:
+        x = mem.tensor(ins.args[0]).numpy()
+        dim = int(mem.program.values[ins.args[1]].value) % x.ndim
+        mem.write(ins.args[3], torch.from_numpy(np.asarray(fn(x, dim), order="C")))
+
+    return run
+
+
+def _reduced_rows(x: np.ndarray, dims) -> np.ndarray:
+    """x as rows of the reduced elements, in the order reduce_common.h walks them (the reduced dims in
+    row-major order; dims None or []: all). A 0-dim x is one row of one element (any dim reduces it)."""
+    if x.ndim == 0:
+        return x.reshape(1, 1)
+    dims = sorted({int(d) % max(x.ndim, 1) for d in dims}) if dims else list(range(x.ndim))
+    keep = [d for d in range(x.ndim) if d not in dims]
+    return np.transpose(x, keep + dims).reshape(-1, int(np.prod([x.shape[d] for d in dims], dtype=np.int64)))
+
+
+def _seq_sum(rows: np.ndarray) -> np.ndarray:
+    """Per row, a sequential float32 sum (a kernel's `s += x`)."""
+    total = np.zeros(rows.shape[0], np.float32)
+    for i in range(rows.shape[1]):
+        total = total + rows[:, i]
+    return total
+
+
+def _scalar(mem: Memory, index: int):
+    return mem.program.values[index].value
+
+
+def _emulated_var(mem: Memory, ins) -> None:
+    """reduce_common.h reduce_var: sequential float32 sums, mean = s / n, then sum of (x - mean)^2."""
+    x = mem.tensor(ins.args[0]).numpy().astype(np.float32)
+    rows = _reduced_rows(x, _scalar(mem, ins.args[1]))
+    n = np.float32(rows.shape[1])
+    corr = _scalar(mem, ins.args[2])
+    corr = np.float32(1.0 if corr is None else corr)
+    denom = n - corr if n - corr > 0 else np.float32(0.0)
+    with np.errstate(all="ignore"):
+        mean = _seq_sum(rows) / n
+        d = rows - mean[:, None]
+        var = _seq_sum(d * d) / denom
+    outs = [ins.args[4]] + ([ins.args[5]] if ins.op == "aten::var_mean.correction_out" else [])
+    for index, val in zip(outs, (var, mean)):
+        mem.write(index, torch.from_numpy(np.asarray(val.reshape(mem.program.tensor(index).shape), order="C")))
+
+
+def _emulated_vector_norm(mem: Memory, ins) -> None:
+    """op_linalg_vector_norm.cpp, finite ord: sequential float32 sums; ord 2: sqrtf of the sum of x * x,
+    1: of |x|, 0: of x != 0, else powf(sum of powf(|x|, p), 1.0f / p). (inf: max/min, exact: torch's.)"""
+    x = mem.tensor(ins.args[0]).numpy()
+    ord_ = float(_scalar(mem, ins.args[1]))
+    if x.dtype != np.float32 or not np.isfinite(ord_) or (ord_ == 0.0 and np.isnan(x).any()):
+        execute_portable(mem, ins)
+        return
+    rows = _reduced_rows(x, _scalar(mem, ins.args[2]))
+    with np.errstate(all="ignore"):
+        if ord_ == 2.0:
+            y = np.sqrt(_seq_sum(rows * rows))
+        elif ord_ == 1.0:
+            y = _seq_sum(np.abs(rows))
+        elif ord_ == 0.0:
+            y = _seq_sum((rows != 0).astype(np.float32))
+        else:
+            lib, p = _libm(), np.float32(ord_)
+            powered = np.array([lib.powf(float(v), float(p)) for v in np.abs(rows).reshape(-1)],
+                               np.float32).reshape(rows.shape)
+            inv = float(np.float32(1.0) / p)
+            y = np.array([lib.powf(float(v), inv) for v in _seq_sum(powered)], np.float32)
+    mem.write(ins.args[5], torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(ins.args[5]).shape), order="C")))
+
+
+def _emulated_addmm(mem: Memory, ins) -> None:
+    """op_addmm.cpp: f32_matrix.h matmul_f32 (row r of out += a[r, t] * b[t, :], t in order), then
+    alpha * that (unless alpha is 1) + beta * self (unless beta is 0), in float32."""
+    s, a, b = (mem.tensor(ins.args[k]).numpy() for k in range(3))
+    out = ins.args[5]
+    if not all(t.dtype == np.float32 for t in (s, a, b)) or a.ndim != 2 or b.ndim != 2:
+        execute_portable(mem, ins)
+        return
+    beta, alpha = np.float32(_scalar(mem, ins.args[3])), np.float32(_scalar(mem, ins.args[4]))
+    with np.errstate(all="ignore"):
+        o = np.zeros((a.shape[0], b.shape[1]), np.float32)
+        for t in range(a.shape[1]):
+            o = o + a[:, t:t + 1] * b[t:t + 1, :]
+        if alpha != 1.0:
+            o = alpha * o
+        if beta != 0.0:
+            o = o + beta * np.broadcast_to(s, o.shape)
+    mem.write(out, torch.from_numpy(np.asarray(o, np.float32, order="C")))
+
+
+def _emulated_group_norm(mem: Memory, ins) -> None:
+    """op_native_group_norm.cpp: per (sample, group) sequential float32 sums, mean = sum * (1 / count),
+    rstd = 1 / sqrtf(var + eps), y = x * (rstd * w) + (b - mean * rstd * w)."""
+    p = mem.program
+    x = mem.tensor(ins.args[0]).numpy()
+    n, c, hw, groups = (int(_scalar(mem, ins.args[k])) for k in (3, 4, 5, 6))
+    if x.dtype != np.float32 or groups <= 0 or c % groups or n * c * hw != x.size or c * hw == 0:
+        execute_portable(mem, ins)
+        return
+
+    def param(k):
+        return None if isinstance(p.values[ins.args[k]], ScalarValue) else mem.tensor(ins.args[k]).numpy()
+
+    weight, bias = param(1), param(2)
+    per_group = c // groups
+    rows = x.reshape(n * groups, per_group * hw).astype(np.float32)
+    inv = np.float32(1.0) / np.float32(per_group * hw)
+    eps = np.float32(_scalar(mem, ins.args[7]))
+    with np.errstate(all="ignore"):
+        mean = _seq_sum(rows) * inv
+        d = rows - mean[:, None]
+        rstd = np.float32(1.0) / np.sqrt(_seq_sum(d * d) * inv + eps)
+        w = np.ones(c, np.float32) if weight is None else _f32(weight).reshape(c)
+        b = np.zeros(c, np.float32) if bias is None else _f32(bias).reshape(c)
+        scale = rstd.reshape(n, groups, 1) * w.reshape(1, groups, per_group)  # [n, groups, per_group]
+        shift = b.reshape(1, groups, per_group) - mean.reshape(n, groups, 1) * scale
+        y = x.reshape(n, groups, per_group, hw) * scale[..., None] + shift[..., None]
+    for index, val in zip(ins.args[8:11], (y, mean, rstd)):
+        mem.write(index, torch.from_numpy(np.asarray(val, np.float32).reshape(p.tensor(index).shape).copy()))
+
+
+def _emulated_sum(mem: Memory, ins) -> None:
+    """op_sum.cpp in float32: a sequential float32 sum over dim (None or []: all dims)."""
+    x = mem.tensor(ins.args[0]).numpy()
+    out = ins.args[4]
+    if x.dtype != np.float32 or mem.program.tensor(out).dtype != "float32":
+        execute_portable(mem, ins)
+        return
+    with np.errstate(all="ignore"):
+        y = _seq_sum(_reduced_rows(x, _scalar(mem, ins.args[1])))
+    mem.write(out, torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(out).shape), order="C")))
+
+
+def _emulated_cumsum(mem: Memory, ins) -> None:
+    """op_cumsum.cpp in float32: a running float32 sum along dim."""
+    x = mem.tensor(ins.args[0]).numpy()
+    out = ins.args[3]
+    if x.dtype != np.float32 or mem.program.tensor(out).dtype != "float32" or x.ndim == 0:
+        execute_portable(mem, ins)
+        return
+    xm = np.moveaxis(x, int(_scalar(mem, ins.args[1])) % x.ndim, -1)
+    y = np.empty_like(xm)
+    s = np.zeros(xm.shape[:-1], np.float32)
+    for i in range(xm.shape[-1]):
+        s = s + xm[..., i]
+        y[..., i] = s
+    y = np.moveaxis(y, -1, int(_scalar(mem, ins.args[1])) % x.ndim)
+    mem.write(out, torch.from_numpy(np.asarray(y, order="C")))
+
+
+def _emulated_logit(mem: Memory, ins) -> None:
+    """op_logit.cpp: logf(z / (1 - z)), z clamped to [eps, 1 - eps] when eps is given."""
+    x = mem.tensor(ins.args[0]).numpy()
+    if x.dtype != np.float32 or mem.program.tensor(ins.args[2]).dtype != "float32":
+        execute_portable(mem, ins)
+        return
+    eps = _scalar(mem, ins.args[1])
+    z = x
+    if eps is not None:
+        lo = np.float32(eps)
+        hi = np.float32(1.0) - lo
+        z = np.where(x < lo, lo, np.where(x > hi, hi, x)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        q = (z / (np.float32(1.0) - z)).astype(np.float32)
+    lib = _libm()
+    y = np.array([lib.logf(float(v)) for v in q.reshape(-1)], np.float32).reshape(x.shape)
+    mem.write(ins.args[2], torch.from_numpy(np.asarray(y, order="C")))
+
+
+# fp32 kernels that are one C library call per element (kernels_portable/op_<name>.cpp: unary_to_float
+# with asinf(x), ...): the same call here, not torch's (vectorized) implementation, which differs in the
+# last bits.
+LIBM_UNARY = {f"aten::{name}.out": f"{name}f" for name in (
+    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "erf", "exp", "expm1", "log", "log10",
+    "log1p", "log2", "sin", "sinh", "sqrt", "tan")}
+
+
+def _emulated_libm_unary(mem: Memory, ins) -> None:
+    x = mem.tensor(ins.args[0]).numpy()
+    if x.dtype != np.float32 or mem.program.tensor(ins.args[1]).dtype != "float32":
+        execute_portable(mem, ins)
+        return
+    fn = getattr(_libm(), LIBM_UNARY[ins.op])
+    y = np.array([fn(float(v)) for v in x.reshape(-1)], np.float32).reshape(x.shape)
+    mem.write(ins.args[1], torch.from_numpy(np.asarray(y, order="C")))
+
+
+EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
+            "aten::var.correction_out": _emulated_var, "aten::var_mean.correction_out": _emulated_var,
+            "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _emulated_cumsum,
+            "aten::sum.IntList_out": _emulated_sum, "aten::addmm.out": _emulated_addmm,
+            "aten::native_group_norm.out": _emulated_group_norm,
+            "aten::logit.out": _emulated_logit,
+            "aten::native_layer_norm.out": _emulated_layer_norm,
+            "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
+            "aten::_softmax.out": _emulated_softmax(softmax_f32)}
