@@ -136,7 +136,7 @@ def test_the_default_builds_the_variant_with_the_lowest_measured_error(tmp_path,
     assert (cal["method"], cal["bias_correction"]) == (best["method"], best["bias_correction"])
     assert best["relative_rms_error"] <= min(row["relative_rms_error"] for row in cal["rows"])
     build(str(_model_file(tmp_path)), board="mps2-an505", out=tmp_path / "named", quantize="int8",
-                  compile=False, calibration_method=best["method"], bias_correction=best["bias_correction"])
+          compile=False, calibration_method=best["method"], bias_correction=best["bias_correction"])
     assert (tmp_path / "auto" / "model.pte").read_bytes() == (tmp_path / "named" / "model.pte").read_bytes()
     assert "chosen by `auto`" in (tmp_path / "auto" / "report.md").read_text()
     print_calibration(cal)
