@@ -89,6 +89,30 @@ inline float window_max(const float* plane, const PoolGeometry& g, int32_t hstar
   return best;
 }
 
+// max(best, v) as window_max takes it: v wins when greater or NaN (so the
+// last NaN of a window wins, and of equal values the first stays).
+inline float max_keep_nan(float best, float v) { return (v > best || v != v) ? v : best; }
+
+// The usual 2x2 / stride 2 pool without padding or dilation: rows walked by
+// pointer, each window's four taps in window_max's order (row 0: columns 0, 1;
+// row 1: columns 0, 1), so the result is the general path's bit for bit.
+inline void max_pool2x2_f32(const float* in, float* out, const PoolGeometry& g) {
+  const int32_t in_plane = g.in_h * g.in_w;
+  for (int32_t p = 0; p < g.planes; ++p) {
+    const float* ip = in + static_cast<size_t>(p) * in_plane;
+    for (int32_t oh = 0; oh < g.out_h; ++oh) {
+      const float* r0 = ip + 2 * oh * g.in_w;
+      const float* r1 = r0 + g.in_w;
+      for (int32_t ow = 0; ow < g.out_w; ++ow, r0 += 2, r1 += 2) {
+        float best = r0[0];
+        best = max_keep_nan(best, r0[1]);
+        best = max_keep_nan(best, r1[0]);
+        *out++ = max_keep_nan(best, r1[1]);
+      }
+    }
+  }
+}
+
 // Max pooling of every plane; with kIndices, also the int64 `indices` as ATen writes
 // them (mcu::max_pool2d has none: max_pool2d_f32<false> leaves the index code out).
 template <bool kIndices>
