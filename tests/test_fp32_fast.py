@@ -216,7 +216,7 @@ def test_tcn_conv1d_on_the_m33(qemu_tools, tmp_path):
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547"])
 def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
-    """The Cortex-M33 build (assembly 1x1 path, VFP code from GCC) and the Cortex-M55 build (MVE-F 1x1
+    """The Cortex-M33 build (assembly 1x1 and 3x3 paths, VFP code from GCC) and the Cortex-M55 build (MVE-F 1x1
     path, the rest vectorized by GCC) give the host runner's outputs bit for bit: the summation order
     holds on the devices too. Cases: 1x1 with even and odd channel counts (the assembly runs pairs of
     input channels, a C tail the odd one), KWS's layers, a 5x5 depthwise, 1-D."""
@@ -225,7 +225,10 @@ def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
 
     rng = np.random.default_rng(33)
     b = Batch()
-    for case in [CASES[0], CASES[1], CASES[2], CASES[6], CASES[9], CASES[10], CASES[17], CASES[19],
+    for case in [CASES[0], CASES[1], CASES[2], CASES[3], CASES[4], CASES[6], CASES[9], CASES[10], CASES[17],
+                 CASES[19],
+                 ((1, 8, 13, 13), (16, 8, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),  # MNIST conv2 + relu
+                 ((1, 3, 9, 14), (8, 3, 3, 3), (1, 1), (0, 1), (1, 1), 1, False, (-0.25, 0.5)),  # 3x3, both clamps
                  ((1, 5, 3, 7), (8, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),
                  ((1, 2, 4, 4), (4, 2, 1, 1), (1, 1), (0, 0), (1, 1), 1, False, None)]:
         _add_case(b, rng, case)
