@@ -343,6 +343,126 @@ inline void pointwise4x4_mve(float (&acc)[4][4], const float* x, const float* w,
   vst1q_f32(acc[2], a2);
   vst1q_f32(acc[3], a3);
 }
+
+// The 3x3 stride-1 4 x 4 block with MVE-F, `blocks` whole blocks of a row, every
+// kernel row inside the input, in assembly (GCC 12 spills the C form of it: it
+// hoists the 12 products of a kernel row above their adds): per input channel and
+// kernel row 3 VLDRW of the inputs of the 3 taps (4 pixels each), per output
+// channel an LDM of its 3 weights (with writeback: the kernel rows of consecutive
+// input channels are consecutive in OIHW) and 3 VMUL.F32 by a scalar + 3 VADD.F32.
+// The clamp per lane as clamp1 (VCMP + VPSEL, NaN kept). Same order and rounding as
+// the C path. Arguments: the Conv3x3Args of the scalar assembly (same layout).
+struct Conv3x3Args {
+  const float* x;
+  const float* w;
+  const float* bias;
+  float* out;
+  int32_t w_oc, out_plane, row_step, ic_adj, cin, blocks, clamp;
+  float lo, hi;
+};
+static_assert(offsetof(Conv3x3Args, w_oc) == 16 && offsetof(Conv3x3Args, blocks) == 36 &&
+                  offsetof(Conv3x3Args, hi) == 48,
+              "the assembly below reads Conv3x3Args at these offsets");
+#define MCU_F32_MVE_OC(wq, aq)                      \
+  "ldmia %[" wq "]!, {%[ra], %[rb], %[rc]}\n\t"     \
+  "vmul.f32 q7, q4, %[ra]\n\t"                      \
+  "vadd.f32 " aq ", " aq ", q7\n\t"                 \
+  "vmul.f32 q7, q5, %[rb]\n\t"                      \
+  "vadd.f32 " aq ", " aq ", q7\n\t"                 \
+  "vmul.f32 q7, q6, %[rc]\n\t"                      \
+  "vadd.f32 " aq ", " aq ", q7\n\t"
+#define MCU_F32_MVE_KROW                            \
+  "vldrw.32 q4, [%[x]]\n\t"                         \
+  "vldrw.32 q5, [%[x], #4]\n\t"                     \
+  "vldrw.32 q6, [%[x], #8]\n\t"                     \
+  "ldr %[ra], [%[a], #24]\n\t"                      \
+  "add %[x], %[x], %[ra]\n\t"                       \
+  MCU_F32_MVE_OC("w0", "q0")                        \
+  MCU_F32_MVE_OC("w1", "q1")                        \
+  MCU_F32_MVE_OC("w2", "q2")                        \
+  MCU_F32_MVE_OC("w3", "q3")
+inline void conv3x3_4x4_mve(Conv3x3Args* a) {
+  int32_t x, w0, w1, w2, w3, n;
+  // LDM fills ascending registers: the three weights' registers are fixed.
+  register int32_t ra asm("r4");
+  register int32_t rb asm("r5");
+  register int32_t rc asm("r6");
+  asm volatile(
+      "2:\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      "ldr %[w0], [%[a], #4]\n\t"
+      "ldr %[ra], [%[a], #16]\n\t"
+      "add %[w1], %[w0], %[ra]\n\t"
+      "add %[w2], %[w1], %[ra]\n\t"
+      "add %[w3], %[w2], %[ra]\n\t"
+      "ldr %[n], [%[a], #8]\n\t"
+      "ldmia %[n], {%[ra], %[rb], %[rc]}\n\t"
+      "vdup.32 q0, %[ra]\n\t"
+      "vdup.32 q1, %[rb]\n\t"
+      "vdup.32 q2, %[rc]\n\t"
+      "ldr %[ra], [%[n], #12]\n\t"
+      "vdup.32 q3, %[ra]\n\t"
+      "ldr %[n], [%[a], #32]\n\t"
+      "1:\n\t"
+      MCU_F32_MVE_KROW
+      MCU_F32_MVE_KROW
+      MCU_F32_MVE_KROW
+      "ldr %[ra], [%[a], #28]\n\t"
+      "add %[x], %[x], %[ra]\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "bne 1b\n\t"
+      "ldr %[rc], [%[a], #40]\n\t"
+      "lsls %[n], %[rc], #31\n\t"
+      "beq 3f\n\t"
+      "ldr %[ra], [%[a], #44]\n\t"
+      "vdup.32 q4, %[ra]\n\t"
+      "vcmp.f32 lt, q0, q4\n\t"
+      "vpsel q0, q4, q0\n\t"
+      "vcmp.f32 lt, q1, q4\n\t"
+      "vpsel q1, q4, q1\n\t"
+      "vcmp.f32 lt, q2, q4\n\t"
+      "vpsel q2, q4, q2\n\t"
+      "vcmp.f32 lt, q3, q4\n\t"
+      "vpsel q3, q4, q3\n\t"
+      "3:\n\t"
+      "lsls %[n], %[rc], #30\n\t"
+      "bpl 4f\n\t"
+      "ldr %[ra], [%[a], #48]\n\t"
+      "vdup.32 q4, %[ra]\n\t"
+      "vcmp.f32 gt, q0, q4\n\t"
+      "vpsel q0, q4, q0\n\t"
+      "vcmp.f32 gt, q1, q4\n\t"
+      "vpsel q1, q4, q1\n\t"
+      "vcmp.f32 gt, q2, q4\n\t"
+      "vpsel q2, q4, q2\n\t"
+      "vcmp.f32 gt, q3, q4\n\t"
+      "vpsel q3, q4, q3\n\t"
+      "4:\n\t"
+      "ldr %[x], [%[a], #12]\n\t"
+      "ldr %[ra], [%[a], #20]\n\t"
+      "vstrw.32 q0, [%[x]]\n\t"
+      "add %[w1], %[x], %[ra]\n\t"
+      "vstrw.32 q1, [%[w1]]\n\t"
+      "add %[w1], %[w1], %[ra]\n\t"
+      "vstrw.32 q2, [%[w1]]\n\t"
+      "add %[w1], %[w1], %[ra]\n\t"
+      "vstrw.32 q3, [%[w1]]\n\t"
+      "adds %[x], %[x], #16\n\t"
+      "str %[x], [%[a], #12]\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      "adds %[x], %[x], #16\n\t"
+      "str %[x], [%[a], #0]\n\t"
+      "ldr %[n], [%[a], #36]\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "str %[n], [%[a], #36]\n\t"
+      "bne 2b\n\t"
+      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),
+        [ra] "=&r"(ra), [rb] "=&r"(rb), [rc] "=&r"(rc)
+      : [a] "r"(a)
+      : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory");
+}
+#undef MCU_F32_MVE_KROW
+#undef MCU_F32_MVE_OC
 #endif
 
 // `blocks` blocks of PB pixels of one output row, the last with `last` pixels;
@@ -376,6 +496,32 @@ void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t
       a.lo = c.lo;
       a.hi = c.hi;
       conv3x3_4x4_rows(&a);
+      b = whole;
+      o += static_cast<size_t>(whole) * PB;
+      x += static_cast<size_t>(whole) * step;
+    }
+  }
+#endif
+#ifdef MCU_F32_POINTWISE_MVE
+  if constexpr (Row::kConv3x3) {
+    const int32_t whole = last == PB ? blocks : blocks - 1;
+    if (nkh == 3 && c.taps == 9 && whole > 0) {
+      static const float kZeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      Conv3x3Args a;
+      a.x = x;
+      a.w = w;
+      a.bias = c.bias != nullptr ? c.bias : kZeros;
+      a.out = o;
+      a.w_oc = w_oc * 4;
+      a.out_plane = c.out_plane * 4;
+      a.row_step = row_step * 4;
+      a.ic_adj = (c.ic_step - 3 * row_step) * 4;
+      a.cin = c.cin_g;
+      a.blocks = whole;
+      a.clamp = (c.lo != -INFINITY ? 1 : 0) | (c.hi != INFINITY ? 2 : 0);
+      a.lo = c.lo;
+      a.hi = c.hi;
+      conv3x3_4x4_mve(&a);
       b = whole;
       o += static_cast<size_t>(whole) * PB;
       x += static_cast<size_t>(whole) * step;
