@@ -229,6 +229,8 @@ def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
                  CASES[19],
                  ((1, 8, 13, 13), (16, 8, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),  # MNIST conv2 + relu
                  ((1, 3, 9, 14), (8, 3, 3, 3), (1, 1), (0, 1), (1, 1), 1, False, (-0.25, 0.5)),  # 3x3, both clamps
+                 ((1, 2, 7, 11), (4, 2, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, None),  # rows of 9: tail of 1
+                 ((1, 3, 6, 12), (8, 3, 3, 3), (2, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),  # stride-2 rows, tail 2
                  ((1, 5, 3, 7), (8, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),
                  ((1, 2, 4, 4), (4, 2, 1, 1), (1, 1), (0, 0), (1, 1), 1, False, None)]:
         _add_case(b, rng, case)
