@@ -3,6 +3,7 @@
 // contiguous [N, C, H, W] or [C, H, W]; every (n, c) plane is pooled alone.
 #pragma once
 #include <stdint.h>
+#include <string.h>
 
 #include "conv_common.h"
 
@@ -93,21 +94,46 @@ inline float window_max(const float* plane, const PoolGeometry& g, int32_t hstar
 // last NaN of a window wins, and of equal values the first stays).
 inline float max_keep_nan(float best, float v) { return (v > best || v != v) ? v : best; }
 
+// The bit pattern of the float at p (an integer load).
+inline uint32_t load_bits(const float* p) {
+  uint32_t u;
+  memcpy(&u, p, sizeof u);
+  return u;
+}
+
 // The usual 2x2 / stride 2 pool without padding or dilation: rows walked by
-// pointer, each window's four taps in window_max's order (row 0: columns 0, 1;
-// row 1: columns 0, 1), so the result is the general path's bit for bit.
+// pointer. A window whose four values are all in [+0, +inf] (after a ReLU: nearly
+// every one) is reduced on their bit patterns: there the unsigned order is the
+// float order and equal patterns are equal values, so the integer maximum is
+// window_max's result bit for bit (ALU compares instead of VCMP + VMRS per tap).
+// Any other window (negative values, -0, NaN) takes window_max's rule in its tap
+// order (row 0: columns 0, 1; row 1: columns 0, 1): the last NaN wins, of equal
+// values the first.
+__attribute__((noinline)) inline float max2x2_any(const float* r0, const float* r1) {
+  float best = r0[0];
+  best = max_keep_nan(best, r0[1]);
+  best = max_keep_nan(best, r1[0]);
+  return max_keep_nan(best, r1[1]);
+}
+
 inline void max_pool2x2_f32(const float* in, float* out, const PoolGeometry& g) {
-  const int32_t in_plane = g.in_h * g.in_w;
-  for (int32_t p = 0; p < g.planes; ++p) {
+  constexpr uint32_t kPlusInf = 0x7f800000u;
+  const int32_t in_w = g.in_w, out_h = g.out_h, out_w = g.out_w, planes = g.planes;
+  const int32_t in_plane = g.in_h * in_w;
+  for (int32_t p = 0; p < planes; ++p) {
     const float* ip = in + static_cast<size_t>(p) * in_plane;
-    for (int32_t oh = 0; oh < g.out_h; ++oh) {
-      const float* r0 = ip + 2 * oh * g.in_w;
-      const float* r1 = r0 + g.in_w;
-      for (int32_t ow = 0; ow < g.out_w; ++ow, r0 += 2, r1 += 2) {
-        float best = r0[0];
-        best = max_keep_nan(best, r0[1]);
-        best = max_keep_nan(best, r1[0]);
-        *out++ = max_keep_nan(best, r1[1]);
+    for (int32_t oh = 0; oh < out_h; ++oh) {
+      const float* r0 = ip + 2 * oh * in_w;
+      const float* r1 = r0 + in_w;
+      for (int32_t ow = 0; ow < out_w; ++ow, r0 += 2, r1 += 2) {
+        const uint32_t a = load_bits(r0), b = load_bits(r0 + 1), c = load_bits(r1), d = load_bits(r1 + 1);
+        const uint32_t ab = a > b ? a : b, cd = c > d ? c : d;
+        const uint32_t m = ab > cd ? ab : cd;
+        if (__builtin_expect(m <= kPlusInf, 1)) {
+          memcpy(out++, &m, sizeof m);
+        } else {
+          *out++ = max2x2_any(r0, r1);
+        }
       }
     }
   }
