@@ -37,6 +37,10 @@
 
 #include "conv_common.h"
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include <arm_mve.h>
+#endif
+
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off", "no-schedule-insns", "no-tree-loop-distribute-patterns")
 
@@ -449,7 +453,6 @@ inline void conv3x3_4xpb_rows(Conv3x3Args* a) {
 #endif
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
-#include <arm_mve.h>
 #define MCU_F32_POINTWISE_MVE 1
 // The same 4 x 4 block with MVE-F (Cortex-M55): 4 pixels per vector, 4 vector
 // accumulators; per input channel one VLDRW of the 4 inputs, per output channel
