@@ -287,6 +287,14 @@ def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
         _add_case(b, rng, case)
     for case in LINEAR_CASES:  # the blocked linear (assembly on the M33, MVE on the M55)
         _add_linear(b, rng, case)
+    # mcu::max_pool2d's 2x2 path (assembly on both): non-negative windows, and NaN / +-0 / +-inf / negative
+    # ones that leave it for window_max's rule
+    pool_values = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 2.5, 0.5], np.float32)
+    for x in [rand(rng, 1, 8, 26, 26) + np.float32(0.5),
+              rng.choice(pool_values, size=(2, 3, 11, 13)).astype(np.float32)]:
+        o = b.output(F.max_pool2d(t(x), 2).numpy(), f"mcu::max_pool2d 2x2 {x.shape}")
+        b.op("mcu::max_pool2d.out", [b.input(x), b.ints([2, 2]), b.ints([2, 2]), b.ints([0, 0]), b.ints([1, 1]),
+                                     b.bool(False), o, o])
     host = run_on_host(b.p, b.inputs)
     path = tmp_path / "cases.pte"
     path.write_bytes(pte.write(b.p))
@@ -294,5 +302,6 @@ def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
     assert r.verified, r
     dev = r.outputs[0]
     assert len(dev) == len(host)
-    for got, want, (_, _, label) in zip(dev, host, b.expected):
-        np.testing.assert_array_equal(np.asarray(got), want, err_msg=label)
+    for got, want, (_, _, label) in zip(dev, host, b.expected):  # bit patterns: signs of zero, NaN payloads
+        np.testing.assert_array_equal(np.asarray(got, np.float32).view(np.uint32),
+                                      np.asarray(want, np.float32).view(np.uint32), err_msg=label)
