@@ -265,12 +265,15 @@ def test_tcn_conv1d_on_the_m33(qemu_tools, tmp_path):
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547"])
+@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an386"])
 def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
-    """The Cortex-M33 build (assembly 1x1 and 3x3 paths, VFP code from GCC) and the Cortex-M55 build (MVE-F 1x1
-    path, the rest vectorized by GCC) give the host runner's outputs bit for bit: the summation order
-    holds on the devices too. Cases: 1x1 with even and odd channel counts (the assembly runs pairs of
-    input channels, a C tail the odd one), KWS's layers, a 5x5 depthwise, 1-D."""
+    """The Cortex-M33 and Cortex-M4 builds (assembly 1x1, 3x3 (4-, 3- and 2-pixel blocks; the M4's clamp
+    with IT instead of VSEL), linear and 2x2 max pool paths, VFP code from GCC) and the Cortex-M55 build
+    (MVE-F 1x1, 3x3 and linear paths) give the host runner's outputs bit for bit: the summation orders
+    hold on the devices too. Cases: 1x1 with even and odd channel counts (the assembly runs pairs of
+    input channels, a C tail the odd one), KWS's and MNIST's layers, 3x3 rows with tails of 1-3 pixels,
+    both clamps, a 5x5 depthwise, 1-D, linear layers (blocks of 4 outputs and the rest), 2x2 max pools
+    with NaN / +-0 / +-inf windows."""
     from mcu_gen.device.runner import run
     from mcu_gen.program import pte
 
