@@ -8,7 +8,9 @@
 // KW taps held in registers, by up to KW taps). Blocks: 4 channels x 4 pixels for
 // convolutions with several output channels per group, 1 channel x 8 pixels for
 // depthwise convolutions and channel tails. A 1x1 convolution's 4x4 block runs in
-// assembly on FPU cores without MVE (VLDM) and with MVE-F intrinsics on the M55.
+// assembly on FPU cores without MVE (VLDM) and with MVE-F intrinsics on the M55; a
+// 3x3 stride-1 one's (with bias, clamp and stores, 4-, 3- and 2-pixel forms on the
+// M33/M4F) in assembly on both.
 //
 // Paths per output row: the interior columns (every tap inside the input) in
 // blocks, a tail shorter than a block as one more block overlapping the one
