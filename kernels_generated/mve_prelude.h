@@ -89,6 +89,18 @@ MCU_MVE_INLINE void copy_bytes(int8_t* dst, const int8_t* src, int32_t n) {
   }
 }
 
+// kN bytes (a constant): whole vectors unpredicated, a predicated last part only where kN % 16 (no VCTP
+// per vector as copy_bytes needs for a length known only at run time).
+template <int32_t kN>
+MCU_MVE_INLINE void copy_n(int8_t* dst, const int8_t* src) {
+  int32_t i = 0;
+  for (; i + 16 <= kN; i += 16) vst1q_s8(dst + i, vld1q_s8(src + i));
+  if (kN % 16) {
+    const mve_pred16_t p = vctp8q(static_cast<uint32_t>(kN % 16));
+    vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, p), p);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The GEMM of the 1x1 convolutions, fully connected layers and gathered convolutions:
 //   y[r][n] = requant(init[n] + sum_k x[r][k] * w[n][k]),  n < kN, k < K (Mac::kK)
@@ -174,7 +186,7 @@ MCU_MVE_INLINE void gather(const Rows& rows, int8_t* p, int32_t oy, int32_t ox, 
     if (iy < 0 || iy >= kH || kx1 <= kx0) {
       memset(p, zero_point, kRun);
     } else if (kx0 == 0 && kx1 == kKW) {
-      copy_bytes(p, rows.row(iy) + ix0 * kCin, kRun);
+      copy_n<kRun>(p, rows.row(iy) + ix0 * kCin);
     } else {
       memset(p, zero_point, kRun);
       memcpy(p + kx0 * kCin, rows.row(iy) + (ix0 + kx0) * kCin, (kx1 - kx0) * kCin);

@@ -17,39 +17,70 @@ CHECKS_MARKER = "// Load-time checks"
 def mac_asm(nk: int, tail: int, rows: int) -> list:
     """The MAC block of `rows` (2 or 1) rows x 4 channels over K = nk chunks of 16 (the last one `tail`
     bytes, 0 = whole). The first chunk starts the accumulators (VMLADAV), the others add. A partial last
-    chunk loads the activations predicated (VCTP.8, zeros past K); the weights are zero padded."""
+    chunk loads the activations predicated (VCTP.8 at the start, VPST before its loads: zeros past K);
+    the weights are zero padded.
+
+    Scheduled for the Cortex-M55's beat overlap (docs/cycles.md: a vector load and a vector
+    data-processing instruction that follow each other overlap): loads and VMLADAVAs alternate, the
+    next chunk's activations are loaded (into the other pair of registers, p1/q1) while this chunk's
+    last MACs run, and the weights rotate through three registers (u, v, s) so that each load goes
+    to a register no pending MAC still reads. Per chunk of 2 rows 6 loads and 8 MACs: 12 overlapped
+    instructions and 2 MACs back to back (16 cycles for 128 MACs; was 20)."""
+    acts = [("p0", "q0"), ("p1", "q1")]
     xs = ["x0", "x1"][:rows]
-    lines = []
+    lines = ["vctp.8 %[t]"] if tail and nk else []
+
+    def act_loads(j):
+        regs = acts[j % 2][:rows]
+        if j == nk - 1 and tail:
+            return ["vpst" + "t" * (rows - 1)] + [f"vldrbt.8 %q[{r}], [%[{x}]]" for r, x in zip(regs, xs)]
+        return [f"vldrb.8 %q[{r}], [%[{x}]], #16" for r, x in zip(regs, xs)]
+
+    lines += act_loads(0)
     for j in range(nk):
         op = "vmladav.s8" if j == 0 else "vmladava.s8"
-        if j == nk - 1 and tail:
-            lines.append("vctp.8 %[t]")
-            lines.append("vpst" + "t" * (rows - 1))
-            lines += [f"vldrbt.8 %q[{q}], [%[{x}]]" for q, x in zip("pq", xs)]
+        p, q = acts[j % 2]
+        wl = lambda c, r: f"vldrb.8 %q[{r}], [%[w]], #16"  # noqa: E731  (weights of channel c of the chunk)
+        nxt = act_loads(j + 1) if j + 1 < nk else []
+        if rows == 2:
+            mac = lambda c, x, r: f"{op} %[{'ab'[x]}{c}], %q[{(p, q)[x]}], %q[{r}]"  # noqa: E731
+            seq = [wl(0, "u"), mac(0, 0, "u"), wl(1, "v"), mac(0, 1, "u"), wl(2, "s"), mac(1, 0, "v"),
+                   wl(3, "u"), mac(1, 1, "v")]
+            if nxt and len(nxt) == 2:  # L p', D a2, L q', D b2
+                seq += [nxt[0], mac(2, 0, "s"), nxt[1], mac(2, 1, "s")]
+            else:  # VPST + two predicated loads (the tail chunk), or nothing left to load
+                seq += nxt + [mac(2, 0, "s"), mac(2, 1, "s")]
+            seq += [mac(3, 0, "u"), mac(3, 1, "u")]
         else:
-            lines += [f"vldrb.8 %q[{q}], [%[{x}]], #16" for q, x in zip("pq", xs)]
-        for c in range(4):
-            wq = "u" if c % 2 == 0 else "v"
-            lines.append(f"vldrb.8 %q[{wq}], [%[w]], #16")
-            lines.append(f"{op} %[a{c}], %q[p], %q[{wq}]")
-            if rows == 2:
-                lines.append(f"{op} %[b{c}], %q[q], %q[{wq}]")
+            mac = lambda c, r: f"{op} %[a{c}], %q[{p}], %q[{r}]"  # noqa: E731
+            seq = [wl(0, "u"), mac(0, "u"), wl(1, "v"), mac(1, "v"), wl(2, "u"), mac(2, "u"), wl(3, "v"),
+                   mac(3, "v")] + nxt
+        lines += seq
     return lines
 
 
 def dw_asm(xs: int) -> list:
     """The 9 taps of a depthwise 3x3 group, `xs` bytes between pixels: the row pointer advanced by the
-    activation load, or by an ADD where xs > 127 (beyond the post-increment's reach)."""
+    activation load, or by an ADD where xs > 127 (beyond the post-increment's reach).
+
+    Software pipelined for the Cortex-M55's beat overlap (docs/cycles.md): tap t's two loads
+    (activations, weights) alternate with the VADD of tap t - 1's product and tap t's VMUL, so
+    that after the first tap every instruction follows one of the other kind (was: two loads, then
+    VMUL and VADD back to back)."""
+    def loads(ky, kx):
+        if xs <= 127:
+            return [f"vldrb.s32 %q[a], [%[r{ky}]], #{xs}"], ["vldrb.s32 %q[b], [%[w]], #4"]
+        return ([f"vldrb.s32 %q[a], [%[r{ky}]]"] + ([f"add %[r{ky}], %[r{ky}], #{xs}"] if kx < 2 else []),
+                ["vldrb.s32 %q[b], [%[w]], #4"])
     lines = []
-    for ky in range(3):
-        for kx in range(3):
-            if xs <= 127:
-                lines.append(f"vldrb.s32 %q[a], [%[r{ky}]], #{xs}")
-            else:
-                lines.append(f"vldrb.s32 %q[a], [%[r{ky}]]")
-                if kx < 2:
-                    lines.append(f"add %[r{ky}], %[r{ky}], #{xs}")
-            lines += ["vldrb.s32 %q[b], [%[w]], #4", "vmul.i32 %q[a], %q[a], %q[b]", "vadd.i32 %q[acc], %q[acc], %q[a]"]
+    for t in range(9):
+        la, lb = loads(t // 3, t % 3)
+        if t == 0:
+            lines += la + lb
+        else:
+            lines += la + ["vadd.i32 %q[acc], %q[acc], %q[m]"] + lb
+        lines.append("vmul.i32 %q[m], %q[a], %q[b]")
+    lines.append("vadd.i32 %q[acc], %q[acc], %q[m]")
     return lines
 
 
