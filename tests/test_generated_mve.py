@@ -92,7 +92,20 @@ def cases(rng):
         ("depthwise 7x6x8 stride 2", depthwise_program(rng, 7, 6, 8, stride=2), "fast"),
         ("linear 1x40->8 (K tail 8), kernel sum", linear_program(rng, 1, 40, 8), "fast"),
         ("linear 3x128->20, bias", linear_program(rng, 3, 128, 20, kernel_sum=False), "fast"),
+        # The fused blocks' clamp of an activation range of [-128, 127] (two saturating narrows, VQMOVNB),
+        # and a convolution in place whose inner windows are read through the ring of rows (MacD).
+        ("depthwise 7x5x16, activations in [-128, 127]", int8_range(depthwise_program(rng, 7, 5, 16), 12), "fast"),
+        ("pointwise 3x3 40->8 (K tail 8), activations in [-128, 127]",
+         int8_range(pointwise_program(rng, 3, 3, 40, 8, left_shift=False), 11), "fast"),
+        ("conv 3x3 16->16, 6x7, padding 1, in place (inner windows read through the ring)",
+         conv_program(rng, 6, 7, 16, 16, 3, 3, (1, 1), (1, 1), inplace=True), "fast"),
     ]
+
+
+def int8_range(p: Program, arg: int) -> Program:
+    """The instruction's activation maximum (argument `arg`) set to 127: the range is all of int8."""
+    p.values[p.instructions[0].args[arg]].value = 127
+    return p
 
 
 def test_gemm_weight_order():
