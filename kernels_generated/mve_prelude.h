@@ -186,6 +186,26 @@ MCU_MVE_INLINE void gather(const Rows& rows, int8_t* p, int32_t oy, int32_t ox, 
   const int32_t ix0 = ox * kSW - kPW;
   const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
   const int32_t kx1 = kW - ix0 < kKW ? kW - ix0 : kKW;
+  if constexpr (kRun <= 16) {
+    // Kernel rows of at most 16 bytes (stems of 1-3 channels, KWS's 10x4): each row one vector, the
+    // taps inside the input loaded predicated (the lanes of the others are not read) and the rest
+    // set to the zero point by VPSEL, one predicated store of kRun bytes; no memset / memcpy call.
+    const int8x16_t fill = vdupq_n_s8(zero_point);
+    const mve_pred16_t run = vctp8q(kRun);
+    const mve_pred16_t inside = static_cast<mve_pred16_t>(vctp8q(static_cast<uint32_t>(kx1 * kCin)) &
+                                                          ~vctp8q(static_cast<uint32_t>(kx0 * kCin)));
+    for (int32_t ky = 0; ky < kKH; ++ky, p += kRun) {
+      const int32_t iy = oy * kSH - kPH + ky;
+      int8x16_t v = fill;
+      if (iy >= 0 && iy < kH && kx1 > kx0) {
+        // ix0 < 0: the address is before the row; only lanes kx0 * kCin on (inside it) are read.
+        const uintptr_t a = reinterpret_cast<uintptr_t>(rows.row(iy)) + static_cast<uintptr_t>(ix0 * kCin);
+        v = vpselq_s8(vldrbq_z_s8(reinterpret_cast<const int8_t*>(a), inside), fill, inside);
+      }
+      vstrbq_p_s8(p, v, run);
+    }
+    return;
+  }
   // Rows that touch the border: memset / memcpy. GCC 12 takes a predicated MVE store for a store
   // of all 16 bytes and dropped a zero-point fill that a shorter predicated copy overwrote only in
   // part (found on ResNet-8's right edge).
@@ -194,11 +214,7 @@ MCU_MVE_INLINE void gather(const Rows& rows, int8_t* p, int32_t oy, int32_t ox, 
     if (iy < 0 || iy >= kH || kx1 <= kx0) {
       memset(p, zero_point, kRun);
     } else if (kx0 == 0 && kx1 == kKW) {
-      if constexpr (kRun <= 16 && kRun % 4 == 0) {
-        memcpy(p, rows.row(iy) + ix0 * kCin, kRun);  // a few words: scalar loads and stores
-      } else {
-        copy_n<kRun>(p, rows.row(iy) + ix0 * kCin);
-      }
+      copy_n<kRun>(p, rows.row(iy) + ix0 * kCin);
     } else {
       memset(p, zero_point, kRun);
       memcpy(p + kx0 * kCin, rows.row(iy) + (ix0 + kx0) * kCin, (kx1 - kx0) * kCin);
