@@ -173,7 +173,8 @@ class Executor {
     if (static_cast<uint32_t>(value_index) < static_cast<uint32_t>(cached_)) return cache_[value_index].ref();
     return decode_tensor(value_index);
   }
-  int32_t value_type(int32_t value_index) const;  // KernelTypes union tag
+  // KernelTypes union tag. Pure (reads the program only): the loader's loops keep fields in registers across it.
+  [[gnu::pure]] int32_t value_type(int32_t value_index) const;
   const uint8_t* value_table(int32_t value_index) const;
   // The first field of a value's table (an Int, Double or Bool's value, the
   // offset of a list or string), or nullptr when absent (the default); sets
