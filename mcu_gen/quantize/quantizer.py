@@ -81,6 +81,8 @@ PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
 # Ops that pick part of their input (whose range can be far narrower): an output observer of their own,
 # the int8 lowering moves the bytes and requantizes them with a table (int8_ops/movement.py).
 PICK_OPS = {aten.select.int, aten.amax.default, aten.amin.default}
+# A table lookup: the table (a constant) is quantized per tensor, asymmetric; the rows it returns share its parameters.
+EMBEDDING_OPS = {aten.embedding.default}
 CAT_OPS = {aten.cat.default}
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
@@ -122,6 +124,17 @@ def linear_weight_spec(qat: bool = False) -> QuantizationSpec:
     else:
         ctr = MinMaxObserver.with_args()
     return QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127, qscheme=torch.per_tensor_symmetric,
+                            is_dynamic=False, observer_or_fake_quant_ctr=ctr)
+
+
+def table_spec(qat: bool = False) -> QuantizationSpec:
+    """An embedding table: int8, asymmetric per tensor (its rows are activations), min/max of the table."""
+    if qat:
+        ctr = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
+                                     dtype=torch.int8, qscheme=torch.per_tensor_affine, eps=EPS)
+    else:
+        ctr = MinMaxObserver.with_args(eps=EPS)
+    return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
                             is_dynamic=False, observer_or_fake_quant_ctr=ctr)
 
 
@@ -176,6 +189,7 @@ class McuQuantizer(Quantizer):
         self.conv_w = conv_weight_spec(qat)
         self.linear_w = linear_weight_spec(qat)
         self.conv_t_w = conv_weight_spec(qat, ch_axis=1)  # [Cin, Cout, kh, kw]: per output channel
+        self.table = table_spec(qat)
 
     def _output(self, node, spec) -> None:
         """Annotate node's output (or that of a fused activation after it)."""
@@ -185,7 +199,11 @@ class McuQuantizer(Quantizer):
 
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         for node in model.graph.nodes:
-            if node.op != "call_function" or _annotated(node) or not _float_only(node):
+            if node.op != "call_function" or _annotated(node):
+                continue
+            if self._annotate_integer_io(node):
+                continue
+            if not _float_only(node):
                 continue
             t = node.target
             if t in CONV_OPS or t in LINEAR_OPS:
@@ -244,6 +262,18 @@ class McuQuantizer(Quantizer):
                 if isinstance(x, torch.fx.Node):
                     _annotate(node, {x: self.act}, SOFTMAX_SPEC)
         return model
+
+    def _annotate_integer_io(self, node) -> bool:
+        """Ops with integer operands or results that run on int8 (int8_ops/indexing.py): an embedding
+        (int64 ids, a quantized table). True when node was one of them."""
+        t = node.target
+        if t in EMBEDDING_OPS:
+            w = node.args[0]
+            val = w.meta.get("val") if isinstance(w, torch.fx.Node) else None
+            if isinstance(w, torch.fx.Node) and w.op == "get_attr" and (val is None or val.is_floating_point()):
+                _annotate(node, {w: self.table}, SharedQuantizationSpec((w, node)))
+            return True
+        return False
 
     def validate(self, model: torch.fx.GraphModule) -> None:
         pass
