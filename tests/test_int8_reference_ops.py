@@ -239,3 +239,28 @@ def test_qat_covers_the_new_patterns(name):
     step = max(n.args[1] for n in converted.graph.nodes
                if n.op == "call_function" and "dequantize_per_tensor" in str(n.target))
     assert np.max(np.abs(got - want)) <= 2.01 * step, (out.name, np.max(np.abs(got - want)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ranking_int8_codes_with_ties(seed):
+    """topk, max / min over a dim and argmax / argmin on int8 codes from a narrow range (many equal
+    values): the host kernels give the integer reference's (PyTorch's) values and indices, ties included."""
+    rng = np.random.default_rng(seed)
+    c = Case()
+    x = c.const(rng.integers(-4, 4, size=(3, 5, 40)).astype(np.int8))
+    i, b = (lambda v: c.s("int", v)), (lambda v: c.s("bool", v))
+    for k, dim, largest, srt in ((3, -1, True, True), (5, 1, False, True), (2, 0, True, False), (40, 2, True, True)):
+        shape = [3, 5, 40]
+        shape[dim] = k
+        vals, idx = c.out(shape), c.out(shape, "int64")
+        c.p.instructions.append(Instruction("aten::topk.values", [x, i(k), i(dim), b(largest), b(srt), vals, idx,
+                                                                  c.s("tensor_list", [vals, idx])]))
+    for op, dim, keep in (("aten::max.dim_max", 2, False), ("aten::min.dim_min", 1, True)):
+        shape = [3, 5, 40]
+        shape[dim] = 1
+        shape = shape if keep else [s for d, s in enumerate(shape) if d != dim]
+        vals, idx = c.out(shape), c.out(shape, "int64")
+        c.p.instructions.append(Instruction(op, [x, i(dim), b(keep), vals, idx, c.s("tensor_list", [vals, idx])]))
+    for op in ("aten::argmax.out", "aten::argmin.out"):
+        c.op(op, [x, i(1), b(False)], c.out((3, 40), "int64"))
+    c.check(f"seed {seed}")

@@ -83,6 +83,9 @@ PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
 PICK_OPS = {aten.select.int, aten.amax.default, aten.amin.default}
 # A table lookup: the table (a constant) is quantized per tensor, asymmetric; the rows it returns share its parameters.
 EMBEDDING_OPS = {aten.embedding.default}
+# (values, indices) of the largest / smallest elements: the values share the input's parameters (picked, exact).
+RANK_OPS = {aten.max.dim, aten.min.dim, aten.topk.default}
+ARG_OPS = {aten.argmax.default, aten.argmin.default}  # int64 results of int8 codes: the input quantized
 CAT_OPS = {aten.cat.default}
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
@@ -265,13 +268,23 @@ class McuQuantizer(Quantizer):
 
     def _annotate_integer_io(self, node) -> bool:
         """Ops with integer operands or results that run on int8 (int8_ops/indexing.py): an embedding
-        (int64 ids, a quantized table). True when node was one of them."""
+        (int64 ids, a quantized table), argmax / argmin, max / min over a dim and topk (int64 indices beside
+        values with the input's parameters). True when node was one of them."""
         t = node.target
         if t in EMBEDDING_OPS:
             w = node.args[0]
             val = w.meta.get("val") if isinstance(w, torch.fx.Node) else None
             if isinstance(w, torch.fx.Node) and w.op == "get_attr" and (val is None or val.is_floating_point()):
                 _annotate(node, {w: self.table}, SharedQuantizationSpec((w, node)))
+            return True
+        if t in RANK_OPS or t in ARG_OPS:
+            x = node.args[0]
+            val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+            if isinstance(val, torch.Tensor) and val.is_floating_point():
+                _annotate(node, {x: self.act}, None)
+                for u in node.users:
+                    if u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0:
+                        _annotate(u, {}, SharedQuantizationSpec((x, node)))
             return True
         return False
 

@@ -1,5 +1,8 @@
 """Integer inputs and integer results inside an int8 program, with no fp32 island: token ids into
-an nn.Embedding whose table is int8 (its rows share the table's quantization parameters)."""
+an nn.Embedding whose table is int8 (its rows share the table's quantization parameters); argmax /
+argmin, max / min over a dim and topk ranking int8 codes directly (values with the input's
+parameters, int64 indices), the indices fed to another embedding and returned. The test inputs'
+values are 0.25 apart (a permutation per row), so int8 ranks them as fp32 does."""
 import torch
 from torch import nn
 
@@ -10,13 +13,21 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.emb = nn.Embedding(VOCAB, DIM)
+        self.pos = nn.Embedding(DIM, DIM)
         with torch.no_grad():
             self.emb.weight.mul_(0.5)
+            self.pos.weight.mul_(0.5)
         self.fc = nn.Linear(DIM, DIM)
 
     def forward(self, ids, x):
-        h = self.fc(self.emb(ids) + x)  # [1, SEQ, DIM]
-        return h
+        v, top = x.topk(3, dim=-1)  # [1, SEQ, 3]
+        m, i = x.max(dim=1)  # [1, DIM]
+        n, _ = x.min(dim=-1, keepdim=True)  # [1, SEQ, 1]
+        a = x.argmax(dim=-1)  # [1, SEQ]
+        b = x.argmin(dim=1)  # [1, DIM]
+        h = self.fc(self.emb(ids) + self.pos(a))  # [1, SEQ, DIM]
+        z = self.pos(b) + m.unsqueeze(-1)  # [1, DIM, DIM]
+        return h + n, v, z, top, i
 
 
 def model():
@@ -26,8 +37,11 @@ def model():
 
 def _inputs(seed, count):
     g = torch.Generator().manual_seed(seed)
-    return [(torch.randint(0, VOCAB, (1, SEQ), generator=g), 2 * torch.rand(1, SEQ, DIM, generator=g) - 1)
-            for _ in range(count)]
+    out = []
+    for _ in range(count):
+        x = torch.stack([torch.randperm(DIM, generator=g) for _ in range(SEQ)]).float() * 0.25 - 0.875
+        out.append((torch.randint(0, VOCAB, (1, SEQ), generator=g), x.unsqueeze(0)))
+    return out
 
 
 def example_inputs():
