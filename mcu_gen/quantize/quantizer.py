@@ -86,6 +86,10 @@ EMBEDDING_OPS = {aten.embedding.default}
 # (values, indices) of the largest / smallest elements: the values share the input's parameters (picked, exact).
 RANK_OPS = {aten.max.dim, aten.min.dim, aten.topk.default}
 ARG_OPS = {aten.argmax.default, aten.argmin.default}  # int64 results of int8 codes: the input quantized
+_CMP = ("eq", "ne", "lt", "le", "gt", "ge")
+SCALAR_COMPARE_OPS = {getattr(aten, n).Scalar for n in _CMP}  # bool results of int8 codes
+TENSOR_COMPARE_OPS = {getattr(aten, n).Tensor for n in _CMP}  # the second operand shares the first's parameters
+WHERE_OPS = {aten.where.self}  # int8 operands (each its own), output observer of its own
 CAT_OPS = {aten.cat.default}
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
@@ -172,6 +176,12 @@ def _float_only(node: torch.fx.Node) -> bool:
     are never quantized."""
     vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes if a.op != "get_attr"]
     return all(v.is_floating_point() for v in vals if isinstance(v, torch.Tensor))
+
+
+def _float_activation(node) -> bool:
+    """node is a computed floating-point tensor (not a constant, not a number)."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return node.op != "get_attr" if isinstance(val, torch.Tensor) and val.is_floating_point() else False
 
 
 def _fused_activation(node: torch.fx.Node):
@@ -267,9 +277,10 @@ class McuQuantizer(Quantizer):
         return model
 
     def _annotate_integer_io(self, node) -> bool:
-        """Ops with integer operands or results that run on int8 (int8_ops/indexing.py): an embedding
-        (int64 ids, a quantized table), argmax / argmin, max / min over a dim and topk (int64 indices beside
-        values with the input's parameters). True when node was one of them."""
+        """Ops with integer or bool operands or results that run on int8 (int8_ops/indexing.py,
+        compare.py): an embedding (int64 ids, a quantized table), argmax / argmin, max / min over a dim
+        and topk (int64 indices beside values with the input's parameters), comparisons (bool results)
+        and where (a bool condition). True when node was one of them."""
         t = node.target
         if t in EMBEDDING_OPS:
             w = node.args[0]
@@ -277,7 +288,15 @@ class McuQuantizer(Quantizer):
             if isinstance(w, torch.fx.Node) and w.op == "get_attr" and (val is None or val.is_floating_point()):
                 _annotate(node, {w: self.table}, SharedQuantizationSpec((w, node)))
             return True
-        if t in RANK_OPS or t in ARG_OPS:
+        if t in TENSOR_COMPARE_OPS or t in WHERE_OPS:
+            a, b = node.args[:2] if t in TENSOR_COMPARE_OPS else node.args[1:3]
+            if all(_float_activation(x) for x in (a, b)):
+                if t in WHERE_OPS:
+                    _annotate(node, {a: self.act, b: self.act}, self.act)
+                else:
+                    _annotate(node, {a: self.act, b: SharedQuantizationSpec((a, node))}, None)
+            return True
+        if t in RANK_OPS or t in ARG_OPS or t in SCALAR_COMPARE_OPS:
             x = node.args[0]
             val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
             if isinstance(val, torch.Tensor) and val.is_floating_point():

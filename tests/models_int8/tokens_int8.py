@@ -1,8 +1,9 @@
 """Integer inputs and integer results inside an int8 program, with no fp32 island: token ids into
 an nn.Embedding whose table is int8 (its rows share the table's quantization parameters); argmax /
 argmin, max / min over a dim and topk ranking int8 codes directly (values with the input's
-parameters, int64 indices), the indices fed to another embedding and returned. The test inputs'
-values are 0.25 apart (a permutation per row), so int8 ranks them as fp32 does."""
+parameters, int64 indices), the indices fed to another embedding and returned; comparisons with
+numbers and of two tensors (bool results) and where on int8 operands. The test inputs' values are
+0.25 apart (a permutation per row), so int8 ranks them as fp32 does."""
 import torch
 from torch import nn
 
@@ -18,6 +19,7 @@ class Net(nn.Module):
             self.emb.weight.mul_(0.5)
             self.pos.weight.mul_(0.5)
         self.fc = nn.Linear(DIM, DIM)
+        self.gate = nn.Linear(DIM, DIM)
 
     def forward(self, ids, x):
         v, top = x.topk(3, dim=-1)  # [1, SEQ, 3]
@@ -27,7 +29,9 @@ class Net(nn.Module):
         b = x.argmin(dim=1)  # [1, DIM]
         h = self.fc(self.emb(ids) + self.pos(a))  # [1, SEQ, DIM]
         z = self.pos(b) + m.unsqueeze(-1)  # [1, DIM, DIM]
-        return h + n, v, z, top, i
+        w = torch.where(x > 0.1, x, self.gate(x))  # a mask from a number, where on int8
+        left = x[:, :, :4] > x[:, :, 4:]  # two int8 tensors compared
+        return h + n, v, z, top, i, w, left, x.le(-0.5), x.eq(-0.3)
 
 
 def model():
