@@ -81,6 +81,8 @@ PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
 # Ops that pick part of their input (whose range can be far narrower): an output observer of their own,
 # the int8 lowering moves the bytes and requantizes them with a table (int8_ops/movement.py).
 PICK_OPS = {aten.select.int, aten.amax.default, aten.amin.default}
+# Sums over dims: an output observer of their own (int32 sums of the codes, requantized: int8_ops/pool.py).
+SUM_OPS = {aten.sum.dim_IntList}
 # A table lookup: the table (a constant) is quantized per tensor, asymmetric; the rows it returns share its parameters.
 EMBEDDING_OPS = {aten.embedding.default}
 # (values, indices) of the largest / smallest elements: the values share the input's parameters (picked, exact).
@@ -254,7 +256,7 @@ class McuQuantizer(Quantizer):
                 _annotate(node, {a: self.act, b: self.act}, None if act is not None else self.act)
                 if act is not None:
                     _annotate(act, {}, self.act)
-            elif t in PICK_OPS:
+            elif t in PICK_OPS or t in SUM_OPS:
                 x = node.args[0]
                 if isinstance(x, torch.fx.Node):
                     _annotate(node, {x: self.act}, self.act)

@@ -2,7 +2,7 @@
 an nn.Embedding whose table is int8 (its rows share the table's quantization parameters); argmax /
 argmin, max / min over a dim and topk ranking int8 codes directly (values with the input's
 parameters, int64 indices), the indices fed to another embedding and returned; comparisons with
-numbers and of two tensors (bool results) and where on int8 operands. The test inputs' values are
+numbers and of two tensors (bool results) and where on int8 operands; sums over dims. The test inputs' values are
 0.25 apart (a permutation per row), so int8 ranks them as fp32 does."""
 import torch
 from torch import nn
@@ -31,7 +31,8 @@ class Net(nn.Module):
         z = self.pos(b) + m.unsqueeze(-1)  # [1, DIM, DIM]
         w = torch.where(x > 0.1, x, self.gate(x))  # a mask from a number, where on int8
         left = x[:, :, :4] > x[:, :, 4:]  # two int8 tensors compared
-        return h + n, v, z, top, i, w, left, x.le(-0.5), x.eq(-0.3)
+        sums = torch.cat([h.sum(dim=1), z.sum((0, 2)).unsqueeze(0)], dim=-1)  # int32 sums requantized (own parameters)
+        return h + n, v, z, top, i, w, left, x.le(-0.5), x.eq(-0.3), sums
 
 
 def model():
