@@ -83,6 +83,8 @@ PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
 PICK_OPS = {aten.select.int, aten.amax.default, aten.amin.default}
 # Sums over dims: an output observer of their own (int32 sums of the codes, requantized: int8_ops/pool.py).
 SUM_OPS = {aten.sum.dim_IntList}
+# PReLU with a constant slope per channel (or one): an output observer of its own (int8_ops/elementwise.py).
+PRELU_OPS = {aten.prelu.default}
 # A table lookup: the table (a constant) is quantized per tensor, asymmetric; the rows it returns share its parameters.
 EMBEDDING_OPS = {aten.embedding.default}
 # (values, indices) of the largest / smallest elements: the values share the input's parameters (picked, exact).
@@ -186,6 +188,10 @@ def _float_activation(node) -> bool:
     return node.op != "get_attr" if isinstance(val, torch.Tensor) and val.is_floating_point() else False
 
 
+def _is_constant(node) -> bool:
+    return isinstance(node, torch.fx.Node) and node.op == "get_attr"
+
+
 def _fused_activation(node: torch.fx.Node):
     """The ReLU / ReLU6 / clamp that is ``node``'s only user, if any."""
     users = list(node.users)
@@ -256,9 +262,9 @@ class McuQuantizer(Quantizer):
                 _annotate(node, {a: self.act, b: self.act}, None if act is not None else self.act)
                 if act is not None:
                     _annotate(act, {}, self.act)
-            elif t in PICK_OPS or t in SUM_OPS:
+            elif t in PICK_OPS or t in SUM_OPS or t in PRELU_OPS:
                 x = node.args[0]
-                if isinstance(x, torch.fx.Node):
+                if isinstance(x, torch.fx.Node) and (t not in PRELU_OPS or _is_constant(node.args[1])):
                     _annotate(node, {x: self.act}, self.act)
             elif t in SHARED_OPS:
                 x = node.args[0]

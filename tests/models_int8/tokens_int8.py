@@ -2,7 +2,7 @@
 an nn.Embedding whose table is int8 (its rows share the table's quantization parameters); argmax /
 argmin, max / min over a dim and topk ranking int8 codes directly (values with the input's
 parameters, int64 indices), the indices fed to another embedding and returned; comparisons with
-numbers and of two tensors (bool results) and where on int8 operands; sums over dims. The test inputs' values are
+numbers and of two tensors (bool results) and where on int8 operands; sums over dims; PReLU. The test inputs' values are
 0.25 apart (a permutation per row), so int8 ranks them as fp32 does."""
 import torch
 from torch import nn
@@ -20,6 +20,9 @@ class Net(nn.Module):
             self.pos.weight.mul_(0.5)
         self.fc = nn.Linear(DIM, DIM)
         self.gate = nn.Linear(DIM, DIM)
+        self.prelu = nn.PReLU(SEQ)
+        with torch.no_grad():
+            self.prelu.weight.copy_(torch.linspace(-0.5, 1.5, SEQ))
 
     def forward(self, ids, x):
         v, top = x.topk(3, dim=-1)  # [1, SEQ, 3]
@@ -32,7 +35,7 @@ class Net(nn.Module):
         w = torch.where(x > 0.1, x, self.gate(x))  # a mask from a number, where on int8
         left = x[:, :, :4] > x[:, :, 4:]  # two int8 tensors compared
         sums = torch.cat([h.sum(dim=1), z.sum((0, 2)).unsqueeze(0)], dim=-1)  # int32 sums requantized (own parameters)
-        return h + n, v, z, top, i, w, left, x.le(-0.5), x.eq(-0.3), sums
+        return self.prelu(h + n), v, z, top, i, w, left, x.le(-0.5), x.eq(-0.3), sums
 
 
 def model():
