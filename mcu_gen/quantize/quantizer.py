@@ -82,7 +82,7 @@ PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
 # the int8 lowering moves the bytes and requantizes them with a table (int8_ops/movement.py).
 PICK_OPS = {aten.select.int, aten.amax.default, aten.amin.default}
 # Sums over dims: an output observer of their own (int32 sums of the codes, requantized: int8_ops/pool.py).
-SUM_OPS = {aten.sum.dim_IntList}
+SUM_OPS = {aten.sum.dim_IntList, aten.sum.default}
 # PReLU with a constant slope per channel (or one): an output observer of its own (int8_ops/elementwise.py).
 PRELU_OPS = {aten.prelu.default}
 # A table lookup: the table (a constant) is quantized per tensor, asymmetric; the rows it returns share its parameters.

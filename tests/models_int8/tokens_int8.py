@@ -34,7 +34,8 @@ class Net(nn.Module):
         z = self.pos(b) + m.unsqueeze(-1)  # [1, DIM, DIM]
         w = torch.where(x > 0.1, x, self.gate(x))  # a mask from a number, where on int8
         left = x[:, :, :4] > x[:, :, 4:]  # two int8 tensors compared
-        sums = torch.cat([h.sum(dim=1), z.sum((0, 2)).unsqueeze(0)], dim=-1)  # int32 sums requantized (own parameters)
+        # int32 sums requantized (parameters of their own): over one dim, two dims, all of them
+        sums = torch.cat([h.sum(dim=1), z.sum((0, 2)).unsqueeze(0), h.sum().reshape(1, 1) * 0.1], dim=-1)
         return self.prelu(h + n), v, z, top, i, w, left, x.le(-0.5), x.eq(-0.3), sums
 
 

@@ -167,12 +167,14 @@ def mean(lw, node, qnode, act):
     return None
 
 
-@handler(aten.sum.dim_IntList)
+@handler(aten.sum.dim_IntList, aten.sum.default)
 def sum_dims(lw, node, qnode, act):
     """sum over dims, output parameters of its own: the reduced dims brought last (a transpose
     unless they are already), then a fully connected layer with one row of ones over them,
     cortex_m::quantized_linear: int32 sums of (code - zero point), requantized by s_in / s_out."""
     dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    if node.target is aten.sum.default:
+        dims = None  # all of them
     if node.kwargs.get("dtype") is not None or len(node.args) > 3:
         return "sum with a dtype"
     v = lw.quant_of(node.args[0])
