@@ -185,8 +185,6 @@ def sum_dims(lw, node, qnode, act):
     v = lw.to_nchw(v, node)  # logical (row-major) order
     xt = lw.program.tensor(v)
     nd = len(xt.shape)
-    if nd == 0:
-        return "sum of a 0-dim tensor"
     red = sorted({d % nd for d in (dims or range(nd))})
     kept = [d for d in range(nd) if d not in red]
     span = int(np.prod([xt.shape[d] for d in red]))
