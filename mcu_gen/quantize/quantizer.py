@@ -71,6 +71,7 @@ SHARED_OPS = {
     aten.t.default,
     aten.upsample_nearest2d.vec,
     aten.upsample_nearest2d.default,
+    aten.upsample_bilinear2d.vec,  # (interpolation stays within the input's range)
     aten.slice.Tensor,
     aten.expand.default,
     aten.repeat.default,
