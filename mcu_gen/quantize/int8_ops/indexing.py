@@ -110,8 +110,8 @@ def ranked(lw, node, qnode, act):
     else:
         args = [v, i(node.args[1]), b(_arg(node, 2, "keepdim", False))]
         op = "aten::max.dim_max" if node.target is aten.max.dim else "aten::min.dim_min"
-    lw.program.instructions.append(Instruction(op, args + [values, indices, lw.scalar("tensor_list", [values, indices])],
-                                               source_line(node, lw.user_file)))
+    outs = [values, indices, lw.scalar("tensor_list", [values, indices])]
+    lw.program.instructions.append(Instruction(op, args + outs, source_line(node, lw.user_file)))
     lw.done.add(node)
     if quant is not None:
         lw.finish(getters[0], quant[0], None, lw.requantize(values, *lw.qparams(quant[0]), node))
