@@ -18,7 +18,8 @@ MODELS = sorted(p.stem for p in MODELS_DIR.glob("*.py"))
 # 27 KB per input over the emulated UART: one input only
 BIG = {"mlperf_mobilenet_v1_025"}
 # Models whose every operator has an int8 kernel: no island allowed.
-ALL_INT8 = {"mlperf_ds_cnn", "mlperf_deep_autoencoder", "mlperf_resnet8", "mlperf_mobilenet_v1_025", "data_movement"}
+ALL_INT8 = {"mlperf_ds_cnn", "mlperf_deep_autoencoder", "mlperf_resnet8", "mlperf_mobilenet_v1_025", "data_movement",
+            "tokens_int8"}
 ERROR_BOUND = {"two_in_two_out": 0.25}
 CLASSIFIERS = {"chunk_same_pad", "mlperf_resnet8", "mlperf_mobilenet_v1_025", "mlperf_ds_cnn", "conv1d_audio", "se_hardswish",
                "cat_branches", "odd_convs", "attention", "activations"}

@@ -239,3 +239,55 @@ def test_qat_covers_the_new_patterns(name):
     step = max(n.args[1] for n in converted.graph.nodes
                if n.op == "call_function" and "dequantize_per_tensor" in str(n.target))
     assert np.max(np.abs(got - want)) <= 2.01 * step, (out.name, np.max(np.abs(got - want)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ranking_int8_codes_with_ties(seed):
+    """topk, max / min over a dim and argmax / argmin on int8 codes from a narrow range (many equal
+    values): the host kernels give the integer reference's (PyTorch's) values and indices, ties included."""
+    rng = np.random.default_rng(seed)
+    c = Case()
+    x = c.const(rng.integers(-4, 4, size=(3, 5, 40)).astype(np.int8))
+    i, b = (lambda v: c.s("int", v)), (lambda v: c.s("bool", v))
+    for k, dim, largest, srt in ((3, -1, True, True), (5, 1, False, True), (2, 0, True, False), (40, 2, True, True)):
+        shape = [3, 5, 40]
+        shape[dim] = k
+        vals, idx = c.out(shape), c.out(shape, "int64")
+        c.p.instructions.append(Instruction("aten::topk.values", [x, i(k), i(dim), b(largest), b(srt), vals, idx,
+                                                                  c.s("tensor_list", [vals, idx])]))
+    for op, dim, keep in (("aten::max.dim_max", 2, False), ("aten::min.dim_min", 1, True)):
+        shape = [3, 5, 40]
+        shape[dim] = 1
+        shape = shape if keep else [s for d, s in enumerate(shape) if d != dim]
+        vals, idx = c.out(shape), c.out(shape, "int64")
+        c.p.instructions.append(Instruction(op, [x, i(dim), b(keep), vals, idx, c.s("tensor_list", [vals, idx])]))
+    for op in ("aten::argmax.out", "aten::argmin.out"):
+        c.op(op, [x, i(1), b(False)], c.out((3, 40), "int64"))
+    c.check(f"seed {seed}")
+
+
+def test_comparison_with_a_number_as_a_code_threshold():
+    """The int8 lowering of x <op> c (int8_ops/compare.py): one integer comparison of the codes gives,
+    for every code, what the converted graph computes (dequantize in float32, compare with c), also for
+    c exactly on a dequantized value, one float32 step beside it, and outside the range."""
+    import torch
+
+    from mcu_gen.quantize.int8_ops.compare import SCALAR_COMPARISONS, _codes, code_test
+
+    rng = np.random.default_rng(0)
+    codes = np.arange(-128, 128)
+    ops = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+           "ge": np.greater_equal}
+    for _ in range(60):
+        scale, zp = float(np.exp(rng.uniform(-9, 1))), int(rng.integers(-128, 128))
+        f = _codes(scale, zp)
+        hit = float(f[int(rng.integers(0, 256))])
+        for c in (hit, float(np.nextafter(np.float32(hit), np.float32(np.inf))), hit - 1e-9, 0.0, 1e6, -1e6,
+                  float(rng.uniform(-2, 2)), int(rng.integers(-3, 3))):
+            for target, name in SCALAR_COMPARISONS.items():
+                truth = target(f, c).numpy()
+                op, threshold = code_test(truth)
+                assert -128 <= threshold <= 127
+                np.testing.assert_array_equal(ops[op](codes, threshold), truth, err_msg=f"{name} {c} {scale} {zp}")
+    assert code_test(np.array([True, False, True] + [False] * 253)) is None
+    assert torch.equal(_codes(0.5, 3)[:2], torch.tensor([-65.5, -65.0]))

@@ -246,6 +246,18 @@ class QuantLowering:
                                    else str(node.target), source_line(node, self.user_file))
         self.done.update({node, qnode} | ({act} if act is not None else set()))
 
+    def plain_of(self, node) -> Optional[int]:
+        """The value of an fx node that is not quantized (int64 ids, a bool mask, an fp32 island's
+        result), else None."""
+        if node in self.fp.env:
+            return self.fp.env[node]
+        return self.f.get((node, True))
+
+    def finish_plain(self, node, out: int) -> None:
+        """node's result is `out`, a value that is not quantized (int64 indices, a bool mask)."""
+        self.f[(node, True)] = self.f[(node, False)] = self.fp.env[node] = out
+        self.done.add(node)  # (not in self.results: those are int8 values compared with fp32 by value)
+
     @staticmethod
     def qparams(qnode):
         return float(qnode.args[1]), int(qnode.args[2])
@@ -259,10 +271,12 @@ class QuantLowering:
         if t in VIEW_OPS:
             return self._view(node)
         oq = self.output_quant(node)
+        h = int8_ops.find(node)  # the operator's handler (mcu_gen/quantize/int8_ops/)
         if oq is None:
+            if h is not None and h.plain:  # int64 / bool results (indices, masks) or a tuple of results
+                return h.fn(self, node, None, None)
             return "its result is not quantized (the quantizer left it in fp32)"
         qnode, act = oq
-        h = int8_ops.find(node)  # the operator's handler (mcu_gen/quantize/int8_ops/)
         if h is not None:
             return h.fn(self, node, qnode, act)
         return f"no int8 kernel for {op_name(t) if isinstance(t, torch._ops.OpOverload) else t}"

@@ -71,6 +71,7 @@ SHARED_OPS = {
     aten.t.default,
     aten.upsample_nearest2d.vec,
     aten.upsample_nearest2d.default,
+    aten.upsample_bilinear2d.vec,  # (interpolation stays within the input's range)
     aten.slice.Tensor,
     aten.expand.default,
     aten.repeat.default,
@@ -81,6 +82,19 @@ PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
 # Ops that pick part of their input (whose range can be far narrower): an output observer of their own,
 # the int8 lowering moves the bytes and requantizes them with a table (int8_ops/movement.py).
 PICK_OPS = {aten.select.int, aten.amax.default, aten.amin.default}
+# Sums over dims: an output observer of their own (int32 sums of the codes, requantized: int8_ops/pool.py).
+SUM_OPS = {aten.sum.dim_IntList, aten.sum.default}
+# PReLU with a constant slope per channel (or one): an output observer of its own (int8_ops/elementwise.py).
+PRELU_OPS = {aten.prelu.default}
+# A table lookup: the table (a constant) is quantized per tensor, asymmetric; the rows it returns share its parameters.
+EMBEDDING_OPS = {aten.embedding.default}
+# (values, indices) of the largest / smallest elements: the values share the input's parameters (picked, exact).
+RANK_OPS = {aten.max.dim, aten.min.dim, aten.topk.default}
+ARG_OPS = {aten.argmax.default, aten.argmin.default}  # int64 results of int8 codes: the input quantized
+_CMP = ("eq", "ne", "lt", "le", "gt", "ge")
+SCALAR_COMPARE_OPS = {getattr(aten, n).Scalar for n in _CMP}  # bool results of int8 codes
+TENSOR_COMPARE_OPS = {getattr(aten, n).Tensor for n in _CMP}  # the second operand shares the first's parameters
+WHERE_OPS = {aten.where.self}  # int8 operands (each its own), output observer of its own
 CAT_OPS = {aten.cat.default}
 SOFTMAX_OPS = {aten.softmax.int, aten._softmax.default}
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
@@ -125,6 +139,17 @@ def linear_weight_spec(qat: bool = False) -> QuantizationSpec:
                             is_dynamic=False, observer_or_fake_quant_ctr=ctr)
 
 
+def table_spec(qat: bool = False) -> QuantizationSpec:
+    """An embedding table: int8, asymmetric per tensor (its rows are activations), min/max of the table."""
+    if qat:
+        ctr = FakeQuantize.with_args(observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127,
+                                     dtype=torch.int8, qscheme=torch.per_tensor_affine, eps=EPS)
+    else:
+        ctr = MinMaxObserver.with_args(eps=EPS)
+    return QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine,
+                            is_dynamic=False, observer_or_fake_quant_ctr=ctr)
+
+
 SOFTMAX_SPEC = FixedQParamsQuantizationSpec(dtype=torch.int8, scale=SOFTMAX_SCALE, zero_point=SOFTMAX_ZERO_POINT,
                                             quant_min=-128, quant_max=127, qscheme=torch.per_tensor_affine)
 
@@ -158,6 +183,16 @@ def _float_only(node: torch.fx.Node) -> bool:
     return all(v.is_floating_point() for v in vals if isinstance(v, torch.Tensor))
 
 
+def _float_activation(node) -> bool:
+    """node is a computed floating-point tensor (not a constant, not a number)."""
+    val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return node.op != "get_attr" if isinstance(val, torch.Tensor) and val.is_floating_point() else False
+
+
+def _is_constant(node) -> bool:
+    return isinstance(node, torch.fx.Node) and node.op == "get_attr"
+
+
 def _fused_activation(node: torch.fx.Node):
     """The ReLU / ReLU6 / clamp that is ``node``'s only user, if any."""
     users = list(node.users)
@@ -176,6 +211,7 @@ class McuQuantizer(Quantizer):
         self.conv_w = conv_weight_spec(qat)
         self.linear_w = linear_weight_spec(qat)
         self.conv_t_w = conv_weight_spec(qat, ch_axis=1)  # [Cin, Cout, kh, kw]: per output channel
+        self.table = table_spec(qat)
 
     def _output(self, node, spec) -> None:
         """Annotate node's output (or that of a fused activation after it)."""
@@ -185,7 +221,11 @@ class McuQuantizer(Quantizer):
 
     def annotate(self, model: torch.fx.GraphModule) -> torch.fx.GraphModule:
         for node in model.graph.nodes:
-            if node.op != "call_function" or _annotated(node) or not _float_only(node):
+            if node.op != "call_function" or _annotated(node):
+                continue
+            if self._annotate_integer_io(node):
+                continue
+            if not _float_only(node):
                 continue
             t = node.target
             if t in CONV_OPS or t in LINEAR_OPS:
@@ -223,9 +263,9 @@ class McuQuantizer(Quantizer):
                 _annotate(node, {a: self.act, b: self.act}, None if act is not None else self.act)
                 if act is not None:
                     _annotate(act, {}, self.act)
-            elif t in PICK_OPS:
+            elif t in PICK_OPS or t in SUM_OPS or t in PRELU_OPS:
                 x = node.args[0]
-                if isinstance(x, torch.fx.Node):
+                if isinstance(x, torch.fx.Node) and (t not in PRELU_OPS or _is_constant(node.args[1])):
                     _annotate(node, {x: self.act}, self.act)
             elif t in SHARED_OPS:
                 x = node.args[0]
@@ -244,6 +284,37 @@ class McuQuantizer(Quantizer):
                 if isinstance(x, torch.fx.Node):
                     _annotate(node, {x: self.act}, SOFTMAX_SPEC)
         return model
+
+    def _annotate_integer_io(self, node) -> bool:
+        """Ops with integer or bool operands or results that run on int8 (int8_ops/indexing.py,
+        compare.py): an embedding (int64 ids, a quantized table), argmax / argmin, max / min over a dim
+        and topk (int64 indices beside values with the input's parameters), comparisons (bool results)
+        and where (a bool condition). True when node was one of them."""
+        t = node.target
+        if t in EMBEDDING_OPS:
+            w = node.args[0]
+            val = w.meta.get("val") if isinstance(w, torch.fx.Node) else None
+            if isinstance(w, torch.fx.Node) and w.op == "get_attr" and (val is None or val.is_floating_point()):
+                _annotate(node, {w: self.table}, SharedQuantizationSpec((w, node)))
+            return True
+        if t in TENSOR_COMPARE_OPS or t in WHERE_OPS:
+            a, b = node.args[:2] if t in TENSOR_COMPARE_OPS else node.args[1:3]
+            if all(_float_activation(x) for x in (a, b)):
+                if t in WHERE_OPS:
+                    _annotate(node, {a: self.act, b: self.act}, self.act)
+                else:
+                    _annotate(node, {a: self.act, b: SharedQuantizationSpec((a, node))}, None)
+            return True
+        if t in RANK_OPS or t in ARG_OPS or t in SCALAR_COMPARE_OPS:
+            x = node.args[0]
+            val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
+            if isinstance(val, torch.Tensor) and val.is_floating_point():
+                _annotate(node, {x: self.act}, None)
+                for u in node.users:
+                    if u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0:
+                        _annotate(u, {}, SharedQuantizationSpec((x, node)))
+            return True
+        return False
 
     def validate(self, model: torch.fx.GraphModule) -> None:
         pass

@@ -1,5 +1,6 @@
 """Ops that only move bytes, in int8 with their input's quantization parameters: constant-0,
-reflect and replicate padding, repeat, a slice of a 4-D tensor, amax/amin, select, expand."""
+reflect and replicate padding, repeat, a slice of a 4-D tensor, amax/amin, select, expand; and
+bilinear upsampling (align_corners False and True), which interpolates within its input's range."""
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -18,6 +19,8 @@ class Net(nn.Module):
         y = torch.relu(self.c1(F.pad(x, (1, 1, 2, 0))))  # constant 0 (the zero point), 4-D
         y = F.pad(y, (1, 1, 1, 1), mode="reflect")
         y = y.repeat(1, 1, 1, 2)[:, :, :, :8]  # repeat, then a slice of a channels-last tensor
+        y = F.interpolate(y[:, :, 1:6], scale_factor=2, mode="bilinear") + F.interpolate(  # bilinear, both modes
+            y, size=(10, 16), mode="bilinear", align_corners=True)
         y = y.amax(dim=2)  # [1, 8, 8]
         y = F.pad(y, (2, 0), mode="replicate")
         z = self.c2(y)  # [1, 8, 8]

@@ -108,11 +108,22 @@ def lower_case_int8(case, available: dict):
     return program, []
 
 
+def _reads_int8(program, ins) -> bool:
+    """An instruction that reads an int8 activation (a portable kernel run on int8 bytes: a pick, a
+    comparison of codes, an embedding of an int8 table)."""
+    from mcu_gen.program.ir import TensorValue
+
+    return any(isinstance(program.values[a], TensorValue) and program.values[a].dtype == "int8"
+               for a in ins.args[:-1] if isinstance(a, int) and 0 <= a < len(program.values))
+
+
 def int8_mode(program) -> str:
-    """"int8" when an int8 kernel computes something, "fp32 islands" when only the edges are int8."""
+    """"int8" when an int8 kernel computes something (a cortex_m:: operator, or a portable kernel on
+    int8 values), "fp32 islands" when only the edges are int8."""
     from mcu_gen.reference import is_int8_op
 
-    if any(is_int8_op(ins.op) and ins.op not in _EDGE_OPS for ins in program.instructions):
+    if any(ins.op not in _EDGE_OPS and (is_int8_op(ins.op) or _reads_int8(program, ins))
+           for ins in program.instructions):
         return "int8"
     return "fp32 islands" if program.meta.get("fp32_fallback") else "fp32"
 

@@ -1,5 +1,5 @@
-"""int8 lowering handlers: elementwise: add/sub and mul of two tensors, and every one-tensor function as a lookup table.
-add and mul register before the table, which also takes add/mul by a number.
+"""int8 lowering handlers: elementwise: add/sub and mul of two tensors, PReLU, and every one-tensor function as a
+lookup table. add and mul register before the table, which also takes add/mul by a number.
 
 Each handler gets the lowering (mcu_gen/quantize/lowering.py's QuantLowering, `lw`), the fx node,
 its quantize node and the activation fused into it (or None); it returns None when it lowered
@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import torch
 
-from mcu_gen.quantize.int8_common import (NHWC, activation_lut, add_params, aten, is_lut_node, quantize_multiplier,
-                                          shape_of)
+import numpy as np
+
+from mcu_gen.program.ir import TensorValue
+from mcu_gen.quantize.int8_common import (NHWC, activation_lut, add_params, aten, get_attr_value, is_lut_node,
+                                          quantize_multiplier, shape_of)
 from mcu_gen.quantize.int8_ops.registry import handler
 
 
@@ -60,6 +63,49 @@ def mul(lw, node, qnode, act):
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
     lw.emit("cortex_m::quantized_mul.out", [va, i(ta.zero_point), vb, i(tb.zero_point), i(zp_out), i(m), i(sh)],
              out, node)
+    lw.finish(node, qnode, act, out)
+    return None
+
+
+@handler(aten.prelu.default)
+def prelu(lw, node, qnode, act):
+    """PReLU with constant slopes (one per channel, or one): where(x > 0, x, slope * x) on int8.
+    x > 0 is an exact threshold on the codes, x is requantized to the output by a table (exact),
+    slope * x is cortex_m::quantized_mul by the slopes quantized per tensor (int8, symmetric)."""
+    from mcu_gen.quantize.int8_ops.compare import _codes, code_test
+
+    v, wn = lw.quant_of(node.args[0]), node.args[1]
+    if v is None:
+        return "input is not int8"
+    if not (isinstance(wn, torch.fx.Node) and wn.op == "get_attr"):
+        return "the slopes are not a constant"
+    if act is not None:
+        return "prelu with a fused activation"
+    w = get_attr_value(lw.gm, wn).double().numpy().reshape(-1)
+    v = lw.to_nchw(v, node)
+    t = lw.program.tensor(v)
+    nd = len(t.shape)
+    wshape = [1] * nd
+    if w.size > 1:
+        if nd < 2 or t.shape[1] != w.size:
+            return f"{w.size} slopes for a {list(t.shape)} input"
+        wshape[1] = w.size
+    s_out, zp_out = lw.qparams(qnode)
+    big = float(np.max(np.abs(w)))
+    s_w = big / 127.0 if big > 0 else 1.0
+    wq = np.clip(np.round(w / s_w), -127, 127).astype(np.int8).reshape(wshape)
+    mult, shift = quantize_multiplier(t.scale * s_w / s_out)
+    order = tuple(range(nd)) if nd == 4 else None
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    positive = code_test((_codes(t.scale, t.zero_point) > 0).numpy())
+    mask = lw.program.add(TensorValue(t.shape, "bool", name=node.name + "_positive"))
+    lw.emit(f"aten::{positive[0]}.Scalar_out", [v, i(positive[1])], mask, node)
+    neg = lw.int8_tensor(t.shape, s_out, zp_out, order, node.name + "_negative")
+    lw.emit("cortex_m::quantized_mul.out", [v, i(t.zero_point), lw.constant(wq, "int8", f"{node.name}_slopes"), i(0),
+                                            i(zp_out), i(mult), i(shift)], neg, node)
+    pos = lw.requantize(v, s_out, zp_out, node)
+    out = lw.int8_tensor(t.shape, s_out, zp_out, order, qnode.name)
+    lw.emit("aten::where.self_out", [mask, pos, neg], out, node)
     lw.finish(node, qnode, act, out)
     return None
 

@@ -1,4 +1,4 @@
-"""int8 lowering handlers: pooling and reductions: max / average / adaptive average pooling, mean.
+"""int8 lowering handlers: pooling and reductions: max / average / adaptive average pooling, mean, sum.
 
 Each handler gets the lowering (mcu_gen/quantize/lowering.py's QuantLowering, `lw`), the fx node,
 its quantize node and the activation fused into it (or None); it returns None when it lowered
@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu_gen.quantize.int8_common import INT8_MIN, NHWC, aten, pool_geometry, quantize_multiplier, shape_of
+from mcu_gen.program.ir import TensorValue
+from mcu_gen.quantize.int8_common import (INT8_MIN, NHWC, QuantLoweringError, aten, pool_geometry,
+                                          quantize_multiplier, shape_of)
 from mcu_gen.quantize.int8_ops.registry import handler
 
 
@@ -162,4 +164,50 @@ def mean(lw, node, qnode, act):
     out_order = None if out_order == tuple(range(len(shape))) else out_order
     out = lw.alias(out, shape, out_order, node.name)
     lw.finish(node, qnode, act, out)
+    return None
+
+
+@handler(aten.sum.dim_IntList, aten.sum.default)
+def sum_dims(lw, node, qnode, act):
+    """sum over dims, output parameters of its own: the reduced dims brought last (a transpose
+    unless they are already), then a fully connected layer with one row of ones over them,
+    cortex_m::quantized_linear: int32 sums of (code - zero point), requantized by s_in / s_out."""
+    dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    if node.target is aten.sum.default:
+        dims = None  # all of them
+    if node.kwargs.get("dtype") is not None or len(node.args) > 3:
+        return "sum with a dtype"
+    v = lw.quant_of(node.args[0])
+    if v is None:
+        return "input is not int8"
+    if act is not None:
+        return "sum with a fused activation"
+    v = lw.to_nchw(v, node)  # logical (row-major) order
+    xt = lw.program.tensor(v)
+    nd = len(xt.shape)
+    red = sorted({d % nd for d in (dims or range(nd))})
+    kept = [d for d in range(nd) if d not in red]
+    span = int(np.prod([xt.shape[d] for d in red]))
+    rows = int(np.prod([xt.shape[d] for d in kept]))
+    s_out, zp_out = lw.qparams(qnode)
+    try:
+        mult, shift = quantize_multiplier(xt.scale / s_out)
+    except QuantLoweringError as e:
+        return str(e)
+    if kept + red != list(range(nd)):
+        perm = kept + red
+        moved = lw.program.add(TensorValue(tuple(xt.shape[d] for d in perm), "int8", name=xt.name + "_sum_order",
+                                           scale=xt.scale, zero_point=xt.zero_point))
+        lw.emit("cortex_m::transpose.out", [v, lw.scalar("int_list", perm)], moved, node)
+        v = moved
+    x2 = lw.alias(v, (rows, span), None, xt.name + "_rows")
+    ones = np.ones((1, span), np.int8)
+    out = lw.int8_tensor((rows, 1), s_out, zp_out, None, qnode.name + "_sums")
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    lw.emit("cortex_m::quantized_linear.out",
+            [x2, lw.constant(ones, "int8", f"{node.name}_ones"), lw.scalar("none"),
+             lw.constant(np.array([-xt.zero_point * span], np.int64), "int32", f"{node.name}_kernel_sum"),
+             i(-xt.zero_point), i(0), i(zp_out), lw.scalar("int_list", [mult]), lw.scalar("int_list", [shift]),
+             i(127), i(-128)], out, node)
+    lw.finish(node, qnode, act, lw.alias(out, shape_of(node), None, qnode.name))
     return None

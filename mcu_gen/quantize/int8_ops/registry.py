@@ -7,6 +7,9 @@ registered with @handler, looked up by the lowering (mcu_gen/quantize/lowering.p
     @handler(when=is_lut_node)               # a predicate instead of (or beside) the targets
     def lut(lw, node, qnode, act): ...
 
+    @handler(aten.argmax.default, plain=True)  # results that are not quantized (indices, masks,
+    def argmax(lw, node, qnode, act): ...      # a tuple of values and indices): qnode and act are None
+
 A node takes the first registered handler whose targets hold its target (any target when none are
 given) and whose `when` accepts it; registration order is import order (int8_ops/__init__.py).
 Adding an operator is adding a handler to its family's module, or a new module imported there."""
@@ -21,6 +24,7 @@ class Handler:
     fn: Callable
     targets: frozenset  # empty: every target (then `when` decides)
     when: Optional[Callable] = None
+    plain: bool = False  # also takes nodes whose result is not quantized (int64 / bool results, tuples)
 
     def accepts(self, node) -> bool:
         return (not self.targets or node.target in self.targets) and (self.when is None or self.when(node))
@@ -29,10 +33,10 @@ class Handler:
 HANDLERS: list = []
 
 
-def handler(*targets, when: Optional[Callable] = None):
+def handler(*targets, when: Optional[Callable] = None, plain: bool = False):
     """Registers fn(lw, node, qnode, act) -> None | reason for these operator overloads."""
     def register(fn):
-        HANDLERS.append(Handler(fn, frozenset(targets), when))
+        HANDLERS.append(Handler(fn, frozenset(targets), when, plain))
         return fn
     return register
 

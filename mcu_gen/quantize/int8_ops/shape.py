@@ -1,11 +1,16 @@
-"""int8 lowering handlers: layout and data movement: permute/transpose, concatenation, slicing, nearest upsampling.
+"""int8 lowering handlers: layout and data movement: permute/transpose, concatenation, slicing, nearest and
+bilinear upsampling.
 
 Each handler gets the lowering (mcu_gen/quantize/lowering.py's QuantLowering, `lw`), the fx node,
 its quantize node and the activation fused into it (or None); it returns None when it lowered
 the pattern, else the reason it cannot (the node then runs as an fp32 island)."""
 from __future__ import annotations
 
-from mcu_gen.quantize.int8_common import NHWC, aten, shape_of
+import numpy as np
+import torch
+
+from mcu_gen.program.ir import TensorValue
+from mcu_gen.quantize.int8_common import NHWC, aten, quantize_multiplier, shape_of
 from mcu_gen.quantize.int8_ops.registry import handler
 
 
@@ -116,5 +121,68 @@ def upsample_nearest(lw, node, qnode, act):
     out = lw.int8_tensor(shape, s_out, zp_out, (0, 1, 2, 3), qnode.name)
     lw.emit("aten::upsample_nearest2d.vec_out",
              [v, lw.scalar("int_list", list(shape[2:])), lw.scalar("none")], out, node)
+    lw.finish(node, qnode, act, out)
+    return None
+
+
+def _bilinear_weights(node, h: int, w: int):
+    """The [out, in] interpolation matrices along H and along W of node's upsample_bilinear2d
+    (the node's own sizes, align_corners and scale factors), from PyTorch on one-hot inputs."""
+    def along(n_in, axis):
+        shape = [n_in, 1, h, w]
+        eye = torch.eye(n_in).reshape([n_in, 1] + ([n_in, 1] if axis == 2 else [1, n_in])).expand(shape)
+        out = aten.upsample_bilinear2d.vec(eye.contiguous(), *node.args[1:])
+        line = out[:, 0, :, 0] if axis == 2 else out[:, 0, 0, :]
+        return line.T.double().numpy()  # [out, in]
+
+    return along(h, 2), along(w, 3)
+
+
+@handler(aten.upsample_bilinear2d.vec)
+def upsample_bilinear(lw, node, qnode, act):
+    """Bilinear upsampling, separable: a fully connected layer along W, then one along H (the
+    interpolation weights as int8, 127 for 1.0), cortex_m::quantized_linear with the input's
+    parameters in and out (the quantizer shares them); transposes put each axis last."""
+    r = same_qparams_input(lw, node, qnode, act, "upsampling")
+    if isinstance(r, str):
+        return r
+    v, t = r
+    if len(t.shape) != 4:
+        return "bilinear upsampling of a tensor that is not 4-D"
+    n, c, h, w = t.shape
+    oh, ow = shape_of(node)[2:]
+    wh, ww = _bilinear_weights(node, h, w)
+    scale_w = 1.0 / 127.0
+    if max(np.abs(wh).max(), np.abs(ww).max()) > 1.0 + 1e-6:
+        return "interpolation weights above 1"
+    mult, shift = quantize_multiplier(scale_w)
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+
+    def linear(x, rows, k, weights, name):
+        """x viewed as [rows, k] times weights^T ([m, k] int8): [rows, m] with x's parameters."""
+        wq = np.clip(np.round(weights / scale_w), -127, 127).astype(np.int8)
+        m = wq.shape[0]
+        ksum = wq.astype(np.int64).sum(axis=1) * -t.zero_point
+        out = lw.int8_tensor((rows, m), t.scale, t.zero_point, None, name)
+        lw.emit("cortex_m::quantized_linear.out",
+                [lw.alias(x, (rows, k), None, name + "_in"), lw.constant(wq, "int8", name + "_weights"),
+                 lw.scalar("none"), lw.constant(ksum, "int32", name + "_kernel_sum"), i(-t.zero_point), i(0),
+                 i(t.zero_point), lw.scalar("int_list", [mult]), lw.scalar("int_list", [shift]), i(127), i(-128)],
+                out, node)
+        return out
+
+    def transpose(x, shape, perm, name):
+        out = lw.program.add(TensorValue(tuple(shape[p] for p in perm), "int8", name=name, scale=t.scale,
+                                         zero_point=t.zero_point))
+        lw.emit("cortex_m::transpose.out", [lw.alias(x, tuple(shape), None, name + "_in"),
+                                            lw.scalar("int_list", list(perm))], out, node)
+        return out
+
+    x = lw.to_nchw(v, node)  # [n, c, h, w] row-major
+    x = linear(x, n * c * h, w, ww, qnode.name + "_w")  # [n, c, h, ow]
+    x = transpose(x, (n, c, h, ow), (0, 1, 3, 2), qnode.name + "_hlast")  # [n, c, ow, h]
+    x = linear(x, n * c * ow, h, wh, qnode.name + "_h")  # [n, c, ow, oh]
+    x = transpose(x, (n, c, ow, oh), (0, 1, 3, 2), qnode.name + "_nchw")  # [n, c, oh, ow]
+    out = lw.alias(x, (n, c, oh, ow), (0, 1, 2, 3), qnode.name)
     lw.finish(node, qnode, act, out)
     return None
