@@ -77,11 +77,13 @@ SHARED_OPS = {
     aten.repeat.default,
     aten.pad.default,  # when its new elements are 0 or input copies (_pad_keeps_range)
     aten.constant_pad_nd.default,
+    # ops that pick part of their input: the picked codes carry all there is; another scale could only
+    # round them again (measured: data_movement's rel RMS 0.0152 -> 0.0116 against an observer of their own)
+    aten.select.int,
+    aten.amax.default,
+    aten.amin.default,
 }
 PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
-# Ops that pick part of their input (whose range can be far narrower): an output observer of their own,
-# the int8 lowering moves the bytes and requantizes them with a table (int8_ops/movement.py).
-PICK_OPS = {aten.select.int, aten.amax.default, aten.amin.default}
 # Sums over dims: an output observer of their own (int32 sums of the codes, requantized: int8_ops/pool.py).
 SUM_OPS = {aten.sum.dim_IntList, aten.sum.default}
 # PReLU with a constant slope per channel (or one): an output observer of its own (int8_ops/elementwise.py).
@@ -263,7 +265,7 @@ class McuQuantizer(Quantizer):
                 _annotate(node, {a: self.act, b: self.act}, None if act is not None else self.act)
                 if act is not None:
                     _annotate(act, {}, self.act)
-            elif t in PICK_OPS or t in SUM_OPS or t in PRELU_OPS:
+            elif t in SUM_OPS or t in PRELU_OPS:
                 x = node.args[0]
                 if isinstance(x, torch.fx.Node) and (t not in PRELU_OPS or _is_constant(node.args[1])):
                     _annotate(node, {x: self.act}, self.act)

@@ -3,9 +3,10 @@ the op itself on int8 values (the kernels take int8):
 - expand, repeat and padding (the zero point is the quantized 0 of a constant pad) keep their
   input's quantization parameters (the quantizer shares them: quantizer.SHARED_OPS);
 - select and amax/amin (order-preserving: the largest int8 value is the largest real value,
-  scale > 0) pick part of their input, whose range can be far narrower: they have an output
-  observer of their own (quantizer.PICK_OPS) and their bytes are requantized by a 256-entry table,
-  the same numbers an fp32 island (dequantize, pick, quantize) gives, without its fp32 buffer.
+  scale > 0) pick codes of their input and keep its parameters too (quantizer.SHARED_OPS: another
+  scale could only round the picked codes again); a graph quantized elsewhere with other output
+  parameters gets its bytes requantized by a 256-entry table, the numbers an fp32 island
+  (dequantize, pick, quantize) gives, without its fp32 buffer.
 
 Inputs are brought to logical (NCHW / row-major) order first; a 4-D result is stored NCHW and
 the next int8 kernel that wants channels-last transposes it (lw.to_nhwc)."""
