@@ -252,12 +252,28 @@ void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) 
 
 using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);
 
-// The in-place pointwise variant (output over the input, N <= K): two rows at a time into `rows`
-// (the DSP GEMM runs a pair of rows with each weight loaded once), then copied over rows r and r + 1
-// of the output, which end at (r + 2) N <= (r + 2) K, where the input rows not read yet start.
+// The in-place pointwise variant (the output starts at the input's address): two rows at a time into
+// `rows` (the DSP GEMM runs a pair of rows with each weight loaded once), then copied over rows r and
+// r + 1 of the output. N <= K: pairs in order; the output rows end at (r + 2) N <= (r + 2) K, where the
+// input rows not read yet start. N > K (widening): pairs from the last (a lone last row first); the
+// output rows start at r N >= r K, where the input rows read already start.
 template <int32_t kRows, int32_t kK, int32_t kN>
 void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
   alignas(4) int8_t rows[2 * kN];
+  if (kN > kK) {
+    int32_t r = kRows;
+    if (r % 2) {
+      --r;
+      fn(in + r * kK, &d, rows, 1);
+      memcpy(out + r * kN, rows, kN);
+    }
+    while (r >= 2) {
+      r -= 2;
+      fn(in + r * kK, &d, rows, 2);
+      memcpy(out + r * kN, rows, 2 * kN);
+    }
+    return;
+  }
   int32_t r = 0;
   for (; r + 2 <= kRows; r += 2) {
     fn(in + r * kK, &d, rows, 2);
@@ -365,13 +381,16 @@ __attribute__((noinline)) void gemm_row_call(const int8_t* x_row, int8_t* y, con
 }
 
 // kRows rows. A row is computed into `row` and then copied out, so the output may start at the
-// input's address when kN <= kK (the in-place pointwise variant). The row is the noinline
-// gemm_row_call: inlined into this loop, the 8x1 block's 14 registers are not always free (GCC:
-// "'asm' operand has impossible constraints", e.g. K 4, N 16 in tests/models_int8/se_hardswish).
+// input's address (the in-place pointwise variant): kN <= kK, rows in order (output row r ends at
+// (r + 1) kN <= (r + 1) kK, where the input rows not read yet start); kN > kK (widening), rows from
+// the last (output row r starts at r kN >= r kK, where the input rows read already start). The row
+// is the noinline gemm_row_call: inlined into this loop, the 8x1 block's 14 registers are not always
+// free (GCC: "'asm' operand has impossible constraints", e.g. K 4, N 16 in tests/models_int8/se_hardswish).
 template <int32_t kRows, int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
   int8_t row[kN];
-  for (int32_t r = 0; r < kRows; ++r) {
+  for (int32_t i = 0; i < kRows; ++i) {
+    const int32_t r = kN > kK ? kRows - 1 - i : i;
     gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(in + r * kK, row, weights, q);
     memcpy(out + r * kN, row, kN);
   }
@@ -561,6 +580,41 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x, int8_t* y, int32_t cou
     }
   }
 }
+
+// The input rows of an in-place 3x3 depthwise layer (the output at the input's address), one group of
+// 4 channels (from channel c) at a time, output rows in order. Output row oy overwrites input pixels
+// [oy kOW, (oy + 1) kOW) of these channels; kOW <= kW, so input rows >= oy are intact while it is computed.
+// The rows output row oy reads (top = oy kS - kPad .. top + 2; each >= oy but the top one) are copied
+// into `buf` (kR >= 3 rows of kW pixels x 4 channels) when first read, the top one earlier as a lower
+// row of a previous window; when a window passes the buffer's end, the rows it still needs move to the
+// front. at(oy): where input row top starts in buf (row -1 of the top padding is never read).
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kS, int32_t kPad, int32_t kR>
+struct DwWindow {
+  static_assert(kR >= 3, "a window of three rows");
+  static constexpr int32_t kRow = kW * 4;
+  const int8_t* in;  // the input at channel c
+  int8_t* buf;
+  int32_t base;    // the input row in buf's first row
+  int32_t filled;  // the rows [max(base, 0), filled) are in buf
+
+  DwWindow(const int8_t* input, int32_t c, int8_t* rows) : in(input + c), buf(rows), base(-kPad), filled(0) {}
+
+  const int8_t* at(int32_t oy) {
+    const int32_t top = oy * kS - kPad;
+    const int32_t end = top + 3 < kH ? top + 3 : kH;
+    if (end > base + kR) {
+      if (filled > top) memmove(buf, buf + (top - base) * kRow, static_cast<size_t>((filled - top) * kRow));
+      base = top;
+      if (filled < top) filled = top;
+    }
+    for (; filled < end; ++filled) {
+      int8_t* d = buf + (filled - base) * kRow;
+      const int8_t* x = in + filled * kW * kC;
+      for (int32_t i = 0; i < kW; ++i) memcpy(d + 4 * i, x + i * kC, 4);
+    }
+    return buf + (top - base) * kRow;
+  }
+};
 
 // ---------------------------------------------------------------------------
 // Load-time checks: is this instruction the one a layer was generated for?

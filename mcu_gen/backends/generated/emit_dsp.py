@@ -101,11 +101,28 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              weights=table("uint32_t", f"{pre}Weights", l.packed_weights().astype(np.int64) * scale, per_line=8,
                            align=8, fmt="pair"),
              init=table("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
-             checks=l.checks + [allowed(0, 14, l.inplace_ok)], bound=bound(l, 0, 14), inplace=l.inplace_ok,
+             inplace=l.inplace_ok,
              xs=4 if l.inplace_ok else l.c, groups=1 if l.inplace_ok else l.c // 4,
              mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
+    win_rows, ring = dw_window(l)
+    extra = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else []
+    v.update(win_rows=win_rows, ring_arg=ring, bound=bound(l, 0, 14, ring),
+             checks=l.checks + extra + [allowed(0, 14, l.inplace_ok)])
     return render("generated/dsp_depthwise_layer.cpp.j2", **v)
+
+
+def dw_window(l: DepthwiseLayer) -> tuple:
+    """(rows, argument) of an in-place depthwise layer's window of input rows (DwWindow, W * 4 bytes a
+    row): the variant's scratch tensor (argument 13, H * W bytes, planned in the arena) where it holds
+    three rows, up to the H + pad rows of the whole group; else three rows on the stack (argument None).
+    (0, None) for a layer not in place."""
+    if not l.inplace_ok:
+        return 0, None
+    fit = l.scratch_bytes // (l.w * 4)
+    if fit >= 3:
+        return max(3, min(l.h + l.pad_h, fit)), 13
+    return 3, None
 
 
 # -- the smmlar GEMM in assembly (Cortex-M33/M4 with the DSP extension) ---------------------------
