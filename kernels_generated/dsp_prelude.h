@@ -252,36 +252,20 @@ void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) 
 
 using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);
 
-// The in-place pointwise variant (the output starts at the input's address): two rows at a time into
-// `rows` (the DSP GEMM runs a pair of rows with each weight loaded once), then copied over rows r and
-// r + 1 of the output. N <= K: pairs in order; the output rows end at (r + 2) N <= (r + 2) K, where the
-// input rows not read yet start. N > K (widening): pairs from the last (a lone last row first); the
-// output rows start at r N >= r K, where the input rows read already start.
-template <int32_t kRows, int32_t kK, int32_t kN>
+// The in-place pointwise variant (the output starts at the input's address): kChunk rows at a time
+// (an even count, kChunk * kN <= 256 B or two rows: the DSP GEMM runs pairs of rows with each weight
+// loaded once) into `rows`, then copied over the same rows of the output. N <= K: chunks in order; the
+// output rows r .. r + m - 1 end at (r + m) N <= (r + m) K, where the input rows not read yet start.
+// N > K (widening): chunks from the last; the output rows start at r N >= r K, where the input rows read
+// already start.
+template <int32_t kRows, int32_t kK, int32_t kN, int32_t kChunk>
 void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
-  alignas(4) int8_t rows[2 * kN];
-  if (kN > kK) {
-    int32_t r = kRows;
-    if (r % 2) {
-      --r;
-      fn(in + r * kK, &d, rows, 1);
-      memcpy(out + r * kN, rows, kN);
-    }
-    while (r >= 2) {
-      r -= 2;
-      fn(in + r * kK, &d, rows, 2);
-      memcpy(out + r * kN, rows, 2 * kN);
-    }
-    return;
-  }
-  int32_t r = 0;
-  for (; r + 2 <= kRows; r += 2) {
-    fn(in + r * kK, &d, rows, 2);
-    memcpy(out + r * kN, rows, 2 * kN);
-  }
-  if (r < kRows) {
-    fn(in + r * kK, &d, rows, 1);
-    memcpy(out + r * kN, rows, kN);
+  alignas(4) int8_t rows[kChunk * kN];
+  for (int32_t i = 0; i < kRows; i += kChunk) {
+    const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
+    const int32_t r = kN > kK ? kRows - i - m : i;
+    fn(in + r * kK, &d, rows, m);
+    memcpy(out + r * kN, rows, static_cast<size_t>(m * kN));
   }
 }
 
@@ -581,17 +565,27 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x, int8_t* y, int32_t cou
   }
 }
 
-// The input rows of an in-place 3x3 depthwise layer (the output at the input's address), one group of
-// 4 channels (from channel c) at a time, output rows in order. Output row oy overwrites input pixels
+// The input rows of an in-place 3x3 depthwise layer (the output at the input's address), kG groups of 4
+// channels (from channel c) at a time, output rows in order. Output row oy overwrites input pixels
 // [oy kOW, (oy + 1) kOW) of these channels; kOW <= kW, so input rows >= oy are intact while it is computed.
 // The rows output row oy reads (top = oy kS - kPad .. top + 2; each >= oy but the top one) are copied
-// into `buf` (kR >= 3 rows of kW pixels x 4 channels) when first read, the top one earlier as a lower
+// into `buf` (kR >= 3 rows of kW pixels x 4 kG channels) when first read, the top one earlier as a lower
 // row of a previous window; when a window passes the buffer's end, the rows it still needs move to the
 // front. at(oy): where input row top starts in buf (row -1 of the top padding is never read).
-template <int32_t kH, int32_t kW, int32_t kC, int32_t kS, int32_t kPad, int32_t kR>
+// n bytes (a multiple of 4) from src to dst <= src, a word at a time, first to last (the ranges may
+// overlap); newlib's memmove goes a byte at a time.
+inline void move_down(int8_t* dst, const int8_t* src, int32_t n) {
+  for (int32_t i = 0; i < n; i += 4) {
+    uint32_t v;
+    memcpy(&v, src + i, 4);
+    memcpy(dst + i, &v, 4);
+  }
+}
+
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kS, int32_t kPad, int32_t kR, int32_t kG>
 struct DwWindow {
   static_assert(kR >= 3, "a window of three rows");
-  static constexpr int32_t kRow = kW * 4;
+  static constexpr int32_t kRow = kW * 4 * kG;
   const int8_t* in;  // the input at channel c
   int8_t* buf;
   int32_t base;    // the input row in buf's first row
@@ -603,14 +597,14 @@ struct DwWindow {
     const int32_t top = oy * kS - kPad;
     const int32_t end = top + 3 < kH ? top + 3 : kH;
     if (end > base + kR) {
-      if (filled > top) memmove(buf, buf + (top - base) * kRow, static_cast<size_t>((filled - top) * kRow));
+      if (filled > top) move_down(buf, buf + (top - base) * kRow, (filled - top) * kRow);
       base = top;
       if (filled < top) filled = top;
     }
     for (; filled < end; ++filled) {
       int8_t* d = buf + (filled - base) * kRow;
       const int8_t* x = in + filled * kW * kC;
-      for (int32_t i = 0; i < kW; ++i) memcpy(d + 4 * i, x + i * kC, 4);
+      for (int32_t i = 0; i < kW; ++i) memcpy(d + 4 * kG * i, x + i * kC, 4 * kG);
     }
     return buf + (top - base) * kRow;
   }

@@ -227,6 +227,8 @@ CASES = [  # (kind, shape parameters)
     ("pointwise_inplace", dict(h=3, w=3, cin=8, cout=16)),
     ("pointwise_inplace_right", dict(h=3, w=3, cin=8, cout=16)),  # the smmlar GEMM's pairs, from the last
     ("pointwise_inplace_right", dict(h=2, w=5, cin=4, cout=12)),
+    ("pointwise_inplace_right", dict(h=5, w=5, cin=32, cout=64)),  # chunks of 4 rows from the last, a lone row
+    ("pointwise_inplace_right", dict(h=5, w=5, cin=64, cout=32)),  # chunks of 8 rows in order
     ("depthwise", dict(h=25, w=5, c=64)),  # KWS DS-CNN
     ("depthwise", dict(h=9, w=8, c=8, stride=2)),  # MobileNet's strided layers
     ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
@@ -236,10 +238,12 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=7, w=6, c=8, stride=2)),
     # The window of input rows in the variant's scratch (H * W bytes: H / 4 rows of W x 4 channels), which
     # slides down the input (VWW's 48x48 layers: 12 of 49 rows); 3 rows, the least (padding 0).
-    ("depthwise_inplace", dict(h=25, w=5, c=8, scratch=True)),
-    ("depthwise_inplace", dict(h=16, w=6, c=8, scratch=True)),
-    ("depthwise_inplace", dict(h=17, w=6, c=12, stride=2, scratch=True)),
-    ("depthwise_inplace", dict(h=12, w=5, c=4, pad=0, scratch=True)),
+    ("depthwise_inplace", dict(h=16, w=48, c=4, scratch=True)),  # 4 rows of 48 x 4 in the scratch
+    ("depthwise_inplace", dict(h=17, w=48, c=8, stride=2, scratch=True)),
+    ("depthwise_inplace", dict(h=12, w=48, c=4, pad=0, scratch=True)),  # 3 rows: a slide every output row
+    ("depthwise_inplace", dict(h=33, w=24, c=8, scratch=True)),
+    ("depthwise_inplace", dict(h=16, w=6, c=8, scratch=True)),  # more rows on the stack than in the scratch
+    ("depthwise_inplace", dict(h=6, w=6, c=32)),  # four groups a pass, 5 of 7 rows on the stack
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body

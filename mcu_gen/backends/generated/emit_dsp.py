@@ -90,6 +90,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     v = _header(l)
     pre = v["pre"]
     _, _, ru, cu = l.classes()  # the taps inside the input per row / column border class
+    win = dw_window(l)
     consts = l.smmlar()
     scale = 2 if consts is not None else 1  # smmlar: doubled weights and starts (requant_smmlar)
     if consts is not None:
@@ -102,27 +103,57 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
                            align=8, fmt="pair"),
              init=table("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
              inplace=l.inplace_ok,
-             xs=4 if l.inplace_ok else l.c, groups=1 if l.inplace_ok else l.c // 4,
+             xs=4 * win[2] if l.inplace_ok else l.c, groups=win[2] if l.inplace_ok else l.c // 4,
              mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
-    win_rows, ring = dw_window(l)
+    win_rows, ring, _ = win
     extra = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else []
     v.update(win_rows=win_rows, ring_arg=ring, bound=bound(l, 0, 14, ring),
              checks=l.checks + extra + [allowed(0, 14, l.inplace_ok)])
     return render("generated/dsp_depthwise_layer.cpp.j2", **v)
 
 
+DW_WINDOW_STACK_BYTES = 512  # an in-place depthwise layer's window of rows on the stack, where the scratch is smaller
+
+
 def dw_window(l: DepthwiseLayer) -> tuple:
-    """(rows, argument) of an in-place depthwise layer's window of input rows (DwWindow, W * 4 bytes a
-    row): the variant's scratch tensor (argument 13, H * W bytes, planned in the arena) where it holds
-    three rows, up to the H + pad rows of the whole group; else three rows on the stack (argument None).
-    (0, None) for a layer not in place."""
+    """(rows, argument, groups) of an in-place depthwise layer's window of input rows (DwWindow: rows of W
+    pixels x 4 * groups channels, the channels of one pass): among the groups of 4 channels per pass (a
+    divisor of C / 4) whose three rows fit the variant's scratch tensor (argument 13, H * W bytes, planned
+    in the arena) or DW_WINDOW_STACK_BYTES of stack (argument None), with as many rows as fit up to the
+    H + pad rows of the whole input, the cheapest by _window_cost (the scratch on a tie). One group, three
+    rows on the stack where nothing else fits. (0, None, 1) for a layer not in place."""
     if not l.inplace_ok:
-        return 0, None
-    fit = l.scratch_bytes // (l.w * 4)
-    if fit >= 3:
-        return max(3, min(l.h + l.pad_h, fit)), 13
-    return 3, None
+        return 0, None, 1
+    best = None
+    for g in (g for g in range(1, l.c // 4 + 1) if (l.c // 4) % g == 0):
+        row = l.w * 4 * g
+        for rank, (room, arg) in enumerate(((l.scratch_bytes, 13), (DW_WINDOW_STACK_BYTES, None))):
+            if 3 * row <= room:
+                rows = max(3, min(l.h + l.pad_h, room // row))
+                key = (_window_cost(l, g, rows), rank)
+                if best is None or key < best[0]:
+                    best = (key, (rows, arg, g))
+    return best[1] if best is not None else (3, None, 1)
+
+
+def _window_cost(l: DepthwiseLayer, g: int, rows: int) -> float:
+    """Estimated instructions a window of `rows` rows of g groups adds to the layer: ~40 per dw_pixels call
+    (3 per output row and pass), the copy of each input pixel (3 + 2 g per pass), ~1.25 per byte the
+    window moves down when it slides (DwWindow.at, simulated), and ~12 per output pixel and group where a
+    pass has more than one group (dw_pixels' loop over groups: VWW's 48x48x8 layer took 574 k instructions
+    with one group a pass, 633 k with two)."""
+    passes, row = l.c // (4 * g), l.w * 4 * g
+    base, filled, moved = -l.pad_h, 0, 0
+    for oy in range(l.oh):
+        top = oy * l.stride - l.pad_h
+        end = min(top + 3, l.h)
+        if end > base + rows:
+            moved += max(0, filled - top) * row
+            base, filled = top, max(filled, top)
+        filled = max(filled, end)
+    groups_loop = 12 * l.oh * l.ow * (l.c // 4) if g > 1 else 0
+    return passes * (40 * 3 * l.oh + (3 + 2 * g) * l.h * l.w + 1.25 * moved) + groups_loop
 
 
 # -- the smmlar GEMM in assembly (Cortex-M33/M4 with the DSP extension) ---------------------------
@@ -345,6 +376,7 @@ def _gemm_fn_name(l) -> str:
 
 
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
+INPLACE_CHUNK_BYTES = 256  # output rows of an in-place 1x1 convolution per GEMM call (stack bytes; at least 2 rows)
 CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
 
 
@@ -357,6 +389,8 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
         call, chunk = "conv", _conv_chunk(l)
     else:
         call, chunk = ("inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"), None
+        if call == "inplace":  # rows per GEMM call through the stack buffer: up to INPLACE_CHUNK_BYTES, even, >= 2
+            chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
              fn=_gemm_fn_name(l), call=call, chunk=chunk)
     return render("generated/dsp_smmlar_layer.cpp.j2", **v)
