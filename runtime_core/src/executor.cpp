@@ -1037,9 +1037,6 @@ Error Executor::execute() {
   if (!loaded_) return Error::NotLoaded;
   KernelContext ctx = context();
   const int32_t n = num_instructions_, cached = cached_calls_;
-#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
-  int32_t next_bound = 0;
-#endif
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
   for (int32_t i = 0; i < n; ++i) {
     KernelFn fn;
@@ -1051,7 +1048,7 @@ Error Executor::execute() {
     } else {
       fn = decode_into(i, ctx);
 #if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
-      if (next_bound < num_bound() && bound_call(next_bound).instruction == i) fn = bound_call(next_bound++).fn;
+      fn = bound_or(i, fn);
 #endif
     }
     const Error e = fn(ctx);
@@ -1101,6 +1098,9 @@ double int32_to_double(int32_t x) {
 }  // namespace
 
 TensorRef KernelContext::decode_tensor(int32_t value_index) const { return exec_->tensor_at(value_index); }
+#if MCU_KERNEL_PREPARE
+uint8_t* KernelContext::planned(int32_t mem_id) const { return exec_->planned(mem_id); }
+#endif
 
 bool KernelContext::is_none(int32_t i) const {
   int32_t tag;
