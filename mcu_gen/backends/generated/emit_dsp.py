@@ -58,7 +58,7 @@ def _gemm_values(l: GemmLayer) -> dict:
     v = _header(l)
     v.update(what=describe(l), weight_bytes=f"{l.weight_bytes:,}", k=l.k, n=l.n, rows_count=l.rows,
              ring_arg=ring_arg(l), bound=bound(l, in_arg, out_arg, ring_arg(l)),
-             checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok)],
+             checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok, l)],
              rows=rows(l) if l.kind == "conv" else None, geometry=list(l.geometry) if l.kind == "conv" else None,
              zero_point=getattr(l, "zero_point", None), out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max)
     return v
@@ -109,7 +109,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     win_rows, ring, _ = win
     extra = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else []
     v.update(win_rows=win_rows, ring_arg=ring, bound=bound(l, 0, 14, ring),
-             checks=l.checks + extra + [allowed(0, 14, l.inplace_ok)])
+             checks=l.checks + extra + [allowed(0, 14, l.inplace_ok, l)])
     return render("generated/dsp_depthwise_layer.cpp.j2", **v)
 
 
@@ -403,7 +403,7 @@ def _add_layer_source(l: AddLayer, plan) -> str:
     v.update(numel=l.numel, act_min=l.act_min, act_max=l.act_max, out_mult=l.out_mult, ra=ra, right=right,
              table_a=table("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
              table_b=table("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
-             checks=l.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=bound(l, 0, 4, 13))
+             checks=l.checks + [allowed(0, 13, True, l), allowed(4, 13, True, l)], bound=bound(l, 0, 4, 13))
     return render("generated/dsp_add_layer.cpp.j2", **v)
 
 

@@ -185,6 +185,7 @@ class Executor {
 
  private:
   Error load_program(const uint8_t* data, size_t size, const KernelTable& kernels);
+  Error load_and_prepare(const uint8_t* data, size_t size, const KernelTable& kernels);
 #if MCU_PROGRAM_METHODS
   Error bind_plan(uint32_t k, const KernelTable& kernels, bool check);
 #if MCU_PROGRAM_HAS_STATE
@@ -214,6 +215,7 @@ class Executor {
   KernelFn decode_into(int32_t instruction, KernelContext& ctx) const;
 #if MCU_KERNEL_PREPARE
   Error prepare_calls(const KernelTable& kernels);
+  Error prepare_loaded(const KernelTable& kernels);
 #endif
 #if MCU_KERNEL_PREPARE && MCU_BOUND_TABLE > 0
   static constexpr int32_t num_bound() { return MCU_BOUND_TABLE; }
