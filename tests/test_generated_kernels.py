@@ -243,7 +243,7 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=12, w=48, c=4, pad=0, scratch=True)),  # 3 rows: a slide every output row
     ("depthwise_inplace", dict(h=33, w=24, c=8, scratch=True)),
     ("depthwise_inplace", dict(h=16, w=6, c=8, scratch=True)),  # more rows on the stack than in the scratch
-    ("depthwise_inplace", dict(h=6, w=6, c=32)),  # four groups a pass, 5 of 7 rows on the stack
+    ("depthwise_inplace", dict(h=40, w=6, c=8, stride=1)),  # 22 of 41 rows on the stack: slides
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body

@@ -113,47 +113,24 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     return render("generated/dsp_depthwise_layer.cpp.j2", **v)
 
 
-DW_WINDOW_STACK_BYTES = 512  # an in-place depthwise layer's window of rows on the stack, where the scratch is smaller
+DW_WINDOW_STACK_BYTES = 528  # an in-place depthwise layer's window of rows on the stack (KWS's 26 rows of 5 x 4)
 
 
 def dw_window(l: DepthwiseLayer) -> tuple:
     """(rows, argument, groups) of an in-place depthwise layer's window of input rows (DwWindow: rows of W
-    pixels x 4 * groups channels, the channels of one pass): among the groups of 4 channels per pass (a
-    divisor of C / 4) whose three rows fit the variant's scratch tensor (argument 13, H * W bytes, planned
-    in the arena) or DW_WINDOW_STACK_BYTES of stack (argument None), with as many rows as fit up to the
-    H + pad rows of the whole input, the cheapest by _window_cost (the scratch on a tie). One group, three
-    rows on the stack where nothing else fits. (0, None, 1) for a layer not in place."""
+    pixels x 4 * groups channels): one group of 4 channels a pass (dw_pixels' fastest form: VWW's 48x48x8
+    layer took 574 k instructions with one group a pass, 633 k with two; KWS's four 25x5x64 layers 50 k more
+    with four) and as many rows (up to the H + pad rows of the whole input) as the variant's scratch tensor
+    (argument 13, H * W bytes, planned in the arena) or DW_WINDOW_STACK_BYTES of stack (argument None)
+    hold, the more rows (fewer slides), the scratch on a tie; three rows on the stack where neither holds
+    three. (0, None, 1) for a layer not in place."""
     if not l.inplace_ok:
         return 0, None, 1
-    best = None
-    for g in (g for g in range(1, l.c // 4 + 1) if (l.c // 4) % g == 0):
-        row = l.w * 4 * g
-        for rank, (room, arg) in enumerate(((l.scratch_bytes, 13), (DW_WINDOW_STACK_BYTES, None))):
-            if 3 * row <= room:
-                rows = max(3, min(l.h + l.pad_h, room // row))
-                key = (_window_cost(l, g, rows), rank)
-                if best is None or key < best[0]:
-                    best = (key, (rows, arg, g))
-    return best[1] if best is not None else (3, None, 1)
-
-
-def _window_cost(l: DepthwiseLayer, g: int, rows: int) -> float:
-    """Estimated instructions a window of `rows` rows of g groups adds to the layer: ~40 per dw_pixels call
-    (3 per output row and pass), the copy of each input pixel (3 + 2 g per pass), ~1.25 per byte the
-    window moves down when it slides (DwWindow.at, simulated), and ~12 per output pixel and group where a
-    pass has more than one group (dw_pixels' loop over groups: VWW's 48x48x8 layer took 574 k instructions
-    with one group a pass, 633 k with two)."""
-    passes, row = l.c // (4 * g), l.w * 4 * g
-    base, filled, moved = -l.pad_h, 0, 0
-    for oy in range(l.oh):
-        top = oy * l.stride - l.pad_h
-        end = min(top + 3, l.h)
-        if end > base + rows:
-            moved += max(0, filled - top) * row
-            base, filled = top, max(filled, top)
-        filled = max(filled, end)
-    groups_loop = 12 * l.oh * l.ow * (l.c // 4) if g > 1 else 0
-    return passes * (40 * 3 * l.oh + (3 + 2 * g) * l.h * l.w + 1.25 * moved) + groups_loop
+    row, whole = l.w * 4, l.h + l.pad_h
+    in_scratch, on_stack = min(whole, l.scratch_bytes // row), min(whole, DW_WINDOW_STACK_BYTES // row)
+    if in_scratch >= 3 and in_scratch >= on_stack:
+        return max(3, in_scratch), 13, 1
+    return max(3, on_stack), None, 1
 
 
 # -- the smmlar GEMM in assembly (Cortex-M33/M4 with the DSP extension) ---------------------------
