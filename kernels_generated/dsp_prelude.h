@@ -591,9 +591,18 @@ struct DwWindow {
   int32_t base;    // the input row in buf's first row
   int32_t filled;  // the rows [max(base, 0), filled) are in buf
 
-  DwWindow(const int8_t* input, int32_t c, int8_t* rows) : in(input + c), buf(rows), base(-kPad), filled(0) {}
+  // The window holds the whole input (kH + kPad rows): copied at once, one loop over its pixels.
+  static constexpr bool kWhole = kR >= kH + kPad;
+
+  DwWindow(const int8_t* input, int32_t c, int8_t* rows) : in(input + c), buf(rows), base(-kPad), filled(0) {
+    if (kWhole) {
+      for (int32_t p = 0; p < kH * kW; ++p) memcpy(buf + kPad * kRow + 4 * kG * p, in + p * kC, 4 * kG);
+      filled = kH;
+    }
+  }
 
   const int8_t* at(int32_t oy) {
+    if (kWhole) return buf + oy * kS * kRow;
     const int32_t top = oy * kS - kPad;
     const int32_t end = top + 3 < kH ? top + 3 : kH;
     if (end > base + kR) {
