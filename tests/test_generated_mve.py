@@ -92,6 +92,8 @@ def cases(rng):
         ("depthwise 7x6x8 stride 2", depthwise_program(rng, 7, 6, 8, stride=2), "fast"),
         ("linear 1x40->8 (K tail 8), kernel sum", linear_program(rng, 1, 40, 8), "fast"),
         ("linear 3x128->20, bias", linear_program(rng, 3, 128, 20, kernel_sum=False), "fast"),
+        ("pointwise 5x3 16->32 (widening: in place, rows from the last)",
+         pointwise_program(rng, 5, 3, 16, 32, left_shift=False), "fast"),
     ]
 
 
