@@ -12,11 +12,18 @@ for digits, the first 64 test images. Error = mean over inputs of each output's 
 divided by the fp32 output's RMS ("rel RMS", summed over outputs), and the max abs error.
 
 mcu-gen's figures are its integer reference (mcu_gen/reference/integer.py): what the device computes,
-bit for bit. ExecuTorch's are its quantizers' PT2E converted graphs run in PyTorch (quantize/dequantize
+bit for bit. mcu-gen's default (`auto`) picks the method and bias correction whose PT2E graph has the
+lowest error on the calibration samples (it never sees the evaluation inputs here; a build compares
+on the model file's test inputs or held-out samples); the column names the variant it chose.
+ExecuTorch's are its quantizers' PT2E converted graphs run in PyTorch (quantize/dequantize
 around fp32 ops: what its int8 backends approximate). mcu-gen rows: its default (histogram activation
 ranges, per-channel conv weights, per-tensor linear weights), every other --calibration-method, and
---bias-correction. "default vs best ET" is mcu-gen's default rel RMS over the better of XNNPACK and
-Ethos-U: <= 1 means at least as accurate.
+--bias-correction. "default vs best ET" is mcu-gen's default (auto) rel RMS over the better of XNNPACK
+and Ethos-U: <= 1 means at least as accurate. "auto, PT2E graph" is the same quantized model's PT2E
+graph run in PyTorch, like ExecuTorch's columns (float arithmetic between quantize/dequantize), and
+"PT2E graph vs best ET" its ratio: the quantizers compared like with like, without the integer
+arithmetic a device adds. Below the table: the operators each ExecuTorch quantizer leaves in fp32
+(its graph passes their output on unquantized; an int8 device program cannot).
 
 ExecuTorch's Arm backend imports tosa_serializer: it is taken from .venv/et-extras
 ($MCU_GEN_ET_EXTRAS; scripts/setup.sh installs it there), put last on sys.path.
@@ -40,8 +47,8 @@ EXAMPLES = ["mnist", "kws_dscnn", "ic_resnet8", "vww_mobilenet", "ad_autoencoder
 MODELS_DIR = ROOT / "tests" / "models_int8"
 EVAL_SAMPLES = 16
 DIGITS_EVAL = 64
-MCU_VARIANTS = [("histogram", False), ("minmax", False), ("moving_average", False), ("percentile", False),
-                ("histogram", True)]
+MCU_VARIANTS = [("auto", False), ("histogram", False), ("minmax", False), ("moving_average", False),
+                ("percentile", False), ("histogram", True)]
 
 
 def model_paths() -> dict:
@@ -107,10 +114,12 @@ def mcu_gen_outputs(spec, method: str, bias: bool):
     from mcu_gen.reference.inputs import dequantize_outputs, quantize_inputs
     from mcu_gen.reference.integer import run_int8_reference
 
-    # what export_quantized does, without comparing every method inside each variant's build
+    # what export_quantized does; auto compares on the calibration samples (compare_on None, nothing held
+    # out), the fixed variants compare nothing
     gm = quantize_ptq(spec.module, spec.example_inputs, spec.calibration_inputs, method=method,
-                      bias_correction=bias, compare=False)
+                      bias_correction=bias, compare=method == "auto")
     program = lower_quantized(gm, io="float32", user_file=spec.path)
+    cal = gm.meta["mcu_calibration"]
 
     def fn(x):
         import numpy as np
@@ -118,6 +127,13 @@ def mcu_gen_outputs(spec, method: str, bias: bool):
         one = tuple(np.ascontiguousarray(t.numpy()) for t in x)
         return dequantize_outputs(program, run_int8_reference(program, list(quantize_inputs(program, one))))
 
+    fn.chosen = cal["method"] + (" + bc" if cal["bias_correction"] else "")
+
+    def pt2e(x):  # the same variant's PT2E converted graph in PyTorch: what ExecuTorch's columns measure
+        out = gm(*x)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    fn.pt2e = pt2e
     return fn
 
 
@@ -159,7 +175,40 @@ def et_outputs(spec, make_quantizer):
         out = converted(*x)
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
+    fn.float_ops = float_ops(converted)
     return fn
+
+
+def float_ops(converted) -> list:
+    """The operators a PT2E converted graph computes in fp32 and passes on unquantized: no quantize node
+    takes their output, directly or after a fused activation (conv -> relu) or a tuple's getitem. What
+    that quantizer leaves in float, which an int8 device program cannot (mcu-gen runs such ops in int8,
+    requantizing their output, or as an fp32 island between int8 tensors)."""
+    import operator
+
+    fused = {"relu", "relu_", "hardtanh", "hardtanh_", "clamp"}
+
+    def name(n):
+        return str(getattr(n.target, "__name__", n.target)).split(".")[0]
+
+    def is_q(n):
+        return n.op == "call_function" and "quantize" in str(n.target) and "dequantize" not in str(n.target)
+
+    def requantized(n):
+        if any(is_q(u) for u in n.users):
+            return True
+        return bool(n.users) and all(u.op == "call_function" and (u.target is operator.getitem or name(u) in fused)
+                                     and requantized(u) for u in n.users)
+
+    names = set()
+    for n in converted.graph.nodes:
+        if n.op != "call_function" or "quantize" in str(n.target) or n.target is operator.getitem:
+            continue
+        if not any("dequantize" in str(a.target) for a in n.all_input_nodes if a.op == "call_function"):
+            continue  # reads no dequantized tensor: not part of the quantized graph
+        if not requantized(n):
+            names.add(name(n))
+    return sorted(names)
 
 
 def row(name: str, path: Path, et: dict) -> dict:
@@ -174,26 +223,32 @@ def row(name: str, path: Path, et: dict) -> dict:
         key = f"mcu_{method}" + ("_bc" if bias else "")
         fns[key] = mcu_gen_outputs(spec, method, bias)
         r[key] = errors(fns[key], spec.module, inputs)
+        if method == "auto":
+            r[key]["chosen"] = fns[key].chosen
+            r["mcu_auto_pt2e"] = errors(fns[key].pt2e, spec.module, inputs)
     for key, make in et.items():
         try:
             fns[key] = et_outputs(spec, make)
             r[key] = errors(fns[key], spec.module, inputs)
+            r[key]["float_ops"] = fns[key].float_ops
         except Exception as e:  # a model the peer's quantizer cannot take
             r[key] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"}
     if name == "digits":
         r["digits_accuracy"] = {"fp32": digits_accuracy(lambda x: [spec.module(*x)]),
                                 **{k: digits_accuracy(f) for k, f in fns.items()}}
     best = [r[k]["rel_rms"] for k in et if "rel_rms" in r[k]]
-    r["default_vs_best_et"] = r["mcu_histogram"]["rel_rms"] / min(best) if best else None
+    r["default_vs_best_et"] = r["mcu_auto"]["rel_rms"] / min(best) if best else None
+    r["pt2e_vs_best_et"] = r["mcu_auto_pt2e"]["rel_rms"] / min(best) if best else None
     return r
 
 
-COLUMNS = ["mcu_histogram", "mcu_histogram_bc", "mcu_minmax", "mcu_moving_average", "mcu_percentile",
+COLUMNS = ["mcu_auto", "mcu_auto_pt2e", "mcu_histogram", "mcu_histogram_bc", "mcu_minmax", "mcu_moving_average", "mcu_percentile",
            "xnnpack", "ethos_u"]
 
 
 def table(rows: list, markdown: bool) -> str:
-    head = ["model"] + [c.replace("mcu_", "") for c in COLUMNS] + ["default vs best ET"]
+    head = ["model", "auto (default)", "auto, PT2E graph"] + [c.replace("mcu_", "") for c in COLUMNS[2:]] + \
+        ["default vs best ET", "PT2E graph vs best ET"]
     lines = []
     sep = " | " if markdown else "  "
     lines.append(("| " if markdown else "") + sep.join(head) + (" |" if markdown else ""))
@@ -203,9 +258,10 @@ def table(rows: list, markdown: bool) -> str:
         cells = [r["model"]]
         for c in COLUMNS:
             v = r.get(c, {})
-            cells.append(f"{v['rel_rms']:.4f} ({v['max_abs']:.3g})" if "rel_rms" in v else "n/a")
-        ratio = r["default_vs_best_et"]
-        cells.append("-" if ratio is None else f"{ratio:.3f}")
+            cell = f"{v['rel_rms']:.4f} ({v['max_abs']:.3g})" if "rel_rms" in v else "n/a"
+            cells.append(cell + (f" {v['chosen']}" if "chosen" in v else ""))
+        for ratio in (r["default_vs_best_et"], r["pt2e_vs_best_et"]):
+            cells.append("-" if ratio is None else f"{ratio:.3f}")
         lines.append(("| " if markdown else "") + sep.join(cells) + (" |" if markdown else ""))
     return "\n".join(lines)
 
@@ -236,6 +292,8 @@ def main() -> int:
         for k in ("xnnpack", "ethos_u"):
             if "error" in r.get(k, {}):
                 print(f"{r['model']}: {k} failed: {r[k]['error']}")
+            elif r[k].get("float_ops"):
+                print(f"{r['model']}: {k} leaves in fp32: {', '.join(r[k]['float_ops'])}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
     return 0

@@ -7,6 +7,7 @@ struct InputRows {
   const int8_t* in;
   const int8_t* row(int32_t iy) const { return in + iy * kW * kCin; }
   void before_write(int32_t, int32_t) {}
+  bool readable_after(int32_t, int32_t) const { return true; }
 };
 
 // Before output pixels [p0, p1) are written, every input row their bytes reach that pixel p1 or
@@ -29,5 +30,12 @@ struct RingRows {
     if (needed < saved + 1) needed = saved + 1;
     for (int32_t iy = needed; iy <= last; ++iy) memcpy(ring + (iy % kRing) * kRow, in + iy * kRow, kRow);
     if (last > saved) saved = last;
+  }
+  // Whether row(iy) still reads input row iy once before_write(.., p1) has run: no later row took its
+  // ring slot (the MVE convolution's in-place windows ask before reading without a gathered copy).
+  bool readable_after(int32_t p1, int32_t iy) const {
+    int32_t last = static_cast<int32_t>((static_cast<int64_t>(p1) * kN - 1) / (kW * kCin));
+    if (last >= kH) last = kH - 1;
+    return iy > (last > saved ? last : saved) - kRing;
   }
 };

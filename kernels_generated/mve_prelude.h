@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <initializer_list>
+#include <type_traits>
 
 #include "int8_common.h"
 #include "mcu/crc32.h"
@@ -34,6 +35,7 @@ struct Requant {
   const int32_t* left;   // fast / vector: the left shift (0 where none); scalar: the shift itself
   const int32_t* right;  // minus the right shift (VRSHL shifts right by a negative amount)
   const int32_t* mask;   // -1 where the right shift is > 0, else 0 (vector: the fix-up's lanes)
+  const int32_t* fused;  // GEMM layers in fast mode: per block of 4 channels init, mult, right (else nullptr)
 };
 
 // Requantization of 4 channels n..n+3 (init already added), exactly as arm_nn_requantize (and
@@ -89,6 +91,18 @@ MCU_MVE_INLINE void copy_bytes(int8_t* dst, const int8_t* src, int32_t n) {
   }
 }
 
+// kN bytes (a constant): whole vectors unpredicated, a predicated last part only where kN % 16 (no VCTP
+// per vector as copy_bytes needs for a length known only at run time).
+template <int32_t kN>
+MCU_MVE_INLINE void copy_n(int8_t* dst, const int8_t* src) {
+  int32_t i = 0;
+  for (; i + 16 <= kN; i += 16) vst1q_s8(dst + i, vld1q_s8(src + i));
+  if (kN % 16) {
+    const mve_pred16_t p = vctp8q(static_cast<uint32_t>(kN % 16));
+    vstrbq_p_s8(dst + i, vldrbq_z_s8(src + i, p), p);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The GEMM of the 1x1 convolutions, fully connected layers and gathered convolutions:
 //   y[r][n] = requant(init[n] + sum_k x[r][k] * w[n][k]),  n < kN, k < K (Mac::kK)
@@ -103,6 +117,12 @@ __attribute__((noinline)) void gemm_pair(const int8_t* x0, const int8_t* x1, int
                               Requant q) {
   const int8_t* w = weights;
   int32_t n = 0;
+  if constexpr (kMode == 0 && kN >= 4 && kN <= 127) {
+    // MACs, requantization and stores in one block (Mac::two_requant), y1 == y0 + kN here.
+    const int32_t* c = q.fused;
+    int8_t* y = y0;
+    for (; n + 4 <= kN; n += 4) Mac::template two_requant<kN, kOut, kMin, kMax>(x0, x1, w, c, y);
+  }
   for (; n + 4 <= kN; n += 4) {
     int32_t a0, a1, a2, a3, b0, b1, b2, b3;
     Mac::two(x0, x1, w, a0, a1, a2, a3, b0, b1, b2, b3);
@@ -183,6 +203,26 @@ MCU_MVE_INLINE void gather(const Rows& rows, int8_t* p, int32_t oy, int32_t ox, 
   const int32_t ix0 = ox * kSW - kPW;
   const int32_t kx0 = ix0 < 0 ? -ix0 : 0;
   const int32_t kx1 = kW - ix0 < kKW ? kW - ix0 : kKW;
+  if constexpr (kRun <= 16) {
+    // Kernel rows of at most 16 bytes (stems of 1-3 channels, KWS's 10x4): each row one vector, the
+    // taps inside the input loaded predicated (the lanes of the others are not read) and the rest
+    // set to the zero point by VPSEL, one predicated store of kRun bytes; no memset / memcpy call.
+    const int8x16_t fill = vdupq_n_s8(zero_point);
+    const mve_pred16_t run = vctp8q(kRun);
+    const mve_pred16_t inside = static_cast<mve_pred16_t>(vctp8q(static_cast<uint32_t>(kx1 * kCin)) &
+                                                          ~vctp8q(static_cast<uint32_t>(kx0 * kCin)));
+    for (int32_t ky = 0; ky < kKH; ++ky, p += kRun) {
+      const int32_t iy = oy * kSH - kPH + ky;
+      int8x16_t v = fill;
+      if (iy >= 0 && iy < kH && kx1 > kx0) {
+        // ix0 < 0: the address is before the row; only lanes kx0 * kCin on (inside it) are read.
+        const uintptr_t a = reinterpret_cast<uintptr_t>(rows.row(iy)) + static_cast<uintptr_t>(ix0 * kCin);
+        v = vpselq_s8(vldrbq_z_s8(reinterpret_cast<const int8_t*>(a), inside), fill, inside);
+      }
+      vstrbq_p_s8(p, v, run);
+    }
+    return;
+  }
   // Rows that touch the border: memset / memcpy. GCC 12 takes a predicated MVE store for a store
   // of all 16 bytes and dropped a zero-point fill that a shorter predicated copy overwrote only in
   // part (found on ResNet-8's right edge).
@@ -191,7 +231,7 @@ MCU_MVE_INLINE void gather(const Rows& rows, int8_t* p, int32_t oy, int32_t ox, 
     if (iy < 0 || iy >= kH || kx1 <= kx0) {
       memset(p, zero_point, kRun);
     } else if (kx0 == 0 && kx1 == kKW) {
-      copy_bytes(p, rows.row(iy) + ix0 * kCin, kRun);
+      copy_n<kRun>(p, rows.row(iy) + ix0 * kCin);
     } else {
       memset(p, zero_point, kRun);
       memcpy(p + kx0 * kCin, rows.row(iy) + (ix0 + kx0) * kCin, (kx1 - kx0) * kCin);
@@ -199,15 +239,45 @@ MCU_MVE_INLINE void gather(const Rows& rows, int8_t* p, int32_t oy, int32_t ox, 
   }
 }
 
-template <class Mac, int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW,
-          int32_t kPH, int32_t kPW, int32_t kOH, int32_t kOW, int32_t kKP, int32_t kN, int8_t kZeroPoint, int kMode,
-          int32_t kOut, int32_t kMin, int32_t kMax, class Rows>
+// No in-place block (conv_patches' Direct where the generator found none).
+struct NoDirect {};
+
+// All output channels of two neighbouring pixels from their windows in place (Direct: a MacD block).
+// A function of its own (noinline): the block takes 14 core registers, which GCC finds only in a frame
+// without other live values (conv_patches' aligned buffer keeps a frame pointer).
+template <class Direct, int32_t kN, int32_t kOut, int32_t kMin, int32_t kMax>
+__attribute__((noinline)) void direct_pair(const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* w,
+                                           const int32_t* c, int8_t* y) {
+  for (int32_t n = 0; n < kN; n += 4) Direct::template two_requant<kN, kOut, kMin, kMax>(r0, r1, r2, w, c, y);
+}
+
+template <class Mac, class Direct, int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH,
+          int32_t kSW, int32_t kPH, int32_t kPW, int32_t kOH, int32_t kOW, int32_t kKP, int32_t kN, int8_t kZeroPoint,
+          int kMode, int32_t kOut, int32_t kMin, int32_t kMax, class Rows>
 void conv_patches(Rows rows, int8_t* out, const int8_t* weights, Requant q) {
   alignas(16) int8_t patch[2 * kKP];
   memset(patch, 0, sizeof(patch));
   constexpr int32_t kPixels = kOH * kOW;
   int32_t p = 0;
   for (; p + 2 <= kPixels; p += 2) {
+    if constexpr (!std::is_same_v<Direct, NoDirect>) {
+      // Two pixels of one output row whose windows lie inside the input: read in place (Direct, a
+      // MacD block: MACs, requantization and stores), no gathered copy. The others: gathered.
+      const int32_t oy = p / kOW, ox = p % kOW;
+      const int32_t iy0 = oy * kSH - kPH, ix0 = ox * kSW - kPW;
+      // p + 2 in the same output row: before_write then saves every row of both windows it overwrites.
+      if (ox + 2 < kOW && iy0 >= 0 && iy0 + kKH <= kH && ix0 >= 0 && ix0 + kSW + kKW <= kW &&
+          rows.readable_after(p + 2, iy0)) {
+        rows.before_write(p, p + 2);
+        {
+          const int8_t* r0 = rows.row(iy0) + ix0 * kCin;
+          const int8_t* r1 = kKH > 1 ? rows.row(iy0 + 1) + ix0 * kCin : r0;
+          const int8_t* r2 = kKH > 2 ? rows.row(iy0 + 2) + ix0 * kCin : r0;
+          direct_pair<Direct, kN, kOut, kMin, kMax>(r0, r1, r2, weights, q.fused, out + p * kN);
+          continue;
+        }
+      }
+    }
     gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch, p / kOW, p % kOW, kZeroPoint);
     gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch + kKP, (p + 1) / kOW, (p + 1) % kOW, kZeroPoint);
     rows.before_write(p, p + 2);
@@ -274,6 +344,18 @@ void depthwise3x3(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* wei
       const int8_t* r0 = ring + ring_slot(iy0) * kRow;
       const int8_t* r1 = ring + ring_slot(iy0 + 1) * kRow;
       const int8_t* r2 = ring + ring_slot(iy0 + 2) * kRow;
+      if constexpr (kMode == 0 && Dw::kFused) {  // per group of 4 channels the whole output row, one block per pixel
+        for (int32_t g = 0; g < kG; g += 4) {
+          const int8_t* p0 = r0 + g;
+          const int8_t* p1 = r1 + g;
+          const int8_t* p2 = r2 + g;
+          int8_t* y = out + oy * kOW * kC + c0 + g;
+          const int8_t* w = weights + 9 * (c0 + g);
+          const int32_t* c = q.fused + 3 * (c0 + g);
+          for (int32_t ox = 0; ox < kOW; ++ox) Dw::template pixel<kOut, kMin, kMax>(p0, p1, p2, w, c, y);
+        }
+        continue;
+      }
       int8_t* y = out + oy * kOW * kC + c0;
       for (int32_t ox = 0; ox < kOW; ++ox, y += kC) {
         const int32_t col = ox * kStride * kG;

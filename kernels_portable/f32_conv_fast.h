@@ -8,7 +8,9 @@
 // KW taps held in registers, by up to KW taps). Blocks: 4 channels x 4 pixels for
 // convolutions with several output channels per group, 1 channel x 8 pixels for
 // depthwise convolutions and channel tails. A 1x1 convolution's 4x4 block runs in
-// assembly on FPU cores without MVE (VLDM) and with MVE-F intrinsics on the M55.
+// assembly on FPU cores without MVE (VLDM) and with MVE-F intrinsics on the M55; a
+// 3x3 stride-1 one's (with bias, clamp and stores, 4-, 3- and 2-pixel forms on the
+// M33/M4F) in assembly on both.
 //
 // Paths per output row: the interior columns (every tap inside the input) in
 // blocks, a tail shorter than a block as one more block overlapping the one
@@ -37,6 +39,10 @@
 
 #include "conv_common.h"
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include <arm_mve.h>
+#endif
+
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off", "no-schedule-insns", "no-tree-loop-distribute-patterns")
 
@@ -51,6 +57,7 @@ struct Conv {
   int32_t ic_step, row_step;  // between the input channels / kernel rows a block reads
   int32_t taps, kernel_w, stride_w, dil_w, dil_h, pad_w;
   float lo, hi;  // the clamp; -inf, +inf for none
+  bool exact_tail;  // a row's last 2-3 interior pixels as one partial block (3x3 assembly)
 };
 
 // clamp(v, lo, hi) for lo <= hi, NaN kept: two compare-and-selects (VSEL on fpv5).
@@ -81,6 +88,7 @@ template <int OB, int PB, int KW, int S>
 struct RowFixed {
   static constexpr bool kPointwise4x4 = OB == 4 && PB == 4 && KW == 1 && S == 1;
   static constexpr bool kOneTap = KW == 1;
+  static constexpr bool kConv3x3 = OB == 4 && PB == 4 && KW == 3 && S == 1;
   static inline void run(float (&acc)[OB][PB], const float* x, const float* w, int32_t w_oc, const Conv&) {
     constexpr int kN = (PB - 1) * S + KW;
     float xr[kN];
@@ -103,6 +111,7 @@ template <int OB, int PB>
 struct RowAny {
   static constexpr bool kPointwise4x4 = false;
   static constexpr bool kOneTap = false;
+  static constexpr bool kConv3x3 = false;
   static inline void run(float (&acc)[OB][PB], const float* x, const float* w, int32_t w_oc, const Conv& c) {
     const int32_t s = c.stride_w, d = c.dil_w;
     for (int32_t k = 0; k < c.kernel_w; ++k) {
@@ -118,6 +127,27 @@ struct RowAny {
     }
   }
 };
+
+// Arguments of the 3x3 stride-1 assembly blocks below (the M33/M4F and the M55 forms).
+struct Conv3x3Args {
+  const float* x;      // input of kernel row 0, input channel 0, the first block's first pixel
+  const float* w;      // w[oc0][0][0][0]
+  const float* bias;   // 4 values (zeros without bias)
+  float* out;          // output of oc0, the first block's first pixel
+  int32_t w_oc;        // bytes between output channels' weights
+  int32_t out_plane;   // bytes between output channels' planes
+  int32_t row_step;    // bytes between kernel rows' inputs
+  int32_t ic_adj;      // bytes from the third kernel row to the next channel's first: ic_step - 3 row_step
+  int32_t cin;         // input channels (>= 1)
+  int32_t blocks;      // >= 1
+  int32_t clamp;       // bit 0: clamp below at lo, bit 1: above at hi
+  float lo, hi;
+};
+#if defined(__arm__)
+static_assert(offsetof(Conv3x3Args, w_oc) == 16 && offsetof(Conv3x3Args, blocks) == 36 &&
+                  offsetof(Conv3x3Args, hi) == 48,
+              "the assembly reads Conv3x3Args at these offsets");
+#endif
 
 // Not on MVE cores: there GCC 12 vectorizes the C block (VMUL/VADD.F32 on 4 pixels),
 // which the scalar assembly is slower than (M55 KWS 14.1 M -> 15.1 M estimated cycles).
@@ -179,10 +209,252 @@ inline void pointwise4x4_pairs(float (&acc)[4][4], const float* x, const float* 
         "memory");
 }
 #undef MCU_F32_MAC4
+
+// The 3x3 stride-1 block (4 output channels x 4 pixels; 3 or 2 pixels for the last
+// of a row) of `blocks` consecutive blocks of one output row, in assembly, bias, clamp and stores included: per input
+// channel and kernel row one VLDM of the 6 inputs the row's 3 taps read and, per
+// output channel, one VLDM (with writeback) of its 3 weights -- the kernel rows of
+// consecutive input channels are consecutive in OIHW when every kernel row is
+// inside the input -- then 12 VMUL + 12 VADD, products in 4 registers in rotation.
+// ~121 cycles per 48 MACs by the M4 table against ~160 for GCC's code of the C
+// block. Same order as the C path (ic, kh, kw ascending; each product and each sum
+// rounded); the clamp is clamp1's two compare-and-selects (VSELGT, NaN kept).
+#define MCU_F32_MAC4R(w, x0, x1, x2, x3, a0, a1, a2, a3) \
+  "vmul.f32 s6, " w ", " x0 "\n\t"                       \
+  "vmul.f32 s7, " w ", " x1 "\n\t"                       \
+  "vadd.f32 " a0 ", " a0 ", s6\n\t"                      \
+  "vmul.f32 s14, " w ", " x2 "\n\t"                      \
+  "vadd.f32 " a1 ", " a1 ", s7\n\t"                      \
+  "vmul.f32 s15, " w ", " x3 "\n\t"                      \
+  "vadd.f32 " a2 ", " a2 ", s14\n\t"                     \
+  "vadd.f32 " a3 ", " a3 ", s15\n\t"
+
+#define MCU_F32_TAPS4(w0, w1, w2, a0, a1, a2, a3)               \
+  MCU_F32_MAC4R(w0, "s8", "s9", "s10", "s11", a0, a1, a2, a3)   \
+  MCU_F32_MAC4R(w1, "s9", "s10", "s11", "s12", a0, a1, a2, a3)  \
+  MCU_F32_MAC4R(w2, "s10", "s11", "s12", "s13", a0, a1, a2, a3)
+
+#define MCU_F32_KROW4                                         \
+  "vldmia %[x], {s8-s13}\n\t"                                 \
+  "add %[x], %[x], %[rs]\n\t"                                 \
+  "vldmia %[w0]!, {s0-s2}\n\t"                                \
+  MCU_F32_TAPS4("s0", "s1", "s2", "s16", "s17", "s18", "s19") \
+  "vldmia %[w1]!, {s3-s5}\n\t"                                \
+  MCU_F32_TAPS4("s3", "s4", "s5", "s20", "s21", "s22", "s23") \
+  "vldmia %[w2]!, {s0-s2}\n\t"                                \
+  MCU_F32_TAPS4("s0", "s1", "s2", "s24", "s25", "s26", "s27") \
+  "vldmia %[w3]!, {s3-s5}\n\t"                                \
+  MCU_F32_TAPS4("s3", "s4", "s5", "s28", "s29", "s30", "s31")
+
+#define MCU_F32_BIAS4                                                                         \
+  "vmov.f32 s16, s0\n\t" "vmov.f32 s17, s0\n\t" "vmov.f32 s18, s0\n\t" "vmov.f32 s19, s0\n\t" \
+  "vmov.f32 s20, s1\n\t" "vmov.f32 s21, s1\n\t" "vmov.f32 s22, s1\n\t" "vmov.f32 s23, s1\n\t" \
+  "vmov.f32 s24, s2\n\t" "vmov.f32 s25, s2\n\t" "vmov.f32 s26, s2\n\t" "vmov.f32 s27, s2\n\t" \
+  "vmov.f32 s28, s3\n\t" "vmov.f32 s29, s3\n\t" "vmov.f32 s30, s3\n\t" "vmov.f32 s31, s3\n\t"
+
+#define MCU_F32_EACH4(M)                                                  \
+  M("s16") M("s17") M("s18") M("s19") M("s20") M("s21") M("s22") M("s23") \
+  M("s24") M("s25") M("s26") M("s27") M("s28") M("s29") M("s30") M("s31")
+
+#define MCU_F32_STORE4          \
+  "ldr %[x], [%[a], #12]\n\t"   \
+  "ldr %[t], [%[a], #20]\n\t"   \
+  "add %[w1], %[x], %[t]\n\t"   \
+  "vstmia %[x]!, {s16-s19}\n\t" \
+  "add %[w2], %[w1], %[t]\n\t"  \
+  "vstmia %[w1], {s20-s23}\n\t" \
+  "add %[w3], %[w2], %[t]\n\t"  \
+  "vstmia %[w2], {s24-s27}\n\t" \
+  "vstmia %[w3], {s28-s31}\n\t" \
+  "str %[x], [%[a], #12]\n\t"   \
+  "ldr %[x], [%[a], #0]\n\t"    \
+  "adds %[x], %[x], #16\n\t"
+
+#define MCU_F32_MAC3R(w, x0, x1, x2, a0, a1, a2) \
+  "vmul.f32 s6, " w ", " x0 "\n\t"               \
+  "vmul.f32 s7, " w ", " x1 "\n\t"               \
+  "vadd.f32 " a0 ", " a0 ", s6\n\t"              \
+  "vmul.f32 s14, " w ", " x2 "\n\t"              \
+  "vadd.f32 " a1 ", " a1 ", s7\n\t"              \
+  "vadd.f32 " a2 ", " a2 ", s14\n\t"
+
+#define MCU_F32_TAPS3(w0, w1, w2, a0, a1, a2)        \
+  MCU_F32_MAC3R(w0, "s8", "s9", "s10", a0, a1, a2)   \
+  MCU_F32_MAC3R(w1, "s9", "s10", "s11", a0, a1, a2)  \
+  MCU_F32_MAC3R(w2, "s10", "s11", "s12", a0, a1, a2)
+
+#define MCU_F32_KROW3                                  \
+  "vldmia %[x], {s8-s12}\n\t"                          \
+  "add %[x], %[x], %[rs]\n\t"                          \
+  "vldmia %[w0]!, {s0-s2}\n\t"                         \
+  MCU_F32_TAPS3("s0", "s1", "s2", "s16", "s17", "s18") \
+  "vldmia %[w1]!, {s3-s5}\n\t"                         \
+  MCU_F32_TAPS3("s3", "s4", "s5", "s19", "s20", "s21") \
+  "vldmia %[w2]!, {s0-s2}\n\t"                         \
+  MCU_F32_TAPS3("s0", "s1", "s2", "s22", "s23", "s24") \
+  "vldmia %[w3]!, {s3-s5}\n\t"                         \
+  MCU_F32_TAPS3("s3", "s4", "s5", "s25", "s26", "s27")
+
+#define MCU_F32_BIAS3                                                  \
+  "vmov.f32 s16, s0\n\t" "vmov.f32 s17, s0\n\t" "vmov.f32 s18, s0\n\t" \
+  "vmov.f32 s19, s1\n\t" "vmov.f32 s20, s1\n\t" "vmov.f32 s21, s1\n\t" \
+  "vmov.f32 s22, s2\n\t" "vmov.f32 s23, s2\n\t" "vmov.f32 s24, s2\n\t" \
+  "vmov.f32 s25, s3\n\t" "vmov.f32 s26, s3\n\t" "vmov.f32 s27, s3\n\t"
+
+#define MCU_F32_EACH3(M)                                                  \
+  M("s16") M("s17") M("s18") M("s19") M("s20") M("s21") M("s22") M("s23") \
+  M("s24") M("s25") M("s26") M("s27")
+
+#define MCU_F32_STORE3          \
+  "ldr %[x], [%[a], #12]\n\t"   \
+  "ldr %[t], [%[a], #20]\n\t"   \
+  "add %[w1], %[x], %[t]\n\t"   \
+  "vstmia %[x]!, {s16-s18}\n\t" \
+  "add %[w2], %[w1], %[t]\n\t"  \
+  "vstmia %[w1], {s19-s21}\n\t" \
+  "add %[w3], %[w2], %[t]\n\t"  \
+  "vstmia %[w2], {s22-s24}\n\t" \
+  "vstmia %[w3], {s25-s27}\n\t" \
+  "str %[x], [%[a], #12]\n\t"   \
+  "ldr %[x], [%[a], #0]\n\t"    \
+  "adds %[x], %[x], #12\n\t"
+
+#define MCU_F32_MAC2R(w, x0, x1, a0, a1) \
+  "vmul.f32 s6, " w ", " x0 "\n\t"       \
+  "vmul.f32 s7, " w ", " x1 "\n\t"       \
+  "vadd.f32 " a0 ", " a0 ", s6\n\t"      \
+  "vadd.f32 " a1 ", " a1 ", s7\n\t"
+
+#define MCU_F32_TAPS2(w0, w1, w2, a0, a1) \
+  MCU_F32_MAC2R(w0, "s8", "s9", a0, a1)   \
+  MCU_F32_MAC2R(w1, "s9", "s10", a0, a1)  \
+  MCU_F32_MAC2R(w2, "s10", "s11", a0, a1)
+
+#define MCU_F32_KROW2                           \
+  "vldmia %[x], {s8-s11}\n\t"                   \
+  "add %[x], %[x], %[rs]\n\t"                   \
+  "vldmia %[w0]!, {s0-s2}\n\t"                  \
+  MCU_F32_TAPS2("s0", "s1", "s2", "s16", "s17") \
+  "vldmia %[w1]!, {s3-s5}\n\t"                  \
+  MCU_F32_TAPS2("s3", "s4", "s5", "s18", "s19") \
+  "vldmia %[w2]!, {s0-s2}\n\t"                  \
+  MCU_F32_TAPS2("s0", "s1", "s2", "s20", "s21") \
+  "vldmia %[w3]!, {s3-s5}\n\t"                  \
+  MCU_F32_TAPS2("s3", "s4", "s5", "s22", "s23")
+
+#define MCU_F32_BIAS2                           \
+  "vmov.f32 s16, s0\n\t" "vmov.f32 s17, s0\n\t" \
+  "vmov.f32 s18, s1\n\t" "vmov.f32 s19, s1\n\t" \
+  "vmov.f32 s20, s2\n\t" "vmov.f32 s21, s2\n\t" \
+  "vmov.f32 s22, s3\n\t" "vmov.f32 s23, s3\n\t"
+
+#define MCU_F32_EACH2(M)                                                  \
+  M("s16") M("s17") M("s18") M("s19") M("s20") M("s21") M("s22") M("s23")
+
+#define MCU_F32_STORE2          \
+  "ldr %[x], [%[a], #12]\n\t"   \
+  "ldr %[t], [%[a], #20]\n\t"   \
+  "add %[w1], %[x], %[t]\n\t"   \
+  "vstmia %[x]!, {s16-s17}\n\t" \
+  "add %[w2], %[w1], %[t]\n\t"  \
+  "vstmia %[w1], {s18-s19}\n\t" \
+  "add %[w3], %[w2], %[t]\n\t"  \
+  "vstmia %[w2], {s20-s21}\n\t" \
+  "vstmia %[w3], {s22-s23}\n\t" \
+  "str %[x], [%[a], #12]\n\t"   \
+  "ldr %[x], [%[a], #0]\n\t"    \
+  "adds %[x], %[x], #8\n\t"
+
+#if __ARM_ARCH >= 8  // VSEL (FPv5 of Armv8-M)
+#define MCU_F32_LO(a) "vcmp.f32 s0, " a "\n\tvmrs APSR_nzcv, fpscr\n\tvselgt.f32 " a ", s0, " a "\n\t"
+#define MCU_F32_HI(a) "vcmp.f32 " a ", s1\n\tvmrs APSR_nzcv, fpscr\n\tvselgt.f32 " a ", s1, " a "\n\t"
+#else  // Cortex-M4F/M7: a conditional move
+#define MCU_F32_LO(a) "vcmp.f32 s0, " a "\n\tvmrs APSR_nzcv, fpscr\n\tit gt\n\tvmovgt.f32 " a ", s0\n\t"
+#define MCU_F32_HI(a) "vcmp.f32 " a ", s1\n\tvmrs APSR_nzcv, fpscr\n\tit gt\n\tvmovgt.f32 " a ", s1\n\t"
+#endif
+// The routine for one block width from its bias, kernel-row, clamp and store
+// sequences: one asm statement per width (4 pixels for a row, 3 and 2 for its last
+// ones, so that no pixel is computed twice).
+#define MCU_F32_CONV3X3_ASM(BIAS, KROW, EACH, STORE)                                                          \
+  int32_t x, w0, w1, w2, w3, n, rs, ica, t;                                                                  \
+  asm volatile(                                                                                              \
+      "ldr %[rs], [%[a], #24]\n\t"                                                                           \
+      "ldr %[ica], [%[a], #28]\n\t"                                                                          \
+      "2:\n\t"                                                                                               \
+      "ldr %[x], [%[a], #0]\n\t"                                                                             \
+      "ldr %[w0], [%[a], #4]\n\t"                                                                            \
+      "ldr %[t], [%[a], #16]\n\t"                                                                            \
+      "add %[w1], %[w0], %[t]\n\t"                                                                           \
+      "add %[w2], %[w1], %[t]\n\t"                                                                           \
+      "add %[w3], %[w2], %[t]\n\t"                                                                           \
+      "ldr %[t], [%[a], #8]\n\t"                                                                             \
+      "ldr %[n], [%[a], #32]\n\t"                                                                            \
+      "vldmia %[t], {s0-s3}\n\t"                                                                             \
+      BIAS                                                                                                   \
+      "1:\n\t"                                                                                               \
+      KROW KROW KROW                                                                                         \
+      "add %[x], %[x], %[ica]\n\t"                                                                           \
+      "subs %[n], %[n], #1\n\t"                                                                              \
+      "bne 1b\n\t"                                                                                           \
+      "ldr %[t], [%[a], #40]\n\t"                                                                            \
+      "vldr.32 s0, [%[a], #44]\n\t"                                                                          \
+      "vldr.32 s1, [%[a], #48]\n\t"                                                                          \
+      "lsls %[n], %[t], #31\n\t"                                                                             \
+      "beq 3f\n\t"                                                                                           \
+      EACH(MCU_F32_LO)                                                                                       \
+      "3:\n\t"                                                                                               \
+      "lsls %[n], %[t], #30\n\t"                                                                             \
+      "bpl 4f\n\t"                                                                                           \
+      EACH(MCU_F32_HI)                                                                                       \
+      "4:\n\t"                                                                                               \
+      STORE                                                                                                  \
+      "str %[x], [%[a], #0]\n\t"                                                                             \
+      "ldr %[n], [%[a], #36]\n\t"                                                                            \
+      "subs %[n], %[n], #1\n\t"                                                                              \
+      "str %[n], [%[a], #36]\n\t"                                                                            \
+      "bne 2b\n\t"                                                                                           \
+      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),           \
+        [rs] "=&r"(rs), [ica] "=&r"(ica), [t] "=&r"(t)                                                       \
+      : [a] "r"(a)                                                                                           \
+      : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",  \
+        "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",       \
+        "s30", "s31", "cc", "memory")
+// `blocks` blocks of PB (4, 3 or 2) pixels x 4 output channels.
+template <int PB>
+inline void conv3x3_4xpb_rows(Conv3x3Args* a) {
+  static_assert(PB >= 2 && PB <= 4, "block widths 2..4");
+  if constexpr (PB == 4) {
+    MCU_F32_CONV3X3_ASM(MCU_F32_BIAS4, MCU_F32_KROW4, MCU_F32_EACH4, MCU_F32_STORE4);
+  } else if constexpr (PB == 3) {
+    MCU_F32_CONV3X3_ASM(MCU_F32_BIAS3, MCU_F32_KROW3, MCU_F32_EACH3, MCU_F32_STORE3);
+  } else {
+    MCU_F32_CONV3X3_ASM(MCU_F32_BIAS2, MCU_F32_KROW2, MCU_F32_EACH2, MCU_F32_STORE2);
+  }
+}
+#undef MCU_F32_CONV3X3_ASM
+#undef MCU_F32_LO
+#undef MCU_F32_HI
+#undef MCU_F32_MAC4R
+#undef MCU_F32_TAPS4
+#undef MCU_F32_KROW4
+#undef MCU_F32_BIAS4
+#undef MCU_F32_EACH4
+#undef MCU_F32_STORE4
+#undef MCU_F32_MAC3R
+#undef MCU_F32_TAPS3
+#undef MCU_F32_KROW3
+#undef MCU_F32_BIAS3
+#undef MCU_F32_EACH3
+#undef MCU_F32_STORE3
+#undef MCU_F32_MAC2R
+#undef MCU_F32_TAPS2
+#undef MCU_F32_KROW2
+#undef MCU_F32_BIAS2
+#undef MCU_F32_EACH2
+#undef MCU_F32_STORE2
 #endif
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
-#include <arm_mve.h>
 #define MCU_F32_POINTWISE_MVE 1
 // The same 4 x 4 block with MVE-F (Cortex-M55): 4 pixels per vector, 4 vector
 // accumulators; per input channel one VLDRW of the 4 inputs, per output channel
@@ -206,7 +478,136 @@ inline void pointwise4x4_mve(float (&acc)[4][4], const float* x, const float* w,
   vst1q_f32(acc[2], a2);
   vst1q_f32(acc[3], a3);
 }
+
+// The 3x3 stride-1 4 x 4 block with MVE-F, `blocks` whole blocks of a row, every
+// kernel row inside the input, in assembly (GCC 12 spills the C form of it: it
+// hoists the 12 products of a kernel row above their adds): per input channel and
+// kernel row 3 VLDRW of the inputs of the 3 taps (4 pixels each), per output
+// channel an LDM of its 3 weights (with writeback: the kernel rows of consecutive
+// input channels are consecutive in OIHW) and 3 VMUL.F32 by a scalar + 3 VADD.F32.
+// The clamp per lane as clamp1 (VCMP + VPSEL, NaN kept). Same order and rounding as
+// the C path.
+#define MCU_F32_MVE_OC(wq, aq)                      \
+  "ldmia %[" wq "]!, {%[ra], %[rb], %[rc]}\n\t"     \
+  "vmul.f32 q7, q4, %[ra]\n\t"                      \
+  "vadd.f32 " aq ", " aq ", q7\n\t"                 \
+  "vmul.f32 q7, q5, %[rb]\n\t"                      \
+  "vadd.f32 " aq ", " aq ", q7\n\t"                 \
+  "vmul.f32 q7, q6, %[rc]\n\t"                      \
+  "vadd.f32 " aq ", " aq ", q7\n\t"
+#define MCU_F32_MVE_KROW                            \
+  "vldrw.32 q4, [%[x]]\n\t"                         \
+  "vldrw.32 q5, [%[x], #4]\n\t"                     \
+  "vldrw.32 q6, [%[x], #8]\n\t"                     \
+  "ldr %[ra], [%[a], #24]\n\t"                      \
+  "add %[x], %[x], %[ra]\n\t"                       \
+  MCU_F32_MVE_OC("w0", "q0")                        \
+  MCU_F32_MVE_OC("w1", "q1")                        \
+  MCU_F32_MVE_OC("w2", "q2")                        \
+  MCU_F32_MVE_OC("w3", "q3")
+inline void conv3x3_4x4_mve(Conv3x3Args* a) {
+  int32_t x, w0, w1, w2, w3, n;
+  // LDM fills ascending registers: the three weights' registers are fixed.
+  register int32_t ra asm("r4");
+  register int32_t rb asm("r5");
+  register int32_t rc asm("r6");
+  asm volatile(
+      "2:\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      "ldr %[w0], [%[a], #4]\n\t"
+      "ldr %[ra], [%[a], #16]\n\t"
+      "add %[w1], %[w0], %[ra]\n\t"
+      "add %[w2], %[w1], %[ra]\n\t"
+      "add %[w3], %[w2], %[ra]\n\t"
+      "ldr %[n], [%[a], #8]\n\t"
+      "ldmia %[n], {%[ra], %[rb], %[rc]}\n\t"
+      "vdup.32 q0, %[ra]\n\t"
+      "vdup.32 q1, %[rb]\n\t"
+      "vdup.32 q2, %[rc]\n\t"
+      "ldr %[ra], [%[n], #12]\n\t"
+      "vdup.32 q3, %[ra]\n\t"
+      "ldr %[n], [%[a], #32]\n\t"
+      "1:\n\t"
+      MCU_F32_MVE_KROW
+      MCU_F32_MVE_KROW
+      MCU_F32_MVE_KROW
+      "ldr %[ra], [%[a], #28]\n\t"
+      "add %[x], %[x], %[ra]\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "bne 1b\n\t"
+      "ldr %[rc], [%[a], #40]\n\t"
+      "lsls %[n], %[rc], #31\n\t"
+      "beq 3f\n\t"
+      "ldr %[ra], [%[a], #44]\n\t"
+      "vdup.32 q4, %[ra]\n\t"
+      "vcmp.f32 lt, q0, q4\n\t"
+      "vpsel q0, q4, q0\n\t"
+      "vcmp.f32 lt, q1, q4\n\t"
+      "vpsel q1, q4, q1\n\t"
+      "vcmp.f32 lt, q2, q4\n\t"
+      "vpsel q2, q4, q2\n\t"
+      "vcmp.f32 lt, q3, q4\n\t"
+      "vpsel q3, q4, q3\n\t"
+      "3:\n\t"
+      "lsls %[n], %[rc], #30\n\t"
+      "bpl 4f\n\t"
+      "ldr %[ra], [%[a], #48]\n\t"
+      "vdup.32 q4, %[ra]\n\t"
+      "vcmp.f32 gt, q0, q4\n\t"
+      "vpsel q0, q4, q0\n\t"
+      "vcmp.f32 gt, q1, q4\n\t"
+      "vpsel q1, q4, q1\n\t"
+      "vcmp.f32 gt, q2, q4\n\t"
+      "vpsel q2, q4, q2\n\t"
+      "vcmp.f32 gt, q3, q4\n\t"
+      "vpsel q3, q4, q3\n\t"
+      "4:\n\t"
+      "ldr %[x], [%[a], #12]\n\t"
+      "ldr %[ra], [%[a], #20]\n\t"
+      "vstrw.32 q0, [%[x]]\n\t"
+      "add %[w1], %[x], %[ra]\n\t"
+      "vstrw.32 q1, [%[w1]]\n\t"
+      "add %[w1], %[w1], %[ra]\n\t"
+      "vstrw.32 q2, [%[w1]]\n\t"
+      "add %[w1], %[w1], %[ra]\n\t"
+      "vstrw.32 q3, [%[w1]]\n\t"
+      "adds %[x], %[x], #16\n\t"
+      "str %[x], [%[a], #12]\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      "adds %[x], %[x], #16\n\t"
+      "str %[x], [%[a], #0]\n\t"
+      "ldr %[n], [%[a], #36]\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "str %[n], [%[a], #36]\n\t"
+      "bne 2b\n\t"
+      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),
+        [ra] "=&r"(ra), [rb] "=&r"(rb), [rc] "=&r"(rc)
+      : [a] "r"(a)
+      : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory");
+}
+#undef MCU_F32_MVE_KROW
+#undef MCU_F32_MVE_OC
 #endif
+
+// The 3x3 assembly's arguments for `blocks` blocks from x, w, o (every kernel row inside the input).
+inline Conv3x3Args conv3x3_args(const Conv& c, const float* x, const float* w, float* o, int32_t blocks) {
+  static const float kZeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  Conv3x3Args a;
+  a.x = x;
+  a.w = w;
+  a.bias = c.bias != nullptr ? c.bias : kZeros;
+  a.out = o;
+  a.w_oc = c.cin_g * c.taps * 4;
+  a.out_plane = c.out_plane * 4;
+  a.row_step = c.row_step * 4;
+  a.ic_adj = (c.ic_step - 3 * c.row_step) * 4;
+  a.cin = c.cin_g;
+  a.blocks = blocks;
+  a.clamp = (c.lo != -INFINITY ? 1 : 0) | (c.hi != INFINITY ? 2 : 0);
+  a.lo = c.lo;
+  a.hi = c.hi;
+  return a;
+}
 
 // `blocks` blocks of PB pixels of one output row, the last with `last` pixels;
 // `x` the input of kernel row kh_lo at the first block's first pixel, `w` the
@@ -216,7 +617,38 @@ void run_blocks(const Conv& c, float* o, const float* x, const float* w, int32_t
   const int32_t w_oc = c.cin_g * c.taps;
   const int32_t step = PB * c.stride_w;
   const int32_t row_step = c.row_step;
-  for (int32_t b = 0; b < blocks; ++b, o += PB, x += step) {
+  int32_t b = 0;
+#ifdef MCU_F32_POINTWISE_ASM
+  if constexpr (Row::kConv3x3) {
+    // Every kernel row inside the input (the weights' rows then run on without
+    // gaps); a last block of 3 or 2 pixels by the narrower routines (1: the C block).
+    if (nkh == 3 && c.taps == 9) {
+      const int32_t whole = last == PB ? blocks : blocks - 1;
+      Conv3x3Args a = conv3x3_args(c, x, w, o, whole);
+      if (whole > 0) conv3x3_4xpb_rows<4>(&a);  // advances a.x and a.out
+      a.blocks = 1;
+      if (last == 3) conv3x3_4xpb_rows<3>(&a);
+      if (last == 2) conv3x3_4xpb_rows<2>(&a);
+      if (last != 1) return;
+      b = whole;  // a last block of 1 pixel: the C block
+      o += static_cast<size_t>(whole) * PB;
+      x += static_cast<size_t>(whole) * step;
+    }
+  }
+#endif
+#ifdef MCU_F32_POINTWISE_MVE
+  if constexpr (Row::kConv3x3) {
+    const int32_t whole = last == PB ? blocks : blocks - 1;
+    if (nkh == 3 && c.taps == 9 && whole > 0) {
+      Conv3x3Args a = conv3x3_args(c, x, w, o, whole);
+      conv3x3_4x4_mve(&a);
+      b = whole;
+      o += static_cast<size_t>(whole) * PB;
+      x += static_cast<size_t>(whole) * step;
+    }
+  }
+#endif
+  for (; b < blocks; ++b, o += PB, x += step) {
     float acc[OB][PB];
 #pragma GCC unroll 4
     for (int q = 0; q < OB; ++q) {
@@ -323,8 +755,14 @@ void run_channels(const Conv& c, const ConvGeometry& g, RowSpan span, BlocksFn b
       for (int32_t ow = 0; ow < g.out_w; ++ow) run_pixel<OB>(c, orow + ow, xrow, wrow, 0, 0, 0);
       continue;
     }
-    if (blocks > 0) blocks_fn(c, orow + span.begin, xrow + span.begin * g.stride_w - g.pad_w, wrow, nkh, blocks, PB);
-    if (overlap) {
+    const int32_t tail = n_int - blocks * PB;
+    const bool exact_tail = OB == 4 && c.exact_tail && overlap && tail >= 2;
+    if (exact_tail) {  // the tail as a partial block: it reads only its own inputs
+      blocks_fn(c, orow + span.begin, xrow + span.begin * g.stride_w - g.pad_w, wrow, nkh, blocks + 1, tail);
+    } else if (blocks > 0) {
+      blocks_fn(c, orow + span.begin, xrow + span.begin * g.stride_w - g.pad_w, wrow, nkh, blocks, PB);
+    }
+    if (overlap && !exact_tail) {
       const int32_t ow0 = span.end - PB;
       blocks_fn(c, orow + ow0, xrow + ow0 * g.stride_w - g.pad_w, wrow, nkh, 1, PB);
     }
@@ -434,6 +872,12 @@ inline void conv2d(const float* in, const float* weight, const float* bias, floa
   c.hi = hi;
   const BlocksFn f4 = cout_g >= 4 ? pick4(g) : nullptr;
   const BlocksFn f1 = pick1(g);
+  c.exact_tail = false;
+#ifdef MCU_F32_POINTWISE_ASM
+  // Every output row with all 3 kernel rows inside the input: the assembly takes
+  // every block, the partial last one included.
+  c.exact_tail = f4 == &run_blocks<4, 4, RowFixed<4, 4, 3, 1>> && g.kernel_h == 3 && g.pad_h == 0 && g.dil_h == 1;
+#endif
   const bool padded = use_padded_rows(g);
   for (int32_t n = 0; n < g.batch; ++n) {
     for (int32_t grp = 0; grp < g.groups; ++grp) {

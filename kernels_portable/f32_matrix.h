@@ -8,6 +8,17 @@
 
 #include "conv_common.h"
 
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+#include <arm_mve.h>
+#endif
+
+// Every product and every sum rounded (no fused multiply-add): GCC's C++ default
+// (fp-contract=fast) formed VFMA on FPU cores, so the devices differed from the
+// host runner and from the reference emulation (mcu_gen/reference/fp32_emulation.py's
+// addmm) in the last bit; VMUL + VADD are also 2 cycles against VFMA's 3 (docs/cycles.md).
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+
 namespace mcu::kernels {
 
 // sum_i a[i] * b[i], four partial sums to shorten the dependency chain.
@@ -23,6 +34,92 @@ inline float dot_f32(const float* a, const float* b, int32_t n) {
   }
   for (; a != end; ++a, ++b) s0 += a[0] * b[0];
   return (s0 + s1) + (s2 + s3);
+}
+
+// The four partial sums of dot_f32 (s_j over the indices i = j mod 4 below
+// n4 * 4) of 4 rows of a matrix with `stride` floats between rows: partial[q][j].
+// Each loaded input serves the 4 rows. M33/M4F: in assembly (VLDM of 4 inputs and
+// 4 weights per row, products in rotation; GCC 12 loads every value with a VLDR);
+// M55: one MVE vector per row holds the 4 partial sums; elsewhere plain C. Every
+// form computes dot_f32's products and sums in its order (each rounded).
+inline void dot4_partials(const float* x, const float* w, int32_t stride, int32_t n4, float (&partial)[4][4]) {
+#if defined(__arm__) && defined(__ARM_FP) && !defined(__ARM_FEATURE_MVE)
+  const float* w1 = w + stride;
+  const float* w2 = w1 + stride;
+  const float* w3 = w2 + stride;
+  float* const acc = &partial[0][0];
+  asm volatile(
+      "vldmia %[acc], {s16-s31}\n\t"
+      "1:\n\t"
+      "vldmia %[x]!, {s0-s3}\n\t"
+      "vldmia %[w0]!, {s4-s7}\n\t"
+      "vmul.f32 s8, s4, s0\n\t"
+      "vmul.f32 s9, s5, s1\n\t"
+      "vadd.f32 s16, s16, s8\n\t"
+      "vmul.f32 s10, s6, s2\n\t"
+      "vadd.f32 s17, s17, s9\n\t"
+      "vmul.f32 s11, s7, s3\n\t"
+      "vadd.f32 s18, s18, s10\n\t"
+      "vldmia %[w1]!, {s4-s7}\n\t"
+      "vadd.f32 s19, s19, s11\n\t"
+      "vmul.f32 s12, s4, s0\n\t"
+      "vmul.f32 s13, s5, s1\n\t"
+      "vadd.f32 s20, s20, s12\n\t"
+      "vmul.f32 s14, s6, s2\n\t"
+      "vadd.f32 s21, s21, s13\n\t"
+      "vmul.f32 s15, s7, s3\n\t"
+      "vadd.f32 s22, s22, s14\n\t"
+      "vldmia %[w2]!, {s4-s7}\n\t"
+      "vadd.f32 s23, s23, s15\n\t"
+      "vmul.f32 s8, s4, s0\n\t"
+      "vmul.f32 s9, s5, s1\n\t"
+      "vadd.f32 s24, s24, s8\n\t"
+      "vmul.f32 s10, s6, s2\n\t"
+      "vadd.f32 s25, s25, s9\n\t"
+      "vmul.f32 s11, s7, s3\n\t"
+      "vadd.f32 s26, s26, s10\n\t"
+      "vldmia %[w3]!, {s4-s7}\n\t"
+      "vadd.f32 s27, s27, s11\n\t"
+      "vmul.f32 s12, s4, s0\n\t"
+      "vmul.f32 s13, s5, s1\n\t"
+      "vadd.f32 s28, s28, s12\n\t"
+      "vmul.f32 s14, s6, s2\n\t"
+      "vadd.f32 s29, s29, s13\n\t"
+      "vmul.f32 s15, s7, s3\n\t"
+      "vadd.f32 s30, s30, s14\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "vadd.f32 s31, s31, s15\n\t"
+      "bne 1b\n\t"
+      "vstmia %[acc], {s16-s31}\n\t"
+      : [x] "+r"(x), [w0] "+r"(w), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3), [n] "+r"(n4)
+      : [acc] "r"(acc)
+      : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15", "s16",
+        "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31", "cc",
+        "memory");
+#elif defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 2)
+  float32x4_t a0 = vld1q_f32(partial[0]), a1 = vld1q_f32(partial[1]);
+  float32x4_t a2 = vld1q_f32(partial[2]), a3 = vld1q_f32(partial[3]);
+  const float* w1 = w + stride;
+  const float* w2 = w1 + stride;
+  const float* w3 = w2 + stride;
+  for (int32_t i = 0; i < n4; ++i, x += 4, w += 4, w1 += 4, w2 += 4, w3 += 4) {
+    const float32x4_t xv = vld1q_f32(x);
+    a0 = vaddq_f32(a0, vmulq_f32(vld1q_f32(w), xv));
+    a1 = vaddq_f32(a1, vmulq_f32(vld1q_f32(w1), xv));
+    a2 = vaddq_f32(a2, vmulq_f32(vld1q_f32(w2), xv));
+    a3 = vaddq_f32(a3, vmulq_f32(vld1q_f32(w3), xv));
+  }
+  vst1q_f32(partial[0], a0);
+  vst1q_f32(partial[1], a1);
+  vst1q_f32(partial[2], a2);
+  vst1q_f32(partial[3], a3);
+#else
+  for (int32_t i = 0; i < n4; ++i, x += 4, w += 4) {
+    for (int q = 0; q < 4; ++q) {
+      for (int j = 0; j < 4; ++j) partial[q][j] += w[q * stride + j] * x[j];
+    }
+  }
+#endif
 }
 
 // y[i] += alpha * x[i]
@@ -54,7 +151,22 @@ inline void linear_f32(const float* in, const float* weight, const float* bias, 
   for (int32_t r = 0; r < m; ++r) {
     const float* x = in + static_cast<size_t>(r) * in_features;
     float* o = out + static_cast<size_t>(r) * out_features;
-    for (int32_t j = 0; j < out_features; ++j) {
+    int32_t j = 0;
+    const int32_t n4 = in_features / 4;
+    for (; n4 > 0 && j + 4 <= out_features; j += 4) {  // 4 outputs per pass over the input
+      const float* wj = weight + static_cast<size_t>(j) * in_features;
+      float part[4][4] = {};
+      dot4_partials(x, wj, in_features, n4, part);
+      for (int q = 0; q < 4; ++q) {
+        float s0 = part[q][0];
+        const float* wq = wj + static_cast<size_t>(q) * in_features;
+        for (int32_t i = n4 * 4; i < in_features; ++i) s0 += x[i] * wq[i];
+        float v = (s0 + part[q][1]) + (part[q][2] + part[q][3]);
+        if (bias != nullptr) v += bias[j + q];
+        o[j + q] = v;
+      }
+    }
+    for (; j < out_features; ++j) {
       float v = dot_f32(x, weight + static_cast<size_t>(j) * in_features, in_features);
       if (bias != nullptr) v += bias[j];
       o[j] = v;
@@ -99,3 +211,5 @@ inline Error run_linear(const KernelContext& ctx, int32_t out_index, float lo, f
 }
 
 }  // namespace mcu::kernels
+
+#pragma GCC pop_options

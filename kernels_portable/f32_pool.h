@@ -3,6 +3,7 @@
 // contiguous [N, C, H, W] or [C, H, W]; every (n, c) plane is pooled alone.
 #pragma once
 #include <stdint.h>
+#include <string.h>
 
 #include "conv_common.h"
 
@@ -87,6 +88,105 @@ inline float window_max(const float* plane, const PoolGeometry& g, int32_t hstar
     }
   }
   return best;
+}
+
+// max(best, v) as window_max takes it: v wins when greater or NaN (so the
+// last NaN of a window wins, and of equal values the first stays).
+inline float max_keep_nan(float best, float v) { return (v > best || v != v) ? v : best; }
+
+// The bit pattern of the float at p (an integer load).
+inline uint32_t load_bits(const float* p) {
+  uint32_t u;
+  memcpy(&u, p, sizeof u);
+  return u;
+}
+
+// The usual 2x2 / stride 2 pool without padding or dilation: rows walked by
+// pointer (max2x2_row_nonneg). A window whose four values are all in [+0, +inf] (after a ReLU: nearly
+// every one) is reduced on their bit patterns: there the unsigned order is the
+// float order and equal patterns are equal values, so the integer maximum is
+// window_max's result bit for bit (ALU compares instead of VCMP + VMRS per tap).
+// Any other window (negative values, -0, NaN) takes window_max's rule in its tap
+// order (row 0: columns 0, 1; row 1: columns 0, 1): the last NaN wins, of equal
+// values the first.
+__attribute__((noinline)) inline float max2x2_any(const float* r0, const float* r1) {
+  float best = r0[0];
+  best = max_keep_nan(best, r0[1]);
+  best = max_keep_nan(best, r1[0]);
+  return max_keep_nan(best, r1[1]);
+}
+
+// Windows [0, n) of one output row while their values are all in [+0, +inf]:
+// returns how many it reduced (stopping before the first other window). Thumb-2
+// cores: in assembly (a post-indexed LDRD per input row, CMP/IT/MOV for the
+// unsigned maximum; GCC 12 kept the loop counters on the stack). The row pointers
+// are the caller's, so the asm's advancing them is not seen there.
+inline int32_t max2x2_row_nonneg(const float* r0, const float* r1, float* out, int32_t n) {
+#if defined(__arm__) && defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2
+  if (n <= 0) return 0;
+  int32_t left = n;
+  uint32_t a, b, c, d;
+  asm volatile(
+      "1:\n\t"
+      "ldrd %[a], %[b], [%[r0]], #8\n\t"
+      "ldrd %[c], %[d], [%[r1]], #8\n\t"
+      "cmp %[a], %[b]\n\t"
+      "it lo\n\t"
+      "movlo %[a], %[b]\n\t"
+      "cmp %[c], %[d]\n\t"
+      "it lo\n\t"
+      "movlo %[c], %[d]\n\t"
+      "cmp %[a], %[c]\n\t"
+      "it lo\n\t"
+      "movlo %[a], %[c]\n\t"
+      "cmp %[a], #0x7f800000\n\t"
+      "bhi 2f\n\t"
+      "str %[a], [%[out]], #4\n\t"
+      "subs %[left], %[left], #1\n\t"
+      "bne 1b\n\t"
+      "2:\n\t"
+      : [r0] "+r"(r0), [r1] "+r"(r1), [out] "+r"(out), [left] "+r"(left), [a] "=&r"(a), [b] "=&r"(b),
+        [c] "=&r"(c), [d] "=&r"(d)
+      :
+      : "cc", "memory");
+  return n - left;
+#else
+  constexpr uint32_t kPlusInf = 0x7f800000u;
+  int32_t i = 0;
+  for (; i < n; ++i, r0 += 2, r1 += 2) {
+    const uint32_t a = load_bits(r0), b = load_bits(r0 + 1), c = load_bits(r1), d = load_bits(r1 + 1);
+    const uint32_t ab = a > b ? a : b, cd = c > d ? c : d;
+    const uint32_t m = ab > cd ? ab : cd;
+    if (m > kPlusInf) break;
+    memcpy(out++, &m, sizeof m);
+  }
+  return i;
+#endif
+}
+
+inline void max_pool2x2_f32(const float* in, float* out, const PoolGeometry& g) {
+  const int32_t in_w = g.in_w, out_h = g.out_h, out_w = g.out_w, planes = g.planes;
+  const int32_t in_plane = g.in_h * in_w;
+  for (int32_t p = 0; p < planes; ++p) {
+    const float* ip = in + static_cast<size_t>(p) * in_plane;
+    for (int32_t oh = 0; oh < out_h; ++oh) {
+      const float* r0 = ip + 2 * oh * in_w;
+      const float* r1 = r0 + in_w;
+      for (int32_t ow = 0; ow < out_w;) {
+        const int32_t done = max2x2_row_nonneg(r0, r1, out, out_w - ow);
+        ow += done;
+        r0 += 2 * done;
+        r1 += 2 * done;
+        out += done;
+        if (ow < out_w) {  // a window with a negative value, -0 or NaN
+          *out++ = max2x2_any(r0, r1);
+          ++ow;
+          r0 += 2;
+          r1 += 2;
+        }
+      }
+    }
+  }
 }
 
 // Max pooling of every plane; with kIndices, also the int64 `indices` as ATen writes

@@ -15,7 +15,14 @@ Error mcu_max_pool2d_out(const KernelContext& ctx) {
                      &g)) {
     return Error::KernelFailed;
   }
-  max_pool2d_f32<false>(in.f32(), out.f32(), nullptr, g);
+  const bool two_by_two = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 &&
+                          g.pad_h == 0 && g.pad_w == 0 && g.dil_h == 1 && g.dil_w == 1 &&
+                          2 * g.out_h <= g.in_h && 2 * g.out_w <= g.in_w;
+  if (two_by_two) {
+    max_pool2x2_f32(in.f32(), out.f32(), g);
+  } else {
+    max_pool2d_f32<false>(in.f32(), out.f32(), nullptr, g);
+  }
   return Error::Ok;
 }
 

@@ -41,7 +41,7 @@ def test_the_cli_offers_exactly_the_methods():
     from mcu_gen.cli.options import CALIBRATION_METHODS, DEFAULT_METHOD
     from mcu_gen.quantize import observers
 
-    assert CALIBRATION_METHODS == observers.METHODS and DEFAULT_METHOD == observers.DEFAULT_METHOD
+    assert CALIBRATION_METHODS == observers.CHOICES and DEFAULT_METHOD == observers.DEFAULT_CHOICE == "auto"
 
 
 class _ConvNet(torch.nn.Module):
@@ -104,7 +104,7 @@ def test_every_int8_build_compares_the_methods_and_recommends_a_better_one(tmp_p
     assert cal["method"] == "moving_average" and cal["samples"] == 14 and cal["held_out"] == 2
     assert cal["compared_on"] == "2 held-out calibration sample(s)"
     assert {(row["method"], row["bias_correction"]) for row in cal["rows"]} == \
-        {(m, False) for m in METHODS} | {("moving_average", True)}
+        {(m, bc) for m in METHODS for bc in (False, True)}
     rows = {(row["method"], row["bias_correction"]): row for row in cal["rows"]}
     best = min(rows.values(), key=lambda row: row["relative_rms_error"])
     mine = rows["moving_average", False]["relative_rms_error"]
@@ -123,6 +123,26 @@ def test_every_int8_build_compares_the_methods_and_recommends_a_better_one(tmp_p
     assert ("hint: --calibration-method" in out) == (cal["recommended"] is not None)
 
 
+def test_the_default_builds_the_variant_with_the_lowest_measured_error(tmp_path, capsys):
+    """No --calibration-method: auto. The build's program is the variant whose row has the lowest error,
+    the same bytes as asking for that variant by name, and report.md / the build line say so."""
+    from mcu_gen.cli.options import print_calibration
+    from mcu_gen.firmware.builder import build
+
+    r = build(str(_model_file(tmp_path)), board="mps2-an505", out=tmp_path / "auto", quantize="int8", compile=False)
+    cal = r.report["calibration"]
+    best = min(cal["rows"], key=lambda row: row["relative_rms_error"])
+    assert cal["selected"] == "auto" and cal["recommended"] is None
+    assert (cal["method"], cal["bias_correction"]) == (best["method"], best["bias_correction"])
+    assert best["relative_rms_error"] <= min(row["relative_rms_error"] for row in cal["rows"])
+    build(str(_model_file(tmp_path)), board="mps2-an505", out=tmp_path / "named", quantize="int8",
+          compile=False, calibration_method=best["method"], bias_correction=best["bias_correction"])
+    assert (tmp_path / "auto" / "model.pte").read_bytes() == (tmp_path / "named" / "model.pte").read_bytes()
+    assert "chosen by `auto`" in (tmp_path / "auto" / "report.md").read_text()
+    print_calibration(cal)
+    assert f"calibration: {best['method']}" in capsys.readouterr().out
+
+
 def test_recommendation_when_the_chosen_method_is_measurably_worse():
     from mcu_gen.quantize.calibration import compare_methods
 
@@ -137,11 +157,20 @@ def test_recommendation_when_the_chosen_method_is_measurably_worse():
         calibration._convert = lambda prepared, method, bias, samples: (method, bias)
         calibration.output_error = lambda model, module, samples: {
             "relative_rms_error": errors[model[0]] * (0.95 if model[1] else 1.0), "max_abs_error": 1.0}
-        found, chosen_model = compare_methods(Fake(), None, [], [], "histogram", False)
-        assert found["recommended"]["method"] == "percentile" and chosen_model == ("histogram", False)
+        found, chosen_model, pick = compare_methods(Fake(), None, [], [], "histogram", False)
+        assert found["recommended"]["method"] == "percentile" and chosen_model == pick == ("histogram", False)
+        assert len(found["rows"]) == 8  # every method, with and without bias correction
+        found, chosen_model, pick = compare_methods(Fake(), None, [], [], "auto", False)  # auto takes the best
+        assert pick == chosen_model == ("percentile", True) and found["recommended"] is None
         errors["percentile"] = 0.0095  # only 5% better: not measurably
-        found, _ = compare_methods(Fake(), None, [], [], "histogram", False)
+        found, _, _ = compare_methods(Fake(), None, [], [], "histogram", False)
         assert found["recommended"] is None
+        errors.update(histogram=0.005, percentile=0.005)  # a tie: the first method, uncorrected...
+        calibration.output_error = lambda model, module, samples: {
+            "relative_rms_error": errors[model[0]], "max_abs_error": 1.0}
+        assert compare_methods(Fake(), None, [], [], "auto", False)[2] == ("histogram", False)
+        # ...unless bias correction is asked for: auto then chooses among the corrected variants
+        assert compare_methods(Fake(), None, [], [], "auto", True)[2] == ("histogram", True)
     finally:
         calibration._convert, calibration.output_error = before_convert, before_error
 
@@ -165,7 +194,7 @@ def test_a_bad_method_is_a_clear_error(tmp_path):
     from mcu_gen.errors import BuildError
     from mcu_gen.firmware.builder import build
 
-    with pytest.raises(BuildError, match="calibration method 'mse': choose one of histogram, minmax"):
+    with pytest.raises(BuildError, match="calibration method 'mse': choose one of histogram, minmax, moving_average, percentile, auto"):
         build(str(_model_file(tmp_path)), out=tmp_path / "b", quantize="int8", compile=False, calibration_method="mse")
     from mcu_gen.cli import main
 
@@ -184,7 +213,8 @@ def test_the_fake_quantized_error_tracks_the_integer_reference(tmp_path):
     spec = load_model_file(_model_file(tmp_path, n_calib=16))
     program, gm = export_quantized(spec)
     held = spec.held_out_inputs
-    row = next(r for r in program.meta["calibration"]["rows"] if r["method"] == "histogram" and not r["bias_correction"])
+    cal = program.meta["calibration"]
+    row = next(r for r in cal["rows"] if (r["method"], r["bias_correction"]) == (cal["method"], cal["bias_correction"]))
     rel = 0.0
     for (x,) in held:
         got = dequantize_outputs(program, run_int8_reference(program, list(quantize_inputs(program, (x.numpy(),)))))[0]

@@ -27,6 +27,7 @@ from mcu_gen.program import pte  # noqa: E402
 from mcu_gen.errors import BuildError
 from mcu_gen.firmware.builder import build  # noqa: E402
 from mcu_gen.firmware import ethosu_driver as firmware  # noqa: E402
+from mcu_gen.firmware import host  # noqa: E402
 from mcu_gen.backends.ethosu.delegate import delegate_program  # noqa: E402
 from mcu_gen.backends.ethosu.targets import get_npu  # noqa: E402
 from mcu_gen.paths import RUNTIME_CORE  # noqa: E402
@@ -67,8 +68,8 @@ def host_runner(tmp_path_factory):
     src = RUNTIME_CORE / "src"
     cmd = [cxx, "-std=c++17", "-O1", "-g", "-fno-exceptions", "-fno-rtti", "-fsanitize=address,undefined",
            "-fno-sanitize-recover=all", "-DMCU_MAX_DELEGATES=1", "-I", str(RUNTIME_CORE / "include"), "-I", str(src),
-           str(src / "executor.cpp"), str(src / "delegate_ethosu.cpp"), str(RUNTIME_CORE / "tools" / "host_runner.cpp"),
-           str(table), "-o", str(exe)]
+           *map(str, host.runtime_sources()), str(src / "delegate_ethosu.cpp"),
+           str(RUNTIME_CORE / "tools" / "host_runner.cpp"), str(table), "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
     return exe, out

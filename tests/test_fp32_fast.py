@@ -118,6 +118,57 @@ def _add_case(b: Batch, rng, case):
     return exact, label
 
 
+def linear_order(x, w, bias, lo=-INF, hi=INF):
+    """f32_matrix.h's linear order in float32: per output four partial sums s_j over the inputs i = j mod 4
+    below the last multiple of 4, the rest into s_0, then (s_0 + s_1) + (s_2 + s_3), + bias, clamp."""
+    x2 = x.reshape(-1, x.shape[-1]).astype(np.float32)
+    n = x2.shape[1]
+    n4 = n // 4
+    s = np.zeros((x2.shape[0], w.shape[0], 4), np.float32)
+    for i in range(n4):
+        for j in range(4):
+            s[:, :, j] = s[:, :, j] + (x2[:, None, 4 * i + j] * w[None, :, 4 * i + j]).astype(np.float32)
+    for i in range(4 * n4, n):
+        s[:, :, 0] = s[:, :, 0] + (x2[:, None, i] * w[None, :, i]).astype(np.float32)
+    v = (s[:, :, 0] + s[:, :, 1]) + (s[:, :, 2] + s[:, :, 3])
+    if bias is not None:
+        v = v + bias.astype(np.float32)
+    v = np.where(v < lo, np.float32(lo), np.where(v > hi, np.float32(hi), v)).astype(np.float32)
+    return v.reshape(*x.shape[:-1], w.shape[0])
+
+
+# (input shape, out features, bias, clamp): blocks of 4 outputs, the rest one at a time; inputs with and
+# without a tail beyond a multiple of 4 (and fewer than 4)
+LINEAR_CASES = [((1, 400), 10, True, (0.0, INF)), ((1, 400), 10, True, None), ((3, 33), 17, False, None),
+                ((2, 7), 8, True, (-0.5, 0.25)), ((1, 3), 5, True, None), ((2, 64), 4, False, (0.0, INF))]
+
+
+def _add_linear(b: Batch, rng, case):
+    in_shape, out_f, bias, clamp = case
+    x, w = rand(rng, *in_shape), rand(rng, out_f, in_shape[-1])
+    bv = rand(rng, out_f) if bias else None
+    lo, hi = clamp if clamp else (-INF, INF)
+    want = torch.clamp(F.linear(t(x), t(w), None if bv is None else t(bv)), lo, hi).numpy()
+    label = f"linear {in_shape} -> {out_f} bias={bias} clamp={clamp}"
+    o = b.output(want, label)
+    bi = b.const(bv) if bias else b.none()
+    if clamp is None:
+        b.op("aten::linear.out", [b.input(x), b.const(w), bi, o, o])
+    else:
+        b.op("mcu::linear.out", [b.input(x), b.const(w), bi, b.float(lo), b.float(hi), o, o])
+    return linear_order(x, w, bv, lo, hi), label
+
+
+def test_linear_matches_torch_and_the_documented_order():
+    rng = np.random.default_rng(28)
+    b = Batch()
+    exacts = [_add_linear(b, rng, c) for c in LINEAR_CASES]
+    outs = run_on_host(b.p, b.inputs)
+    for got, (_, want, label), (exact, _) in zip(outs, b.expected, exacts):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=label)
+        np.testing.assert_array_equal(got, exact, err_msg=f"summation order: {label}")
+
+
 def test_blocked_conv_matches_torch_and_the_documented_order():
     rng = np.random.default_rng(27)
     b = Batch()
@@ -214,21 +265,39 @@ def test_tcn_conv1d_on_the_m33(qemu_tools, tmp_path):
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547"])
+@pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an386"])
 def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
-    """The Cortex-M33 build (assembly 1x1 path, VFP code from GCC) and the Cortex-M55 build (MVE-F 1x1
-    path, the rest vectorized by GCC) give the host runner's outputs bit for bit: the summation order
-    holds on the devices too. Cases: 1x1 with even and odd channel counts (the assembly runs pairs of
-    input channels, a C tail the odd one), KWS's layers, a 5x5 depthwise, 1-D."""
+    """The Cortex-M33 and Cortex-M4 builds (assembly 1x1, 3x3 (4-, 3- and 2-pixel blocks; the M4's clamp
+    with IT instead of VSEL), linear and 2x2 max pool paths, VFP code from GCC) and the Cortex-M55 build
+    (MVE-F 1x1, 3x3 and linear paths) give the host runner's outputs bit for bit: the summation orders
+    hold on the devices too. Cases: 1x1 with even and odd channel counts (the assembly runs pairs of
+    input channels, a C tail the odd one), KWS's and MNIST's layers, 3x3 rows with tails of 1-3 pixels,
+    both clamps, a 5x5 depthwise, 1-D, linear layers (blocks of 4 outputs and the rest), 2x2 max pools
+    with NaN / +-0 / +-inf windows."""
     from mcu_gen.device.runner import run
     from mcu_gen.program import pte
 
     rng = np.random.default_rng(33)
     b = Batch()
-    for case in [CASES[0], CASES[1], CASES[2], CASES[6], CASES[9], CASES[10], CASES[17], CASES[19],
+    for case in [CASES[0], CASES[1], CASES[2], CASES[3], CASES[4], CASES[6], CASES[9], CASES[10], CASES[17],
+                 CASES[19],
+                 ((1, 8, 13, 13), (16, 8, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),  # MNIST conv2 + relu
+                 ((1, 3, 9, 14), (8, 3, 3, 3), (1, 1), (0, 1), (1, 1), 1, False, (-0.25, 0.5)),  # 3x3, both clamps
+                 ((1, 2, 7, 11), (4, 2, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, None),  # rows of 9: tail of 1
+                 ((1, 3, 6, 12), (8, 3, 3, 3), (2, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),  # stride-2 rows, tail 2
                  ((1, 5, 3, 7), (8, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),
                  ((1, 2, 4, 4), (4, 2, 1, 1), (1, 1), (0, 0), (1, 1), 1, False, None)]:
         _add_case(b, rng, case)
+    for case in LINEAR_CASES:  # the blocked linear (assembly on the M33, MVE on the M55)
+        _add_linear(b, rng, case)
+    # mcu::max_pool2d's 2x2 path (assembly on both): non-negative windows, and NaN / +-0 / +-inf / negative
+    # ones that leave it for window_max's rule
+    pool_values = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 2.5, 0.5], np.float32)
+    for x in [rand(rng, 1, 8, 26, 26) + np.float32(0.5),
+              rng.choice(pool_values, size=(2, 3, 11, 13)).astype(np.float32)]:
+        o = b.output(F.max_pool2d(t(x), 2).numpy(), f"mcu::max_pool2d 2x2 {x.shape}")
+        b.op("mcu::max_pool2d.out", [b.input(x), b.ints([2, 2]), b.ints([2, 2]), b.ints([0, 0]), b.ints([1, 1]),
+                                     b.bool(False), o, o])
     host = run_on_host(b.p, b.inputs)
     path = tmp_path / "cases.pte"
     path.write_bytes(pte.write(b.p))
@@ -236,5 +305,6 @@ def test_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
     assert r.verified, r
     dev = r.outputs[0]
     assert len(dev) == len(host)
-    for got, want, (_, _, label) in zip(dev, host, b.expected):
-        np.testing.assert_array_equal(np.asarray(got), want, err_msg=label)
+    for got, want, (_, _, label) in zip(dev, host, b.expected):  # bit patterns: signs of zero, NaN payloads
+        np.testing.assert_array_equal(np.asarray(got, np.float32).view(np.uint32),
+                                      np.asarray(want, np.float32).view(np.uint32), err_msg=label)

@@ -83,8 +83,8 @@ def cases(rng):
         ("depthwise 6x5x12 padding 0", depthwise_program(rng, 6, 5, 12, pad=0), "fast"),
         ("depthwise 3x4x132 (rows of 44 channels)", depthwise_program(rng, 3, 4, 132), "fast"),
         ("depthwise 2x3x132 (pixels 132 bytes apart in the ring)", depthwise_program(rng, 2, 3, 132), "fast"),
-        ("depthwise 24x5x8 (in place: rows of 4 channels in the scratch)", depthwise_program(rng, 24, 5, 8), "fast"),
-        ("depthwise 30x4x8 stride 2 (in place: ring in the scratch)", depthwise_program(rng, 30, 4, 8, stride=2),
+        ("depthwise 24x5x8 (in place: the scratch holds 4 channels, a stack ring all 8)", depthwise_program(rng, 24, 5, 8), "fast"),
+        ("depthwise 30x4x8 stride 2 (in place: a stack ring of all 8 channels)", depthwise_program(rng, 30, 4, 8, stride=2),
          "fast"),
         ("depthwise 40x3x4 padding 0", depthwise_program(rng, 40, 3, 4, pad=0), "fast"),
         ("depthwise 4x4x16 stride 2, left shift", depthwise_program(rng, 4, 4, 16, stride=2, left_shift=True),
@@ -92,9 +92,23 @@ def cases(rng):
         ("depthwise 7x6x8 stride 2", depthwise_program(rng, 7, 6, 8, stride=2), "fast"),
         ("linear 1x40->8 (K tail 8), kernel sum", linear_program(rng, 1, 40, 8), "fast"),
         ("linear 3x128->20, bias", linear_program(rng, 3, 128, 20, kernel_sum=False), "fast"),
+        # The fused blocks' clamp of an activation range of [-128, 127] (two saturating narrows, VQMOVNB),
+        # and a convolution in place whose inner windows are read through the ring of rows (MacD).
+        ("depthwise 7x5x16, activations in [-128, 127]", int8_range(depthwise_program(rng, 7, 5, 16), 12), "fast"),
+        ("pointwise 3x3 40->8 (K tail 8), activations in [-128, 127]",
+         int8_range(pointwise_program(rng, 3, 3, 40, 8, left_shift=False), 11), "fast"),
+        ("conv 3x3 16->16, 6x7, padding 1, in place (inner windows read through the ring)",
+         conv_program(rng, 6, 7, 16, 16, 3, 3, (1, 1), (1, 1), inplace=True), "fast"),
+        ("depthwise 30x12x8 (in place: a ring of 8 channels in the scratch)", depthwise_program(rng, 30, 12, 8), "fast"),
         ("pointwise 5x3 16->32 (widening: in place, rows from the last)",
          pointwise_program(rng, 5, 3, 16, 32, left_shift=False), "fast"),
     ]
+
+
+def int8_range(p: Program, arg: int) -> Program:
+    """The instruction's activation maximum (argument `arg`) set to 127: the range is all of int8."""
+    p.values[p.instructions[0].args[arg]].value = 127
+    return p
 
 
 def test_gemm_weight_order():
@@ -107,6 +121,21 @@ def test_gemm_weight_order():
     assert list(p[64:68]) == list(w[0, 16:20]) and not p[68:80].any()  # chunk 1: 4 weights, 12 zeros
     assert list(p[128:144]) == list(w[4, :16])  # block 1, channel 4
     assert not p[128 + 32:128 + 64].any()  # channels 6 and 7 pad the last block
+
+
+def test_ring_plan():
+    """The depthwise ring: in the scratch where it holds 8 channels or more (or all of them), else a stack
+    ring of at most RING_STACK_SMALL bytes with more channels than the scratch would hold, else the scratch."""
+    from types import SimpleNamespace as L
+
+    def plan(h, w, c, scratch):
+        return generated_mve.ring_plan(L(w=w, pad_w=1, c=c, inplace_ok=True, scratch_bytes=scratch))
+
+    assert plan(25, 5, 64, 125) == (16, False)  # KWS: the scratch holds 4 channels; 336 bytes of stack hold 16
+    assert plan(30, 12, 8, 360) == (8, True)  # 8 channels in the scratch
+    assert plan(6, 5, 4, 90) == (4, True)  # all channels
+    assert plan(9, 30, 8, 384) == (4, True)  # a stack ring of 8 channels would take 768 bytes: the scratch
+    assert generated_mve.ring_plan(L(w=5, pad_w=1, c=64, inplace_ok=False, scratch_bytes=0)) == (64, False)
 
 
 def test_requant_mode():

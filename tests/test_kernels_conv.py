@@ -292,6 +292,13 @@ def test_max_pool2d_with_indices_and_mcu_max_pool2d():
     o4 = b.output(torch.nn.functional.max_pool2d(t(x), 2).numpy(), "mcu::max_pool2d 2x2 odd sizes")
     b.op("mcu::max_pool2d.out", [b.input(x), b.ints([2, 2]), b.ints([2, 2]), b.ints([0, 0]), b.ints([1, 1]),
                                  b.bool(False), o4, o4])
+    # The fast path's NaN and signed-zero rules against PyTorch's: NaN anywhere in a window (several per
+    # window too), +-0 ties, +-inf.
+    x = rng.choice(np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 2.5], np.float32),
+                   size=(1, 4, 10, 12)).astype(np.float32)
+    o5 = b.output(torch.nn.functional.max_pool2d(t(x), 2).numpy(), "mcu::max_pool2d 2x2 NaN/zeros/inf")
+    b.op("mcu::max_pool2d.out", [b.input(x), b.ints([2, 2]), b.ints([2, 2]), b.ints([0, 0]), b.ints([1, 1]),
+                                 b.bool(False), o5, o5])
     b.run_and_check(rtol=0, atol=0)
 
 

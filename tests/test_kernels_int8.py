@@ -729,3 +729,37 @@ def test_rejects_bad_arguments():
                                             b.int(127), b.scratch()], o)
     with pytest.raises(HostRunError, match="KernelFailed"):
         b.run()
+
+
+def test_avg_pool_mve_path_on_the_m55(qemu_tools, tmp_path):
+    """The average pool's MVE path (kernels_portable/int8_pool.h: 16 channels per pass, the loads
+    predicated past the last channel) on QEMU mps3-an547: bit-exact with the integer reference, for
+    channel counts that are and are not multiples of 16, padding, strides and ceil_mode."""
+    from mcu_gen.device.runner import run
+    from mcu_gen.plan import planner
+    from mcu_gen.program import pte
+    from mcu_gen.program.ir import Instruction, Program, TensorValue
+
+    nhwc = (0, 2, 3, 1)
+    p = Program()
+    rng = np.random.default_rng(8)
+    for x_shape, k, s, pad, ceil in (((1, 20, 7, 6), (3, 3), (2, 2), (1, 1), False),
+                                     ((1, 64, 25, 5), (25, 5), (25, 5), (0, 0), False),  # KWS's global pool
+                                     ((1, 5, 6, 5), (2, 3), (1, 2), (1, 1), True),
+                                     ((1, 37, 4, 4), (2, 2), (2, 2), (0, 0), False)):
+        oh = torch.nn.functional.avg_pool2d(torch.zeros(1, 1, *x_shape[2:]), k, s, pad, ceil_mode=ceil).shape[2:]
+        x = p.add(TensorValue(x_shape, "int8", dim_order=nhwc, scale=0.1, zero_point=3))
+        out = p.add(TensorValue((1, x_shape[1], *oh), "int8", dim_order=nhwc, scale=0.1, zero_point=3))
+        m, sh = multiplier_shift(float(rng.uniform(0.01, 0.5)))
+        args = [x, p.add_scalar("int_list", list(k)), p.add_scalar("int_list", list(s)),
+                p.add_scalar("int_list", list(pad)), p.add_scalar("bool", ceil), p.add_scalar("int", 3),
+                p.add_scalar("int", m), p.add_scalar("int", sh), p.add(TensorValue((16,), "uint8")), out, out]
+        p.instructions.append(Instruction("cortex_m::quantized_avg_pool2d.out", args))
+        p.inputs.append(x)
+        p.outputs.append(out)
+    planner.plan(p, allow_inplace=False)
+    path = tmp_path / "pools.pte"
+    path.write_bytes(pte.write(p))
+    inputs = [rng.integers(-128, 128, p.tensor(i).shape).astype(np.int8) for i in p.inputs]
+    r = run(pte_path=path, board="mps3-an547", out=tmp_path / "m55", inputs=[inputs], backend="portable")
+    assert r.verified and r.bit_exact, r

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from mcu_gen.firmware import host
 from mcu_gen.firmware import platformio_setup as pio
 from mcu_gen.firmware import uf2
 from mcu_gen.firmware.builder import build
@@ -95,10 +96,10 @@ def test_mps2_an505_project_builds_and_passes_pio_test(core, tmp_path):
     # As in the CMake project: runtime, board and generated files for size, the kernels at -O2.
     verbose = pio.run_pio(["run", "-v", "-t", "clean"], project, core) and pio.run_pio(["run", "-v"], project, core)
     compiles = [line for line in verbose.stdout.splitlines() if " -c " in line or line.startswith("arm-none-eabi-g")]
-    executor = [line for line in compiles if "executor.cpp" in line]
+    runtime = [[line for line in compiles if f"runtime/src/{name}" in line] for name in host.RUNTIME_SOURCES]
     conv = [line for line in compiles if "op_conv2d.cpp" in line]
-    assert executor and conv, verbose.stdout[-2000:]
-    assert " -Os" in executor[0]
+    assert all(runtime) and conv, verbose.stdout[-2000:]
+    assert all(" -Os" in lines[0] for lines in runtime)
     assert " -Os" not in conv[0] and " -O2" in conv[0]
     proc = pio.run_pio(["test", "-e", "mps2_an505_test"], project, core)
     out = proc.stdout

@@ -7,7 +7,9 @@ conditions, same load-time checks), then written for MVE instead:
 * 1x1 convolutions and fully connected layers: a register-blocked GEMM of 2 rows x 4 output
   channels whose inner loop is inline assembly — per 16 inputs 2 activation loads
   (``VLDRB.8``), 4 weight loads and 8 ``VMLADAVA.S8`` (16 MACs each, into 8 scalar
-  accumulators): 14 instructions per 128 MACs, K fully unrolled. The weights are int8, reordered
+  accumulators): 14 instructions per 128 MACs, K fully unrolled, loads and MACs interleaved for
+  the M55's beat overlap and, in fast mode, the requantization and stores in the same block
+  (docs/generated_kernels.md, "Scheduled for the M55's cycles"). The weights are int8, reordered
   ahead of time into the order the loop reads them (per block of 4 output channels, per 16
   inputs, per channel 16 bytes; zero padded to whole blocks), so they cost 1x the covered
   weights in flash (the DSP kernels' pre-widened copy costs 2x). Row counts that are odd end
@@ -76,19 +78,29 @@ def requant_mode(mults, shifts, acc_bound) -> str:
 
 
 RING_STACK_BYTES = 2048  # stack for a depthwise layer's ring of input rows (when no scratch tensor holds it)
+RING_STACK_SMALL = 384  # a stack ring this small is taken over a scratch ring of only 4 channels
 
 
 def ring_plan(l) -> tuple | None:
     """(channels per pass kG, ring in the scratch tensor?) of a depthwise layer: the ring of three
     padded rows takes 3 * (W + 2 * pad) * kG bytes. In place, the variant's scratch (H * W bytes,
     planned in the arena) holds it where it fits; else the stack, at most RING_STACK_BYTES.
-    The largest kG (a multiple of 4 dividing C) that fits; None if not even 4 channels fit."""
+    The largest kG (a multiple of 4 dividing C) that fits; None if not even 4 channels fit.
+    Where the scratch holds only 4 channels (and not all of them) and a stack ring of at most
+    RING_STACK_SMALL bytes holds more: the stack. Every pass over the rows costs a ring fill and
+    loop overhead per row (KWS's 25x5x64 layers: 16 passes of 4 channels vs 4 of 16 channels for
+    336 bytes of stack: 1.28 M -> 1.24 M estimated cycles on the M55; the image's reserved stack
+    is unchanged, its deepest call path is elsewhere)."""
     row = l.w + 2 * l.pad_w
     groups = [g for g in range(l.c, 3, -1) if l.c % g == 0 and g % 4 == 0]
+    scratch = None
     if l.inplace_ok and l.scratch_bytes:
-        for g in groups:
-            if 3 * row * g <= l.scratch_bytes:
-                return g, True
+        scratch = next((g for g in groups if 3 * row * g <= l.scratch_bytes), None)
+    if scratch is not None and (scratch > 4 or scratch == l.c):
+        return scratch, True
+    small = next((g for g in groups if 3 * row * g <= RING_STACK_SMALL), None)
+    if scratch is not None:
+        return (small, False) if small is not None and small > scratch else (scratch, True)
     for g in groups:
         if 3 * row * g <= RING_STACK_BYTES:
             return g, False

@@ -19,18 +19,20 @@ def kernel_build_options(args) -> dict:
     return {"backend": args.backend, "cmsis_nn_path": args.cmsis_nn, "kernels": args.kernels}
 
 
-# mcu_gen.quantize.observers.METHODS / DEFAULT_METHOD (not imported: torchao would load for every command)
-CALIBRATION_METHODS = ("histogram", "minmax", "moving_average", "percentile")
-DEFAULT_METHOD = "histogram"
+# mcu_gen.quantize.observers.CHOICES / DEFAULT_CHOICE (not imported: torchao would load for every command)
+CALIBRATION_METHODS = ("histogram", "minmax", "moving_average", "percentile", "auto")
+DEFAULT_METHOD = "auto"
 
 
 def add_calibration_options(s) -> None:
     METHODS = CALIBRATION_METHODS
     s.add_argument("--calibration-method", dest="calibration_method", choices=METHODS, default=None,
-                   help=f"how calibration sets each activation's int8 range (default {DEFAULT_METHOD}; "
-                        "docs/quantization.md); the report compares all of them on the calibration data")
+                   help=f"how calibration sets each activation's int8 range (default {DEFAULT_METHOD}: the method "
+                        "and bias correction with the lowest error against fp32 on the test inputs, else held-out "
+                        "or calibration samples; docs/quantization.md); the report compares all of them")
     s.add_argument("--bias-correction", dest="bias_correction", action="store_true",
-                   help="int8: each conv / linear bias absorbs the mean error its int8 weights add (per channel)")
+                   help="int8: each conv / linear bias absorbs the mean error its int8 weights add (per channel); "
+                        "with auto: choose among the bias-corrected variants only")
 
 
 def calibration_options(args) -> dict:
@@ -43,7 +45,9 @@ def print_calibration(cal) -> None:
         return
     held = f", {cal['held_out']} held out" if cal.get("held_out") else ""
     bc = " + bias correction" if cal.get("bias_correction") else ""
-    print(f"  calibration: {cal['method']}{bc} on {cal['samples']} sample(s){held}")
+    how = " (auto: the lowest error of every method, with and without bias correction, on " \
+          f"{cal.get('compared_on', 'the calibration data')})" if cal.get("selected") == "auto" and cal.get("rows") else ""
+    print(f"  calibration: {cal['method']}{bc}{how} on {cal['samples']} sample(s){held}")
     rec = cal.get("recommended")
     if rec:
         what = f"--calibration-method {rec['method']}" + (" --bias-correction" if rec["bias_correction"] else "")

@@ -32,8 +32,15 @@ class HostRunError(McuGenError, RuntimeError):
     pass
 
 
+# runtime_core's loader and executor, one job per file: value decoding and KernelContext, the verifying
+# loader (docs/loader.md), execution. Every native build of the runtime compiles these (the runners here,
+# the fuzzers, tests); a firmware project compiles all of runtime_core/src/*.cpp (these, the protocol
+# server, CRC, PAL default and the Ethos-U delegate).
+RUNTIME_SOURCES = ("program_view.cpp", "verifier.cpp", "executor.cpp")
+
+
 def runtime_sources() -> list:
-    return sorted((RUNTIME_CORE / "src").glob("executor*.cpp"))
+    return [RUNTIME_CORE / "src" / name for name in RUNTIME_SOURCES]
 
 
 def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, error=RuntimeError,

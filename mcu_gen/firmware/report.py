@@ -277,7 +277,9 @@ def calibration_section(cal) -> list:
         return []
     bc = " with bias correction" if cal.get("bias_correction") else ""
     held = f" ({cal['held_out']} more held out: what `mcu-gen run` verifies on)" if cal.get("held_out") else ""
-    lines = ["### Calibration", "", f"Method `{cal['method']}`{bc}, on {cal['samples']} sample(s){held}."]
+    how = (" (chosen by `auto`: the lowest relative RMS error in the table below)"
+           if cal.get("selected") == "auto" and cal.get("rows") else "")
+    lines = ["### Calibration", "", f"Method `{cal['method']}`{bc}{how}, on {cal['samples']} sample(s){held}."]
     rows = cal.get("rows") or []
     if rows:
         lines += ["", f"Every method, measured on {cal.get('compared_on', 'the calibration data')}: the PT2E "

@@ -7,7 +7,7 @@ adds up every instruction that moves the stack pointer down (Arm: ``push``/``stm
 indirect call (``blx rN``, ``jalr``) may reach any function whose address the image holds as data
 (the kernel table, generated layers' bound calls, literal pools), except the vector table's handlers:
 the selective build links only the kernels the program uses, so that set is small and exact enough.
-Two contracts of the runtime narrow it (runtime_core/src/executor.cpp): the kernels (the kernel table's
+Two contracts of the runtime narrow it (runtime_core/src/executor.cpp, verifier.cpp): the kernels (the kernel table's
 ``kEntries``, and the flash tables ``kOperatorFns`` and ``kBoundCalls`` of an image without uploads) and the load-time prepare hooks (``kPrepare``) are called only by the runtime, never by code
 that a function pointer reached (a kernel, a hook, a generated layer); and ``Executor::prepare_calls``
 calls the hooks and nothing else indirectly (where the compiler merged it into its caller, that caller

@@ -63,14 +63,14 @@ def quantized_module(spec, calibration=None, method: str | None = None,
                      bias_correction: bool = False) -> tuple[torch.fx.GraphModule, bool]:
     """(converted GraphModule, was it quantized already). A model that is already a converted
     PT2E graph (QAT with McuQuantizer, then convert_pt2e) is taken as is. ``method``: the calibration
-    method (quantize/observers.py; None: the default). A model without test inputs keeps a few
+    method (quantize/observers.py CHOICES; None: the default, auto). A model without test inputs keeps a few
     calibration samples out of calibration (spec.held_out_inputs: what `run` verifies it on)."""
     from mcu_gen.quantize.calibration import held_out_count, quantize_ptq
-    from mcu_gen.quantize.observers import DEFAULT_METHOD, check_method
+    from mcu_gen.quantize.observers import CHOICES, DEFAULT_CHOICE, check_method
     from mcu_gen.quantize.quantizer import is_quantized_graph
 
     try:
-        method = check_method(method or DEFAULT_METHOD)
+        method = check_method(method or DEFAULT_CHOICE, CHOICES)
     except ValueError as e:
         raise QuantizeError(str(e)) from None
 

@@ -1,7 +1,7 @@
 """Post-training quantization: capture, annotate, calibrate, convert, and how well each calibration
 method did on the user's data.
 
-    gm = quantize_ptq(module, example_inputs, calibration, method="histogram", hold_out=0,
+    gm = quantize_ptq(module, example_inputs, calibration, method="auto", hold_out=0,
                       bias_correction=False, compare=True)
     gm.meta["mcu_calibration"]   # method, samples, held out, per-method error against fp32, recommendation
     gm.meta["mcu_held_out"]      # the calibration samples kept out of calibration (run's test inputs)
@@ -9,7 +9,9 @@ method did on the user's data.
 One calibration pass feeds every method's observer at once (observers.CalibrationObserver); the
 comparison converts a copy of the calibrated model per method and measures its fake-quantized
 outputs (PT2E's converted graph, run in PyTorch) against the fp32 model on the held-out samples
-(else on the calibration samples themselves). Bias correction (Nagel et al., "Data-Free
+(else on the calibration samples themselves). ``auto`` (the default) takes the method and bias
+correction with the lowest of those errors (ties: the first in METHODS, without bias correction);
+with nothing to compare on (a stateful model, ``compare=False``) it is histogram. Bias correction (Nagel et al., "Data-Free
 Quantization", 2019, the empirical variant): each conv / linear bias absorbs the mean error its
 int8 weights add to its outputs over the calibration data, per output channel.
 """
@@ -20,7 +22,7 @@ import copy
 import torch
 import torch.fx
 
-from mcu_gen.quantize.observers import DEFAULT_METHOD, METHODS, check_method, set_method
+from mcu_gen.quantize.observers import AUTO, CHOICES, DEFAULT_CHOICE, DEFAULT_METHOD, METHODS, check_method, set_method
 from mcu_gen.quantize.quantizer import CONV_OPS, LINEAR_OPS, McuQuantizer, capture_for_quantization, share_state_observers
 
 COMPARE_SAMPLES = 16  # samples the methods are compared on at most
@@ -125,26 +127,33 @@ def _convert(prepared, method: str, bias: bool, samples: list) -> torch.fx.Graph
     return converted
 
 
-def compare_methods(prepared, module, calibration: list, samples: list, chosen: str, bias: bool) -> dict:
-    """Every method (and the chosen one with / without bias correction) on `samples`: rows of
-    {method, bias_correction, relative_rms_error, max_abs_error}; the recommendation when one is better),
-    and the chosen variant's converted model."""
+def compare_methods(prepared, module, calibration: list, samples: list, chosen: str, bias: bool) -> tuple:
+    """Every method (with and without bias correction) on `samples`: ({rows of {method, bias_correction,
+    relative_rms_error, max_abs_error}, the recommendation when one is better than the chosen one},
+    the chosen variant's converted model, the chosen (method, bias correction)). ``chosen`` AUTO: the
+    variant with the lowest relative RMS error (``bias`` True: among the bias-corrected ones), first of
+    METHODS and uncorrected on a tie."""
     rows, models = [], {}
-    variants = [(m, bias) for m in METHODS] + [(chosen, not bias)]
+    variants = [(m, bc) for m in METHODS for bc in (False, True)]
     for method, bc in variants:
         models[method, bc] = _convert(prepared, method, bc, calibration)
         err = output_error(models[method, bc], module, samples)
         rows.append({"method": method, "bias_correction": bc, **err})
-    mine = next(r for r in rows if r["method"] == chosen and r["bias_correction"] == bias)
+    if chosen == AUTO:
+        pool = [r for r in rows if r["bias_correction"] or not bias]
+        mine = min(pool, key=lambda r: r["relative_rms_error"])  # min keeps the first of equals
+    else:
+        mine = next(r for r in rows if r["method"] == chosen and r["bias_correction"] == bias)
     best = min(rows, key=lambda r: r["relative_rms_error"])
     better = best is not mine and best["relative_rms_error"] < BETTER * mine["relative_rms_error"]
+    pick = (mine["method"], mine["bias_correction"])
     return {"rows": rows, "recommended": ({"method": best["method"], "bias_correction": best["bias_correction"],
                                            "relative_rms_error": best["relative_rms_error"],
                                            "chosen_relative_rms_error": mine["relative_rms_error"]}
-                                          if better else None)}, models[chosen, bias]
+                                          if better else None)}, models[pick], pick
 
 
-def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: list, method: str = DEFAULT_METHOD,
+def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: list, method: str = DEFAULT_CHOICE,
                  hold_out: int = 0, bias_correction: bool = False, compare: bool = True,
                  compare_on: list | None = None) -> torch.fx.GraphModule:
     """Post-training quantization: capture, annotate, calibrate on every input tuple, convert.
@@ -152,17 +161,20 @@ def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: li
     step (reset to its initial value at the start of each sequence). ``hold_out``: the last so many
     calibration samples of a stateless model are not calibrated on (gm.meta["mcu_held_out"]).
     ``compare``: measure every calibration method on `compare_on` (the model's test inputs), else the
-    held-out samples, else the calibration samples."""
+    held-out samples, else the calibration samples. ``method`` AUTO: the variant that measured best
+    there (histogram when nothing is compared); ``bias_correction`` True then restricts it to the
+    bias-corrected variants."""
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
-    check_method(method)
+    check_method(method, CHOICES)
+    auto = method == AUTO
     if not calibration:
         raise ValueError("int8 quantization needs calibration data: define calibration_inputs() in the model "
                          "file or pass --calibration FILE (a torch.save'd list of input tuples)")
     gm = capture_for_quantization(module, example_inputs)
     states = gm.meta.get("mcu_states", [])
     n_user_out = gm.meta.get("mcu_user_outputs")
-    prepared = prepare_pt2e(gm, McuQuantizer(method=method))
+    prepared = prepare_pt2e(gm, McuQuantizer(method=DEFAULT_METHOD if auto else method))
     if states:
         share_state_observers(prepared, states)
     from mcu_gen.progress import Progress
@@ -187,8 +199,8 @@ def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: li
                 bar.update(k)
     bar.done()
     calibrated = seqs[0] if not states else []
-    info = {"method": method, "bias_correction": bool(bias_correction and not states),
-            "samples": sum(len(s) for s in seqs), "held_out": len(held)}
+    info = {"method": DEFAULT_METHOD if auto else method, "bias_correction": bool(bias_correction and not states),
+            "selected": "auto" if auto else "given", "samples": sum(len(s) for s in seqs), "held_out": len(held)}
     converted = None
     if compare and not states:
         samples = list(compare_on or held or calibrated)[:COMPARE_SAMPLES]
@@ -196,11 +208,11 @@ def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: li
                                f"{len(samples)} held-out calibration sample(s)" if held
                                else f"{len(samples)} calibration sample(s) (the data calibrated on)")
         with torch.no_grad():
-            found, converted = compare_methods(prepared, module.eval(), calibrated, samples, method,
-                                               info["bias_correction"])
+            found, converted, (info["method"], info["bias_correction"]) = compare_methods(
+                prepared, module.eval(), calibrated, samples, method, info["bias_correction"])
         info.update(found)
     if converted is None:
-        converted = _convert(prepared, method, info["bias_correction"], calibrated)
+        converted = _convert(prepared, info["method"], info["bias_correction"], calibrated)
     if states:
         converted.meta["mcu_states"] = states
         converted.meta["mcu_user_outputs"] = n_user_out

@@ -21,7 +21,10 @@ from torchao.quantization.pt2e import HistogramObserver, MinMaxObserver, MovingA
 from torchao.quantization.pt2e.observer import UniformQuantizationObserverBase
 
 METHODS = ("histogram", "minmax", "moving_average", "percentile")
-DEFAULT_METHOD = "histogram"
+DEFAULT_METHOD = "histogram"  # an observer's method until one is set; what `auto` falls back to
+AUTO = "auto"  # calibration.quantize_ptq: the method (and bias correction) with the lowest measured error
+CHOICES = METHODS + (AUTO,)  # what a user may ask for (--calibration-method)
+DEFAULT_CHOICE = AUTO
 EPS = 2**-16  # the smallest scale: small-range tensors (logits of +-0.05) keep their resolution, and a constant tensor still gets a usable scale
 AVERAGING_CONSTANT = 0.1
 PERCENTILE = 99.99
@@ -29,10 +32,10 @@ SAMPLE_VALUES = 4096  # values kept per observed batch for the percentiles (even
 MAX_VALUES = 1 << 18  # values kept in all
 
 
-def check_method(method: str) -> str:
+def check_method(method: str, choices: tuple = METHODS) -> str:
     """The method name, or a ValueError naming the choices."""
-    if method not in METHODS:
-        raise ValueError(f"calibration method {method!r}: choose one of {', '.join(METHODS)}")
+    if method not in choices:
+        raise ValueError(f"calibration method {method!r}: choose one of {', '.join(choices)}")
     return method
 
 

@@ -30,8 +30,9 @@ inline uint16_t field(const uint8_t* t, int slot) {
 }
 // Follows a uoffset stored at `p`.
 inline const uint8_t* deref(const uint8_t* p) { return p + u32(p); }
-// Sub-table, vector or string referenced by field `slot`; nullptr when absent.
-inline const uint8_t* ref(const uint8_t* t, int slot) {
+// Sub-table, vector or string referenced by field `slot`; nullptr when absent. Not inlined: one copy for
+// the runtime's files (at -Os GCC decides per file, and would inline a file's few calls: more code).
+[[gnu::noinline]] inline const uint8_t* ref(const uint8_t* t, int slot) {
   uint16_t f = field(t, slot);
   return f ? deref(t + f) : nullptr;
 }
@@ -45,6 +46,12 @@ template <typename T>
 inline T scalar(const uint8_t* t, int slot, T fallback) {
   const uint16_t f = field(t, slot);
   return f ? read_le<T>(t + f) : fallback;
+}
+// The uint32 fields (constant and segment indices, memory ids, offsets): one copy, as ref.
+template <>
+[[gnu::noinline]] inline uint32_t scalar<uint32_t>(const uint8_t* t, int slot, uint32_t fallback) {
+  const uint16_t f = field(t, slot);
+  return f ? read_le<uint32_t>(t + f) : fallback;
 }
 
 // Bounds-checked view of the whole buffer, for verification.

@@ -14,53 +14,167 @@ PRELUDE = (KERNELS_GENERATED / "mve_prelude.h").read_text(encoding="utf-8")
 CHECKS_MARKER = "// Load-time checks"
 
 
-def mac_asm(nk: int, tail: int, rows: int) -> list:
+def mac_asm(nk: int, tail: int, rows: int, rowptr: tuple | None = None) -> list:
     """The MAC block of `rows` (2 or 1) rows x 4 channels over K = nk chunks of 16 (the last one `tail`
     bytes, 0 = whole). The first chunk starts the accumulators (VMLADAV), the others add. A partial last
-    chunk loads the activations predicated (VCTP.8, zeros past K); the weights are zero padded."""
+    chunk loads the activations predicated (VCTP.8 at the start, its count in a0 before the first MAC
+    writes it; VPST before the loads: zeros past K);
+    the weights are zero padded.
+
+    Scheduled for the Cortex-M55's beat overlap (docs/cycles.md: a vector load and a vector
+    data-processing instruction that follow each other overlap): loads and VMLADAVAs alternate, the
+    next chunk's activations are loaded (into the other pair of registers, p1/q1) while this chunk's
+    last MACs run, and the weights rotate through three registers (u, v, s) so that each load goes
+    to a register no pending MAC still reads. Per chunk of 2 rows 6 loads and 8 MACs: 12 overlapped
+    instructions and 2 MACs back to back (16 cycles for 128 MACs; was 20)."""
+    acts = [("p0", "q0"), ("p1", "q1")]
     xs = ["x0", "x1"][:rows]
-    lines = []
+    lines = ["mov %[a0], #" + str(tail), "vctp.8 %[a0]"] if tail and nk else []  # a0: not yet written
+
+    def act_loads(j):
+        regs = acts[j % 2][:rows]
+        if rowptr:  # two neighbouring windows read in place: kernel row j // cpr at r<ky>, the second d bytes on
+            cpr, d = rowptr
+            r = f"%[r{j // cpr}]"
+            return [f"vldrb.8 %q[{regs[0]}], [{r}], #16", f"vldrb.8 %q[{regs[1]}], [{r}, #{d - 16}]"]
+        if j == nk - 1 and tail:
+            return ["vpst" + "t" * (rows - 1)] + [f"vldrbt.8 %q[{r}], [%[{x}]]" for r, x in zip(regs, xs)]
+        return [f"vldrb.8 %q[{r}], [%[{x}]], #16" for r, x in zip(regs, xs)]
+
+    lines += act_loads(0)
     for j in range(nk):
         op = "vmladav.s8" if j == 0 else "vmladava.s8"
-        if j == nk - 1 and tail:
-            lines.append("vctp.8 %[t]")
-            lines.append("vpst" + "t" * (rows - 1))
-            lines += [f"vldrbt.8 %q[{q}], [%[{x}]]" for q, x in zip("pq", xs)]
+        p, q = acts[j % 2]
+        wl = lambda c, r: f"vldrb.8 %q[{r}], [%[w]], #16"  # noqa: E731  (weights of channel c of the chunk)
+        nxt = act_loads(j + 1) if j + 1 < nk else []
+        if rows == 2:
+            mac = lambda c, x, r: f"{op} %[{'ab'[x]}{c}], %q[{(p, q)[x]}], %q[{r}]"  # noqa: E731
+            seq = [wl(0, "u"), mac(0, 0, "u"), wl(1, "v"), mac(0, 1, "u"), wl(2, "s"), mac(1, 0, "v"),
+                   wl(3, "u"), mac(1, 1, "v")]
+            if nxt and len(nxt) == 2:  # L p', D a2, L q', D b2
+                seq += [nxt[0], mac(2, 0, "s"), nxt[1], mac(2, 1, "s")]
+            else:  # VPST + two predicated loads (the tail chunk), or nothing left to load
+                seq += nxt + [mac(2, 0, "s"), mac(2, 1, "s")]
+            seq += [mac(3, 0, "u"), mac(3, 1, "u")]
         else:
-            lines += [f"vldrb.8 %q[{q}], [%[{x}]], #16" for q, x in zip("pq", xs)]
-        for c in range(4):
-            wq = "u" if c % 2 == 0 else "v"
-            lines.append(f"vldrb.8 %q[{wq}], [%[w]], #16")
-            lines.append(f"{op} %[a{c}], %q[p], %q[{wq}]")
-            if rows == 2:
-                lines.append(f"{op} %[b{c}], %q[q], %q[{wq}]")
+            mac = lambda c, r: f"{op} %[a{c}], %q[{p}], %q[{r}]"  # noqa: E731
+            seq = [wl(0, "u"), mac(0, "u"), wl(1, "v"), mac(1, "v"), wl(2, "u"), mac(2, "u"), wl(3, "v"),
+                   mac(3, "v")] + nxt
+        lines += seq
+    return lines
+
+
+def direct_ok(kh: int, run: int, d: int) -> bool:
+    """Whether conv_direct's block can read two windows in place: at most 3 kernel rows (registers),
+    rows of whole chunks, the second window within VLDRB's offset of the first's pointer."""
+    return kh <= 3 and run % 16 == 0 and -127 <= d - 16 <= 127
+
+
+def direct_struct(kh: int, cpr: int, d: int) -> str:
+    """The C++ struct MacD<kh>_<cpr>_<d>: the 2-pixel MAC block over windows read in place from kh row
+    pointers (cpr chunks per kernel row, the second pixel d bytes on), fused with requant_pair_asm."""
+    return render("generated/mve_direct_struct.cpp.j2", kh=kh, cpr=cpr, d=d, two=mac_asm(kh * cpr, 0, 2, rowptr=(cpr, d)),
+                  full=requant_pair_asm(True), clamp=requant_pair_asm(False))
+
+
+def requant_pair_asm(full_range: bool) -> list:
+    """After mac_asm(rows=2) (fast mode): the two rows' 4 accumulators into vectors (p1, q1), then
+    exactly requant4 of the prelude (init added, VQRDMULH, the round-half-away fix-up, VRSHL, the
+    output offset, the clamp) and the stores of 4 bytes per row (row 2 at y + kN). Constants per
+    block of 4 channels from one pointer (Requant.fused: init, mult, minus the right shift). The
+    clamp: two saturating narrows (VQMOVNB.S32, .S16) where it is [-128, 127], else VMAX / VMIN.
+    Loads are placed between the data-processing instructions they feed (docs/cycles.md overlap)."""
+    a, b = "%q[p1]", "%q[q1]"
+    lines = ["vmov %q[p1][2], %q[p1][0], %[a0], %[a2]", "vmov %q[p1][3], %q[p1][1], %[a1], %[a3]",
+             "vldrw.u32 %q[u], [%[c]], #16", f"vadd.i32 {a}, {a}, %q[u]",
+             "vldrw.u32 %q[v], [%[c]], #16", f"vqrdmulh.s32 {a}, {a}, %q[v]",
+             "vmov %q[q1][2], %q[q1][0], %[b0], %[b2]", f"vshr.s32 %q[p0], {a}, #31",
+             "vmov %q[q1][3], %q[q1][1], %[b1], %[b3]", f"vadd.i32 {b}, {b}, %q[u]",
+             "vldrw.u32 %q[s], [%[c]], #16", f"vqrdmulh.s32 {b}, {b}, %q[v]",
+             f"vadd.i32 {a}, {a}, %q[p0]", f"vshr.s32 %q[q0], {b}, #31", f"vrshl.s32 {a}, {a}, %q[s]",
+             f"vadd.i32 {b}, {b}, %q[q0]", "mov %[a0], %[ko]", f"vrshl.s32 {b}, {b}, %q[s]",
+             f"vadd.i32 {a}, {a}, %[a0]", f"vadd.i32 {b}, {b}, %[a0]"]
+    if full_range:
+        lines += [f"vqmovnb.s32 {a}, {a}", f"vqmovnb.s32 {b}, {b}", f"vqmovnb.s16 {a}, {a}",
+                  f"vstrb.32 {a}, [%[y]], #4", f"vqmovnb.s16 {b}, {b}", f"vstrb.32 {b}, [%[y], %[kb]]"]
+    else:
+        lines += ["mov %[a1], %[kmin]", "vdup.32 %q[u], %[a1]", "mov %[a2], %[kmax]", "vdup.32 %q[v], %[a2]",
+                  f"vmax.s32 {a}, {a}, %q[u]", f"vmax.s32 {b}, {b}, %q[u]",
+                  f"vmin.s32 {a}, {a}, %q[v]", f"vstrb.32 {a}, [%[y]], #4", f"vmin.s32 {b}, {b}, %q[v]",
+                  f"vstrb.32 {b}, [%[y], %[kb]]"]
     return lines
 
 
 def dw_asm(xs: int) -> list:
     """The 9 taps of a depthwise 3x3 group, `xs` bytes between pixels: the row pointer advanced by the
-    activation load, or by an ADD where xs > 127 (beyond the post-increment's reach)."""
+    activation load, or by an ADD where xs > 127 (beyond the post-increment's reach).
+
+    Software pipelined for the Cortex-M55's beat overlap (docs/cycles.md): tap t's two loads
+    (activations, weights) alternate with the VADD of tap t - 1's product and tap t's VMUL, so
+    that after the first tap every instruction follows one of the other kind (was: two loads, then
+    VMUL and VADD back to back)."""
+    def loads(ky, kx):
+        if xs <= 127:
+            return [f"vldrb.s32 %q[a], [%[r{ky}]], #{xs}"], ["vldrb.s32 %q[b], [%[w]], #4"]
+        return ([f"vldrb.s32 %q[a], [%[r{ky}]]"] + ([f"add %[r{ky}], %[r{ky}], #{xs}"] if kx < 2 else []),
+                ["vldrb.s32 %q[b], [%[w]], #4"])
     lines = []
-    for ky in range(3):
-        for kx in range(3):
-            if xs <= 127:
-                lines.append(f"vldrb.s32 %q[a], [%[r{ky}]], #{xs}")
-            else:
-                lines.append(f"vldrb.s32 %q[a], [%[r{ky}]]")
-                if kx < 2:
-                    lines.append(f"add %[r{ky}], %[r{ky}], #{xs}")
-            lines += ["vldrb.s32 %q[b], [%[w]], #4", "vmul.i32 %q[a], %q[a], %q[b]", "vadd.i32 %q[acc], %q[acc], %q[a]"]
+    for t in range(9):
+        la, lb = loads(t // 3, t % 3)
+        if t == 0:
+            lines += la + lb
+        else:
+            lines += la + ["vadd.i32 %q[acc], %q[acc], %q[m]"] + lb
+        lines.append("vmul.i32 %q[m], %q[a], %q[b]")
+    lines.append("vadd.i32 %q[acc], %q[acc], %q[m]")
     return lines
+
+
+def dw_pixel_asm(g: int, stride: int, c: int, full_range: bool) -> list:
+    """One output pixel of 4 channels of a 3x3 depthwise (fast mode), all of it: the init, the 9 taps
+    software pipelined as dw_asm, requant4 of the prelude and the store, the three row pointers left
+    on the next output pixel (the third tap of a row steps by stride * g - 2 * g) and y on the next
+    pixel (c bytes on). Weights at fixed offsets from w, constants at c (Requant.fused: init, mult,
+    minus the right shift). The clamp as requant_pair_asm."""
+    def la(ky, kx):
+        inc = g if kx < 2 else stride * g - 2 * g
+        return f"vldrb.s32 %q[a], [%[r{ky}]], #{inc}" if inc else f"vldrb.s32 %q[a], [%[r{ky}]]"
+    lb = lambda t: f"vldrb.s32 %q[b], [%[w], #{4 * t}]" if t else "vldrb.s32 %q[b], [%[w]]"  # noqa: E731
+    lines = ["mov %[k], %[ko]", "vldrw.u32 %q[acc], [%[c]]"]
+    for t in range(9):
+        lines += [la(t // 3, t % 3)] + (["vadd.i32 %q[acc], %q[acc], %q[m]"] if t else []) + [lb(t)]
+        lines.append("vmul.i32 %q[m], %q[a], %q[b]")
+    lines += ["vldrw.u32 %q[b], [%[c], #16]", "vadd.i32 %q[acc], %q[acc], %q[m]", "vldrw.u32 %q[m], [%[c], #32]",
+              "vqrdmulh.s32 %q[acc], %q[acc], %q[b]", "vshr.s32 %q[a], %q[acc], #31", "vadd.i32 %q[acc], %q[acc], %q[a]",
+              "vrshl.s32 %q[acc], %q[acc], %q[m]", "vadd.i32 %q[acc], %q[acc], %[k]"]
+    if full_range:
+        lines += ["vqmovnb.s32 %q[acc], %q[acc]", "vqmovnb.s16 %q[acc], %q[acc]"]
+    else:
+        lines += ["mov %[k], %[kmin]", "vdup.32 %q[a], %[k]", "vmax.s32 %q[acc], %q[acc], %q[a]",
+                  "mov %[k], %[kmax]", "vdup.32 %q[a], %[k]", "vmin.s32 %q[acc], %q[acc], %q[a]"]
+    lines += [f"vstrb.32 %q[acc], [%[y]], #{c}"] if c <= 127 else ["vstrb.32 %q[acc], [%[y]]", f"add %[y], %[y], #{c}"]
+    return lines
+
+
+def dw_fused(g: int, stride: int, c: int) -> bool:
+    """Whether dw_pixel_asm's post-increments reach (VLDRB.S32: -127..127)."""
+    return g <= 127 and abs(stride * g - 2 * g) <= 127 and c <= 4095
 
 
 def mac_struct(nk: int, tail: int) -> str:
     """The C++ struct MacNK_TAIL: the MAC blocks of 2 rows and of 1 row (templates/generated/mve_mac_struct.cpp.j2)."""
-    return render("generated/mve_mac_struct.cpp.j2", nk=nk, tail=tail, two=mac_asm(nk, tail, 2), one=mac_asm(nk, tail, 1))
+    two = mac_asm(nk, tail, 2)
+    return render("generated/mve_mac_struct.cpp.j2", nk=nk, tail=tail, two=two, one=mac_asm(nk, tail, 1),
+                  two_full=two + requant_pair_asm(True), two_clamp=two + requant_pair_asm(False))
 
 
-def dw_struct(xs: int) -> str:
-    """The C++ struct DwXS: the 9 taps of a depthwise group (templates/generated/mve_dw_struct.cpp.j2)."""
-    return render("generated/mve_dw_struct.cpp.j2", xs=xs, taps=dw_asm(xs))
+def dw_struct(xs: int, stride: int = 0, c: int = 0) -> str:
+    """The C++ struct DwXS (DwXS_STRIDE_C where a fused pixel block is possible): the 9 taps of a
+    depthwise group (templates/generated/mve_dw_struct.cpp.j2), and the fused pixel (dw_pixel_asm)."""
+    fused = bool(stride) and dw_fused(xs, stride, c)
+    return render("generated/mve_dw_struct.cpp.j2", xs=xs, taps=dw_asm(xs), name=f"Dw{xs}_{stride}_{c}" if stride else f"Dw{xs}",
+                  fused=fused, full=dw_pixel_asm(xs, stride, c, True) if fused else [],
+                  clamp=dw_pixel_asm(xs, stride, c, False) if fused else [])
 
 
 def _pad4(values, fill=0) -> np.ndarray:
@@ -79,7 +193,10 @@ def _requant_tables(pre: str, l, init) -> dict:
             "mult": table("int32_t", f"{pre}Mult", _pad4(s.mults), per_line=8, align=16),
             "left": table("int32_t", f"{pre}Left", _pad4(shifts if l.mode == "scalar" else left), per_line=16, align=16),
             "right": table("int32_t", f"{pre}Right", _pad4(-right), per_line=16, align=16),
-            "mask": table("int32_t", f"{pre}Mask", _pad4(np.where(right > 0, -1, 0)), per_line=16, align=16)}
+            "mask": table("int32_t", f"{pre}Mask", _pad4(np.where(right > 0, -1, 0)), per_line=16, align=16),
+            "fused": (table("int32_t", f"{pre}Fused", np.stack([_pad4(init).reshape(-1, 4), _pad4(s.mults).reshape(-1, 4),
+                                                             _pad4(-right).reshape(-1, 4)], axis=1), per_line=12, align=16)
+                      if l.mode == "fast" else None)}
 
 
 _MODE = {"fast": 0, "vector": 1, "scalar": 2}
@@ -100,7 +217,7 @@ def _layer_source(l) -> tuple:
     if s.kind == "depthwise3x3":
         g, in_scratch = l.ring
         ring_bytes = 3 * (s.w + 2 * s.pad_w) * g
-        v.update(_requant_tables(pre, l, l.depthwise_init()), helper=f"Dw{g}", g=g, ring_bytes=ring_bytes,
+        v.update(_requant_tables(pre, l, l.depthwise_init()), helper=f"Dw{g}_{s.stride}_{s.c}", g=g, ring_bytes=ring_bytes,
                  stack_ring=not in_scratch, h=s.h, w=s.w, c=s.c, oh=s.oh, ow=s.ow, stride=s.stride,
                  pad_h=s.pad_h, pad_w=s.pad_w, zero_point=-s.in_offset,
                  what=(f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
@@ -116,9 +233,20 @@ def _layer_source(l) -> tuple:
             v.update(what=describe(s, gathered=kp), kp=kp, geometry=list(s.geometry), zero_point=s.zero_point,
                      rows=rows(s), ring_arg=emit_dsp.ring_arg(s),  # in place: the ring of saved rows is the scratch
                      helper=f"Mac{l.nk}_0")  # the windows are zero padded: no tail predication
+            v["direct"] = _direct_name(l) or "NoDirect"
     v["bound"] = bound(s, in_arg, out_arg, v["ring_arg"])
     v["checks"] = s.checks + extra_checks + [allowed(in_arg, out_arg, s.inplace_ok, s)]
     return render("generated/mve_layer.cpp.j2", **v), v["helper"]
+
+
+def _direct_name(l) -> str | None:
+    """The MacD block a conv layer reads its windows in place with (conv_patches' Direct), if any."""
+    s = l.src
+    if s.kind != "conv" or l.mode != "fast" or s.n % 4 or s.n > 127:
+        return None
+    g = list(s.geometry)
+    kh, run, d = g[3], g[4] * g[2], g[6] * g[2]
+    return f"MacD{kh}_{run // 16}_{d}" if direct_ok(kh, run, d) else None
 
 
 def checks_source() -> str:
@@ -149,8 +277,11 @@ def source(layers, by_op: dict, g) -> str:
             continue
         text, helper = _layer_source(l)
         bodies.append(text)
+        direct = _direct_name(l)
+        if direct:
+            helpers[direct] = direct_struct(*(int(x) for x in direct[4:].split("_")))
         if helper.startswith("Dw"):
-            helpers[helper] = dw_struct(int(helper[2:]))
+            helpers[helper] = dw_struct(*(int(x) for x in helper[2:].split("_")))
         else:
             nk, tail = (int(v) for v in helper[3:].split("_"))
             helpers[helper] = mac_struct(nk, tail)

@@ -126,7 +126,7 @@ class KernelContext {
  private:
   int32_t value_index(int32_t i) const { return read_le<int32_t>(args_ + 4 * i); }
   static int64_t field_int(const uint8_t* f) { return f != nullptr ? read_le<int64_t>(f) : 0; }
-  TensorRef decode_tensor(int32_t value_index) const;  // from the program (executor.cpp)
+  TensorRef decode_tensor(int32_t value_index) const;  // from the program (program_view.cpp)
 };
 
 using KernelFn = Error (*)(const KernelContext& ctx);

@@ -176,7 +176,8 @@ class Executor {
     if (static_cast<uint32_t>(value_index) < static_cast<uint32_t>(cached_)) return cache_[value_index].ref();
     return decode_tensor(value_index);
   }
-  int32_t value_type(int32_t value_index) const;  // KernelTypes union tag
+  // KernelTypes union tag. Pure (reads the program only): the loader's loops keep fields in registers across it.
+  [[gnu::pure]] int32_t value_type(int32_t value_index) const;
   const uint8_t* value_table(int32_t value_index) const;
   // The first field of a value's table (an Int, Double or Bool's value, the
   // offset of a list or string), or nullptr when absent (the default); sets
@@ -242,6 +243,11 @@ class Executor {
 #if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
   // The generated layer bound to instruction i, else fn. A search of a few entries, not a running index in
   // execute()'s loop: that took one more register there (8 B on the image's deepest stack path).
+  // execute()'s path for an instruction past the cache: decoded into ctx, its bound layer if any (one call: no
+  // locals of the decoding in execute()'s frame).
+  __attribute__((noinline)) KernelFn decode_bound(int32_t i, KernelContext& ctx) const {
+    return bound_or(i, decode_into(i, ctx));
+  }
   __attribute__((noinline)) KernelFn bound_or(int32_t i, KernelFn fn) const {
     for (int32_t k = 0; k < num_bound(); ++k) {
       if (bound_call(k).instruction == i) return bound_call(k).fn;
