@@ -2,7 +2,7 @@
 and the fp32 build of the same model, for the examples and tests/models_int8 (issue 25's two rules:
 default <= library, int8 <= fp32).
 
-    python bench/bench_default_ram.py [--models mnist,kws_dscnn,lstm_2layer] [--board mps2-an505]
+    python bench/bench_default_ram.py [--models mnist,kws_dscnn,lstm_2layer] [--board mps2-an505] [--io int8]
 
 Build only (no emulator needed): every cross build reserves the stack bound it computes from the image's code
 (mcu_gen/firmware/stack_bound.py), so report.json's ram_bytes (.data + .bss + reserved stack) is the
@@ -34,6 +34,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=None, help="comma-separated example or tests/models_int8 names (default: all)")
     ap.add_argument("--board", default="mps2-an505")
+    ap.add_argument("--io", default="float32", choices=("float32", "int8"),
+                    help="I/O dtype of the int8 builds (int8: the issue's deployable figures, e.g. VWW's arena)")
     args = ap.parse_args()
     import mcu_gen
 
@@ -46,7 +48,9 @@ def main() -> int:
             cells, ram = [], {}
             for label, kw in BUILDS:
                 try:
-                    r = mcu_gen.build(str(path), board=args.board, out=Path(tmp) / name / label.replace(" ", "-"), **kw)
+                    io = {"io": args.io} if "quantize" in kw else {}
+                    r = mcu_gen.build(str(path), board=args.board, out=Path(tmp) / name / label.replace(" ", "-"),
+                                      **kw, **io)
                 except Exception as e:  # a model that does not build is a row, not the end of the table
                     cells.append(f"fails: {str(e).splitlines()[0][:60]}")
                     continue

@@ -252,20 +252,20 @@ void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) 
 
 using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);
 
-// The in-place pointwise variant (output over the input, N <= K): two rows at a time into `rows`
-// (the DSP GEMM runs a pair of rows with each weight loaded once), then copied over rows r and r + 1
-// of the output, which end at (r + 2) N <= (r + 2) K, where the input rows not read yet start.
-template <int32_t kRows, int32_t kK, int32_t kN>
+// The in-place pointwise variant (the output starts at the input's address): kChunk rows at a time
+// (an even count, kChunk * kN <= 256 B or two rows: the DSP GEMM runs pairs of rows with each weight
+// loaded once) into `rows`, then copied over the same rows of the output. N <= K: chunks in order; the
+// output rows r .. r + m - 1 end at (r + m) N <= (r + m) K, where the input rows not read yet start.
+// N > K (widening): chunks from the last; the output rows start at r N >= r K, where the input rows read
+// already start.
+template <int32_t kRows, int32_t kK, int32_t kN, int32_t kChunk>
 void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
-  alignas(4) int8_t rows[2 * kN];
-  int32_t r = 0;
-  for (; r + 2 <= kRows; r += 2) {
-    fn(in + r * kK, &d, rows, 2);
-    memcpy(out + r * kN, rows, 2 * kN);
-  }
-  if (r < kRows) {
-    fn(in + r * kK, &d, rows, 1);
-    memcpy(out + r * kN, rows, kN);
+  alignas(4) int8_t rows[kChunk * kN];
+  for (int32_t i = 0; i < kRows; i += kChunk) {
+    const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
+    const int32_t r = kN > kK ? kRows - i - m : i;
+    fn(in + r * kK, &d, rows, m);
+    memcpy(out + r * kN, rows, static_cast<size_t>(m * kN));
   }
 }
 
@@ -365,13 +365,16 @@ __attribute__((noinline)) void gemm_row_call(const int8_t* x_row, int8_t* y, con
 }
 
 // kRows rows. A row is computed into `row` and then copied out, so the output may start at the
-// input's address when kN <= kK (the in-place pointwise variant). The row is the noinline
-// gemm_row_call: inlined into this loop, the 8x1 block's 14 registers are not always free (GCC:
-// "'asm' operand has impossible constraints", e.g. K 4, N 16 in tests/models_int8/se_hardswish).
+// input's address (the in-place pointwise variant): kN <= kK, rows in order (output row r ends at
+// (r + 1) kN <= (r + 1) kK, where the input rows not read yet start); kN > kK (widening), rows from
+// the last (output row r starts at r kN >= r kK, where the input rows read already start). The row
+// is the noinline gemm_row_call: inlined into this loop, the 8x1 block's 14 registers are not always
+// free (GCC: "'asm' operand has impossible constraints", e.g. K 4, N 16 in tests/models_int8/se_hardswish).
 template <int32_t kRows, int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
   int8_t row[kN];
-  for (int32_t r = 0; r < kRows; ++r) {
+  for (int32_t i = 0; i < kRows; ++i) {
+    const int32_t r = kN > kK ? kRows - 1 - i : i;
     gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(in + r * kK, row, weights, q);
     memcpy(out + r * kN, row, kN);
   }
@@ -561,6 +564,60 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x, int8_t* y, int32_t cou
     }
   }
 }
+
+// The input rows of an in-place 3x3 depthwise layer (the output at the input's address), kG groups of 4
+// channels (from channel c) at a time, output rows in order. Output row oy overwrites input pixels
+// [oy kOW, (oy + 1) kOW) of these channels; kOW <= kW, so input rows >= oy are intact while it is computed.
+// The rows output row oy reads (top = oy kS - kPad .. top + 2; each >= oy but the top one) are copied
+// into `buf` (kR >= 3 rows of kW pixels x 4 kG channels) when first read, the top one earlier as a lower
+// row of a previous window; when a window passes the buffer's end, the rows it still needs move to the
+// front. at(oy): where input row top starts in buf (row -1 of the top padding is never read).
+// n bytes (a multiple of 4) from src to dst <= src, a word at a time, first to last (the ranges may
+// overlap); newlib's memmove goes a byte at a time.
+inline void move_down(int8_t* dst, const int8_t* src, int32_t n) {
+  for (int32_t i = 0; i < n; i += 4) {
+    uint32_t v;
+    memcpy(&v, src + i, 4);
+    memcpy(dst + i, &v, 4);
+  }
+}
+
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kS, int32_t kPad, int32_t kR, int32_t kG>
+struct DwWindow {
+  static_assert(kR >= 3, "a window of three rows");
+  static constexpr int32_t kRow = kW * 4 * kG;
+  const int8_t* in;  // the input at channel c
+  int8_t* buf;
+  int32_t base;    // the input row in buf's first row
+  int32_t filled;  // the rows [max(base, 0), filled) are in buf
+
+  // The window holds the whole input (kH + kPad rows): copied at once, one loop over its pixels.
+  static constexpr bool kWhole = kR >= kH + kPad;
+
+  DwWindow(const int8_t* input, int32_t c, int8_t* rows) : in(input + c), buf(rows), base(-kPad), filled(0) {
+    if (kWhole) {
+      for (int32_t p = 0; p < kH * kW; ++p) memcpy(buf + kPad * kRow + 4 * kG * p, in + p * kC, 4 * kG);
+      filled = kH;
+    }
+  }
+
+  const int8_t* at(int32_t oy) {
+    if (kWhole) return buf + oy * kS * kRow;
+    const int32_t top = oy * kS - kPad;
+    const int32_t end = top + 3 < kH ? top + 3 : kH;
+    if (end > base + kR) {
+      if (filled > top) move_down(buf, buf + (top - base) * kRow, (filled - top) * kRow);
+      base = top;
+      if (filled < top) filled = top;
+    }
+    for (; filled < end; ++filled) {
+      int8_t* d = buf + (filled - base) * kRow;
+      const int8_t* x = in + filled * kW * kC;
+      for (int32_t i = 0; i < kW; ++i) memcpy(d + 4 * kG * i, x + i * kC, 4 * kG);
+    }
+    return buf + (top - base) * kRow;
+  }
+};
 
 // ---------------------------------------------------------------------------
 // Load-time checks: is this instruction the one a layer was generated for?

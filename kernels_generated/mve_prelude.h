@@ -156,12 +156,29 @@ __attribute__((noinline)) void gemm_single(const int8_t* x0, int8_t* y0, const i
   }
 }
 
-// kRows rows of kK bytes. kInplace: the output starts at the input's address (kN <= kK): two rows
-// are computed into `tmp` and then copied out, after their inputs were read.
+// kRows rows of kK bytes. kInplace: the output starts at the input's address: two rows are computed
+// into `tmp` and then copied out, after their inputs were read. kN <= kK: pairs in order (output rows
+// r, r + 1 end at (r + 2) kN <= (r + 2) kK, where the input rows not read yet start); kN > kK (the
+// widening in-place variant): pairs from the last, a lone last row first (output row r starts at
+// r kN >= r kK, where the input rows read already start).
 template <class Mac, int32_t kRows, int32_t kK, int32_t kN, bool kInplace, int kMode, int32_t kOut, int32_t kMin,
           int32_t kMax>
 void gemm(const int8_t* in, int8_t* out, const int8_t* weights, Requant q) {
   alignas(16) int8_t tmp[kInplace ? (2 * kN + 15) / 16 * 16 : 1];  // whole vectors: copy_bytes reads 16 at a time
+  if (kInplace && kN > kK) {
+    int32_t r = kRows;
+    if (r % 2) {
+      --r;
+      gemm_single<Mac, kN, kMode, kOut, kMin, kMax>(in + r * kK, tmp, weights, q);
+      copy_bytes(out + r * kN, tmp, kN);
+    }
+    while (r >= 2) {
+      r -= 2;
+      gemm_pair<Mac, kN, kMode, kOut, kMin, kMax>(in + r * kK, in + (r + 1) * kK, tmp, tmp + kN, weights, q);
+      copy_bytes(out + r * kN, tmp, 2 * kN);
+    }
+    return;
+  }
   int32_t r = 0;
   for (; r + 2 <= kRows; r += 2) {
     int8_t* y = kInplace ? tmp : out + r * kN;

@@ -10,10 +10,11 @@
 // Shapes broadcast (numpy rules, any dim_order; ExecuTorch only emits equal
 // shapes or a [1, C, 1, 1] operand).
 // Equal shapes and dim_orders with at least kTableMin elements (the residual
-// adds): a and b depend on one int8 each, so both are tabulated first (256
-// values each, exact) and one loop over the elements adds two table entries and
-// requantizes the sum, in 32 bits where the output shift and the tables allow
-// it (requantize_doubled). The loop reads index i of both operands before it
+// adds): a depends on one int8, so it is tabulated first (256 values, exact; one
+// table of 1 KB on the stack: two took 2.3 KB, the deepest frame of many images)
+// and one loop over the elements adds a's table entry and b, and requantizes the
+// sum, in 32 bits where the output shift and the operands' range allow it
+// (requantize_doubled). The loop reads index i of both operands before it
 // writes index i, so the output may lie over either operand (rule binary_same
 // in mcu_gen/plan/inplace.py); so does the per-element path of
 // broadcast_binary_int8 that smaller adds and the broadcasts take.
@@ -40,25 +41,33 @@ inline int32_t requantize_doubled(int32_t s2, int32_t mult, int32_t right, int32
   return (h + round + (h >> 31)) >> right;
 }
 
-// The equal-shape loop over tables of a and b (indexed by the int8's bit pattern); out may be
-// a or b. kDoubled: the tables hold 2a and 2b, requantize_doubled applies.
+// One operand's value for an int8 x: requantize((x - zp) << kLeftShift, mult, shift).
+struct Operand {
+  int32_t zp, mult, shift;
+  int32_t operator()(int32_t x) const { return requantize((x - zp) * (1 << kLeftShift), mult, shift); }
+};
+
+// The equal-shape loop over a's table (indexed by the int8's bit pattern) and b computed per
+// element; out may be a or b. kDoubled: the table holds 2a, b is doubled, requantize_doubled applies.
 template <bool kDoubled>
-__attribute__((noinline)) void add_tables(const int32_t* ta, const int32_t* tb, const int8_t* a, const int8_t* b,
-                                          int8_t* out, int32_t n, int32_t mult, int32_t shift, int32_t zp,
-                                          int32_t lo, int32_t hi) {
+__attribute__((noinline)) void add_table(const int32_t* ta, Operand ob, const int8_t* a, const int8_t* b,
+                                         int8_t* out, int32_t n, int32_t mult, int32_t shift, int32_t zp,
+                                         int32_t lo, int32_t hi) {
   const int32_t right = -shift, round = kDoubled ? 1 << (right - 1) : 0;
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t sum = wrap_add(ta[static_cast<uint8_t>(a[i])], tb[static_cast<uint8_t>(b[i])]);
+    const int32_t vb = ob(b[i]);
+    const int32_t sum = wrap_add(ta[static_cast<uint8_t>(a[i])], kDoubled ? 2 * vb : vb);
     const int32_t r = kDoubled ? requantize_doubled(sum, mult, right, round) : requantize(sum, mult, shift);
     out[i] = static_cast<int8_t>(clamp_i32(wrap_add(r, zp), lo, hi));
   }
 }
 
-// The largest |value| of a table of 256.
-int32_t table_bound(const int32_t* t) {
+// The largest |operand(x)| over the 256 int8 values.
+int32_t operand_bound(Operand op) {
   uint32_t m = 0;
-  for (int32_t i = 0; i < 256; ++i) {
-    const uint32_t v = t[i] < 0 ? 0u - static_cast<uint32_t>(t[i]) : static_cast<uint32_t>(t[i]);
+  for (int32_t x = -128; x < 128; ++x) {
+    const int32_t t = op(x);
+    const uint32_t v = t < 0 ? 0u - static_cast<uint32_t>(t) : static_cast<uint32_t>(t);
     m = v > m ? v : m;
   }
   return m > static_cast<uint32_t>(INT32_MAX) ? INT32_MAX : static_cast<int32_t>(m);
@@ -89,23 +98,16 @@ Error cortex_m_quantized_add_out(const KernelContext& ctx) {
   const int32_t bzp = static_cast<int32_t>(b_zp), bm = static_cast<int32_t>(b_m), bs = static_cast<int32_t>(b_s);
   const int32_t ozp = static_cast<int32_t>(o_zp), om = static_cast<int32_t>(o_m), os = static_cast<int32_t>(o_s);
   const int32_t l = static_cast<int32_t>(lo), h = static_cast<int32_t>(hi);
-  const auto operand_a = [=](int32_t x) { return requantize((x - azp) * (1 << kLeftShift), am, as); };
-  const auto operand_b = [=](int32_t y) { return requantize((y - bzp) * (1 << kLeftShift), bm, bs); };
+  const Operand operand_a{azp, am, as}, operand_b{bzp, bm, bs};
   const TensorRef &ta = ctx.tensor(0), &tb = ctx.tensor(4), &to = ctx.tensor(13);
   if (is_int8(ta) && is_int8(tb) && is_int8(to) && to.numel >= kTableMin && same_layout(ta, tb, to)) {
-    int32_t table_a[256], table_b[256];
-    for (int32_t v = -128; v < 128; ++v) {
-      table_a[static_cast<uint8_t>(v)] = operand_a(v);
-      table_b[static_cast<uint8_t>(v)] = operand_b(v);
-    }
-    if (os <= -1 && os >= -30 && int64_t{table_bound(table_a)} + table_bound(table_b) < (int64_t{1} << 30)) {
-      for (int32_t i = 0; i < 256; ++i) {
-        table_a[i] *= 2;
-        table_b[i] *= 2;
-      }
-      add_tables<true>(table_a, table_b, ta.i8(), tb.i8(), to.i8(), to.numel, om, os, ozp, l, h);
+    int32_t table_a[256];
+    for (int32_t v = -128; v < 128; ++v) table_a[static_cast<uint8_t>(v)] = operand_a(v);
+    if (os <= -1 && os >= -30 && int64_t{operand_bound(operand_a)} + operand_bound(operand_b) < (int64_t{1} << 30)) {
+      for (int32_t i = 0; i < 256; ++i) table_a[i] *= 2;
+      add_table<true>(table_a, operand_b, ta.i8(), tb.i8(), to.i8(), to.numel, om, os, ozp, l, h);
     } else {
-      add_tables<false>(table_a, table_b, ta.i8(), tb.i8(), to.i8(), to.numel, om, os, ozp, l, h);
+      add_table<false>(table_a, operand_b, ta.i8(), tb.i8(), to.i8(), to.numel, om, os, ozp, l, h);
     }
     return Error::Ok;
   }

@@ -76,9 +76,9 @@ def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> P
     p.instructions.append(Instruction(op, args))
     p.inputs, p.outputs = [x], [out]
     planner.plan(p, allow_inplace=False)
-    if inplace:  # the output over the input, as the planner's pointwise rule places it
+    if inplace:  # the output over the input, as the planner's pointwise rule places it (widening: past it)
         p.tensor(out).offset = p.tensor(x).offset
-        p.arena_size = max(p.arena_size, p.tensor(x).offset + p.tensor(x).nbytes)
+        p.arena_size = max(p.arena_size, p.tensor(x).offset + max(p.tensor(x).nbytes, p.tensor(out).nbytes))
     return p
 
 
@@ -102,7 +102,9 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, in
     return p
 
 
-def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False) -> Program:
+def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False, scratch=False) -> Program:
+    """scratch: in place, the variant's scratch tensor of H * W int8 as the planner sizes it (the generated
+    DSP layer keeps its window of input rows there), else an empty one (the window on the stack)."""
     p = Program()
     x = p.add(TensorValue((1, c, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
     wt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
@@ -115,7 +117,7 @@ def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=F
             p.add_scalar("int_list", [1, 1]), p.add_scalar("int", 1), p.add_scalar("int", int(rng.integers(-128, 128))),
             p.add_scalar("int", -2), p.add(TensorValue(mults.shape, "int32", data=mults)),
             p.add(TensorValue(shifts.shape, "int32", data=shifts)), p.add_scalar("int", -128), p.add_scalar("int", 110),
-            p.add(TensorValue((0,), "uint8")), out, out]
+            p.add(TensorValue((h * w,), "int8") if scratch else TensorValue((0,), "uint8")), out, out]
     op = "mcu::quantized_depthwise_conv2d_inplace.out" if inplace else "cortex_m::quantized_depthwise_conv2d.out"
     p.instructions.append(Instruction(op, args))
     p.inputs, p.outputs = [x], [out]
@@ -221,6 +223,12 @@ CASES = [  # (kind, shape parameters)
     ("pointwise_right", dict(h=7, w=3, cin=12, cout=20)),  # right shifts only: requant_right
     ("pointwise_inplace", dict(h=3, w=5, cin=32, cout=32)),
     ("pointwise_inplace", dict(h=4, w=3, cin=24, cout=8)),
+    # Widening over the input (Cout > Cin): rows from the last; an odd row count (a lone last row first).
+    ("pointwise_inplace", dict(h=3, w=3, cin=8, cout=16)),
+    ("pointwise_inplace_right", dict(h=3, w=3, cin=8, cout=16)),  # the smmlar GEMM's pairs, from the last
+    ("pointwise_inplace_right", dict(h=2, w=5, cin=4, cout=12)),
+    ("pointwise_inplace_right", dict(h=5, w=5, cin=32, cout=64)),  # chunks of 4 rows from the last, a lone row
+    ("pointwise_inplace_right", dict(h=5, w=5, cin=64, cout=32)),  # chunks of 8 rows in order
     ("depthwise", dict(h=25, w=5, c=64)),  # KWS DS-CNN
     ("depthwise", dict(h=9, w=8, c=8, stride=2)),  # MobileNet's strided layers
     ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
@@ -228,6 +236,14 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_left", dict(h=4, w=4, c=16, stride=2)),  # a left shift: requant_any
     ("depthwise_inplace", dict(h=25, w=5, c=64)),  # KWS without CMSIS-NN: the in-place variant
     ("depthwise_inplace", dict(h=7, w=6, c=8, stride=2)),
+    # The window of input rows in the variant's scratch (H * W bytes: H / 4 rows of W x 4 channels), which
+    # slides down the input (VWW's 48x48 layers: 12 of 49 rows); 3 rows, the least (padding 0).
+    ("depthwise_inplace", dict(h=16, w=48, c=4, scratch=True)),  # 4 rows of 48 x 4 in the scratch
+    ("depthwise_inplace", dict(h=17, w=48, c=8, stride=2, scratch=True)),
+    ("depthwise_inplace", dict(h=12, w=48, c=4, pad=0, scratch=True)),  # 3 rows: a slide every output row
+    ("depthwise_inplace", dict(h=33, w=24, c=8, scratch=True)),
+    ("depthwise_inplace", dict(h=16, w=6, c=8, scratch=True)),  # more rows on the stack than in the scratch
+    ("depthwise_inplace", dict(h=40, w=6, c=8, stride=1)),  # 22 of 41 rows on the stack: slides
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
@@ -247,7 +263,7 @@ def case_program(kind: str, shape: dict):
     per process: some seeds saturated a small layer's outputs and the distinctness check failed at random)."""
     rng = np.random.default_rng(zlib.crc32(f"{kind}-{sorted(shape.items())}".encode()))
     if kind.startswith("pointwise"):
-        p = pointwise_program(rng, inplace=kind.endswith("inplace"), left_shift=kind != "pointwise_right", **shape)
+        p = pointwise_program(rng, inplace="inplace" in kind, left_shift=not kind.endswith("right"), **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("conv"):
         p = conv_program(rng, left_shift=kind == "conv_left", inplace=kind == "conv_inplace", **shape)
@@ -266,7 +282,7 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     p, x = case_program(kind, shape)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
-    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "depthwise", "depthwise_inplace", "conv",
+    assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "pointwise_inplace_right", "depthwise", "depthwise_inplace", "conv",
                                                        "conv_inplace", "linear", "linear_bias"))
     expected = run_int8_reference(p, [x])[0]
     rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
@@ -361,9 +377,12 @@ CROSS_CASES = [  # (kind, shape, left_shift): the requant_any GEMM (old path) an
     ("pointwise", dict(h=3, w=3, cin=4, cout=16), False),
     ("pointwise", dict(h=2, w=2, cin=8, cout=12), False),  # a last block of 4
     ("pointwise_inplace", dict(h=3, w=5, cin=32, cout=32), False),
+    ("pointwise_inplace", dict(h=3, w=3, cin=8, cout=16), False),  # widening, rows from the last
+    ("pointwise_inplace", dict(h=3, w=3, cin=8, cout=16), True),
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1)), False),
     ("depthwise", dict(h=6, w=6, c=16, stride=1), False),
     ("depthwise_inplace", dict(h=7, w=6, c=8, stride=2), False),
+    ("depthwise_inplace", dict(h=16, w=6, c=8, scratch=True), False),  # the window in the scratch
 ]
 
 
@@ -398,15 +417,20 @@ def test_generated_source_compiles_for_the_dsp_cores(cpu, failing_kernels, tmp_p
         assert r.returncode == 0, f"{kind} {shape}: {r.stderr[-3000:]}"
 
 
-def test_widening_in_place_pointwise_is_left_to_its_base_form():
-    """A widening 1x1 convolution planned in place (output over the input, shifted) has no generated form;
-    its base operator has one, so the builder plans that variant out again (builder._replan_without_ungenerated_variants)."""
+def test_in_place_variants_have_generated_forms():
+    """A widening 1x1 convolution planned in place (output over the input, rows from the last) and an
+    in-place depthwise layer too large for a stack copy of its channel group (VWW's 48x48 layers: the window
+    of rows in the scratch) are generated: the builder keeps the planner's in-place variants (VWW's arena
+    39,168 B as the library build's) instead of planning them out (builder._replan_without_ungenerated_variants)."""
     rng = np.random.default_rng(2)
     p = pointwise_program(rng, 3, 3, 8, 16, inplace=True)
     layers, skipped = generated.eligible(p)
-    assert layers == [] and "widening in place" in skipped[0][2]
-    assert not generated.covers(p, 0, "mcu::quantized_conv2d_pointwise_inplace.out")
-    assert generated.covers(p, 0, "cortex_m::quantized_conv2d.out")
+    assert len(layers) == 1 and not skipped and layers[0].inplace_ok
+    assert generated.covers(p, 0, "mcu::quantized_conv2d_pointwise_inplace.out")
+    p = depthwise_program(rng, 48, 48, 8, inplace=True, scratch=True)
+    assert generated.covers(p, 0, "mcu::quantized_depthwise_conv2d_inplace.out")
+    p = depthwise_program(rng, 4, 400, 8, inplace=True)  # no scratch, a window of 4,800 B: not on the stack
+    assert not generated.covers(p, 0, "mcu::quantized_depthwise_conv2d_inplace.out")
 
 
 def test_a_library_build_says_what_generated_kernels_would_take(tmp_path):

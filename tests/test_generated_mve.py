@@ -100,6 +100,8 @@ def cases(rng):
         ("conv 3x3 16->16, 6x7, padding 1, in place (inner windows read through the ring)",
          conv_program(rng, 6, 7, 16, 16, 3, 3, (1, 1), (1, 1), inplace=True), "fast"),
         ("depthwise 30x12x8 (in place: a ring of 8 channels in the scratch)", depthwise_program(rng, 30, 12, 8), "fast"),
+        ("pointwise 5x3 16->32 (widening: in place, rows from the last)",
+         pointwise_program(rng, 5, 3, 16, 32, left_shift=False), "fast"),
     ]
 
 

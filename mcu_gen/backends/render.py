@@ -45,8 +45,16 @@ def prefix(name: str) -> str:
     return f"k{name.title().replace('_', '')}"
 
 
-def allowed(in_arg: int, out_arg: int, inplace: bool) -> str:
-    """The load-time check that the output tensor may lie where it does (over the input only in place)."""
+def allowed(in_arg: int, out_arg: int, inplace: bool, layer=None) -> str:
+    """The load-time check that the output tensor may lie where it does (over the input only in place).
+    Where the build planned both tensors (``layer.places``, set_places()), the layer's `matches` checks them at
+    those places and their shapes, so this is known now: "true", or "false" (the layer never matches); else
+    the check at load (output_allowed, which decodes both tensors: a deeper stack on the load path)."""
+    places, sizes = getattr(layer, "places", {}), getattr(layer, "place_bytes", {})
+    if in_arg in places and out_arg in places and in_arg in sizes and out_arg in sizes:
+        (mi, oi), (mo, oo) = places[in_arg], places[out_arg]
+        apart = mi != mo or oo + sizes[out_arg] <= oi or oi + sizes[in_arg] <= oo
+        return "true" if apart or (inplace and mi == mo and oi == oo) else "false"
     return f"output_allowed(ctx, {in_arg}, {out_arg}, {str(bool(inplace)).lower()})"
 
 
@@ -55,12 +63,13 @@ def set_places(program, layers) -> None:
     (memory id, arena offset) of every planned tensor of its instruction, the place the build planned it at."""
     for l in layers:
         ins = program.instructions[l.instruction]
-        places = {}
+        places, sizes = {}, {}
         for k, v in enumerate(ins.args):
             t = program.values[v] if 0 <= v < len(program.values) else None
             if getattr(t, "offset", None) is not None and not t.is_constant:
                 places[k] = (int(t.mem_id), int(t.offset))
-        l.places = places
+                sizes[k] = int(t.nbytes)
+        l.places, l.place_bytes = places, sizes
 
 
 def bound(layer, *args) -> list:

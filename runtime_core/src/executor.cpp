@@ -73,9 +73,6 @@ Error Executor::execute() {
   if (!loaded_) return Error::NotLoaded;
   KernelContext ctx = context();
   const int32_t n = num_instructions_, cached = cached_calls_;
-#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
-  int32_t next_bound = 0;
-#endif
   // Cached instructions (the first cached_calls_) come from calls_, the rest are decoded.
   for (int32_t i = 0; i < n; ++i) {
     KernelFn fn;
@@ -85,9 +82,10 @@ Error Executor::execute() {
       ctx.num_args_ = call.num_args;
       fn = call.fn;
     } else {
-      fn = decode_into(i, ctx);
 #if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
-      if (next_bound < num_bound() && bound_call(next_bound).instruction == i) fn = bound_call(next_bound++).fn;
+      fn = decode_bound(i, ctx);
+#else
+      fn = decode_into(i, ctx);
 #endif
     }
     const Error e = fn(ctx);

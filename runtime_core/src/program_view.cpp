@@ -183,6 +183,9 @@ double int32_to_double(int32_t x) {
 }  // namespace
 
 TensorRef KernelContext::decode_tensor(int32_t value_index) const { return exec_->tensor_at(value_index); }
+#if MCU_KERNEL_PREPARE
+uint8_t* KernelContext::planned(int32_t mem_id) const { return exec_->planned(mem_id); }
+#endif
 
 bool KernelContext::is_none(int32_t i) const {
   int32_t tag;

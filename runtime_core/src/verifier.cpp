@@ -342,7 +342,11 @@ uint32_t accepted_tags(char sig) {
     arena_[k] = nullptr;
     arena_size_[k] = 0;
   }
+#if MCU_KERNEL_PREPARE && !MCU_PROGRAM_METHODS
+  return load_and_prepare(data, size, kernels);
+#else
   return load_program(data, size, kernels);
+#endif
 }
 
 #if MCU_ARENA_REGIONS > 1
@@ -352,12 +356,25 @@ uint32_t accepted_tags(char sig) {
     arena_[k] = arenas[k].data;
     arena_size_[k] = arenas[k].data != nullptr ? arenas[k].size : 0;
   }
+#if MCU_KERNEL_PREPARE && !MCU_PROGRAM_METHODS
+  return load_and_prepare(data, size, kernels);
+#else
   return load_program(data, size, kernels);
+#endif
 }
 #endif
 
-#if MCU_ARENA_REGIONS > 1
-[[gnu::cold]] Error Executor::load_program(const uint8_t* data, size_t size, const KernelTable& kernels) {
+#if MCU_KERNEL_PREPARE && !MCU_PROGRAM_METHODS
+[[gnu::cold]] Error Executor::load_and_prepare(const uint8_t* data, size_t size, const KernelTable& kernels) {
+  Error e = load_program(data, size, kernels);
+  if (e == Error::Ok) e = prepare_loaded(kernels);
+  if (e != Error::Ok) loaded_ = false;
+  return e;
+}
+#endif
+
+#if MCU_ARENA_REGIONS > 1 || (MCU_KERNEL_PREPARE && !MCU_PROGRAM_METHODS)
+[[gnu::cold, gnu::noinline]] Error Executor::load_program(const uint8_t* data, size_t size, const KernelTable& kernels) {
 #else
 // load()'s body (its only caller): one function less.
 [[gnu::cold, gnu::always_inline]] inline Error Executor::load_program(const uint8_t* data, size_t size,
@@ -704,19 +721,26 @@ uint32_t accepted_tags(char sig) {
   const int32_t m = num_instructions_ < MCU_INSTRUCTION_CACHE ? num_instructions_ : MCU_INSTRUCTION_CACHE;
   for (int32_t i = 0; i < m; ++i) calls_[i] = decode_call(i);
   cached_calls_ = m;
-#if MCU_KERNEL_PREPARE
-  if (kernels.prepare != nullptr) {
-    const Error e = prepare_calls(kernels);
-    if (e != Error::Ok) return e;
-  }
-#if MCU_BOUND_TABLE > 0
-  else {
-    return Error::UnsupportedProgram;  // a bound table without prepare functions: not this build's table
-  }
+#if MCU_KERNEL_PREPARE && MCU_PROGRAM_METHODS
+  return prepare_loaded(kernels);
+#else
+  return Error::Ok;  // one method: load() runs the prepare functions, off load_program()'s frame
 #endif
-#endif
-  return Error::Ok;
 }
+
+#if MCU_KERNEL_PREPARE
+// The prepare functions over the bound plan. Called by load() after load_program() returned (one method):
+// the prepare functions and the generated layers' checks then stack on load()'s small frame, not on the
+// frame of the program's decoding (168 B), which made the load path the image's deepest.
+[[gnu::cold]] Error Executor::prepare_loaded(const KernelTable& kernels) {
+  if (kernels.prepare != nullptr) return prepare_calls(kernels);
+#if MCU_BOUND_TABLE > 0
+  return Error::UnsupportedProgram;  // a bound table without prepare functions: not this build's table
+#else
+  return Error::Ok;
+#endif
+}
+#endif
 
 #if MCU_PROGRAM_HAS_STATE
 // Every state tensor (planned, with an initial value; verified at load) gets its initial value:

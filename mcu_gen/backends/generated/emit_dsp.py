@@ -58,7 +58,7 @@ def _gemm_values(l: GemmLayer) -> dict:
     v = _header(l)
     v.update(what=describe(l), weight_bytes=f"{l.weight_bytes:,}", k=l.k, n=l.n, rows_count=l.rows,
              ring_arg=ring_arg(l), bound=bound(l, in_arg, out_arg, ring_arg(l)),
-             checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok)],
+             checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok, l)],
              rows=rows(l) if l.kind == "conv" else None, geometry=list(l.geometry) if l.kind == "conv" else None,
              zero_point=getattr(l, "zero_point", None), out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max)
     return v
@@ -90,6 +90,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     v = _header(l)
     pre = v["pre"]
     _, _, ru, cu = l.classes()  # the taps inside the input per row / column border class
+    win = dw_window(l)
     consts = l.smmlar()
     scale = 2 if consts is not None else 1  # smmlar: doubled weights and starts (requant_smmlar)
     if consts is not None:
@@ -101,11 +102,35 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              weights=table("uint32_t", f"{pre}Weights", l.packed_weights().astype(np.int64) * scale, per_line=8,
                            align=8, fmt="pair"),
              init=table("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
-             checks=l.checks + [allowed(0, 14, l.inplace_ok)], bound=bound(l, 0, 14), inplace=l.inplace_ok,
-             xs=4 if l.inplace_ok else l.c, groups=1 if l.inplace_ok else l.c // 4,
+             inplace=l.inplace_ok,
+             xs=4 * win[2] if l.inplace_ok else l.c, groups=win[2] if l.inplace_ok else l.c // 4,
              mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
+    win_rows, ring, _ = win
+    extra = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else []
+    v.update(win_rows=win_rows, ring_arg=ring, bound=bound(l, 0, 14, ring),
+             checks=l.checks + extra + [allowed(0, 14, l.inplace_ok, l)])
     return render("generated/dsp_depthwise_layer.cpp.j2", **v)
+
+
+DW_WINDOW_STACK_BYTES = 528  # an in-place depthwise layer's window of rows on the stack (KWS's 26 rows of 5 x 4)
+
+
+def dw_window(l: DepthwiseLayer) -> tuple:
+    """(rows, argument, groups) of an in-place depthwise layer's window of input rows (DwWindow: rows of W
+    pixels x 4 * groups channels): one group of 4 channels a pass (dw_pixels' fastest form: VWW's 48x48x8
+    layer took 574 k instructions with one group a pass, 633 k with two; KWS's four 25x5x64 layers 50 k more
+    with four) and as many rows (up to the H + pad rows of the whole input) as the variant's scratch tensor
+    (argument 13, H * W bytes, planned in the arena) or DW_WINDOW_STACK_BYTES of stack (argument None)
+    hold, the more rows (fewer slides), the scratch on a tie; three rows on the stack where neither holds
+    three. (0, None, 1) for a layer not in place."""
+    if not l.inplace_ok:
+        return 0, None, 1
+    row, whole = l.w * 4, l.h + l.pad_h
+    in_scratch, on_stack = min(whole, l.scratch_bytes // row), min(whole, DW_WINDOW_STACK_BYTES // row)
+    if in_scratch >= 3 and in_scratch >= on_stack:
+        return max(3, in_scratch), 13, 1
+    return max(3, on_stack), None, 1
 
 
 # -- the smmlar GEMM in assembly (Cortex-M33/M4 with the DSP extension) ---------------------------
@@ -328,6 +353,7 @@ def _gemm_fn_name(l) -> str:
 
 
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
+INPLACE_CHUNK_BYTES = 256  # output rows of an in-place 1x1 convolution per GEMM call (stack bytes; at least 2 rows)
 CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
 
 
@@ -340,6 +366,8 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
         call, chunk = "conv", _conv_chunk(l)
     else:
         call, chunk = ("inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"), None
+        if call == "inplace":  # rows per GEMM call through the stack buffer: up to INPLACE_CHUNK_BYTES, even, >= 2
+            chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
              fn=_gemm_fn_name(l), call=call, chunk=chunk)
     return render("generated/dsp_smmlar_layer.cpp.j2", **v)
@@ -352,7 +380,7 @@ def _add_layer_source(l: AddLayer, plan) -> str:
     v.update(numel=l.numel, act_min=l.act_min, act_max=l.act_max, out_mult=l.out_mult, ra=ra, right=right,
              table_a=table("int32_t", f"{pre}TableA", ta, per_line=8, align=4),
              table_b=table("int32_t", f"{pre}TableB", tb, per_line=8, align=4),
-             checks=l.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=bound(l, 0, 4, 13))
+             checks=l.checks + [allowed(0, 13, True, l), allowed(4, 13, True, l)], bound=bound(l, 0, 4, 13))
     return render("generated/dsp_add_layer.cpp.j2", **v)
 
 

@@ -235,7 +235,7 @@ def _layer_source(l) -> tuple:
                      helper=f"Mac{l.nk}_0")  # the windows are zero padded: no tail predication
             v["direct"] = _direct_name(l) or "NoDirect"
     v["bound"] = bound(s, in_arg, out_arg, v["ring_arg"])
-    v["checks"] = s.checks + extra_checks + [allowed(in_arg, out_arg, s.inplace_ok)]
+    v["checks"] = s.checks + extra_checks + [allowed(in_arg, out_arg, s.inplace_ok, s)]
     return render("generated/mve_layer.cpp.j2", **v), v["helper"]
 
 
@@ -261,7 +261,7 @@ def _add_layer_source(l) -> str:
     w32 = lambda x: int(exactness.wrap_i32(x))  # noqa: E731  (int32 two's complement, as the lanes hold it)
     return render("generated/mve_add_layer.cpp.j2", name=s.name, instruction=int(s.instruction), op=s.op, numel=s.numel,
                   per_vector=p.instructions_per_vector, describe=p.describe(),
-                  checks=s.checks + [allowed(0, 13, True), allowed(4, 13, True)], bound=bound(s, 0, 4, 13),
+                  checks=s.checks + [allowed(0, 13, True, s), allowed(4, 13, True, s)], bound=bound(s, 0, 4, 13),
                   scale_a=w32(p.scale_a), scale_b=w32(p.scale_b), act_min=s.act_min, act_max=s.act_max,
                   ca=w32(-s.a_zp * p.scale_a), cb=w32(-s.b_zp * p.scale_b), ma=w32(s.a_mult), mb=w32(s.b_mult),
                   mo=w32(s.out_mult), zo=s.out_zp, body=["dlstp.32 lr, %[n]", "1:", *mve_add.add_asm(s, p), "letp lr, 1b"])

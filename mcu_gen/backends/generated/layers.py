@@ -18,7 +18,7 @@ POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointw
 CONV_ROWS_INPLACE = POINTWISE_OPS[2]  # a k x k convolution written row by row over its input
 LINEAR_OPS = ("cortex_m::quantized_linear.out",)
 DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out", "mcu::quantized_depthwise_conv2d_inplace.out")
-INPLACE_GROUP_BYTES = 4096  # stack for one channel group of an in-place depthwise input (H * W * 4)
+INPLACE_GROUP_BYTES = 4096  # stack for an in-place depthwise window (3 input rows of W * 4) the scratch cannot hold
 ADD_OPS = ("cortex_m::quantized_add.out",)
 GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS + ADD_OPS
 MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * (int16) stays in int32
@@ -60,7 +60,7 @@ class GemmLayer(_RequantChoice):
     out_offset: int
     act_min: int
     act_max: int
-    inplace_ok: bool  # output may start at the input's address (Cout <= Cin)
+    inplace_ok: bool  # output may start at the input's address (Cout <= Cin, or the in-place variant's rows from the last)
     checks: list = field(default_factory=list)  # C++ boolean expressions over ctx, all must hold
 
     @property

@@ -93,8 +93,6 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
         return f"channels {cin}->{cout} not multiples of 4"
     if cin > MAX_K:
         return "too many input channels"
-    if ins.op != POINTWISE_OPS[0] and cout > cin:
-        return "widening in place (the output over the input, shifted): no generated form"
     if tuple(out.shape) != (n_, cout, h, wd):
         return "unexpected output shape"
     q = _requant_args(program, a, mi=8, in_off_i=6, act_i=10)
@@ -116,7 +114,7 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
     return GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd, k=cin,
                      n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                     inplace_ok=cout <= cin, checks=checks)
+                     inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0], checks=checks)
 
 
 def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
@@ -221,8 +219,8 @@ def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
 
 
 def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLayer | str:
-    """``isa``: "dsp" (this file's kernel: an in-place layer copies a channel group of H * W * 4
-    bytes to the stack) or "mve" (generated_mve.py: rows copied to the in-place variant's scratch)."""
+    """``isa``: "dsp" (this file's kernel: an in-place layer copies the input rows of a channel group to a
+    window in the variant's scratch (H * W bytes), or three rows of W * 4 bytes on the stack) or "mve" (generated_mve.py: rows copied to the in-place variant's scratch)."""
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[14])
     if x is None or w is None or out is None or w.data is None:
@@ -247,8 +245,6 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     if tuple(out.shape) != (1, c, oh, ow):
         return "unexpected output shape"
     inplace = ins.op != "cortex_m::quantized_depthwise_conv2d.out"
-    if isa == "dsp" and inplace and h * wd * 4 > INPLACE_GROUP_BYTES:
-        return f"in place with a channel group of {h * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack)"
     q = _requant_args(program, a, mi=9, in_off_i=7, act_i=11)
     if isinstance(q, str):
         return q
@@ -266,6 +262,8 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     b = np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else np.zeros(c, np.int64)
     scratch = _t(program, a[13]) if inplace else None
     scratch_bytes = scratch.nbytes if scratch is not None and scratch.dtype == "int8" and len(scratch.shape) == 1 else 0
+    if isa == "dsp" and inplace and scratch_bytes < 3 * wd * 4 and 3 * wd * 4 > INPLACE_GROUP_BYTES:
+        return f"in place with a window of {3 * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack and the scratch)"
     if scratch_bytes:
         checks.append(_tensor_check(13, scratch))
     return DepthwiseLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, h=h, w=wd, c=c, oh=oh, ow=ow, stride=s_,

@@ -104,12 +104,10 @@ class KernelContext {
   // The planned buffer of memory id `mem_id` (1: the main arena): where a layer generated for this program
   // finds the tensors the build planned at fixed offsets (checked at load by its matches()).
   // Set only in builds with prepare functions (MCU_KERNEL_PREPARE), the only way to a generated layer.
+// Read through the executor (executor.cpp), not a field of its own: the context, on the stack of the
+// executor's run loop, keeps the size of a build without prepare functions.
 #if defined(MCU_KERNEL_PREPARE) && MCU_KERNEL_PREPARE
-#if MCU_ARENA_REGIONS > 1
-  uint8_t* planned(int32_t mem_id) const { return arenas_[mem_id - 1]; }
-#else
-  uint8_t* planned(int32_t) const { return arena_; }  // one arena: memory id 1
-#endif
+  uint8_t* planned(int32_t mem_id) const;
 #endif
   int32_t decoded_size(int32_t i, int32_t d) const { return decoded(i).sizes[d]; }
 
@@ -124,13 +122,6 @@ class KernelContext {
   // In a prepare function (PrepareFn) only: the index of the instruction being prepared, so that a
   // layer generated for one instruction binds to that one (mcu_gen/backends/generated.py); else -1.
   int32_t instruction_ = -1;
-#if defined(MCU_KERNEL_PREPARE) && MCU_KERNEL_PREPARE
-#if MCU_ARENA_REGIONS > 1
-  uint8_t* const* arenas_ = nullptr;  // the executor's planned buffers, memory id 1, 2, ...
-#else
-  uint8_t* arena_ = nullptr;  // the executor's planned buffer (memory id 1)
-#endif
-#endif
 
  private:
   int32_t value_index(int32_t i) const { return read_le<int32_t>(args_ + 4 * i); }

@@ -169,6 +169,9 @@ class Executor {
 #endif
 
   // Decoding used by KernelContext (values are verified at load).
+#if MCU_KERNEL_PREPARE  // only layers chosen by a prepare function (generated ones) read it: KernelContext::planned
+  uint8_t* planned(int32_t mem_id) const { return arena_[mem_id - 1]; }
+#endif
   TensorRef tensor_at(int32_t value_index) const {
     if (static_cast<uint32_t>(value_index) < static_cast<uint32_t>(cached_)) return cache_[value_index].ref();
     return decode_tensor(value_index);
@@ -183,6 +186,7 @@ class Executor {
 
  private:
   Error load_program(const uint8_t* data, size_t size, const KernelTable& kernels);
+  Error load_and_prepare(const uint8_t* data, size_t size, const KernelTable& kernels);
 #if MCU_PROGRAM_METHODS
   Error bind_plan(uint32_t k, const KernelTable& kernels, bool check);
 #if MCU_PROGRAM_HAS_STATE
@@ -212,6 +216,7 @@ class Executor {
   KernelFn decode_into(int32_t instruction, KernelContext& ctx) const;
 #if MCU_KERNEL_PREPARE
   Error prepare_calls(const KernelTable& kernels);
+  Error prepare_loaded(const KernelTable& kernels);
 #endif
 #if MCU_KERNEL_PREPARE && MCU_BOUND_TABLE > 0
   static constexpr int32_t num_bound() { return MCU_BOUND_TABLE; }
@@ -225,25 +230,31 @@ class Executor {
     ctx.exec_ = this;
     ctx.decoded_ = cache_;
     ctx.num_decoded_ = cached_;
-#if MCU_KERNEL_PREPARE  // only layers chosen by a prepare function (generated ones) read it
-#if MCU_ARENA_REGIONS > 1
-    ctx.arenas_ = arena_;
-#else
-    ctx.arena_ = arena_[0];
-#endif
-#endif
     return ctx;
   }
   Call call_at(int32_t i) const {
     if (MCU_ALL_CALLS_CACHED || i < cached_calls_) return calls_[i];
     Call c = decode_call(i);
 #if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
-    for (int32_t k = 0; k < num_bound(); ++k) {
-      if (bound_call(k).instruction == i) c.fn = bound_call(k).fn;
-    }
+    c.fn = bound_or(i, c.fn);
 #endif
     return c;
   }
+#if MCU_KERNEL_PREPARE && (MCU_BOUND_CALLS > 0 || MCU_BOUND_TABLE > 0)
+  // The generated layer bound to instruction i, else fn. A search of a few entries, not a running index in
+  // execute()'s loop: that took one more register there (8 B on the image's deepest stack path).
+  // execute()'s path for an instruction past the cache: decoded into ctx, its bound layer if any (one call: no
+  // locals of the decoding in execute()'s frame).
+  __attribute__((noinline)) KernelFn decode_bound(int32_t i, KernelContext& ctx) const {
+    return bound_or(i, decode_into(i, ctx));
+  }
+  __attribute__((noinline)) KernelFn bound_or(int32_t i, KernelFn fn) const {
+    for (int32_t k = 0; k < num_bound(); ++k) {
+      if (bound_call(k).instruction == i) return bound_call(k).fn;
+    }
+    return fn;
+  }
+#endif
 
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;

@@ -1,0 +1,58 @@
+"""Issue 25: the default build (no flags: `--kernels auto`, generated per-layer kernels) is also the smallest.
+Builds only (no emulator): every cross build reserves the stack bound it computes from the image's code, so
+report.json's ram_bytes (.data + .bss + reserved stack) is the deployable total RAM without a run. The full
+table over every example and tests/models_int8 is `python bench/bench_default_ram.py`; here a subset that
+once failed each rule, for the reason it failed:
+
+- VWW: the widening in-place 1x1 convolution and the large in-place depthwise layers had no generated form,
+  so `auto` planned them without in-place: arena 55,312 B (the library build's 39,168 B).
+- conv1d_audio, mlperf_ds_cnn: the generated build's executor loop had an 8 B larger frame (the arena pointer
+  in KernelContext, the running index of bound layers), +64 B of stack after rounding.
+- attention: int8 needed more RAM than fp32: the portable quantized_add's two tables (2,352 B frame).
+"""
+from __future__ import annotations
+
+import pytest
+
+import mcu_gen
+
+BOARD = "mps2-an505"
+
+
+def _ram(tmp_path, path, name, **kw):
+    r = mcu_gen.build(path, board=BOARD, out=tmp_path / name, **kw)
+    return r.report
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return tmp_path_factory.mktemp("default-ram")
+
+
+def test_vww_default_arena_is_the_library_arena(built, qemu_tools):
+    rep = _ram(built, "examples/vww_mobilenet/model.py", "vww", quantize="int8", io="int8")
+    assert rep["arena_bytes"] == 39_168 <= 40_000
+    gen = rep["generated_kernels"]
+    ops = [row["name"] for row in rep["operators"]]
+    assert ops.count("mcu::quantized_conv2d_pointwise_inplace.out") == 13  # widening ones included
+    assert ops.count("mcu::quantized_depthwise_conv2d_inplace.out") == 13  # 48x48 ones included
+    assert len(gen["layers"]) == len(ops) - 2  # all but the average pool and the 256 -> 2 classifier
+
+
+@pytest.mark.parametrize("model", ["tests/models_int8/conv1d_audio.py", "tests/models_int8/mlperf_ds_cnn.py"])
+def test_default_total_ram_is_at_most_the_library_build(built, model, qemu_tools):
+    name = model.rsplit("/", 1)[-1][:-3]
+    default = _ram(built, model, f"{name}-default", quantize="int8")
+    library = _ram(built, model, f"{name}-library", quantize="int8", kernels="library", backend="portable")
+    assert default["generated_kernels"]["layers"]  # the default build does run generated layers
+    assert default["ram_bytes"] <= library["ram_bytes"], (default["size"]["ram"], library["size"]["ram"])
+    assert default["stack"]["reserved_bytes"] <= library["stack"]["reserved_bytes"]
+
+
+def test_int8_total_ram_is_at_most_fp32(built, qemu_tools):
+    model = "tests/models_int8/attention.py"
+    int8 = _ram(built, model, "attention-int8", quantize="int8")
+    fp32 = _ram(built, model, "attention-fp32")
+    assert int8["ram_bytes"] <= fp32["ram_bytes"], (int8["size"]["ram"], fp32["size"]["ram"])
+    # No kernel frame of kilobytes: the portable add keeps one 1 KB table on the stack, not two.
+    assert int8["stack"]["static_bound_bytes"] < 2048
