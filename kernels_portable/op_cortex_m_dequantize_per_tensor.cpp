@@ -1,10 +1,12 @@
-// mcu-gen-kernel: op=cortex_m::dequantize_per_tensor.out fn=cortex_m_dequantize_per_tensor_out sig=TDIIIIOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::dequantize_per_tensor.out fn=cortex_m_dequantize_per_tensor_out sig=TDIIIIOO dtypes=int8 inplace=0 inplace_rule=widening
 //
 // cortex_m::dequantize_per_tensor.out(Tensor input, float scale, int zero_point,
 //     int quant_min, int quant_max, ScalarType dtype, *, Tensor(a!) out)
 // int8 -> fp32, as quantized_decomposed.dequantize_per_tensor:
 //   out = ((float)q - zero_point) * (float)scale, in float32.
 // Input and output share shape and dim_order.
+// In place (the float out over the int8 input, mcu_gen/plan/inplace.py `widening`): from the last
+// element down, element i is read before out element i (bytes 4i..4i+3, input elements >= i) is written.
 #include "int8_common.h"
 
 namespace mcu {
@@ -27,7 +29,7 @@ Error cortex_m_dequantize_per_tensor_out(const KernelContext& ctx) {
   const float zp = static_cast<float>(zero_point);
   const int8_t* q = in.i8();
   float* y = out.f32();
-  for (int32_t i = 0; i < in.numel; ++i) y[i] = (static_cast<float>(q[i]) - zp) * s;
+  for (int32_t i = in.numel - 1; i >= 0; --i) y[i] = (static_cast<float>(q[i]) - zp) * s;
   return Error::Ok;
 }
 

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=cortex_m::quantize_per_tensor.out fn=cortex_m_quantize_per_tensor_out sig=TDIIIIOO dtypes=int8
+// mcu-gen-kernel: op=cortex_m::quantize_per_tensor.out fn=cortex_m_quantize_per_tensor_out sig=TDIIIIOO dtypes=int8 inplace=0 inplace_rule=narrowing
 //
 // cortex_m::quantize_per_tensor.out(Tensor input, float scale, int zero_point,
 //     int quant_min, int quant_max, ScalarType dtype, *, Tensor(a!) out)
@@ -6,6 +6,8 @@
 //   out = clamp(round_half_even(x * (float)(1.0 / scale)) + zero_point, quant_min, quant_max)
 // in float32 (the inverse scale is computed in double, then rounded to float).
 // NaN becomes quant_min. Input and output share shape and dim_order.
+// In place (the int8 out over the float input, mcu_gen/plan/inplace.py `narrowing`): element i is read
+// before byte i is written, in order, and byte i lies in an element already read (i / 4 <= i).
 #include "int8_common.h"
 
 namespace mcu {

@@ -9,6 +9,9 @@ once failed each rule, for the reason it failed:
 - conv1d_audio, mlperf_ds_cnn: the generated build's executor loop had an 8 B larger frame (the arena pointer
   in KernelContext, the running index of bound layers), +64 B of stack after rounding.
 - attention: int8 needed more RAM than fp32: the portable quantized_add's two tables (2,352 B frame).
+- mlperf_deep_autoencoder with float I/O: the arena held the float input beside its int8 copy and the
+  int8 result beside its float copy (3,200 B against fp32's 3,072 B); quantize / dequantize now write
+  over their input (plan/inplace.py `narrowing`, `widening`): 2,560 B, the float input alone.
 """
 from __future__ import annotations
 
@@ -56,3 +59,12 @@ def test_int8_total_ram_is_at_most_fp32(built, qemu_tools):
     assert int8["ram_bytes"] <= fp32["ram_bytes"], (int8["size"]["ram"], fp32["size"]["ram"])
     # No kernel frame of kilobytes: the portable add keeps one 1 KB table on the stack, not two.
     assert int8["stack"]["static_bound_bytes"] < 2048
+
+
+def test_float_io_quantize_and_dequantize_write_over_their_input(built, qemu_tools):
+    model = "tests/models_int8/mlperf_deep_autoencoder.py"
+    int8 = _ram(built, model, "dae-int8", quantize="int8")
+    fp32 = _ram(built, model, "dae-fp32")
+    # the float input (and output) alone: 3,200 B (float + int8 copies side by side) without in-place
+    assert int8["arena_bytes"] == 640 * 4, int8["arena_bytes"]
+    assert int8["ram_bytes"] <= fp32["ram_bytes"], (int8["size"]["ram"], fp32["size"]["ram"])

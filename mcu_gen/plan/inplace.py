@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from mcu_gen.program.ir import Instruction, Program, ScalarValue, TensorValue
+from mcu_gen.program.ir import DTYPE_SIZES, Instruction, Program, ScalarValue, TensorValue
 
 CHANNELS_LAST = (0, 2, 3, 1)
 
@@ -63,6 +63,31 @@ def elementwise(program, ins, pos, out) -> Optional[InPlace]:
     """out[i] = f(in[i], ...) at the same memory index: same shape, dtype and layout."""
     t = _tensor(program, ins, pos)
     if t is None or t.shape != out.shape or t.dtype != out.dtype or t.dim_order != out.dim_order:
+        return None
+    return InPlace(pos)
+
+
+def narrowing(program, ins, pos, out) -> Optional[InPlace]:
+    """out[i] = f(in[i]) with out's elements no wider than in's (fp32 -> int8 quantize): same shape and
+    layout; the kernel reads element i before it writes out element i, in order, and out element i's
+    bytes [i*so, (i+1)*so) end before input element i+1's start ((i+1)*si >= (i+1)*so)."""
+    t = _tensor(program, ins, pos)
+    if pos != 0 or t is None or t.shape != out.shape or t.dim_order != out.dim_order:
+        return None
+    if DTYPE_SIZES.get(out.dtype, 99) > DTYPE_SIZES.get(t.dtype, 0):
+        return None
+    return InPlace(pos)
+
+
+def widening(program, ins, pos, out) -> Optional[InPlace]:
+    """out[i] = f(in[i]) with out's elements at least as wide as in's (int8 -> fp32 dequantize): same
+    shape and layout; the kernel runs from the last element, reading element i before it writes out
+    element i, whose bytes [i*so, (i+1)*so) start at or after input element i's (so >= si): only
+    elements i and later, read already."""
+    t = _tensor(program, ins, pos)
+    if pos != 0 or t is None or t.shape != out.shape or t.dim_order != out.dim_order:
+        return None
+    if DTYPE_SIZES.get(out.dtype, 0) < DTYPE_SIZES.get(t.dtype, 99):
         return None
     return InPlace(pos)
 
@@ -211,6 +236,8 @@ def scatter_self(program, ins, pos, out) -> Optional[InPlace]:
 
 RULES: dict[str, Callable] = {
     "elementwise": elementwise,
+    "narrowing": narrowing,
+    "widening": widening,
     "depthwise_channel": depthwise_channel,
     "pointwise": pointwise,
     "pool_forward": pool_forward,
