@@ -34,8 +34,9 @@ HOW_TO_PROVIDE = (
     f"{PACK} pack, with Include/ and Source/), or set {ENV_VAR}=PATH, or `pip install cmsis-pack-manager` on a "
     "connected machine"
 )
-GAIN = ("CMSIS-NN's DSP/MVE int8 kernels run convolutions and fully connected layers several times faster "
-        "than the portable int8 kernels, with bit-identical outputs")
+GAIN = ("with it, int8 layers can run on CMSIS-NN's DSP/MVE kernels (bit-identical outputs); without it, "
+        "`--kernels auto` (the default) runs the layers it covers on mcu-gen's generated kernels "
+        "(docs/cycles.md has both builds' estimated cycles)")
 
 
 class CmsisNnError(McuGenError, RuntimeError):
@@ -153,7 +154,7 @@ def choose_backend(requested: str, board, root: Path | None, how: str = "") -> B
             raise CmsisNnError(msg)
         return BackendChoice("portable", how=msg)
     if root is None:
-        msg = f"CMSIS-NN not found ({how}); {HOW_TO_PROVIDE}. It would gain: {GAIN}."
+        msg = f"CMSIS-NN not found ({how}); {HOW_TO_PROVIDE}. {GAIN[0].upper()}{GAIN[1:]}."
         if requested == "cmsis-nn":
             raise CmsisNnError("--backend cmsis-nn: " + msg)
         return BackendChoice("portable", how=how, warning="int8 operators run on the portable kernels: " + msg)
