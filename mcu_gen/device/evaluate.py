@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from mcu_gen.device.compare import (check_device_quant_params, check_program_id, identical_outputs, is_classifier,
+from mcu_gen.device.compare import (check_device_quant_params, check_program_id, int8_program_outputs_match,
+                                    is_classifier,
                                     verify_outputs)
 from mcu_gen.device.session import count_from_ticks
 from mcu_gen.reference.dataset import DatasetError, classification_metrics, load_dataset
@@ -162,7 +163,7 @@ def evaluate_link(link, result, samples: list, labels: np.ndarray, progress=None
             work()
         want = box["host"]
         counts.append(count_from_ticks(b, ticks))
-        ok = identical_outputs(got, want) if int8 else verify_outputs(got, want)[2]
+        ok = int8_program_outputs_match(program, got, want) if int8 else verify_outputs(got, want)[2]
         same += ok
         if not ok and len(mismatches) < 20:
             mismatches.append(k)

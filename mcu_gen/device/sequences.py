@@ -7,7 +7,8 @@ import numpy as np
 from mcu_gen.firmware.builder import BuildResult
 from mcu_gen.program.ir import Program
 from mcu_gen.device.compare import (INT8_REFERENCE, LinkCheck, check_device_quant_params, check_program_id,
-                                    equal_values, identical_outputs, is_classifier, is_int8_program,
+                                    equal_values, identical_outputs, int8_program_outputs_match, is_classifier,
+                                    is_int8_program,
                                     max_abs_difference, quant_error, verify_outputs)
 from mcu_gen.device.session import count_from_ticks
 from mcu_gen.reference.inputs import quantize_inputs, sequence_steps, to_numpy
@@ -92,7 +93,7 @@ def check_sequences(link, result: BuildResult, sequences: list, progress=None, i
         for k, (step, want) in enumerate(zip(seq, wants)):
             got, ticks = link.infer(list(step), rerun=False)
             if int8:
-                exact = identical_outputs(got, want)
+                exact = int8_program_outputs_match(program, got, want)
                 c.bit_exact = exact and c.bit_exact is not False
                 c.identical = c.identical and exact
                 c.verified = c.verified and exact
