@@ -218,7 +218,8 @@ def test_qat_covers_the_new_patterns(name):
 
     from mcu_gen.capture.model_file import ModelSpec, load_model_file
     from mcu_gen.quantize import export_quantized
-    from mcu_gen.quantize.quantizer import McuQuantizer, capture_for_quantization
+    from mcu_gen.quantize.capture import capture_for_quantization
+    from mcu_gen.quantize.quantizer import McuQuantizer
 
     spec = load_model_file(str(Path(__file__).parent / "models_int8" / f"{name}.py"))
     gm = capture_for_quantization(spec.module.train(), spec.example_inputs, fold_bn=False)

@@ -9,7 +9,8 @@ from mcu_gen.errors import BuildError
 from mcu_gen.firmware.builder import load_program
 from mcu_gen.capture.model_file import ModelSpec, load_model_file
 from mcu_gen.quantize import QuantizeError, export_quantized, quantized_module
-from mcu_gen.quantize.quantizer import McuQuantizer, capture_for_quantization
+from mcu_gen.quantize.capture import capture_for_quantization
+from mcu_gen.quantize.quantizer import McuQuantizer
 from mcu_gen.reference.integer import dequantize_f32, quantize_f32, run_int8_reference
 
 

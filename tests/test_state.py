@@ -228,7 +228,7 @@ def test_calibration_runs_sequences_step_by_step_with_the_state_carried():
 def test_rnn_cells_are_split_into_gates_that_equal_pytorchs_cell(cell):
     """decompose_rnn_cells: nn.GRUCell / nn.LSTMCell as per-gate linears, adds, sigmoid / tanh and muls
     compute what PyTorch's cell computes (before quantization, in float)."""
-    from mcu_gen.quantize.quantizer import capture_for_quantization
+    from mcu_gen.quantize.capture import capture_for_quantization
 
     torch.manual_seed(0)
     mod = (torch.nn.GRUCell(5, 7) if cell == "gru" else torch.nn.LSTMCell(5, 7)).eval()
@@ -547,7 +547,7 @@ def test_a_stateful_conv_bn_model_folds_its_batch_norm_and_runs_all_int8():
     into the causal conv1d before it all the same, and the whole streaming block is int8."""
     from mcu_gen.capture.model_file import ModelSpec
     from mcu_gen.quantize import export_quantized
-    from mcu_gen.quantize.quantizer import capture_for_quantization
+    from mcu_gen.quantize.capture import capture_for_quantization
 
     class Block(torch.nn.Module):
         def __init__(self):

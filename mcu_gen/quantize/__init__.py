@@ -67,7 +67,7 @@ def quantized_module(spec, calibration=None, method: str | None = None,
     calibration samples out of calibration (spec.held_out_inputs: what `run` verifies it on)."""
     from mcu_gen.quantize.calibration import held_out_count, quantize_ptq
     from mcu_gen.quantize.observers import CHOICES, DEFAULT_CHOICE, check_method
-    from mcu_gen.quantize.quantizer import is_quantized_graph
+    from mcu_gen.quantize.capture import is_quantized_graph
 
     try:
         method = check_method(method or DEFAULT_CHOICE, CHOICES)
@@ -92,7 +92,7 @@ def quantized_module(spec, calibration=None, method: str | None = None,
             "model file (a list of input tuples, e.g. 8-100 real samples; for a model with state, one sequence "
             "fed in order, or define calibration_sequences()) or pass --calibration FILE (torch.save of such a "
             "list). mcu-gen never calibrates on random data.")
-    from mcu_gen.quantize.quantizer import StatefulModelError
+    from mcu_gen.quantize.capture import StatefulModelError
 
     sequences = bool(getattr(spec, "calibration_sequences", None))
     hold = 0 if (spec.test_inputs or sequences) else held_out_count(len(data))

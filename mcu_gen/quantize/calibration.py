@@ -23,7 +23,8 @@ import torch
 import torch.fx
 
 from mcu_gen.quantize.observers import AUTO, CHOICES, DEFAULT_CHOICE, DEFAULT_METHOD, METHODS, check_method, set_method
-from mcu_gen.quantize.quantizer import CONV_OPS, LINEAR_OPS, McuQuantizer, capture_for_quantization, share_state_observers
+from mcu_gen.quantize.capture import capture_for_quantization, share_state_observers
+from mcu_gen.quantize.quantizer import CONV_OPS, LINEAR_OPS, McuQuantizer
 
 COMPARE_SAMPLES = 16  # samples the methods are compared on at most
 BETTER = 0.9  # another method is recommended when its error is below this fraction of the chosen one's

@@ -472,7 +472,7 @@ class QuantLowering:
     # -- state (mutable buffers) ---------------------------------------------------------------------
     def _state_input(self, node, st) -> None:
         """A state tensor: int8 with the one scale and zero point every reader quantizes it with
-        (quantizer.share_state_observers makes them one), its initial value quantized the same way;
+        (capture.share_state_observers makes them one), its initial value quantized the same way;
         fp32 when something reads it in fp32 (an island) or nothing quantizes it."""
         from mcu_gen.quantize.arith import quantize_f32
 

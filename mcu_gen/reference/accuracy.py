@@ -19,7 +19,7 @@ from mcu_gen.program.pte import DELEGATE_PREFIX
 
 def _fp32_node_values(spec, inputs) -> dict:
     """{fx node name: fp32 tensor} of the captured (not quantized) model."""
-    from mcu_gen.quantize.quantizer import capture_for_quantization
+    from mcu_gen.quantize.capture import capture_for_quantization
 
     gm = capture_for_quantization(spec.module, spec.example_inputs)
     values = {}
