@@ -67,39 +67,44 @@ def _libm():
     return _libm.lib
 
 
+def _along_rows(x: np.ndarray, dim: int, fn) -> np.ndarray:
+    """fn(rows) over x's float32 rows along dim, put back in x's layout."""
+    xm = np.moveaxis(x.astype(np.float32), dim, -1)
+    rows = xm.reshape(-1, xm.shape[-1])
+    return np.moveaxis(fn(rows).reshape(xm.shape), -1, dim)
+
+
+def _shifted_exp(rows: np.ndarray) -> tuple:
+    """(rows - each row's max, expf of that) with the C library's expf, as softmax_common.h's rows."""
+    lib = _libm()
+    shifted = rows - rows.max(axis=1, keepdims=True)
+    e = np.array([[lib.expf(float(v)) for v in row] for row in shifted], np.float32).reshape(rows.shape)
+    return shifted, e
+
+
 def log_softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
     """kernels_portable/op_log_softmax.cpp: max, a sequential float32 sum of expf(x - max), logf,
     (x - max) - log_sum; expf/logf from the C library (the same correctly-rounded-in-practice
     algorithms as newlib's)."""
     lib = _libm()
-    xm = np.moveaxis(x.astype(np.float32), dim, -1)
-    rows = xm.reshape(-1, xm.shape[-1])
-    out = np.empty_like(rows)
-    for r, row in enumerate(rows):
-        mx = row.max()
-        total = np.float32(0.0)
-        for v in row:
-            total = np.float32(total + np.float32(lib.expf(float(np.float32(v - mx)))))
-        log_sum = np.float32(lib.logf(float(total)))
-        out[r] = (row - mx) - log_sum
-    return np.moveaxis(out.reshape(xm.shape), -1, dim)
+
+    def rows_out(rows):
+        shifted, e = _shifted_exp(rows)
+        log_sum = np.array([lib.logf(float(t)) for t in _seq_sum(e)], np.float32)
+        return shifted - log_sum[:, None]
+
+    return _along_rows(x, dim, rows_out)
 
 
 def softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
     """kernels_portable/op_softmax.cpp: e = expf(x - max) with a sequential float32 sum, then
     e * (1 / sum)."""
-    lib = _libm()
-    xm = np.moveaxis(x.astype(np.float32), dim, -1)
-    rows = xm.reshape(-1, xm.shape[-1])
-    out = np.empty_like(rows)
-    for r, row in enumerate(rows):
-        mx = row.max()
-        e = np.array([lib.expf(float(np.float32(v - mx))) for v in row], np.float32)
-        total = np.float32(0.0)
-        for v in e:
-            total = np.float32(total + v)
-        out[r] = e * (np.float32(1.0) / total)
-    return np.moveaxis(out.reshape(xm.shape), -1, dim)
+
+    def rows_out(rows):
+        _, e = _shifted_exp(rows)
+        return e * (np.float32(1.0) / _seq_sum(e))[:, None]
+
+    return _along_rows(x, dim, rows_out)
 
 
 def _emulated_softmax(fn):
