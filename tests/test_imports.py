@@ -135,3 +135,57 @@ def test_the_check_catches_a_backward_import(tmp_path):
     (t, line), = imports_of("mcu_gen.program.x", f, False, known)
     assert (t, line) == ("mcu_gen.device.runner", 2)
     assert STAGES.index(stage_of(t)) > STAGES.index(stage_of("mcu_gen.program.x"))
+
+
+def private_uses(mod: str, path: pathlib.Path, is_pkg: bool, known: set) -> list:
+    """(what, line) for every use of another mcu_gen module's private name (`_x`, not dunder): a
+    `from m import _x`, or `m._x` where m names an imported mcu_gen module (issue 26: modules
+    share code through public names)."""
+    tree = ast.parse(path.read_text(), str(path))
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    aliases, found = {}, []
+
+    def private(name):
+        return name.startswith("_") and not name.startswith("__")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "mcu_gen" and a.asname:
+                    aliases[a.asname] = a.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                target = ".".join(base[:len(base) - (node.level - 1)] + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "mcu_gen" or target == mod:
+                continue
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                if sub in known:
+                    aliases[a.asname or a.name] = sub
+                elif private(a.name):
+                    found.append((f"{target}.{a.name}", node.lineno))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and private(node.attr)
+                and aliases.get(node.value.id, mod) != mod):
+            found.append((f"{aliases[node.value.id]}.{node.attr}", node.lineno))
+    return found
+
+
+def test_no_private_names_across_modules():
+    mods = module_files()
+    known = set(mods)
+    bad = [f"{m} line {line} uses {what}" for m, (f, is_pkg) in mods.items()
+           for what, line in private_uses(m, f, is_pkg, known)]
+    assert not bad, "private names used across modules: " + "; ".join(bad)
+
+
+def test_the_private_name_check_can_fail(tmp_path):
+    """Both forms are reported: importing a private name, and reaching it through a module."""
+    f = tmp_path / "x.py"
+    f.write_text("from mcu_gen.plan import planner\nfrom mcu_gen.quantize.int8_ops.compare import _c\n"
+                 "def f():\n    return planner._layout, planner.plan\n")
+    known = set(module_files()) | {"mcu_gen.program.x"}
+    assert private_uses("mcu_gen.program.x", f, False, known) == [
+        ("mcu_gen.quantize.int8_ops.compare._c", 2), ("mcu_gen.plan.planner._layout", 4)]

@@ -273,7 +273,7 @@ def test_comparison_with_a_number_as_a_code_threshold():
     c exactly on a dequantized value, one float32 step beside it, and outside the range."""
     import torch
 
-    from mcu_gen.quantize.int8_ops.compare import SCALAR_COMPARISONS, _codes, code_test
+    from mcu_gen.quantize.int8_ops.compare import SCALAR_COMPARISONS, dequantized_codes, code_test
 
     rng = np.random.default_rng(0)
     codes = np.arange(-128, 128)
@@ -281,7 +281,7 @@ def test_comparison_with_a_number_as_a_code_threshold():
            "ge": np.greater_equal}
     for _ in range(60):
         scale, zp = float(np.exp(rng.uniform(-9, 1))), int(rng.integers(-128, 128))
-        f = _codes(scale, zp)
+        f = dequantized_codes(scale, zp)
         hit = float(f[int(rng.integers(0, 256))])
         for c in (hit, float(np.nextafter(np.float32(hit), np.float32(np.inf))), hit - 1e-9, 0.0, 1e6, -1e6,
                   float(rng.uniform(-2, 2)), int(rng.integers(-3, 3))):
@@ -291,4 +291,4 @@ def test_comparison_with_a_number_as_a_code_threshold():
                 assert -128 <= threshold <= 127
                 np.testing.assert_array_equal(ops[op](codes, threshold), truth, err_msg=f"{name} {c} {scale} {zp}")
     assert code_test(np.array([True, False, True] + [False] * 253)) is None
-    assert torch.equal(_codes(0.5, 3)[:2], torch.tensor([-65.5, -65.0]))
+    assert torch.equal(dequantized_codes(0.5, 3)[:2], torch.tensor([-65.5, -65.0]))

@@ -25,7 +25,7 @@ SCALAR_COMPARISONS = {getattr(aten, n).Scalar: n for n in _NAMES}
 TENSOR_COMPARISONS = {getattr(aten, n).Tensor: n for n in _NAMES}
 
 
-def _codes(scale: float, zp: int) -> torch.Tensor:
+def dequantized_codes(scale: float, zp: int) -> torch.Tensor:
     """The dequantized value of every int8 code, in float32 as quantized_decomposed computes it."""
     return torch.from_numpy(dequantize_f32(np.arange(INT8_MIN, INT8_MAX + 1), scale, zp))
 
@@ -67,7 +67,7 @@ def compare_scalar(lw, node, qnode, act):
     if not isinstance(c, (int, float, bool)):
         return "the other operand is not a number"
     t = lw.program.tensor(v)
-    truth = node.target(_codes(t.scale, t.zero_point), c).numpy()
+    truth = node.target(dequantized_codes(t.scale, t.zero_point), c).numpy()
     test = code_test(truth)
     if test is None:
         return "the codes that pass are not one run"
@@ -87,7 +87,7 @@ def compare_tensors(lw, node, qnode, act):
     ta, tb = lw.program.tensor(va), lw.program.tensor(vb)
     if (ta.scale, ta.zero_point) != (tb.scale, tb.zero_point):
         return "operands with different quantization parameters"
-    f = _codes(ta.scale, ta.zero_point)
+    f = dequantized_codes(ta.scale, ta.zero_point)
     if not bool(torch.all(f[1:] > f[:-1])):
         return "two codes dequantize to the same value (scale too small)"
     out = _bool_out(lw, node)

@@ -72,7 +72,7 @@ def prelu(lw, node, qnode, act):
     """PReLU with constant slopes (one per channel, or one): where(x > 0, x, slope * x) on int8.
     x > 0 is an exact threshold on the codes, x is requantized to the output by a table (exact),
     slope * x is cortex_m::quantized_mul by the slopes quantized per tensor (int8, symmetric)."""
-    from mcu_gen.quantize.int8_ops.compare import _codes, code_test
+    from mcu_gen.quantize.int8_ops.compare import dequantized_codes, code_test
 
     v, wn = lw.quant_of(node.args[0]), node.args[1]
     if v is None:
@@ -97,7 +97,7 @@ def prelu(lw, node, qnode, act):
     mult, shift = quantize_multiplier(t.scale * s_w / s_out)
     order = tuple(range(nd)) if nd == 4 else None
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
-    positive = code_test((_codes(t.scale, t.zero_point) > 0).numpy())
+    positive = code_test((dequantized_codes(t.scale, t.zero_point) > 0).numpy())
     mask = lw.program.add(TensorValue(t.shape, "bool", name=node.name + "_positive"))
     lw.emit(f"aten::{positive[0]}.Scalar_out", [v, i(positive[1])], mask, node)
     neg = lw.int8_tensor(t.shape, s_out, zp_out, order, node.name + "_negative")
