@@ -23,7 +23,11 @@ OUT_OF_SCOPE = [
      "no random numbers on the device; dropout in eval mode is dropped at capture"),
     ("backward operators (aten::convolution_backward, aten::max_pool2d_with_indices_backward, ...)",
      "mcu-gen runs inference"),
-    ("complex dtypes (aten::view_as_real_copy, aten::_conj_physical)", "no complex tensors on the device"),
+    ("complex dtypes (aten::view_as_real_copy, aten::_conj_physical, aten::_fft_c2c, a complex model output)",
+     "no complex tensors on the device. A real FFT (aten::_fft_r2c: torch.stft, torch.fft.rfft/fft of real "
+     "input) whose complex result reaches only views, sums, real scalings, abs, angle or view_as_real is "
+     "rewritten at capture into real DFT matrix products (mcu::linear) on (..., 2) pair tensors, in fp32 "
+     "programs and as one fp32 island of int8 programs (mcu_gen/capture/complex_to_real.py)"),
     ("ExecuTorch's memory ops (aten::empty, dim_order_ops::_empty_dim_order, et_copy::_h2d_copy/_d2h_copy, "
      "aten::lift_fresh_copy)",
      "the memory plan places every tensor ahead of time; captured graphs carry none of these"),

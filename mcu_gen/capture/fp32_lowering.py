@@ -74,13 +74,17 @@ class Fp32Lowering:
         """Refuse complex tensors with what to do instead (complex is out of scope: issue 24)."""
         if val.dtype.is_complex:
             what = f"input {node.name}" if node.op == "placeholder" else f"{self._op_text(node)} (node {node.name})"
+            why = node.meta.get("mcu_complex_refusal")
+            why = f"; here not, because of {why}" if why else ""
             raise UnsupportedOperatorError(
                 f"{what} gives a {str(val.dtype).replace('torch.', '')} tensor {list(val.shape)}: complex tensors "
                 f"are out of mcu-gen's scope (its kernels and memory plan hold real float, integer and bool "
                 f"tensors only; there is no FFT kernel). Keep every tensor of the model real, also inside "
                 f"torch.stft / torch.fft (return_complex=False and view_as_real still compute a complex FFT): "
                 f"e.g. frames = x.unfold(-1, n_fft, hop) times precomputed cos and sin DFT matrices "
-                f"(torch.matmul) give the real and imaginary parts{self._where(node)}")
+                f"(torch.matmul) give the real and imaginary parts. A real FFT (stft, rfft) whose complex result "
+                f"only reaches views, sums, real scalings, abs, angle or view_as_real is computed as real DFT "
+                f"products{why}{self._where(node)}")
 
     def tensor_value(self, node, val) -> int:
         self._check_static(node, val)

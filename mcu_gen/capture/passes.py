@@ -5,6 +5,7 @@ parameter, buffer and lifted constant has become a ``get_attr`` node, so a
 constant is simply a node for which ``const(node)`` returns a tensor.
 
 Order (see ``run_passes``):
+  complex_to_real     real FFTs (stft) whose complex result ends in real values: DFT matrix products
   remove_noops        eval dropout, no-op clone / alias / _to_copy, detach, export's asserts
   fold_constants      any op whose inputs are all constants (e.g. permute(W))
   fold_batch_norm     eval BN into the preceding convolution / addmm / mm
@@ -21,6 +22,7 @@ import torch
 import torch.fx
 
 from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
+from mcu_gen.capture.complex_to_real import complex_to_real
 
 aten = torch.ops.aten
 INF = math.inf
@@ -372,6 +374,7 @@ def fuse_activations(cg: ConstGraph) -> None:
 
 
 def run_passes(cg: ConstGraph, fuse: bool = True) -> ConstGraph:
+    complex_to_real(cg)
     remove_noops(cg)
     fold_constants(cg)
     fold_batch_norm(cg)

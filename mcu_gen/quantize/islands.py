@@ -23,14 +23,14 @@ from mcu_gen.capture.passes import run_passes
 from mcu_gen.program.ir import TensorValue
 
 
-class _One(torch.nn.Module):
-    """``target(*args, **kwargs)`` with fx nodes replaced by the module's tensor inputs
-    (activations) and buffers (constants)."""
+class _Nodes(torch.nn.Module):
+    """The fx nodes ``nodes`` run in order (an operator, or one with the complex-valued operators
+    before it: stft then abs), with the fx nodes they read replaced by the module's tensor inputs
+    (activations) and buffers (constants); returns the last node's result."""
 
-    def __init__(self, node: torch.fx.Node, activations: list, constants: dict):
+    def __init__(self, nodes: list, activations: list, constants: dict):
         super().__init__()
-        self.target = node.target
-        self.node_args, self.node_kwargs = node.args, node.kwargs
+        self.nodes = [(n, n.target, n.args, n.kwargs) for n in nodes]
         self.activations = activations
         self.const_names = {}
         for k, (n, t) in enumerate(constants.items()):
@@ -39,8 +39,9 @@ class _One(torch.nn.Module):
             self.const_names[n] = name
 
     def forward(self, *xs):
-        if self.target._schema.is_mutable:  # hardswish_(x): the island's copy of x, not its input (functionalized)
-            xs = tuple(x.clone() for x in xs)
+        target = self.nodes[-1][1]
+        if len(self.nodes) == 1 and target._schema.is_mutable:
+            xs = tuple(x.clone() for x in xs)  # hardswish_(x): the island's copy of x, not its input (functionalized)
         env = dict(zip(self.activations, xs))
 
         def sub(a):
@@ -50,7 +51,9 @@ class _One(torch.nn.Module):
                 return type(a)(sub(b) for b in a)
             return a
 
-        return self.target(*sub(self.node_args), **{k: sub(v) for k, v in self.node_kwargs.items()})
+        for node, target, args, kwargs in self.nodes:
+            env[node] = target(*sub(args), **{k: sub(v) for k, v in kwargs.items()})
+        return env[self.nodes[-1][0]]
 
 
 _TORCH_DTYPES = {"float32": torch.float32, "int32": torch.int32, "int64": torch.int64, "bool": torch.bool,
@@ -62,13 +65,16 @@ def _example(program, value: int) -> torch.Tensor:
     return torch.zeros(tuple(int(s) for s in t.shape), dtype=_TORCH_DTYPES[t.dtype])
 
 
-def lower_island(fp: Fp32Lowering, node: torch.fx.Node, activations: dict, constants: dict):
-    """Lower ``node`` in fp32 into ``fp.program``: ``activations`` maps input fx nodes to fp32
-    values of the program, ``constants`` input fx nodes to tensors. Returns the value (or list
-    of values, for an operator with several results) of the node.
+def lower_island(fp: Fp32Lowering, nodes, activations: dict, constants: dict):
+    """Lower ``nodes`` (an fx node, or a list run in order whose last one gives the result) in fp32 into
+    ``fp.program``: ``activations`` maps input fx nodes to fp32 values of the program, ``constants`` input
+    fx nodes to tensors. Returns the value (or list of values, for an operator with several results) of
+    the last node.
     An input that is a constant of the program (an LSTM's zero initial state, folded before the island)
     goes in as a constant: the island's graph passes fold what it computes from it (its slices), instead of
     instructions that copy constants into the arena."""
+    nodes = list(nodes) if isinstance(nodes, (list, tuple)) else [nodes]
+    node = nodes[-1]
     activations, constants = dict(activations), dict(constants)
     # not for an in-place target (fill_, masked_fill_): it would write the constant, a buffer mutation
     mutable = isinstance(node.target, torch._ops.OpOverload) and node.target._schema.is_mutable
@@ -79,9 +85,10 @@ def lower_island(fp: Fp32Lowering, node: torch.fx.Node, activations: dict, const
             constants[a] = torch.from_numpy(np.array(t.data, copy=True)).reshape(tuple(t.shape)).to(_TORCH_DTYPES[t.dtype])
             del activations[a]
     acts = list(activations)
-    what = op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target)
+    what = " -> ".join(op_name(n.target) if isinstance(n.target, torch._ops.OpOverload) else str(n.target)
+                       for n in nodes)
     try:
-        ep = torch.export.export(_One(node, acts, constants), tuple(_example(fp.program, activations[a]) for a in acts))
+        ep = torch.export.export(_Nodes(nodes, acts, constants), tuple(_example(fp.program, activations[a]) for a in acts))
         ep = ep.run_decompositions(decomposition_table())
     except Exception as e:
         raise ExportError(f"{what}: cannot decompose it to core ATen for an fp32 island: "
@@ -103,7 +110,7 @@ def lower_island(fp: Fp32Lowering, node: torch.fx.Node, activations: dict, const
     for ph, a in zip(inputs, acts):
         sub.env[ph] = activations[a]
     first = len(fp.program.instructions)
-    src = source_line(node, fp.user_file)
+    src = source_line(nodes[0], fp.user_file)
     try:
         for n in cg.graph.nodes:
             if n.op == "get_attr":

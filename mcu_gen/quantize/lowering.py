@@ -31,7 +31,7 @@ import torch
 import torch.fx
 import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decomposed operators)
 
-from mcu_gen.capture.export import Fp32Lowering, op_name, source_line, torch_dtype_name
+from mcu_gen.capture.export import Fp32Lowering, UnsupportedOperatorError, op_name, source_line, torch_dtype_name
 from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
 from mcu_gen.quantize.islands import lower_island
 from mcu_gen.quantize.int8_common import (  # noqa: F401  (re-exported: lowering's public names)
@@ -77,6 +77,7 @@ class QuantLowering:
         self.done = set()  # nodes lowered as part of a pattern
         self.nhwc_flat = {}  # value -> (C, H, W): a flatten that kept NHWC byte order
         self.fallback = []
+        self.complex_pending = []  # fp32 island nodes with a complex result, lowered with their real consumer
         self.cmsis_scratch = False  # the portable cortex_m kernels take no scratch
         self.results = {}  # fx node name -> (int8 value, op, source): for the per-operator error
 
@@ -351,9 +352,15 @@ class QuantLowering:
             self.fp.lower_call(node)
             self.f[(node, True)] = self.fp.env[node]
             return
+        val = node.meta.get("val")
+        if isinstance(val, torch.Tensor) and val.dtype.is_complex:
+            # (stft, rfft): no complex tensor in the program; one island with the ops that make it real
+            self.complex_pending.append(node)
+            return
+        chain = self._complex_chain(node)
         first_ins, first_val = len(self.program.instructions), len(self.program.values)
         activations, constants = {}, {}
-        for a in node.all_input_nodes:
+        for a in [a for n in chain for a in n.all_input_nodes if a not in chain]:
             if a.op == "get_attr":
                 constants[a] = get_attr_value(self.gm, a)
             elif self.weight(a) is not None:
@@ -363,7 +370,7 @@ class QuantLowering:
                 activations[a] = self.fp.env[a]
             else:
                 activations[a] = self.fp32_of(a, contiguous=True)
-        out = lower_island(self.fp, node, activations, constants)
+        out = lower_island(self.fp, chain, activations, constants)
         self.fp.env[node] = out
         self.f[(node, True)] = out
         if node.target in VIEW_OPS or node.target in NOOP_OPS:
@@ -372,12 +379,24 @@ class QuantLowering:
             return  # folded to a constant at build time (zeros, full, arange of constants): nothing runs in fp32
         new_values = [v for v in self.program.values[first_val:] if isinstance(v, TensorValue) and not v.is_constant]
         self.fallback.append({
-            "op": op_name(node.target) if isinstance(node.target, torch._ops.OpOverload) else str(node.target),
+            "op": " -> ".join(op_name(n.target) if isinstance(n.target, torch._ops.OpOverload) else str(n.target)
+                              for n in chain),
             "reason": reason, "source": source_line(node, self.user_file),
             "kernels": [ins.op for ins in self.program.instructions[first_ins:]],
             "fp32_bytes": sum(v.nbytes for v in new_values if v.dtype == "float32"),
             "constant_bytes": sum(v.nbytes for v in self.program.values[first_val:]
                                   if isinstance(v, TensorValue) and v.is_constant)})
+
+    def _complex_chain(self, node) -> list:
+        """The pending complex-valued island nodes `node` reads (directly or through each other), in
+        graph order, then `node`: one island computes them all (capture/complex_to_real.py)."""
+        need, todo = set(), [a for a in node.all_input_nodes if a in self.complex_pending]
+        while todo:
+            a = todo.pop()
+            if a not in need:
+                need.add(a)
+                todo += [b for b in a.all_input_nodes if b in self.complex_pending]
+        return [n for n in self.complex_pending if n in need] + [node]
 
     def quantize_node(self, node) -> None:
         x = node.args[0]
@@ -421,7 +440,10 @@ class QuantLowering:
                 continue
             if t in DQ_CHANNEL_OPS or t in ASSERT_OPS:
                 continue  # (asserts: checks of dtypes and shapes that export proved; nothing to run)
-            reason = self.try_int8(node)
+            if any(a in self.complex_pending for a in node.all_input_nodes):
+                reason = "reads a complex tensor (an fp32 island with the op that makes it)"
+            else:
+                reason = self.try_int8(node)
             if reason is not None:
                 self.fallback_op(node, reason)
         out_node = next(n for n in g.nodes if n.op == "output")
@@ -546,6 +568,11 @@ class QuantLowering:
             v = self.fp32_of(node, contiguous=len(self.program.tensor(self.q[node]).shape) != 4)
         elif (node, True) in self.f:
             v = self.f[(node, True)]
+        elif node in self.complex_pending:
+            raise UnsupportedOperatorError(
+                f"{op_name(node.target)} (node {node.name}) gives a complex tensor that the model returns: complex "
+                f"tensors are out of mcu-gen's scope; return view_as_real(z), z.abs() or z.angle() instead"
+                f"\n  at {source_line(node, self.user_file)}")
         else:
             raise QuantLoweringError(f"output {node}: not produced by the program")
         root = self.fp.root(v)
