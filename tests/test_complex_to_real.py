@@ -8,10 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from mcu_gen.capture.complex_to_real import twiddle_table
 from mcu_gen.capture.export import export_model
 from mcu_gen.capture.model_file import load_model_file
 from mcu_gen.capture.schema import UnsupportedOperatorError
-from mcu_gen.firmware.host import run_on_host
+from mcu_gen.firmware.host import HostRunError, run_on_host
+from mcu_gen.program.ir import Instruction, Program
+from mcu_gen.reference.fp32_emulation import rfft_f32
 
 MODEL = """
 import torch
@@ -51,7 +54,7 @@ def test_fft_front_ends_run_on_real_tensors_and_match_pytorch(tmp_path):
     dtypes = {program.values[v].dtype for ins in program.instructions for v in ins.args
               if isinstance(v, int) and hasattr(program.values[v], "dtype")}
     assert not any("complex" in str(d) for d in dtypes)
-    assert sum(ins.op == "mcu::linear.out" for ins in program.instructions) == 5  # one DFT product per FFT (5)
+    assert sum(ins.op == "mcu::rfft.out" for ins in program.instructions) == 5  # one per FFT
     torch.manual_seed(3)
     for _ in range(2):
         x, y = torch.randn(2, 200), torch.randn(2, 24, 3)
@@ -63,6 +66,61 @@ def test_fft_front_ends_run_on_real_tensors_and_match_pytorch(tmp_path):
             assert g.shape == w.shape and g.dtype == w.dtype
             scale = max(1.0, float(np.abs(w).max()))
             assert np.abs(g - w).max() <= 2e-5 * scale, float(np.abs(g - w).max())
+
+
+def _twiddle(n):
+    return twiddle_table(n)
+
+
+def _rfft_program(cases):
+    """One program: per case (x, n_out, scale[, twiddle]) an mcu::rfft.out instruction."""
+    p, feeds = Program(), []
+    p.meta["aliases"] = {}
+    for x, n_out, scale, *tw in cases:
+        n = x.shape[-1]
+        tw = tw[0] if tw else _twiddle(n)
+        xv = p.add_tensor(x.shape, "float32")
+        p.inputs.append(xv)
+        feeds.append(x)
+        twv = p.add_tensor(tw.shape, "float32", data=tw)
+        out = p.add_tensor(x.shape[:-1] + (n_out, 2), "float32")
+        p.instructions.append(Instruction("mcu::rfft.out", [xv, twv, p.add_scalar("int", n_out),
+                                                            p.add_scalar("float", scale), out, out]))
+        p.outputs.append(out)
+    return p, feeds
+
+
+def test_the_fft_kernel_matches_numpy_and_its_float32_emulation_bit_for_bit():
+    """op_mcu_rfft.cpp on the host build: within float32 rounding of numpy's FFT, and equal bit for bit to
+    reference/fp32_emulation.rfft_f32, which the int8 programs' reference runs (radix-2 and direct sizes,
+    one- and two-sided, scaled)."""
+    rng = np.random.default_rng(5)
+    cases = []
+    for n in (1, 2, 3, 4, 5, 6, 8, 12, 16, 30, 32, 64, 128):
+        for onesided, scale in ((True, 1.0), (False, 1.0 / n), (True, 1.0 / np.sqrt(n))):
+            x = rng.standard_normal((3, n)).astype(np.float32)
+            cases.append((x, n // 2 + 1 if onesided else n, float(scale)))
+    p, feeds = _rfft_program(cases)
+    got = run_on_host(p, feeds)
+    for (x, n_out, scale), g in zip(cases, got):
+        want = np.fft.fft(x.astype(np.float64), axis=-1)[..., :n_out] * scale
+        want = np.stack([want.real, want.imag], axis=-1)
+        assert np.abs(g - want).max() <= 4e-6 * max(1.0, np.abs(want).max()), (x.shape, n_out)
+        np.testing.assert_array_equal(g, rfft_f32(x, _twiddle(x.shape[-1]), n_out, scale), err_msg=str(x.shape))
+
+
+@pytest.mark.parametrize("case", ["n_out", "twiddle", "out_shape"])
+def test_the_fft_kernel_rejects_bad_arguments(case):
+    x = np.ones((2, 8), np.float32)
+    if case == "n_out":
+        p, feeds = _rfft_program([(x, 6, 1.0)])  # neither 8 // 2 + 1 nor 8
+    elif case == "twiddle":
+        p, feeds = _rfft_program([(x, 5, 1.0, _twiddle(4))])  # a table for another length
+    else:
+        p, feeds = _rfft_program([(x, 5, 1.0)])
+        p.values[p.outputs[0]].shape = (2, 5, 3)
+    with pytest.raises(HostRunError, match="(?i)kernel|fail"):
+        run_on_host(p, feeds)
 
 
 @pytest.mark.parametrize("body, why", [
@@ -104,8 +162,7 @@ def test_an_int8_program_runs_the_fft_front_end_as_one_island_bit_exact_on_the_h
     program, _ = export_quantized(spec)
     islands = program.meta["fp32_fallback"]
     assert islands[0]["op"] == "aten::stft.default -> aten::abs.default"  # one island: no complex tensor between
-    assert "mcu::linear.out" in islands[0]["kernels"]  # the DFT product
-    assert "aten::mm.out" not in [i.op for i in program.instructions]
+    assert "mcu::rfft.out" in islands[0]["kernels"]
     for (x,) in cal[:3]:
         want = run_int8_reference(program, [x.numpy()])
         got = run_on_host(program, [x.numpy()])

@@ -26,8 +26,8 @@ OUT_OF_SCOPE = [
     ("complex dtypes (aten::view_as_real_copy, aten::_conj_physical, aten::_fft_c2c, a complex model output)",
      "no complex tensors on the device. A real FFT (aten::_fft_r2c: torch.stft, torch.fft.rfft/fft of real "
      "input) whose complex result reaches only views, sums, real scalings, abs, angle or view_as_real is "
-     "rewritten at capture into real DFT matrix products (mcu::linear) on (..., 2) pair tensors, in fp32 "
-     "programs and as one fp32 island of int8 programs (mcu_gen/capture/complex_to_real.py)"),
+     "rewritten at capture to mcu::rfft (a radix-2 FFT; the direct sum for other lengths) on (..., 2) pair "
+     "tensors, in fp32 programs and as one fp32 island of int8 programs (mcu_gen/capture/complex_to_real.py)"),
     ("ExecuTorch's memory ops (aten::empty, dim_order_ops::_empty_dim_order, et_copy::_h2d_copy/_d2h_copy, "
      "aten::lift_fresh_copy)",
      "the memory plan places every tensor ahead of time; captured graphs carry none of these"),

@@ -4,14 +4,14 @@ mcu-gen's kernels and memory plan hold real tensors only. An audio front end com
 ``torch.stft(x, ..., return_complex=True).abs()`` (or ``.pow(2)`` of it, ``view_as_real``, ``angle``):
 core ATen's ``_fft_r2c`` gives a complex tensor, some views move it, and a real value comes out. This
 pass carries each such complex tensor as a real one with a trailing dimension of 2 (real, imaginary:
-``view_as_real``'s layout) and computes the FFT as a matrix product with a constant DFT matrix:
+``view_as_real``'s layout) and computes the FFT with ``mcu::rfft`` (kernels_portable/op_mcu_rfft.cpp):
 
-    X[k] = sum_n x[n] (cos(2 pi k n / N) - i sin(2 pi k n / N)) * scale
+    X[k] = scale * sum_n x[n] (cos(2 pi k n / N) - i sin(2 pi k n / N)),  k < N // 2 + 1 when onesided,
 
-(k < N // 2 + 1 when onesided, scale 1, 1 / sqrt(N) or 1 / N for normalization 0, 1, 2), the matrix
-computed in float64 and rounded to float32; ``mm`` by a constant becomes ``mcu::linear`` later, so the
-DFT runs on the blocked linear kernel. The sum order differs from PyTorch's FFT: the result is equal
-within the fp32 tolerance, not bit for bit.
+scale 1, 1 / sqrt(N) or 1 / N for normalization 0, 1, 2; the twiddle table [N, 2] is computed in float64
+and rounded to float32 at build time (8 N bytes of flash). N a power of two runs a radix-2 FFT (N/2
+points, then the real split), other N the direct sum. The operation order differs from PyTorch's FFT:
+the result is equal within the fp32 tolerance, not bit for bit.
 
 Rewritten only when every complex tensor of the group is made by ``_fft_r2c`` over one dimension or
 by the ops in ``_COMPLEX_OPS`` and read only by those ops or by ``_TO_REAL`` ones; anything else (a
@@ -28,6 +28,8 @@ import numpy as np
 import torch
 import torch.fx
 
+from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
+
 aten = torch.ops.aten
 
 # Complex in, complex out: the same op on the (..., 2) pair tensor, dimension arguments remapped.
@@ -39,6 +41,20 @@ _COMPLEX_OPS = {
 }
 # Complex in, real out.
 _TO_REAL = {aten.abs.default, aten.view_as_real.default, aten.angle.default}
+
+
+def twiddle_table(n: int) -> np.ndarray:
+    """[n, 2] float32: (cos(2 pi j / n), -sin(2 pi j / n)), computed in float64 and rounded once; the
+    quarter turns exact (sin(pi) is 0, not 1.2e-16: a real input's Nyquist bin then has an imaginary
+    part of exactly 0, as in PyTorch, and its angle is pi, not -pi, for a negative real part)."""
+    ang = 2.0 * np.pi * np.arange(n) / n
+    cos, msin = np.cos(ang), -np.sin(ang)
+    j = np.arange(n)
+    quarter = (4 * j) % n == 0
+    q = (4 * j[quarter]) // n
+    cos[quarter] = np.array([1.0, 0.0, -1.0, 0.0])[q]
+    msin[quarter] = np.array([0.0, -1.0, 0.0, 1.0])[q]
+    return np.stack([cos, msin], axis=-1).astype(np.float32)
 
 
 def _val(node):
@@ -130,22 +146,16 @@ class _Rewriter:
     def dft(self, node):
         x, (dim,), normalization, onesided = node.args
         xv = _val(x)
-        nd, d = xv.dim(), node.args[1][0] % xv.dim()
-        n = xv.shape[d]
+        nd, d = xv.dim(), dim % xv.dim()
+        n = int(xv.shape[d])
         k = n // 2 + 1 if onesided else n
         scale = (1.0, 1.0 / math.sqrt(n), 1.0 / n)[normalization]
-        ang = 2.0 * np.pi * np.outer(np.arange(n), np.arange(k)) / n
-        w = np.stack([np.cos(ang), -np.sin(ang)], axis=-1).reshape(n, 2 * k) * scale
-        wc = self.cg.add_const(torch.from_numpy(w.astype(np.float32)), node, "dft")
+        twc = self.cg.add_const(torch.from_numpy(twiddle_table(n)), node, "twiddle")
         last = list(range(nd))
         if d != nd - 1:
             last = [i for i in range(nd) if i != d] + [d]
             x = self.call(aten.permute.default, [x, last], node)
-        lead = [int(_val(x).shape[i]) for i in range(nd - 1)]
-        rows = int(np.prod(lead)) if lead else 1
-        flat = self.call(aten.view.default, [x, [rows, n]], node)
-        prod = self.call(aten.mm.default, [flat, wc], node)
-        out = self.call(aten.view.default, [prod, lead + [k, 2]], node)
+        out = self.call(torch.ops.mcu.rfft.default, [x, twc, k, scale], node)
         if d != nd - 1:  # move the frequency dimension back to `d`, the pair dimension stays last
             back = [0] * nd
             for pos, src in enumerate(last):

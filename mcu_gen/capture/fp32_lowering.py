@@ -79,12 +79,10 @@ class Fp32Lowering:
             raise UnsupportedOperatorError(
                 f"{what} gives a {str(val.dtype).replace('torch.', '')} tensor {list(val.shape)}: complex tensors "
                 f"are out of mcu-gen's scope (its kernels and memory plan hold real float, integer and bool "
-                f"tensors only; there is no FFT kernel). Keep every tensor of the model real, also inside "
-                f"torch.stft / torch.fft (return_complex=False and view_as_real still compute a complex FFT): "
-                f"e.g. frames = x.unfold(-1, n_fft, hop) times precomputed cos and sin DFT matrices "
-                f"(torch.matmul) give the real and imaginary parts. A real FFT (stft, rfft) whose complex result "
-                f"only reaches views, sums, real scalings, abs, angle or view_as_real is computed as real DFT "
-                f"products{why}{self._where(node)}")
+                f"tensors). A real FFT (torch.stft, torch.fft.rfft, torch.fft.fft of a real input) runs when its "
+                f"complex result reaches only views, sums, real scalings, abs, angle or view_as_real (mcu-gen's "
+                f"FFT kernel on (re, im) pairs){why}. Return view_as_real(z), z.abs() or z.angle(), not z"
+                f"{self._where(node)}")
 
     def tensor_value(self, node, val) -> int:
         self._check_static(node, val)

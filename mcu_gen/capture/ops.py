@@ -7,6 +7,8 @@ overload, whose schema the device kernels implement exactly:
 - ``mcu::conv2d``     2-D convolution, then clamp to [out_min, out_max]
 - ``mcu::linear``     y = x @ weight.T + bias (weight [out, in]), then clamp
 - ``mcu::max_pool2d`` max pooling without the indices output
+- ``mcu::rfft``       DFT of a real input along its last dimension as (re, im) pairs [..., n_out, 2],
+                      from a build-time twiddle table (capture/complex_to_real.py)
 
 ``out_min`` / ``out_max`` of ``-inf`` / ``inf`` mean "no clamp"; a fused ReLU is
 ``out_min = 0``, a fused ReLU6 is ``[0, 6]``.
@@ -43,6 +45,9 @@ MAX_POOL2D_OUT_SCHEMA = (
     "bool ceil_mode, *, Tensor(a!) out) -> Tensor(a!)"
 )
 
+RFFT_SCHEMA = "rfft(Tensor self, Tensor twiddle, int n_out, float scale) -> Tensor"
+RFFT_OUT_SCHEMA = "rfft.out(Tensor self, Tensor twiddle, int n_out, float scale, *, Tensor(a!) out) -> Tensor(a!)"
+
 
 def _clamp(y: torch.Tensor, out_min: float, out_max: float) -> torch.Tensor:
     lo = None if math.isinf(out_min) and out_min < 0 else out_min
@@ -67,6 +72,11 @@ def max_pool2d_ref(self, kernel_size, stride, padding, dilation, ceil_mode):
     )
 
 
+def rfft_ref(self, twiddle, n_out, scale):
+    spectrum = torch.fft.fft(self.to(torch.float64), dim=-1)[..., :n_out] * scale
+    return torch.view_as_real(spectrum).to(torch.float32).contiguous()
+
+
 def _conv2d_out(input, weight, bias, stride, padding, dilation, groups, out_min, out_max, *, out):
     r = conv2d_ref(input, weight, bias, stride, padding, dilation, groups, out_min, out_max)
     out.resize_(r.shape).copy_(r)
@@ -85,6 +95,12 @@ def _max_pool2d_out(self, kernel_size, stride, padding, dilation, ceil_mode, *, 
     return out
 
 
+def _rfft_out(self, twiddle, n_out, scale, *, out):
+    r = rfft_ref(self, twiddle, n_out, scale)
+    out.resize_(r.shape).copy_(r)
+    return out
+
+
 def _register() -> None:
     if hasattr(torch.ops, NAMESPACE) and hasattr(getattr(torch.ops, NAMESPACE), "conv2d"):
         try:
@@ -95,13 +111,15 @@ def _register() -> None:
     lib = torch.library.Library(NAMESPACE, "DEF")
     _register.lib = lib  # keep the library alive for the life of the process
     for schema in (CONV2D_SCHEMA, CONV2D_OUT_SCHEMA, LINEAR_SCHEMA, LINEAR_OUT_SCHEMA,
-                   MAX_POOL2D_SCHEMA, MAX_POOL2D_OUT_SCHEMA):
+                   MAX_POOL2D_SCHEMA, MAX_POOL2D_OUT_SCHEMA, RFFT_SCHEMA, RFFT_OUT_SCHEMA):
         lib.define(schema)
     # Functional overloads: composite of torch ops, so they work on every backend
     # (CPU, Meta, FakeTensor) and torch.export can trace them without decomposing.
-    for name, fn in (("conv2d", conv2d_ref), ("linear", linear_ref), ("max_pool2d", max_pool2d_ref)):
+    for name, fn in (("conv2d", conv2d_ref), ("linear", linear_ref), ("max_pool2d", max_pool2d_ref),
+                     ("rfft", rfft_ref)):
         lib.impl(name, fn, "CompositeExplicitAutograd")
-    for name, fn in (("conv2d.out", _conv2d_out), ("linear.out", _linear_out), ("max_pool2d.out", _max_pool2d_out)):
+    for name, fn in (("conv2d.out", _conv2d_out), ("linear.out", _linear_out), ("max_pool2d.out", _max_pool2d_out),
+                     ("rfft.out", _rfft_out)):
         lib.impl(name, fn, "CompositeExplicitAutograd")
 
     @torch.library.register_fake("mcu::conv2d", lib=lib)
@@ -115,6 +133,10 @@ def _register() -> None:
     @torch.library.register_fake("mcu::max_pool2d", lib=lib)
     def _max_pool2d_fake(self, kernel_size, stride, padding, dilation, ceil_mode):
         return max_pool2d_ref(self, kernel_size, stride, padding, dilation, ceil_mode)
+
+    @torch.library.register_fake("mcu::rfft", lib=lib)
+    def _rfft_fake(self, twiddle, n_out, scale):
+        return self.new_empty(tuple(self.shape[:-1]) + (n_out, 2))
 
 
 _register()

@@ -297,6 +297,73 @@ def _emulated_libm_unary(mem: Memory, ins) -> None:
     mem.write(ins.args[1], torch.from_numpy(np.asarray(y, order="C")))
 
 
+def _cmul(ar, ai, br, bi):
+    return ar * br - ai * bi, ar * bi + ai * br
+
+
+def _split(ar, ai, cr, ci, wr, wi):
+    """op_mcu_rfft.cpp split(): X[k] from Z[k] (a) and Z[m - k] (c), in its operation order."""
+    half = np.float32(0.5)
+    er, ei = half * (ar + cr), half * (ai - ci)
+    orr, oi = half * (ai + ci), np.float32(-0.5) * (ar - cr)
+    wr_, wi_ = _cmul(wr, wi, orr, oi)
+    return er + wr_, ei + wi_
+
+
+def rfft_f32(x: np.ndarray, tw: np.ndarray, n_out: int, scale: float) -> np.ndarray:
+    """op_mcu_rfft.cpp in float32, operation for operation (the kernel is compiled without fp-contract):
+    the N/2-point radix-2 FFT of the pairs and the split for N a power of two, else the direct sum."""
+    n = x.shape[-1]
+    rows = np.ascontiguousarray(x, np.float32).reshape(-1, n)
+    twr, twi = tw[:, 0].astype(np.float32), tw[:, 1].astype(np.float32)
+    if n >= 2 and n & (n - 1) == 0:
+        m = n // 2
+        rev = np.zeros(m, np.int64)
+        for i in range(m):
+            rev[i] = int(format(i, f"0{max(m.bit_length() - 1, 1)}b")[::-1], 2) if m > 1 else 0
+        zr, zi = rows[:, 0::2][:, rev], rows[:, 1::2][:, rev]
+        length = 2
+        while length <= m:
+            half, step = length // 2, n // length
+            wr, wi = twr[np.arange(half) * step], twi[np.arange(half) * step]
+            zr, zi = zr.reshape(len(rows), -1, length), zi.reshape(len(rows), -1, length)
+            vr, vi = _cmul(zr[..., half:], zi[..., half:], wr, wi)
+            ur, ui = zr[..., :half], zi[..., :half]
+            zr = np.concatenate([ur + vr, ur - vr], axis=-1).reshape(len(rows), m)
+            zi = np.concatenate([ui + vi, ui - vi], axis=-1).reshape(len(rows), m)
+            length *= 2
+        yr, yi = np.zeros((len(rows), n_out), np.float32), np.zeros((len(rows), n_out), np.float32)
+        ks = np.arange(1, m // 2 + 1)
+        ar, ai, cr, ci = zr[:, ks], zi[:, ks], zr[:, m - ks], zi[:, m - ks]
+        yr[:, ks], yi[:, ks] = _split(ar, ai, cr, ci, twr[ks], twi[ks])
+        other = ks[2 * ks != m]
+        yr[:, m - other], yi[:, m - other] = _split(cr[:, :len(other)], ci[:, :len(other)], ar[:, :len(other)],
+                                                    ai[:, :len(other)], twr[m - other], twi[m - other])
+        yr[:, 0], yr[:, m] = zr[:, 0] + zi[:, 0], zr[:, 0] - zi[:, 0]
+        yi[:, 0], yi[:, m] = 0.0, 0.0
+        for k in range(m + 1, n_out):  # two-sided: the conjugate mirror
+            yr[:, k], yi[:, k] = yr[:, n - k], -yi[:, n - k]
+    else:
+        yr, yi = np.zeros((len(rows), n_out), np.float32), np.zeros((len(rows), n_out), np.float32)
+        ks = np.arange(n_out)
+        for i in range(n):
+            idx = (ks * i) % n
+            yr = yr + rows[:, i:i + 1] * twr[idx]
+            yi = yi + rows[:, i:i + 1] * twi[idx]
+    s = np.float32(scale)
+    if s != np.float32(1.0):
+        yr, yi = yr * s, yi * s
+    return np.stack([yr, yi], axis=-1).reshape(x.shape[:-1] + (n_out, 2))
+
+
+def _emulated_rfft(mem: Memory, ins) -> None:
+    x, tw = mem.tensor(ins.args[0]).numpy(), mem.tensor(ins.args[1]).numpy()
+    n_out, scale = int(_scalar(mem, ins.args[2])), float(_scalar(mem, ins.args[3]))
+    with np.errstate(all="ignore"):
+        y = rfft_f32(x, tw, n_out, scale)
+    mem.write(ins.args[4], torch.from_numpy(np.ascontiguousarray(y, np.float32)))
+
+
 # Islands whose kernels call the C library's expf/logf/powf/...: the host emulation calls the host's
 # libm (glibc), the device newlib; the two agree on nearly every input, not on all (1 ulp apart).
 LIBM_OPS = frozenset(LIBM_UNARY) | {"aten::_log_softmax.out", "aten::_softmax.out", "aten::linalg_vector_norm.out"}
@@ -306,7 +373,7 @@ EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _emulated_cumsum,
             "aten::sum.IntList_out": _emulated_sum, "aten::addmm.out": _emulated_addmm,
             "aten::native_group_norm.out": _emulated_group_norm,
-            "aten::logit.out": _emulated_logit,
+            "aten::logit.out": _emulated_logit, "mcu::rfft.out": _emulated_rfft,
             "aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
             "aten::_softmax.out": _emulated_softmax(softmax_f32)}
