@@ -1,17 +1,20 @@
-"""Audio front end: log magnitude, per-utterance normalisation, linear classifier."""
+"""Audio front end: STFT magnitude of the waveform (a complex tensor inside: mcu-gen's FFT kernel on (re, im)
+pairs), log, per-utterance normalisation, linear classifier."""
 import torch
 from torch import nn
 
-INPUT_SHAPE = (1, 16, 20)
+INPUT_SHAPE = (1, 336)  # 20 frames of a 32-point STFT, hop 16
 
 
 class Frontend(nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc = nn.Linear(16 * 20, 6)
+        self.register_buffer("window", torch.hann_window(32))
+        self.fc = nn.Linear(17 * 20, 6)
 
     def forward(self, x):
-        y = torch.log(x.abs() + 1e-3)
+        spec = torch.stft(x, 32, hop_length=16, window=self.window, center=False, return_complex=True)
+        y = torch.log(spec.abs() + 1e-3)
         y = (y - y.mean(dim=-1, keepdim=True)) * torch.rsqrt(y.var(dim=-1, keepdim=True) + 1e-5)
         y = y / (y.abs().amax() + 1e-3)
         return self.fc(y.flatten(1))
