@@ -431,6 +431,158 @@ inline void conv3x3_4xpb_rows(Conv3x3Args* a) {
     MCU_F32_CONV3X3_ASM(MCU_F32_BIAS2, MCU_F32_KROW2, MCU_F32_EACH2, MCU_F32_STORE2);
   }
 }
+
+// Conv -> clamp -> 2x2 max pool (mcu::conv2d_max_pool2d, f32_conv_pool.h): the same
+// 3x3 block for output rows 2r and 2r + 1 (4 channels x PB = 4 or 2 pixels each),
+// then per channel and pair of columns the window's maximum, the clamp and one
+// store per pooled pixel; the convolution's output is never stored. Row 2r's
+// horizontal maxima wait in `spill` (VSTM/VLDM of 8 or 4 values) while row 2r + 1
+// is computed. The maximum is max_keep_nan (f32_pool.h) in the order
+// max(max(v00, v01), max(v10, v11)): v wins when v > best or v is NaN. The clamp
+// then runs once per pooled pixel (clamp1; NaN kept).
+struct ConvPool3x3Args {
+  Conv3x3Args c;   // out: the pooled output of oc0; out_plane: bytes between pooled planes
+  float spill[8];  // row 2r's horizontal maxima
+};
+#if defined(__arm__)
+static_assert(offsetof(ConvPool3x3Args, spill) == 52, "the assembly reads the spill area at offset 52");
+#endif
+#if __ARM_ARCH >= 8  // VSEL
+// d = max_keep_nan(best, v); best is overwritten.
+#define MCU_F32_MAXKN(d, best, v)                                                                \
+  "vcmp.f32 " v ", " v "\n\tvmrs APSR_nzcv, fpscr\n\tvselvs.f32 " best ", " v ", " best "\n\t" \
+  "vcmp.f32 " v ", " best "\n\tvmrs APSR_nzcv, fpscr\n\tvselgt.f32 " d ", " v ", " best "\n\t"
+#else
+#define MCU_F32_MAXKN(d, best, v)                                                      \
+  "vcmp.f32 " v ", " v "\n\tvmrs APSR_nzcv, fpscr\n\tit vs\n\tvmovvs.f32 " best ", " v "\n\t" \
+  "vcmp.f32 " v ", " best "\n\tvmrs APSR_nzcv, fpscr\n\tite gt\n\tvmovgt.f32 " d ", " v "\n\t"    \
+  "vmovle.f32 " d ", " best "\n\t"
+#endif
+#define MCU_F32_HMAX4                                                                              \
+  MCU_F32_MAXKN("s0", "s16", "s17") MCU_F32_MAXKN("s1", "s18", "s19") MCU_F32_MAXKN("s2", "s20", "s21") \
+  MCU_F32_MAXKN("s3", "s22", "s23") MCU_F32_MAXKN("s4", "s24", "s25") MCU_F32_MAXKN("s5", "s26", "s27") \
+  MCU_F32_MAXKN("s6", "s28", "s29") MCU_F32_MAXKN("s7", "s30", "s31")
+#define MCU_F32_VMAX4                                                                              \
+  MCU_F32_MAXKN("s16", "s8", "s0") MCU_F32_MAXKN("s17", "s9", "s1") MCU_F32_MAXKN("s18", "s10", "s2")   \
+  MCU_F32_MAXKN("s19", "s11", "s3") MCU_F32_MAXKN("s20", "s12", "s4") MCU_F32_MAXKN("s21", "s13", "s5") \
+  MCU_F32_MAXKN("s22", "s14", "s6") MCU_F32_MAXKN("s23", "s15", "s7")
+#define MCU_F32_POOL_EACH4(M) M("s16") M("s17") M("s18") M("s19") M("s20") M("s21") M("s22") M("s23")
+#define MCU_F32_POOL_STORE4     \
+  "ldr %[x], [%[a], #12]\n\t"   \
+  "ldr %[t], [%[a], #20]\n\t"   \
+  "add %[w1], %[x], %[t]\n\t"   \
+  "vstmia %[x]!, {s16-s17}\n\t" \
+  "add %[w2], %[w1], %[t]\n\t"  \
+  "vstmia %[w1], {s18-s19}\n\t" \
+  "add %[w3], %[w2], %[t]\n\t"  \
+  "vstmia %[w2], {s20-s21}\n\t" \
+  "vstmia %[w3], {s22-s23}\n\t" \
+  "str %[x], [%[a], #12]\n\t"   \
+  "ldr %[x], [%[a], #0]\n\t"    \
+  "adds %[x], %[x], #16\n\t"
+#define MCU_F32_HMAX2 \
+  MCU_F32_MAXKN("s0", "s16", "s17") MCU_F32_MAXKN("s1", "s18", "s19") MCU_F32_MAXKN("s2", "s20", "s21") \
+  MCU_F32_MAXKN("s3", "s22", "s23")
+#define MCU_F32_VMAX2 \
+  MCU_F32_MAXKN("s16", "s8", "s0") MCU_F32_MAXKN("s17", "s9", "s1") MCU_F32_MAXKN("s18", "s10", "s2") \
+  MCU_F32_MAXKN("s19", "s11", "s3")
+#define MCU_F32_POOL_EACH2(M) M("s16") M("s17") M("s18") M("s19")
+#define MCU_F32_POOL_STORE2     \
+  "ldr %[x], [%[a], #12]\n\t"   \
+  "ldr %[t], [%[a], #20]\n\t"   \
+  "add %[w1], %[x], %[t]\n\t"   \
+  "vstmia %[x]!, {s16}\n\t"     \
+  "add %[w2], %[w1], %[t]\n\t"  \
+  "vstmia %[w1], {s17}\n\t"     \
+  "add %[w3], %[w2], %[t]\n\t"  \
+  "vstmia %[w2], {s18}\n\t"     \
+  "vstmia %[w3], {s19}\n\t"     \
+  "str %[x], [%[a], #12]\n\t"   \
+  "ldr %[x], [%[a], #0]\n\t"    \
+  "adds %[x], %[x], #8\n\t"
+// One output row's block: weights' pointers, bias, the input channels' kernel rows (x set before).
+#define MCU_F32_POOL_BODY(BIAS, KROW) \
+  "ldr %[w0], [%[a], #4]\n\t"         \
+  "ldr %[t], [%[a], #16]\n\t"         \
+  "add %[w1], %[w0], %[t]\n\t"        \
+  "add %[w2], %[w1], %[t]\n\t"        \
+  "add %[w3], %[w2], %[t]\n\t"        \
+  "ldr %[t], [%[a], #8]\n\t"          \
+  "ldr %[n], [%[a], #32]\n\t"         \
+  "vldmia %[t], {s0-s3}\n\t"          \
+  BIAS                                \
+  "1:\n\t"                            \
+  KROW KROW KROW                      \
+  "add %[x], %[x], %[ica]\n\t"        \
+  "subs %[n], %[n], #1\n\t"           \
+  "bne 1b\n\t"
+#define MCU_F32_CONV3X3_POOL_ASM(BIAS, KROW, HMAX, SPILL_ST, SPILL_LD, VMAX, EACH, STORE)                   \
+  int32_t x, w0, w1, w2, w3, n, rs, ica, t;                                                                  \
+  asm volatile(                                                                                              \
+      "ldr %[rs], [%[a], #24]\n\t"                                                                           \
+      "ldr %[ica], [%[a], #28]\n\t"                                                                          \
+      "2:\n\t"                                                                                               \
+      "ldr %[x], [%[a], #0]\n\t"                                                                             \
+      MCU_F32_POOL_BODY(BIAS, KROW)                                                                          \
+      HMAX                                                                                                   \
+      "add %[t], %[a], #52\n\t"                                                                              \
+      SPILL_ST                                                                                               \
+      "ldr %[x], [%[a], #0]\n\t"                                                                             \
+      "add %[x], %[x], %[rs]\n\t"                                                                            \
+      MCU_F32_POOL_BODY(BIAS, KROW)                                                                          \
+      HMAX                                                                                                   \
+      "add %[t], %[a], #52\n\t"                                                                              \
+      SPILL_LD                                                                                               \
+      VMAX                                                                                                   \
+      "ldr %[t], [%[a], #40]\n\t"                                                                            \
+      "vldr.32 s0, [%[a], #44]\n\t"                                                                          \
+      "vldr.32 s1, [%[a], #48]\n\t"                                                                          \
+      "lsls %[n], %[t], #31\n\t"                                                                             \
+      "beq 3f\n\t"                                                                                           \
+      EACH(MCU_F32_LO)                                                                                       \
+      "3:\n\t"                                                                                               \
+      "lsls %[n], %[t], #30\n\t"                                                                             \
+      "bpl 4f\n\t"                                                                                           \
+      EACH(MCU_F32_HI)                                                                                       \
+      "4:\n\t"                                                                                               \
+      STORE                                                                                                  \
+      "str %[x], [%[a], #0]\n\t"                                                                             \
+      "ldr %[n], [%[a], #36]\n\t"                                                                            \
+      "subs %[n], %[n], #1\n\t"                                                                              \
+      "str %[n], [%[a], #36]\n\t"                                                                            \
+      "bne 2b\n\t"                                                                                           \
+      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),           \
+        [rs] "=&r"(rs), [ica] "=&r"(ica), [t] "=&r"(t)                                                       \
+      : [a] "r"(a)                                                                                           \
+      : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",  \
+        "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",       \
+        "s30", "s31", "cc", "memory")
+// `c.blocks` pooled blocks along one pooled row: 4 output channels x PB / 2 pooled
+// pixels each (PB = 4 or 2 convolution columns), from output rows 2r and 2r + 1.
+// Advances c.x and c.out past them.
+template <int PB>
+inline void conv3x3_pool_rows(ConvPool3x3Args* a) {
+  static_assert(PB == 4 || PB == 2, "block widths 4 and 2");
+  if constexpr (PB == 4) {
+    MCU_F32_CONV3X3_POOL_ASM(MCU_F32_BIAS4, MCU_F32_KROW4, MCU_F32_HMAX4, "vstmia %[t], {s0-s7}\n\t",
+                             "vldmia %[t], {s8-s15}\n\t", MCU_F32_VMAX4, MCU_F32_POOL_EACH4, MCU_F32_POOL_STORE4);
+  } else {
+    MCU_F32_CONV3X3_POOL_ASM(MCU_F32_BIAS2, MCU_F32_KROW2, MCU_F32_HMAX2, "vstmia %[t], {s0-s3}\n\t",
+                             "vldmia %[t], {s8-s11}\n\t", MCU_F32_VMAX2, MCU_F32_POOL_EACH2, MCU_F32_POOL_STORE2);
+  }
+}
+#define MCU_F32_CONV_POOL_ASM 1
+#undef MCU_F32_CONV3X3_POOL_ASM
+#undef MCU_F32_POOL_BODY
+#undef MCU_F32_MAXKN
+#undef MCU_F32_HMAX4
+#undef MCU_F32_VMAX4
+#undef MCU_F32_POOL_EACH4
+#undef MCU_F32_POOL_STORE4
+#undef MCU_F32_HMAX2
+#undef MCU_F32_VMAX2
+#undef MCU_F32_POOL_EACH2
+#undef MCU_F32_POOL_STORE2
 #undef MCU_F32_CONV3X3_ASM
 #undef MCU_F32_LO
 #undef MCU_F32_HI
