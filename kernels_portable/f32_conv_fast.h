@@ -637,8 +637,9 @@ inline void pointwise4x4_mve(float (&acc)[4][4], const float* x, const float* w,
 // kernel row 3 VLDRW of the inputs of the 3 taps (4 pixels each), per output
 // channel an LDM of its 3 weights (with writeback: the kernel rows of consecutive
 // input channels are consecutive in OIHW) and 3 VMUL.F32 by a scalar + 3 VADD.F32.
-// The clamp per lane as clamp1 (VCMP + VPSEL, NaN kept). Same order and rounding as
-// the C path.
+// The clamp per lane as clamp1 (VCMP + VPSEL, NaN kept: `lo > v` and `v > hi` as GT,
+// false for a NaN lane; the LT condition is true for unordered lanes and turned NaN
+// into lo). Same order and rounding as the C path.
 #define MCU_F32_MVE_OC(wq, aq)                      \
   "ldmia %[" wq "]!, {%[ra], %[rb], %[rc]}\n\t"     \
   "vmul.f32 q7, q4, %[ra]\n\t"                      \
@@ -692,13 +693,13 @@ inline void conv3x3_4x4_mve(Conv3x3Args* a) {
       "beq 3f\n\t"
       "ldr %[ra], [%[a], #44]\n\t"
       "vdup.32 q4, %[ra]\n\t"
-      "vcmp.f32 lt, q0, q4\n\t"
+      "vcmp.f32 gt, q4, q0\n\t"
       "vpsel q0, q4, q0\n\t"
-      "vcmp.f32 lt, q1, q4\n\t"
+      "vcmp.f32 gt, q4, q1\n\t"
       "vpsel q1, q4, q1\n\t"
-      "vcmp.f32 lt, q2, q4\n\t"
+      "vcmp.f32 gt, q4, q2\n\t"
       "vpsel q2, q4, q2\n\t"
-      "vcmp.f32 lt, q3, q4\n\t"
+      "vcmp.f32 gt, q4, q3\n\t"
       "vpsel q3, q4, q3\n\t"
       "3:\n\t"
       "lsls %[n], %[rc], #30\n\t"

@@ -188,7 +188,8 @@ def test_mnist_graph_is_fused_and_other_shapes_are_not():
 def test_conv_pool_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
     """The M33 (assembly), M4 (assembly with IT/VMOV) and M55 (MVE band) builds give the host's outputs bit
     for bit (signs of zero included), for the blocked and per-window shapes and NaN / inf / +-0 windows
-    (NaN: the same positions)."""
+    (NaN: the same positions). The unfused pair beside each case runs mcu::conv2d's MVE 3x3 clamp on NaN
+    inputs too (it turned NaN into the lower bound before VCMP LT became GT)."""
     from mcu_gen.device.runner import run
     from mcu_gen.program import pte
 
