@@ -149,6 +149,19 @@ static_assert(offsetof(Conv3x3Args, w_oc) == 16 && offsetof(Conv3x3Args, blocks)
               "the assembly reads Conv3x3Args at these offsets");
 #endif
 
+// Arguments of the conv -> clamp -> 2x2 max pool blocks (conv3x3_pool_rows, conv3x3_pool_mve).
+struct ConvPool3x3Args {
+  Conv3x3Args c;  // out: the pooled output of oc0; out_plane: bytes between pooled planes
+#if defined(__ARM_FEATURE_MVE)
+  float spill[16];  // row 2r's horizontal maxima: 4 vectors
+#else
+  float spill[8];  // row 2r's horizontal maxima: 8 values
+#endif
+};
+#if defined(__arm__)
+static_assert(offsetof(ConvPool3x3Args, spill) == 52, "the assembly reads the spill area at offset 52");
+#endif
+
 // Not on MVE cores: there GCC 12 vectorizes the C block (VMUL/VADD.F32 on 4 pixels),
 // which the scalar assembly is slower than (M55 KWS 14.1 M -> 15.1 M estimated cycles).
 #if defined(__arm__) && defined(__ARM_FP) && !defined(__ARM_FEATURE_MVE)
@@ -440,13 +453,6 @@ inline void conv3x3_4xpb_rows(Conv3x3Args* a) {
 // is computed. The maximum is max_keep_nan (f32_pool.h) in the order
 // max(max(v00, v01), max(v10, v11)): v wins when v > best or v is NaN. The clamp
 // then runs once per pooled pixel (clamp1; NaN kept).
-struct ConvPool3x3Args {
-  Conv3x3Args c;   // out: the pooled output of oc0; out_plane: bytes between pooled planes
-  float spill[8];  // row 2r's horizontal maxima
-};
-#if defined(__arm__)
-static_assert(offsetof(ConvPool3x3Args, spill) == 52, "the assembly reads the spill area at offset 52");
-#endif
 #if __ARM_ARCH >= 8  // VSEL
 // d = max_keep_nan(best, v); best is overwritten.
 #define MCU_F32_MAXKN(d, best, v)                                                                \
@@ -738,6 +744,136 @@ inline void conv3x3_4x4_mve(Conv3x3Args* a) {
       : [a] "r"(a)
       : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory");
 }
+
+// conv3x3_pool_rows (above) with MVE-F: the 4 x 4 block of conv3x3_4x4_mve for rows
+// 2r and 2r + 1; per channel vector the horizontal maximum against VREV64 of it
+// (lanes 0 and 2 hold max_keep_nan(v0, v1), max_keep_nan(v2, v3)), row 2r's four
+// vectors wait in `spill`, then the vertical maximum, the clamp per lane and lanes
+// 0 and 2 stored (two VMOV.32 to core registers, STRD). max_keep_nan per lane: VCMP NE of v
+// with itself (NaN lanes) and VPSEL, then VCMP GT and VPSEL.
+#define MCU_F32_MVE_POOL_BODY                       \
+  "ldr %[w0], [%[a], #4]\n\t"                       \
+  "ldr %[ra], [%[a], #16]\n\t"                      \
+  "add %[w1], %[w0], %[ra]\n\t"                     \
+  "add %[w2], %[w1], %[ra]\n\t"                     \
+  "add %[w3], %[w2], %[ra]\n\t"                     \
+  "ldr %[n], [%[a], #8]\n\t"                        \
+  "ldmia %[n], {%[ra], %[rb], %[rc]}\n\t"           \
+  "vdup.32 q0, %[ra]\n\t"                           \
+  "vdup.32 q1, %[rb]\n\t"                           \
+  "vdup.32 q2, %[rc]\n\t"                           \
+  "ldr %[ra], [%[n], #12]\n\t"                      \
+  "vdup.32 q3, %[ra]\n\t"                           \
+  "ldr %[n], [%[a], #32]\n\t"                       \
+  "1:\n\t"                                          \
+  MCU_F32_MVE_KROW                                  \
+  MCU_F32_MVE_KROW                                  \
+  MCU_F32_MVE_KROW                                  \
+  "ldr %[ra], [%[a], #28]\n\t"                      \
+  "add %[x], %[x], %[ra]\n\t"                       \
+  "subs %[n], %[n], #1\n\t"                         \
+  "bne 1b\n\t"
+#define MCU_F32_MVE_HMAX(q)                         \
+  "vrev64.32 q4, " q "\n\t"                         \
+  "vcmp.f32 ne, q4, q4\n\t"                         \
+  "vpsel " q ", q4, " q "\n\t"                      \
+  "vcmp.f32 gt, q4, " q "\n\t"                      \
+  "vpsel " q ", q4, " q "\n\t"
+#define MCU_F32_MVE_HMAX4 \
+  MCU_F32_MVE_HMAX("q0") MCU_F32_MVE_HMAX("q1") MCU_F32_MVE_HMAX("q2") MCU_F32_MVE_HMAX("q3")
+#define MCU_F32_MVE_VMAX(q, off)                    \
+  "vldrw.32 q4, [%[n], #" off "]\n\t"               \
+  "vcmp.f32 ne, " q ", " q "\n\t"                   \
+  "vpsel q4, " q ", q4\n\t"                         \
+  "vcmp.f32 gt, " q ", q4\n\t"                      \
+  "vpsel " q ", " q ", q4\n\t"
+#define MCU_F32_MVE_STORE2(q, p)                    \
+  "vmov.32 %[ra], " q "[0]\n\t"                     \
+  "vmov.32 %[rb], " q "[2]\n\t"                     \
+  "strd %[ra], %[rb], [%[" p "]]\n\t"
+// `c.blocks` blocks of 4 convolution columns (2 pooled pixels) x 4 channels along
+// one pooled row; advances c.x and c.out past them.
+inline void conv3x3_pool_mve(ConvPool3x3Args* a) {
+  int32_t x, w0, w1, w2, w3, n;
+  register int32_t ra asm("r4");
+  register int32_t rb asm("r5");
+  register int32_t rc asm("r6");
+  asm volatile(
+      "2:\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      MCU_F32_MVE_POOL_BODY
+      MCU_F32_MVE_HMAX4
+      "add %[n], %[a], #52\n\t"
+      "vstrw.32 q0, [%[n]]\n\t"
+      "vstrw.32 q1, [%[n], #16]\n\t"
+      "vstrw.32 q2, [%[n], #32]\n\t"
+      "vstrw.32 q3, [%[n], #48]\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      "ldr %[ra], [%[a], #24]\n\t"
+      "add %[x], %[x], %[ra]\n\t"
+      MCU_F32_MVE_POOL_BODY
+      MCU_F32_MVE_HMAX4
+      "add %[n], %[a], #52\n\t"
+      MCU_F32_MVE_VMAX("q0", "0")
+      MCU_F32_MVE_VMAX("q1", "16")
+      MCU_F32_MVE_VMAX("q2", "32")
+      MCU_F32_MVE_VMAX("q3", "48")
+      "ldr %[rc], [%[a], #40]\n\t"
+      "lsls %[n], %[rc], #31\n\t"
+      "beq 3f\n\t"
+      "ldr %[ra], [%[a], #44]\n\t"
+      "vdup.32 q4, %[ra]\n\t"
+      "vcmp.f32 gt, q4, q0\n\t"
+      "vpsel q0, q4, q0\n\t"
+      "vcmp.f32 gt, q4, q1\n\t"
+      "vpsel q1, q4, q1\n\t"
+      "vcmp.f32 gt, q4, q2\n\t"
+      "vpsel q2, q4, q2\n\t"
+      "vcmp.f32 gt, q4, q3\n\t"
+      "vpsel q3, q4, q3\n\t"
+      "3:\n\t"
+      "lsls %[n], %[rc], #30\n\t"
+      "bpl 4f\n\t"
+      "ldr %[ra], [%[a], #48]\n\t"
+      "vdup.32 q4, %[ra]\n\t"
+      "vcmp.f32 gt, q0, q4\n\t"
+      "vpsel q0, q4, q0\n\t"
+      "vcmp.f32 gt, q1, q4\n\t"
+      "vpsel q1, q4, q1\n\t"
+      "vcmp.f32 gt, q2, q4\n\t"
+      "vpsel q2, q4, q2\n\t"
+      "vcmp.f32 gt, q3, q4\n\t"
+      "vpsel q3, q4, q3\n\t"
+      "4:\n\t"
+      "ldr %[x], [%[a], #12]\n\t"
+      "ldr %[rc], [%[a], #20]\n\t"
+      MCU_F32_MVE_STORE2("q0", "x")
+      "add %[w1], %[x], %[rc]\n\t"
+      MCU_F32_MVE_STORE2("q1", "w1")
+      "add %[w1], %[w1], %[rc]\n\t"
+      MCU_F32_MVE_STORE2("q2", "w1")
+      "add %[w1], %[w1], %[rc]\n\t"
+      MCU_F32_MVE_STORE2("q3", "w1")
+      "adds %[x], %[x], #8\n\t"
+      "str %[x], [%[a], #12]\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      "adds %[x], %[x], #16\n\t"
+      "str %[x], [%[a], #0]\n\t"
+      "ldr %[n], [%[a], #36]\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "str %[n], [%[a], #36]\n\t"
+      "bne 2b\n\t"
+      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),
+        [ra] "=&r"(ra), [rb] "=&r"(rb), [rc] "=&r"(rc)
+      : [a] "r"(a)
+      : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory");
+}
+#define MCU_F32_CONV_POOL_MVE 1
+#undef MCU_F32_MVE_POOL_BODY
+#undef MCU_F32_MVE_HMAX
+#undef MCU_F32_MVE_HMAX4
+#undef MCU_F32_MVE_VMAX
+#undef MCU_F32_MVE_STORE2
 #undef MCU_F32_MVE_KROW
 #undef MCU_F32_MVE_OC
 #endif

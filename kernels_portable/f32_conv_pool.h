@@ -15,10 +15,13 @@
 // Paths (the same result from each):
 // * 3x3, stride 1, no padding, no dilation, blocks of 4 output channels:
 //   - FPU cores without MVE (M33, M4F): conv3x3_pool_rows (f32_conv_fast.h), the
-//     3x3 assembly block for rows 2r and 2r + 1, maximum and clamp in registers.
-//   - elsewhere (host, M55): rows 2r and 2r + 1 of up to kBandW columns into a
-//     stack buffer by the blocked convolution (run_blocks; MVE assembly on the
-//     M55), then pooled from there.
+//     3x3 assembly block for rows 2r and 2r + 1, maximum and clamp in registers
+//     (a 2-column form for an odd last pooled pixel).
+//   - M55: conv3x3_pool_mve, the same with MVE-F (the odd last pooled pixel by a
+//     block overlapping the one before).
+//   - elsewhere (host, cores without these): rows 2r and 2r + 1 of up to kBandW
+//     columns into a stack buffer by the blocked convolution (run_blocks), then
+//     pooled from there.
 // * anything else (channel tails, other shapes): every window's four values
 //   one by one (correct, not fast; mcu_gen/capture/passes.py fuses only the
 //   shapes above).
@@ -80,9 +83,9 @@ inline bool conv_pool_blocked(const ConvGeometry& g) {
          g.dil_h == 1 && g.dil_w == 1 && g.out_w >= 4;
 }
 
-#ifndef MCU_F32_CONV_POOL_ASM
-// Columns of the convolution a band (rows 2r and 2r + 1 of 4 channels) holds.
-constexpr int32_t kBandW = 32;
+#if !defined(MCU_F32_CONV_POOL_ASM) && !defined(MCU_F32_CONV_POOL_MVE)
+// Columns of the convolution a band (rows 2r and 2r + 1 of 4 channels) holds: 512 bytes of stack.
+constexpr int32_t kBandW = 16;
 #endif
 
 // Output channels oc .. oc + 3 of one batch item and group (conv_pool_blocked):
@@ -92,7 +95,7 @@ inline void conv_pool_block4(const float* in, const float* w, const float* bias,
                              int32_t cin_g, float lo, float hi) {
   const int32_t ph = g.out_h / 2, pw = g.out_w / 2;
   const int32_t in_plane = g.in_h * g.in_w;
-#ifdef MCU_F32_CONV_POOL_ASM
+#if defined(MCU_F32_CONV_POOL_ASM) || defined(MCU_F32_CONV_POOL_MVE)
   static const float kZeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   ConvPool3x3Args a;
   a.c.w = w;
@@ -108,12 +111,22 @@ inline void conv_pool_block4(const float* in, const float* w, const float* bias,
   for (int32_t r = 0; r < ph; ++r) {
     a.c.x = in + static_cast<size_t>(2 * r) * g.in_w;
     a.c.out = out + static_cast<size_t>(r) * pw;
-    a.c.blocks = pw / 2;
-    if (a.c.blocks > 0) conv3x3_pool_rows<4>(&a);  // advances a.c.x and a.c.out
-    if (pw & 1) {
+    a.c.blocks = pw / 2;  // >= 1 (conv_pool_blocked: pw >= 2)
+#ifdef MCU_F32_CONV_POOL_ASM
+    conv3x3_pool_rows<4>(&a);  // advances a.c.x and a.c.out
+    if (pw & 1) {  // the last pooled pixel: the 2-column form
       a.c.blocks = 1;
       conv3x3_pool_rows<2>(&a);
     }
+#else
+    conv3x3_pool_mve(&a);
+    if (pw & 1) {  // the last pooled pixel: a block overlapping the one before (recomputed identically)
+      a.c.x = in + static_cast<size_t>(2 * r) * g.in_w + 2 * pw - 4;
+      a.c.out = out + static_cast<size_t>(r) * pw + pw - 2;
+      a.c.blocks = 1;
+      conv3x3_pool_mve(&a);
+    }
+#endif
   }
 #else
   float band[4][2][kBandW];

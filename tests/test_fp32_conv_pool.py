@@ -4,10 +4,10 @@ fuse_conv_max_pool for 3x3 stride-1 unpadded convolutions with blocks of 4 outpu
 
 Host (run_on_host, ASan/UBSan): MNIST's layers, odd heights and widths (the pool's floor drops the last
 row / column; odd pooled widths take the 2-column block), channel tails and other shapes (the per-window
-path), groups, batches, both clamps, rows wider than the stack band (32 columns): compared with PyTorch
+path), groups, batches, both clamps, rows wider than the host's stack band (16 columns): compared with PyTorch
 (tolerance), bit for bit with a numpy model of the documented order (the blocked convolution's sums, then
 max_keep_nan over (v00, v01), (v10, v11), then the clamp), and as values with mcu::conv2d + mcu::max_pool2d.
-Bad arguments fail cleanly. QEMU: the M33 (assembly), M4 (assembly, IT instead of VSEL) and M55 (MVE band)
+Bad arguments fail cleanly. QEMU: the M33 (assembly), M4 (assembly, IT instead of VSEL) and M55 (MVE assembly)
 builds give the host's bits, NaN / inf windows included; MNIST's graph is fused.
 """
 from __future__ import annotations
@@ -46,8 +46,8 @@ CASES = [
     ((2, 2, 8, 8), (4, 2, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, None),  # batch, no clamp, 6 -> 3 (2-col block)
     ((1, 5, 7, 9), (9, 5, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),  # 9 channels: 4 + 4 + 1 tail
     ((1, 4, 10, 11), (8, 2, 3, 3), (1, 1), (0, 0), (1, 1), 2, True, (0.0, 6.0)),  # groups 2
-    ((1, 2, 5, 72), (4, 2, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),  # 70 columns: bands 32, 32, 6
-    ((1, 2, 4, 68), (4, 2, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, None),  # 66 columns: bands 32, 30, 4
+    ((1, 2, 5, 72), (4, 2, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, (0.0, INF)),  # 70 columns: bands 16 x 4, 6
+    ((1, 2, 4, 68), (4, 2, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, None),  # 66 columns: bands 16 x 3, 14, 4
     ((1, 3, 4, 7), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, None),  # 5 columns: one 4-column block
     ((1, 2, 4, 5), (4, 2, 3, 3), (1, 1), (0, 0), (1, 1), 1, True, None),  # 3 columns: per window
     ((1, 3, 11, 12), (5, 3, 3, 3), (2, 1), (1, 1), (1, 1), 1, True, (0.0, INF)),  # stride, padding: per window
@@ -186,7 +186,7 @@ def test_mnist_graph_is_fused_and_other_shapes_are_not():
 @pytest.mark.qemu
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547", "mps2-an386"])
 def test_conv_pool_device_matches_host_bit_for_bit(qemu_tools, tmp_path, board):
-    """The M33 (assembly), M4 (assembly with IT/VMOV) and M55 (MVE band) builds give the host's outputs bit
+    """The M33 (assembly), M4 (assembly with IT/VMOV) and M55 (MVE assembly) builds give the host's outputs bit
     for bit (signs of zero included), for the blocked and per-window shapes and NaN / inf / +-0 windows
     (NaN: the same positions). The unfused pair beside each case runs mcu::conv2d's MVE 3x3 clamp on NaN
     inputs too (it turned NaN into the lower bound before VCMP LT became GT)."""
