@@ -96,6 +96,35 @@ def test_conv_pool_matches_torch_the_documented_order_and_the_unfused_ops():
         np.testing.assert_array_equal(fused, unfused, err_msg=f"unfused: {label}")
 
 
+def test_conv_pool_random_shapes():
+    """60 seeded random shapes (most on the blocked path: 3x3 stride 1 unpadded, 4k channels per group;
+    the rest per window), the same three checks."""
+    rng = np.random.default_rng(2029)
+    cases = []
+    while len(cases) < 60:
+        g = int(rng.integers(1, 3))
+        cin = g * int(rng.integers(1, 6))
+        blocked = rng.random() < 0.7
+        cout = g * (4 * int(rng.integers(1, 3)) if blocked else int(rng.integers(1, 7)))
+        k = 3 if blocked else int(rng.integers(1, 5))
+        s = 1 if blocked else int(rng.integers(1, 3))
+        p = 0 if blocked else int(rng.integers(0, k))
+        h, w = int(rng.integers(k + 1, 14)), int(rng.integers(k + 1, 40))
+        if (h + 2 * p - k) // s + 1 < 2 or (w + 2 * p - k) // s + 1 < 2:
+            continue
+        clamp = [None, (0.0, INF), (-0.5, 0.75)][int(rng.integers(0, 3))]
+        cases.append(((int(rng.integers(1, 3)), cin, h, w), (cout, cin // g, k, k), (s, s), (p, p), (1, 1), g,
+                      bool(rng.random() < 0.8), clamp))
+    b = Batch()
+    exacts = [_add_case(b, rng, c) for c in cases]
+    outs = run_on_host(b.p, b.inputs)
+    for k, (exact, label) in enumerate(exacts):
+        fused, unfused = outs[2 * k], outs[2 * k + 1]
+        np.testing.assert_allclose(fused, b.expected[2 * k][1], rtol=1e-4, atol=1e-5, err_msg=label)
+        np.testing.assert_array_equal(fused.view(np.uint32), exact.view(np.uint32), err_msg=f"order: {label}")
+        np.testing.assert_array_equal(fused, unfused, err_msg=f"unfused: {label}")
+
+
 def _special_cases(b: Batch, rng):
     """NaN / inf / +-0 in the inputs (windows with NaN, inf, equal values), MNIST conv2's shape."""
     values = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0], np.float32)
