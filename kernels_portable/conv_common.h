@@ -77,12 +77,14 @@ struct ConvArgs {
 };
 
 // Checks shapes and parameters and fills `g`; false if anything is unsupported
-// or inconsistent (including an out tensor of the wrong shape).
-inline bool conv_geometry(const ConvArgs& a, ConvGeometry* g, int32_t bias_numel) {
+// or inconsistent (including an out tensor of the wrong shape; with check_out
+// false the caller checks `out`, which then is not the convolution's output).
+inline bool conv_geometry(const ConvArgs& a, ConvGeometry* g, int32_t bias_numel, bool check_out = true) {
   const TensorRef& in = a.input;
   const TensorRef& w = a.weight;
   const TensorRef& out = a.out;
-  if (!is_f32_contiguous(in) || !is_f32_contiguous(w) || !is_f32_contiguous(out)) return false;
+  if (!is_f32_contiguous(in) || !is_f32_contiguous(w)) return false;
+  if (check_out && !is_f32_contiguous(out)) return false;
   if (in.dim != 3 && in.dim != 4) return false;
   if (w.dim != in.dim || out.dim != in.dim) return false;
   if (a.groups < 1 || a.groups > kMaxConvParam) return false;
@@ -141,9 +143,10 @@ inline bool conv_geometry(const ConvArgs& a, ConvGeometry* g, int32_t bias_numel
   if (out_h < 1 || out_w < 1) return false;
   g->out_h = out_h;
   g->out_w = out_w;
+  if (a.bias != nullptr && bias_numel != g->out_channels) return false;
+  if (!check_out) return true;
   if (out.size(0) != g->batch || out.size(1) != g->out_channels || out.size(out.dim - 1) != out_w) return false;
   if (!is_1d && out.size(2) != out_h) return false;
-  if (a.bias != nullptr && bias_numel != g->out_channels) return false;
   return true;
 }
 

@@ -149,6 +149,19 @@ static_assert(offsetof(Conv3x3Args, w_oc) == 16 && offsetof(Conv3x3Args, blocks)
               "the assembly reads Conv3x3Args at these offsets");
 #endif
 
+// Arguments of the conv -> clamp -> 2x2 max pool blocks (conv3x3_pool_rows, conv3x3_pool_mve).
+struct ConvPool3x3Args {
+  Conv3x3Args c;  // out: the pooled output of oc0; out_plane: bytes between pooled planes
+#if defined(__ARM_FEATURE_MVE)
+  float spill[16];  // row 2r's horizontal maxima: 4 vectors
+#else
+  float spill[8];  // row 2r's horizontal maxima: 8 values
+#endif
+};
+#if defined(__arm__)
+static_assert(offsetof(ConvPool3x3Args, spill) == 52, "the assembly reads the spill area at offset 52");
+#endif
+
 // Not on MVE cores: there GCC 12 vectorizes the C block (VMUL/VADD.F32 on 4 pixels),
 // which the scalar assembly is slower than (M55 KWS 14.1 M -> 15.1 M estimated cycles).
 #if defined(__arm__) && defined(__ARM_FP) && !defined(__ARM_FEATURE_MVE)
@@ -431,6 +444,151 @@ inline void conv3x3_4xpb_rows(Conv3x3Args* a) {
     MCU_F32_CONV3X3_ASM(MCU_F32_BIAS2, MCU_F32_KROW2, MCU_F32_EACH2, MCU_F32_STORE2);
   }
 }
+
+// Conv -> clamp -> 2x2 max pool (mcu::conv2d_max_pool2d, f32_conv_pool.h): the same
+// 3x3 block for output rows 2r and 2r + 1 (4 channels x PB = 4 or 2 pixels each),
+// then per channel and pair of columns the window's maximum, the clamp and one
+// store per pooled pixel; the convolution's output is never stored. Row 2r's
+// horizontal maxima wait in `spill` (VSTM/VLDM of 8 or 4 values) while row 2r + 1
+// is computed. The maximum is max_keep_nan (f32_pool.h) in the order
+// max(max(v00, v01), max(v10, v11)): v wins when v > best or v is NaN. The clamp
+// then runs once per pooled pixel (clamp1; NaN kept).
+#if __ARM_ARCH >= 8  // VSEL
+// d = max_keep_nan(best, v); best is overwritten.
+#define MCU_F32_MAXKN(d, best, v)                                                                \
+  "vcmp.f32 " v ", " v "\n\tvmrs APSR_nzcv, fpscr\n\tvselvs.f32 " best ", " v ", " best "\n\t" \
+  "vcmp.f32 " v ", " best "\n\tvmrs APSR_nzcv, fpscr\n\tvselgt.f32 " d ", " v ", " best "\n\t"
+#else
+#define MCU_F32_MAXKN(d, best, v)                                                      \
+  "vcmp.f32 " v ", " v "\n\tvmrs APSR_nzcv, fpscr\n\tit vs\n\tvmovvs.f32 " best ", " v "\n\t" \
+  "vcmp.f32 " v ", " best "\n\tvmrs APSR_nzcv, fpscr\n\tite gt\n\tvmovgt.f32 " d ", " v "\n\t"    \
+  "vmovle.f32 " d ", " best "\n\t"
+#endif
+#define MCU_F32_HMAX4                                                                              \
+  MCU_F32_MAXKN("s0", "s16", "s17") MCU_F32_MAXKN("s1", "s18", "s19") MCU_F32_MAXKN("s2", "s20", "s21") \
+  MCU_F32_MAXKN("s3", "s22", "s23") MCU_F32_MAXKN("s4", "s24", "s25") MCU_F32_MAXKN("s5", "s26", "s27") \
+  MCU_F32_MAXKN("s6", "s28", "s29") MCU_F32_MAXKN("s7", "s30", "s31")
+#define MCU_F32_VMAX4                                                                              \
+  MCU_F32_MAXKN("s16", "s8", "s0") MCU_F32_MAXKN("s17", "s9", "s1") MCU_F32_MAXKN("s18", "s10", "s2")   \
+  MCU_F32_MAXKN("s19", "s11", "s3") MCU_F32_MAXKN("s20", "s12", "s4") MCU_F32_MAXKN("s21", "s13", "s5") \
+  MCU_F32_MAXKN("s22", "s14", "s6") MCU_F32_MAXKN("s23", "s15", "s7")
+#define MCU_F32_POOL_EACH4(M) M("s16") M("s17") M("s18") M("s19") M("s20") M("s21") M("s22") M("s23")
+#define MCU_F32_POOL_STORE4     \
+  "ldr %[x], [%[a], #12]\n\t"   \
+  "ldr %[t], [%[a], #20]\n\t"   \
+  "add %[w1], %[x], %[t]\n\t"   \
+  "vstmia %[x]!, {s16-s17}\n\t" \
+  "add %[w2], %[w1], %[t]\n\t"  \
+  "vstmia %[w1], {s18-s19}\n\t" \
+  "add %[w3], %[w2], %[t]\n\t"  \
+  "vstmia %[w2], {s20-s21}\n\t" \
+  "vstmia %[w3], {s22-s23}\n\t" \
+  "str %[x], [%[a], #12]\n\t"   \
+  "ldr %[x], [%[a], #0]\n\t"    \
+  "adds %[x], %[x], #16\n\t"
+#define MCU_F32_HMAX2 \
+  MCU_F32_MAXKN("s0", "s16", "s17") MCU_F32_MAXKN("s1", "s18", "s19") MCU_F32_MAXKN("s2", "s20", "s21") \
+  MCU_F32_MAXKN("s3", "s22", "s23")
+#define MCU_F32_VMAX2 \
+  MCU_F32_MAXKN("s16", "s8", "s0") MCU_F32_MAXKN("s17", "s9", "s1") MCU_F32_MAXKN("s18", "s10", "s2") \
+  MCU_F32_MAXKN("s19", "s11", "s3")
+#define MCU_F32_POOL_EACH2(M) M("s16") M("s17") M("s18") M("s19")
+#define MCU_F32_POOL_STORE2     \
+  "ldr %[x], [%[a], #12]\n\t"   \
+  "ldr %[t], [%[a], #20]\n\t"   \
+  "add %[w1], %[x], %[t]\n\t"   \
+  "vstmia %[x]!, {s16}\n\t"     \
+  "add %[w2], %[w1], %[t]\n\t"  \
+  "vstmia %[w1], {s17}\n\t"     \
+  "add %[w3], %[w2], %[t]\n\t"  \
+  "vstmia %[w2], {s18}\n\t"     \
+  "vstmia %[w3], {s19}\n\t"     \
+  "str %[x], [%[a], #12]\n\t"   \
+  "ldr %[x], [%[a], #0]\n\t"    \
+  "adds %[x], %[x], #8\n\t"
+// One output row's block: weights' pointers, bias, the input channels' kernel rows (x set before).
+#define MCU_F32_POOL_BODY(BIAS, KROW) \
+  "ldr %[w0], [%[a], #4]\n\t"         \
+  "ldr %[t], [%[a], #16]\n\t"         \
+  "add %[w1], %[w0], %[t]\n\t"        \
+  "add %[w2], %[w1], %[t]\n\t"        \
+  "add %[w3], %[w2], %[t]\n\t"        \
+  "ldr %[t], [%[a], #8]\n\t"          \
+  "ldr %[n], [%[a], #32]\n\t"         \
+  "vldmia %[t], {s0-s3}\n\t"          \
+  BIAS                                \
+  "1:\n\t"                            \
+  KROW KROW KROW                      \
+  "add %[x], %[x], %[ica]\n\t"        \
+  "subs %[n], %[n], #1\n\t"           \
+  "bne 1b\n\t"
+#define MCU_F32_CONV3X3_POOL_ASM(BIAS, KROW, HMAX, SPILL_ST, SPILL_LD, VMAX, EACH, STORE)                   \
+  int32_t x, w0, w1, w2, w3, n, rs, ica, t;                                                                  \
+  asm volatile(                                                                                              \
+      "ldr %[rs], [%[a], #24]\n\t"                                                                           \
+      "ldr %[ica], [%[a], #28]\n\t"                                                                          \
+      "2:\n\t"                                                                                               \
+      "ldr %[x], [%[a], #0]\n\t"                                                                             \
+      MCU_F32_POOL_BODY(BIAS, KROW)                                                                          \
+      HMAX                                                                                                   \
+      "add %[t], %[a], #52\n\t"                                                                              \
+      SPILL_ST                                                                                               \
+      "ldr %[x], [%[a], #0]\n\t"                                                                             \
+      "add %[x], %[x], %[rs]\n\t"                                                                            \
+      MCU_F32_POOL_BODY(BIAS, KROW)                                                                          \
+      HMAX                                                                                                   \
+      "add %[t], %[a], #52\n\t"                                                                              \
+      SPILL_LD                                                                                               \
+      VMAX                                                                                                   \
+      "ldr %[t], [%[a], #40]\n\t"                                                                            \
+      "vldr.32 s0, [%[a], #44]\n\t"                                                                          \
+      "vldr.32 s1, [%[a], #48]\n\t"                                                                          \
+      "lsls %[n], %[t], #31\n\t"                                                                             \
+      "beq 3f\n\t"                                                                                           \
+      EACH(MCU_F32_LO)                                                                                       \
+      "3:\n\t"                                                                                               \
+      "lsls %[n], %[t], #30\n\t"                                                                             \
+      "bpl 4f\n\t"                                                                                           \
+      EACH(MCU_F32_HI)                                                                                       \
+      "4:\n\t"                                                                                               \
+      STORE                                                                                                  \
+      "str %[x], [%[a], #0]\n\t"                                                                             \
+      "ldr %[n], [%[a], #36]\n\t"                                                                            \
+      "subs %[n], %[n], #1\n\t"                                                                              \
+      "str %[n], [%[a], #36]\n\t"                                                                            \
+      "bne 2b\n\t"                                                                                           \
+      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),           \
+        [rs] "=&r"(rs), [ica] "=&r"(ica), [t] "=&r"(t)                                                       \
+      : [a] "r"(a)                                                                                           \
+      : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",  \
+        "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",       \
+        "s30", "s31", "cc", "memory")
+// `c.blocks` pooled blocks along one pooled row: 4 output channels x PB / 2 pooled
+// pixels each (PB = 4 or 2 convolution columns), from output rows 2r and 2r + 1.
+// Advances c.x and c.out past them.
+template <int PB>
+inline void conv3x3_pool_rows(ConvPool3x3Args* a) {
+  static_assert(PB == 4 || PB == 2, "block widths 4 and 2");
+  if constexpr (PB == 4) {
+    MCU_F32_CONV3X3_POOL_ASM(MCU_F32_BIAS4, MCU_F32_KROW4, MCU_F32_HMAX4, "vstmia %[t], {s0-s7}\n\t",
+                             "vldmia %[t], {s8-s15}\n\t", MCU_F32_VMAX4, MCU_F32_POOL_EACH4, MCU_F32_POOL_STORE4);
+  } else {
+    MCU_F32_CONV3X3_POOL_ASM(MCU_F32_BIAS2, MCU_F32_KROW2, MCU_F32_HMAX2, "vstmia %[t], {s0-s3}\n\t",
+                             "vldmia %[t], {s8-s11}\n\t", MCU_F32_VMAX2, MCU_F32_POOL_EACH2, MCU_F32_POOL_STORE2);
+  }
+}
+#define MCU_F32_CONV_POOL_ASM 1
+#undef MCU_F32_CONV3X3_POOL_ASM
+#undef MCU_F32_POOL_BODY
+#undef MCU_F32_MAXKN
+#undef MCU_F32_HMAX4
+#undef MCU_F32_VMAX4
+#undef MCU_F32_POOL_EACH4
+#undef MCU_F32_POOL_STORE4
+#undef MCU_F32_HMAX2
+#undef MCU_F32_VMAX2
+#undef MCU_F32_POOL_EACH2
+#undef MCU_F32_POOL_STORE2
 #undef MCU_F32_CONV3X3_ASM
 #undef MCU_F32_LO
 #undef MCU_F32_HI
@@ -485,8 +643,9 @@ inline void pointwise4x4_mve(float (&acc)[4][4], const float* x, const float* w,
 // kernel row 3 VLDRW of the inputs of the 3 taps (4 pixels each), per output
 // channel an LDM of its 3 weights (with writeback: the kernel rows of consecutive
 // input channels are consecutive in OIHW) and 3 VMUL.F32 by a scalar + 3 VADD.F32.
-// The clamp per lane as clamp1 (VCMP + VPSEL, NaN kept). Same order and rounding as
-// the C path.
+// The clamp per lane as clamp1 (VCMP + VPSEL, NaN kept: `lo > v` and `v > hi` as GT,
+// false for a NaN lane; the LT condition is true for unordered lanes and turned NaN
+// into lo). Same order and rounding as the C path.
 #define MCU_F32_MVE_OC(wq, aq)                      \
   "ldmia %[" wq "]!, {%[ra], %[rb], %[rc]}\n\t"     \
   "vmul.f32 q7, q4, %[ra]\n\t"                      \
@@ -540,13 +699,13 @@ inline void conv3x3_4x4_mve(Conv3x3Args* a) {
       "beq 3f\n\t"
       "ldr %[ra], [%[a], #44]\n\t"
       "vdup.32 q4, %[ra]\n\t"
-      "vcmp.f32 lt, q0, q4\n\t"
+      "vcmp.f32 gt, q4, q0\n\t"
       "vpsel q0, q4, q0\n\t"
-      "vcmp.f32 lt, q1, q4\n\t"
+      "vcmp.f32 gt, q4, q1\n\t"
       "vpsel q1, q4, q1\n\t"
-      "vcmp.f32 lt, q2, q4\n\t"
+      "vcmp.f32 gt, q4, q2\n\t"
       "vpsel q2, q4, q2\n\t"
-      "vcmp.f32 lt, q3, q4\n\t"
+      "vcmp.f32 gt, q4, q3\n\t"
       "vpsel q3, q4, q3\n\t"
       "3:\n\t"
       "lsls %[n], %[rc], #30\n\t"
@@ -585,6 +744,136 @@ inline void conv3x3_4x4_mve(Conv3x3Args* a) {
       : [a] "r"(a)
       : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory");
 }
+
+// conv3x3_pool_rows (above) with MVE-F: the 4 x 4 block of conv3x3_4x4_mve for rows
+// 2r and 2r + 1; per channel vector the horizontal maximum against VREV64 of it
+// (lanes 0 and 2 hold max_keep_nan(v0, v1), max_keep_nan(v2, v3)), row 2r's four
+// vectors wait in `spill`, then the vertical maximum, the clamp per lane and lanes
+// 0 and 2 stored (two VMOV.32 to core registers, STRD). max_keep_nan per lane: VCMP NE of v
+// with itself (NaN lanes) and VPSEL, then VCMP GT and VPSEL.
+#define MCU_F32_MVE_POOL_BODY                       \
+  "ldr %[w0], [%[a], #4]\n\t"                       \
+  "ldr %[ra], [%[a], #16]\n\t"                      \
+  "add %[w1], %[w0], %[ra]\n\t"                     \
+  "add %[w2], %[w1], %[ra]\n\t"                     \
+  "add %[w3], %[w2], %[ra]\n\t"                     \
+  "ldr %[n], [%[a], #8]\n\t"                        \
+  "ldmia %[n], {%[ra], %[rb], %[rc]}\n\t"           \
+  "vdup.32 q0, %[ra]\n\t"                           \
+  "vdup.32 q1, %[rb]\n\t"                           \
+  "vdup.32 q2, %[rc]\n\t"                           \
+  "ldr %[ra], [%[n], #12]\n\t"                      \
+  "vdup.32 q3, %[ra]\n\t"                           \
+  "ldr %[n], [%[a], #32]\n\t"                       \
+  "1:\n\t"                                          \
+  MCU_F32_MVE_KROW                                  \
+  MCU_F32_MVE_KROW                                  \
+  MCU_F32_MVE_KROW                                  \
+  "ldr %[ra], [%[a], #28]\n\t"                      \
+  "add %[x], %[x], %[ra]\n\t"                       \
+  "subs %[n], %[n], #1\n\t"                         \
+  "bne 1b\n\t"
+#define MCU_F32_MVE_HMAX(q)                         \
+  "vrev64.32 q4, " q "\n\t"                         \
+  "vcmp.f32 ne, q4, q4\n\t"                         \
+  "vpsel " q ", q4, " q "\n\t"                      \
+  "vcmp.f32 gt, q4, " q "\n\t"                      \
+  "vpsel " q ", q4, " q "\n\t"
+#define MCU_F32_MVE_HMAX4 \
+  MCU_F32_MVE_HMAX("q0") MCU_F32_MVE_HMAX("q1") MCU_F32_MVE_HMAX("q2") MCU_F32_MVE_HMAX("q3")
+#define MCU_F32_MVE_VMAX(q, off)                    \
+  "vldrw.32 q4, [%[n], #" off "]\n\t"               \
+  "vcmp.f32 ne, " q ", " q "\n\t"                   \
+  "vpsel q4, " q ", q4\n\t"                         \
+  "vcmp.f32 gt, " q ", q4\n\t"                      \
+  "vpsel " q ", " q ", q4\n\t"
+#define MCU_F32_MVE_STORE2(q, p)                    \
+  "vmov.32 %[ra], " q "[0]\n\t"                     \
+  "vmov.32 %[rb], " q "[2]\n\t"                     \
+  "strd %[ra], %[rb], [%[" p "]]\n\t"
+// `c.blocks` blocks of 4 convolution columns (2 pooled pixels) x 4 channels along
+// one pooled row; advances c.x and c.out past them.
+inline void conv3x3_pool_mve(ConvPool3x3Args* a) {
+  int32_t x, w0, w1, w2, w3, n;
+  register int32_t ra asm("r4");
+  register int32_t rb asm("r5");
+  register int32_t rc asm("r6");
+  asm volatile(
+      "2:\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      MCU_F32_MVE_POOL_BODY
+      MCU_F32_MVE_HMAX4
+      "add %[n], %[a], #52\n\t"
+      "vstrw.32 q0, [%[n]]\n\t"
+      "vstrw.32 q1, [%[n], #16]\n\t"
+      "vstrw.32 q2, [%[n], #32]\n\t"
+      "vstrw.32 q3, [%[n], #48]\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      "ldr %[ra], [%[a], #24]\n\t"
+      "add %[x], %[x], %[ra]\n\t"
+      MCU_F32_MVE_POOL_BODY
+      MCU_F32_MVE_HMAX4
+      "add %[n], %[a], #52\n\t"
+      MCU_F32_MVE_VMAX("q0", "0")
+      MCU_F32_MVE_VMAX("q1", "16")
+      MCU_F32_MVE_VMAX("q2", "32")
+      MCU_F32_MVE_VMAX("q3", "48")
+      "ldr %[rc], [%[a], #40]\n\t"
+      "lsls %[n], %[rc], #31\n\t"
+      "beq 3f\n\t"
+      "ldr %[ra], [%[a], #44]\n\t"
+      "vdup.32 q4, %[ra]\n\t"
+      "vcmp.f32 gt, q4, q0\n\t"
+      "vpsel q0, q4, q0\n\t"
+      "vcmp.f32 gt, q4, q1\n\t"
+      "vpsel q1, q4, q1\n\t"
+      "vcmp.f32 gt, q4, q2\n\t"
+      "vpsel q2, q4, q2\n\t"
+      "vcmp.f32 gt, q4, q3\n\t"
+      "vpsel q3, q4, q3\n\t"
+      "3:\n\t"
+      "lsls %[n], %[rc], #30\n\t"
+      "bpl 4f\n\t"
+      "ldr %[ra], [%[a], #48]\n\t"
+      "vdup.32 q4, %[ra]\n\t"
+      "vcmp.f32 gt, q0, q4\n\t"
+      "vpsel q0, q4, q0\n\t"
+      "vcmp.f32 gt, q1, q4\n\t"
+      "vpsel q1, q4, q1\n\t"
+      "vcmp.f32 gt, q2, q4\n\t"
+      "vpsel q2, q4, q2\n\t"
+      "vcmp.f32 gt, q3, q4\n\t"
+      "vpsel q3, q4, q3\n\t"
+      "4:\n\t"
+      "ldr %[x], [%[a], #12]\n\t"
+      "ldr %[rc], [%[a], #20]\n\t"
+      MCU_F32_MVE_STORE2("q0", "x")
+      "add %[w1], %[x], %[rc]\n\t"
+      MCU_F32_MVE_STORE2("q1", "w1")
+      "add %[w1], %[w1], %[rc]\n\t"
+      MCU_F32_MVE_STORE2("q2", "w1")
+      "add %[w1], %[w1], %[rc]\n\t"
+      MCU_F32_MVE_STORE2("q3", "w1")
+      "adds %[x], %[x], #8\n\t"
+      "str %[x], [%[a], #12]\n\t"
+      "ldr %[x], [%[a], #0]\n\t"
+      "adds %[x], %[x], #16\n\t"
+      "str %[x], [%[a], #0]\n\t"
+      "ldr %[n], [%[a], #36]\n\t"
+      "subs %[n], %[n], #1\n\t"
+      "str %[n], [%[a], #36]\n\t"
+      "bne 2b\n\t"
+      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),
+        [ra] "=&r"(ra), [rb] "=&r"(rb), [rc] "=&r"(rc)
+      : [a] "r"(a)
+      : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory");
+}
+#define MCU_F32_CONV_POOL_MVE 1
+#undef MCU_F32_MVE_POOL_BODY
+#undef MCU_F32_MVE_HMAX
+#undef MCU_F32_MVE_HMAX4
+#undef MCU_F32_MVE_VMAX
+#undef MCU_F32_MVE_STORE2
 #undef MCU_F32_MVE_KROW
 #undef MCU_F32_MVE_OC
 #endif

@@ -113,4 +113,4 @@ def test_cli_debug_json(built, capsys, qemu_tools):
                    "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["ok"] is True and out["first_divergence"] is None
-    assert [s["op"] for s in out["steps"]][:2] == ["mcu::conv2d.out", "mcu::max_pool2d.out"]
+    assert [s["op"] for s in out["steps"]][:2] == ["mcu::conv2d_max_pool2d.out", "mcu::linear.out"]

@@ -68,6 +68,8 @@ def int8_handling(op: str, handled: set, lut: set, views: set) -> str:
         return "int8 boundary"
     if op.startswith(("cortex_m::", "mcu::quantized")):
         return "int8 kernel"
+    if base == "mcu::conv2d_max_pool2d":  # fp32 conv + clamp + pool: int8 quantizes the two operators apart
+        return "int8 kernel" if {"aten::conv2d", "aten::max_pool2d"} <= handled else "fp32 island"
     if op.startswith("mcu::"):  # mcu-gen's fused fp32 form of an ATen operator (conv2d + activation, ...)
         base = "aten::" + base.split("::", 1)[1]
     if base in handled:

@@ -9,6 +9,8 @@ overload, whose schema the device kernels implement exactly:
 - ``mcu::max_pool2d`` max pooling without the indices output
 - ``mcu::rfft``       DFT of a real input along its last dimension as (re, im) pairs [..., n_out, 2],
                       from a build-time twiddle table (capture/complex_to_real.py)
+- ``mcu::conv2d_max_pool2d`` ``mcu::conv2d``, then a 2x2 / stride 2 max pool (no padding, floor); the
+  convolution's output is never stored (kernels_portable/f32_conv_pool.h)
 
 ``out_min`` / ``out_max`` of ``-inf`` / ``inf`` mean "no clamp"; a fused ReLU is
 ``out_min = 0``, a fused ReLU6 is ``[0, 6]``.
@@ -35,6 +37,14 @@ LINEAR_SCHEMA = "linear(Tensor input, Tensor weight, Tensor? bias, float out_min
 LINEAR_OUT_SCHEMA = (
     "linear.out(Tensor input, Tensor weight, Tensor? bias, float out_min, float out_max, "
     "*, Tensor(a!) out) -> Tensor(a!)"
+)
+CONV2D_MAX_POOL2D_SCHEMA = (
+    "conv2d_max_pool2d(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+    "int[] dilation, int groups, float out_min, float out_max) -> Tensor"
+)
+CONV2D_MAX_POOL2D_OUT_SCHEMA = (
+    "conv2d_max_pool2d.out(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding, "
+    "int[] dilation, int groups, float out_min, float out_max, *, Tensor(a!) out) -> Tensor(a!)"
 )
 MAX_POOL2D_SCHEMA = (
     "max_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation, "
@@ -66,6 +76,11 @@ def linear_ref(input, weight, bias, out_min, out_max):
     return _clamp(torch.nn.functional.linear(input, weight, bias), out_min, out_max)
 
 
+def conv2d_max_pool2d_ref(input, weight, bias, stride, padding, dilation, groups, out_min, out_max):
+    y = conv2d_ref(input, weight, bias, stride, padding, dilation, groups, out_min, out_max)
+    return torch.nn.functional.max_pool2d(y, [2, 2], [2, 2])
+
+
 def max_pool2d_ref(self, kernel_size, stride, padding, dilation, ceil_mode):
     return torch.nn.functional.max_pool2d(
         self, list(kernel_size), list(stride) or list(kernel_size), list(padding), list(dilation), ceil_mode
@@ -85,6 +100,12 @@ def _conv2d_out(input, weight, bias, stride, padding, dilation, groups, out_min,
 
 def _linear_out(input, weight, bias, out_min, out_max, *, out):
     r = linear_ref(input, weight, bias, out_min, out_max)
+    out.resize_(r.shape).copy_(r)
+    return out
+
+
+def _conv2d_max_pool2d_out(input, weight, bias, stride, padding, dilation, groups, out_min, out_max, *, out):
+    r = conv2d_max_pool2d_ref(input, weight, bias, stride, padding, dilation, groups, out_min, out_max)
     out.resize_(r.shape).copy_(r)
     return out
 
@@ -111,15 +132,16 @@ def _register() -> None:
     lib = torch.library.Library(NAMESPACE, "DEF")
     _register.lib = lib  # keep the library alive for the life of the process
     for schema in (CONV2D_SCHEMA, CONV2D_OUT_SCHEMA, LINEAR_SCHEMA, LINEAR_OUT_SCHEMA,
-                   MAX_POOL2D_SCHEMA, MAX_POOL2D_OUT_SCHEMA, RFFT_SCHEMA, RFFT_OUT_SCHEMA):
+                   MAX_POOL2D_SCHEMA, MAX_POOL2D_OUT_SCHEMA, RFFT_SCHEMA, RFFT_OUT_SCHEMA,
+                   CONV2D_MAX_POOL2D_SCHEMA, CONV2D_MAX_POOL2D_OUT_SCHEMA):
         lib.define(schema)
     # Functional overloads: composite of torch ops, so they work on every backend
     # (CPU, Meta, FakeTensor) and torch.export can trace them without decomposing.
     for name, fn in (("conv2d", conv2d_ref), ("linear", linear_ref), ("max_pool2d", max_pool2d_ref),
-                     ("rfft", rfft_ref)):
+                     ("rfft", rfft_ref), ("conv2d_max_pool2d", conv2d_max_pool2d_ref)):
         lib.impl(name, fn, "CompositeExplicitAutograd")
     for name, fn in (("conv2d.out", _conv2d_out), ("linear.out", _linear_out), ("max_pool2d.out", _max_pool2d_out),
-                     ("rfft.out", _rfft_out)):
+                     ("rfft.out", _rfft_out), ("conv2d_max_pool2d.out", _conv2d_max_pool2d_out)):
         lib.impl(name, fn, "CompositeExplicitAutograd")
 
     @torch.library.register_fake("mcu::conv2d", lib=lib)
@@ -129,6 +151,10 @@ def _register() -> None:
     @torch.library.register_fake("mcu::linear", lib=lib)
     def _linear_fake(input, weight, bias, out_min, out_max):
         return linear_ref(input, weight, bias, out_min, out_max)
+
+    @torch.library.register_fake("mcu::conv2d_max_pool2d", lib=lib)
+    def _conv2d_max_pool2d_fake(input, weight, bias, stride, padding, dilation, groups, out_min, out_max):
+        return conv2d_max_pool2d_ref(input, weight, bias, stride, padding, dilation, groups, out_min, out_max)
 
     @torch.library.register_fake("mcu::max_pool2d", lib=lib)
     def _max_pool2d_fake(self, kernel_size, stride, padding, dilation, ceil_mode):

@@ -11,7 +11,8 @@ Order (see ``run_passes``):
   fold_batch_norm     eval BN into the preceding convolution / addmm / mm
   fuse (optional)     convolution -> mcu::conv2d, addmm/mm/linear -> mcu::linear,
                       max_pool2d_with_indices -> mcu::max_pool2d,
-                      relu / hardtanh / clamp -> the producer's out_min/out_max
+                      relu / hardtanh / clamp -> the producer's out_min/out_max,
+                      mcu::conv2d -> 2x2 mcu::max_pool2d -> mcu::conv2d_max_pool2d (fuse_conv_max_pool)
 """
 from __future__ import annotations
 
@@ -373,6 +374,41 @@ def fuse_activations(cg: ConstGraph) -> None:
     cg.cleanup()
 
 
+def _conv_pool_blocked(conv: torch.fx.Node, cg: ConstGraph) -> bool:
+    """Whether mcu::conv2d_max_pool2d's blocked path takes this convolution (kernels_portable/f32_conv_pool.h,
+    conv_pool_blocked: 3x3, stride 1, no padding, no dilation, output width >= 4; blocks of 4 output channels
+    per group). Its other shapes are computed window by window, slower than the convolution and the pool
+    apart: those stay unfused."""
+    x, w, _b, stride, padding, dilation, groups = conv.args[:7]
+    wt, val = cg.const(w), conv.meta.get("val")
+    if wt is None or wt.dim() != 4 or not isinstance(val, torch.Tensor) or val.dim() != 4:
+        return False
+    if val.dtype != torch.float32 or tuple(wt.shape[2:]) != (3, 3):
+        return False
+    if list(stride) != [1, 1] or list(padding) != [0, 0] or list(dilation) != [1, 1]:
+        return False
+    return (wt.shape[0] // groups) % 4 == 0 and val.shape[2] >= 2 and val.shape[3] >= 4
+
+
+def fuse_conv_max_pool(cg: ConstGraph) -> None:
+    """mcu::conv2d (clamp fused) whose only user is a 2x2 / stride 2 mcu::max_pool2d (no padding, dilation
+    or ceil_mode) -> mcu::conv2d_max_pool2d: the convolution's output is no longer stored (arena) and the
+    pool is no separate pass."""
+    for pool in call_nodes(cg.graph, torch.ops.mcu.max_pool2d.default):
+        conv, kernel, stride, padding, dilation, ceil_mode = pool.args
+        if not (isinstance(conv, torch.fx.Node) and conv.target is torch.ops.mcu.conv2d.default
+                and len(conv.users) == 1):
+            continue
+        if list(kernel) != [2, 2] or list(stride) != [2, 2] or list(padding) != [0, 0] or list(dilation) != [1, 1]:
+            continue
+        if ceil_mode or not _conv_pool_blocked(conv, cg):
+            continue
+        new = cg.call(torch.ops.mcu.conv2d_max_pool2d.default, list(conv.args), pool)
+        cg.replace(pool, new)
+        cg.graph.erase_node(conv)
+    cg.cleanup()
+
+
 def run_passes(cg: ConstGraph, fuse: bool = True) -> ConstGraph:
     complex_to_real(cg)
     remove_noops(cg)
@@ -382,4 +418,5 @@ def run_passes(cg: ConstGraph, fuse: bool = True) -> ConstGraph:
     if fuse:
         _to_mcu_ops(cg)
         fuse_activations(cg)
+        fuse_conv_max_pool(cg)
     return cg
