@@ -40,7 +40,7 @@ from torchao.quantization.pt2e.quantizer import (
     SharedQuantizationSpec,
 )
 
-from mcu_gen.quantize.int8_common import pad_mode_and_value, pool_geometry
+from mcu_gen.quantize.int8_common import pad_mode_and_value
 from mcu_gen.quantize.observers import DEFAULT_METHOD, EPS, CalibrationObserver
 
 aten = torch.ops.aten
@@ -57,7 +57,7 @@ MUL_OPS = {aten.mul.Tensor}
 # Ops whose output keeps the input's quantization parameters.
 SHARED_OPS = {
     aten.max_pool2d.default,
-    aten.avg_pool2d.default,  # (AVERAGE_OPS: parameters of their own when that costs little, see there)
+    aten.avg_pool2d.default,
     aten.adaptive_avg_pool2d.default,
     aten.mean.dim,
     aten.flatten.using_ints,
@@ -84,14 +84,6 @@ SHARED_OPS = {
     aten.amin.default,
 }
 PAD_OPS = {aten.pad.default, aten.constant_pad_nd.default}
-# Averages: an output observer of their own, as XNNPACK's graph has (an average's range is narrower than its
-# input's: a global pool's output has a fraction of it, and the input's scale would waste most codes), when
-# the int8 form costs at most AVERAGE_OWN_MAX_BYTES of weight: a depthwise convolution with a weight of ones,
-# C * window bytes (int8_ops/pool.py). Larger ones keep their input's parameters (cortex_m::quantized_avg_pool2d,
-# no weight). Measured (bench_quant, PT2E graphs, histogram): se_hardswish 0.0071 -> 0.0053 rel RMS,
-# odd_convs 0.0030 -> 0.0023, attention 0.0309 -> 0.0260.
-AVERAGE_OPS = {aten.avg_pool2d.default, aten.adaptive_avg_pool2d.default, aten.mean.dim}
-AVERAGE_OWN_MAX_BYTES = 4096
 # Sums over dims: an output observer of their own (int32 sums of the codes, requantized: int8_ops/pool.py).
 SUM_OPS = {aten.sum.dim_IntList, aten.sum.default}
 # PReLU with a constant slope per channel (or one): an output observer of its own (int8_ops/elementwise.py).
@@ -116,28 +108,6 @@ def _pad_keeps_range(node) -> bool:
     the input's quantization parameters fit the output exactly."""
     mode, value = pad_mode_and_value(node)
     return (mode == "constant" and value == 0.0) or mode in ("reflect", "replicate")
-
-
-def average_weight_bytes(node) -> int | None:
-    """The weight (C * window bytes) of average `node` lowered as a depthwise convolution with a weight of
-    ones, or None when it cannot be told from the shapes."""
-    x = node.args[0]
-    xv, ov = x.meta.get("val") if isinstance(x, torch.fx.Node) else None, node.meta.get("val")
-    if not isinstance(xv, torch.Tensor) or not isinstance(ov, torch.Tensor) or xv.dim() < 2 or ov.numel() == 0:
-        return None
-    if node.target is aten.mean.dim:  # [outer, inner, span] in memory: inner * span bytes
-        return int(xv.numel() // xv.shape[0]) if 0 not in [d % xv.dim() for d in (node.args[1] or [])] else None
-    if xv.dim() != 4:
-        return None
-    if node.target is aten.avg_pool2d.default:  # every window kh * kw taps (else: keeps its input's parameters)
-        args = list(node.args) + [None] * (7 - len(node.args))
-        kernel, stride, padding = pool_geometry(args[1], args[2], args[3])
-        if args[6] is not None or (any(padding) and args[5] is False) or \
-                any((o - 1) * st + k > n + 2 * p for o, st, k, n, p in zip(ov.shape[2:], stride, kernel,
-                                                                            xv.shape[2:], padding)):
-            return None
-        return int(xv.shape[1] * kernel[0] * kernel[1])
-    return int(xv.numel() // ov.numel() * xv.shape[1])  # adaptive: C * the window that tiles the input
 
 
 def activation_spec(qat: bool = False, method: str = DEFAULT_METHOD) -> QuantizationSpec:
@@ -299,9 +269,6 @@ class McuQuantizer(Quantizer):
                 x = node.args[0]
                 if isinstance(x, torch.fx.Node) and (t not in PRELU_OPS or _is_constant(node.args[1])):
                     _annotate(node, {x: self.act}, self.act)
-            elif t in AVERAGE_OPS and isinstance(node.args[0], torch.fx.Node) and \
-                    (average_weight_bytes(node) or AVERAGE_OWN_MAX_BYTES + 1) <= AVERAGE_OWN_MAX_BYTES:
-                _annotate(node, {node.args[0]: self.act}, self.act)
             elif t in SHARED_OPS:
                 x = node.args[0]
                 if isinstance(x, torch.fx.Node) and (t not in PAD_OPS or _pad_keeps_range(node)):
