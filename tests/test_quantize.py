@@ -177,3 +177,60 @@ def test_qat_converted_model_is_taken_as_is(tmp_path):
     torch.export.save(torch.export.export(converted, spec.example_inputs), str(path))
     program2, _ = export_quantized(load_model_file(path))
     assert np.array_equal(run_int8_reference(program2, [x.numpy()])[0], got)
+
+
+def test_averages_with_parameters_of_their_own_lower_to_int8():
+    """A graph quantized elsewhere (XNNPACK's quantizer gives averages an output observer of their own):
+    avg_pool2d, adaptive_avg_pool2d and mean with other output parameters than their input's lower to a
+    depthwise convolution with a weight of ones (int32 window sums, one requantization), not an fp32
+    island; a ceil-mode pool whose last windows hold fewer taps to the average then a table. Integer
+    reference within two output steps of the PT2E graph and 5% of fp32 at the output."""
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torchao.quantization.pt2e.quantizer import QuantizationAnnotation
+
+    from mcu_gen.quantize.quantizer import activation_spec
+
+    aten = torch.ops.aten
+    averages = {aten.avg_pool2d.default, aten.adaptive_avg_pool2d.default, aten.mean.dim}
+
+    class OwnAverages(McuQuantizer):
+        def annotate(self, model):
+            super().annotate(model)
+            for n in model.graph.nodes:
+                if n.op == "call_function" and n.target in averages:
+                    n.meta["quantization_annotation"] = QuantizationAnnotation(
+                        input_qspec_map={n.args[0]: activation_spec()}, output_qspec=activation_spec(), _annotated=True)
+            return model
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = nn.Conv2d(3, 6, 3, padding=1)
+            self.fc = nn.Linear(6, 4)
+
+        def forward(self, x):
+            y = torch.relu(self.c(x))
+            a = nn.functional.avg_pool2d(y, 2)                      # 8x8 -> 4x4, full windows
+            b = nn.functional.avg_pool2d(y, 3, stride=2, ceil_mode=True)  # last windows past the end
+            s = nn.functional.adaptive_avg_pool2d(a, 1).flatten(1) + b.mean(dim=(2, 3))
+            return self.fc(s)
+
+    torch.manual_seed(0)
+    spec = _spec(Net(), (1, 3, 8, 8))
+    gm = capture_for_quantization(spec.module, spec.example_inputs)
+    prepared = prepare_pt2e(gm, OwnAverages())
+    with torch.no_grad():
+        for x in spec.calibration_inputs:
+            prepared(*x)
+    converted = convert_pt2e(prepared)
+    program, _ = export_quantized(ModelSpec(converted, spec.example_inputs, name="own_averages"))
+    assert program.meta["fp32_fallback"] == []
+    ops = [i.op for i in program.instructions]
+    assert ops.count("cortex_m::quantized_depthwise_conv2d.out") == 3  # avg_pool2d(2), adaptive, mean
+    assert "cortex_m::quantized_avg_pool2d.out" in ops  # the ceil-mode pool, then its table
+    for (x,) in spec.calibration_inputs[:3]:
+        got = run_int8_reference(program, [x.numpy()])[0]
+        fq = converted(x).detach().numpy()
+        assert np.max(np.abs(got - fq)) <= 2.01 * _output_scale(converted)
+        fp = spec.module(x).detach().numpy()
+        assert np.max(np.abs(got - fp)) <= 0.05 * max(1.0, float(np.max(np.abs(fp))))

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_gen.program.ir import TensorValue
-from mcu_gen.quantize.int8_common import (INT8_MIN, NHWC, QuantLoweringError, aten, pool_geometry,
-                                          quantize_multiplier, shape_of)
+from mcu_gen.quantize.int8_common import (INT8_MAX, INT8_MIN, NHWC, QuantLoweringError, aten, conv_scratch_bytes,
+                                          pool_geometry, quantize_multiplier, shape_of)
 from mcu_gen.quantize.int8_ops.registry import handler
 
 
@@ -70,26 +70,70 @@ def avg_pool(lw, node, qnode, act):
     xt = lw.program.tensor(v)
     s_out, zp_out = lw.qparams(qnode)
     if zp_out != xt.zero_point or s_out != xt.scale:
-        return "output quantization differs from the input's"
+        oh, ow = shape_of(node)[2:]
+        overhang = any((o - 1) * st + k > n + 2 * p for o, st, k, n, p in
+                       zip((oh, ow), stride, kernel, xt.shape[2:], padding))
+        if not overhang and (not any(padding) or count_include_pad is not False):
+            out = _average_as_depthwise(lw, node, qnode, v, kernel, stride, padding)
+        else:  # windows of different sizes: the average at the input's parameters, then a table
+            same = _emit_avg_pool(lw, node, v, kernel, stride, padding, ceil_mode, xt.scale, xt.zero_point,
+                                  shape_of(node), qnode.name + "_avg")
+            out = lw.requantize(same, s_out, zp_out, node)
+        lw.finish(node, qnode, act, out)
+        return None
+    out = _emit_avg_pool(lw, node, v, kernel, stride, padding, ceil_mode, s_out, zp_out, shape_of(node), qnode.name)
+    lw.finish(node, qnode, act, out)
+    return None
+
+
+def _emit_avg_pool(lw, node, v, kernel, stride, padding, ceil_mode, s_out, zp_out, oshape, name):
+    """cortex_m::quantized_avg_pool2d of NHWC int8 value v; its output has v's parameters (s_out, zp_out)."""
+    xt = lw.program.tensor(v)
     mult, shift = quantize_multiplier(xt.scale)
-    out = lw.int8_tensor(shape_of(node), s_out, zp_out, NHWC, qnode.name)
+    out = lw.int8_tensor(oshape, s_out, zp_out, NHWC, name)
     scratch = lw.scratch(xt.shape[1] * 4, f"{node.name}_scratch")  # arm_avgpool_s8 (DSP): int32 per channel
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
     il = lambda x: lw.scalar("int_list", [int(a) for a in x])  # noqa: E731
     lw.emit("cortex_m::quantized_avg_pool2d.out",
              [v, il(kernel), il(stride), il(padding), lw.scalar("bool", bool(ceil_mode)), i(zp_out), i(mult), i(shift),
               scratch], out, node)
-    lw.finish(node, qnode, act, out)
-    return None
+    return out
+
+
+def _average_as_depthwise(lw, node, qnode, v, kernel, stride, padding):
+    """An average whose output has parameters of its own (its range is narrower than its input's):
+    a depthwise convolution with a weight of ones, every window holding kh * kw taps (no windows past
+    the end; zero padding counted, as count_include_pad does): int32 sums of (code - input zero point)
+    requantized by s_in / (kh * kw * s_out), in one rounding. The cost: a weight of C * kh * kw bytes."""
+    xt = lw.program.tensor(v)
+    s_out, zp_out = lw.qparams(qnode)
+    n, c, h, w = xt.shape
+    oh = (h + 2 * padding[0] - kernel[0]) // stride[0] + 1
+    ow = (w + 2 * padding[1] - kernel[1]) // stride[1] + 1
+    mult, shift = quantize_multiplier(xt.scale / (kernel[0] * kernel[1] * s_out))
+    out = lw.int8_tensor((n, c, oh, ow), s_out, zp_out, NHWC, qnode.name)
+    ones = np.ones((1, kernel[0], kernel[1], c), np.int8)  # IHWO
+    scratch = lw.scratch(conv_scratch_bytes(xt.shape, (c, 1, kernel[0], kernel[1]), stride, padding, [1, 1], True),
+                         f"{node.name}_scratch")
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    il = lambda x: lw.scalar("int_list", [int(a) for a in x])  # noqa: E731
+    lw.emit("cortex_m::quantized_depthwise_conv2d.out",
+            [v, lw.constant(ones, "int8", f"{node.name}_ones"), lw.scalar("none"), il(stride), il(padding),
+             il([1, 1]), i(1), i(-xt.zero_point), i(zp_out),
+             lw.constant(np.full(c, mult), "int32", f"{node.name}_multipliers"),
+             lw.constant(np.full(c, shift), "int32", f"{node.name}_shifts"), i(INT8_MIN), i(INT8_MAX), scratch],
+            out, node)
+    return out
 
 
 def _avg_pool_int8(lw, node, qnode, v, kernel, stride, padding):
-    """cortex_m::quantized_avg_pool2d of int8 value v (same quantization in and out)."""
+    """An int8 average pool of value v: cortex_m::quantized_avg_pool2d when the output keeps v's
+    parameters, else a depthwise convolution with a weight of ones (_average_as_depthwise)."""
     v = lw.to_nhwc(v, node)
     xt = lw.program.tensor(v)
     s_out, zp_out = lw.qparams(qnode)
     if zp_out != xt.zero_point or s_out != xt.scale:
-        return None, "output quantization differs from the input's"
+        return _average_as_depthwise(lw, node, qnode, v, kernel, stride, padding), None
     n, c, h, w = xt.shape
     oh = (h + 2 * padding[0] - kernel[0]) // stride[0] + 1
     ow = (w + 2 * padding[1] - kernel[1]) // stride[1] + 1
