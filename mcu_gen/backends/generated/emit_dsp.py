@@ -107,6 +107,9 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
     win_rows, ring, _ = win
+    # the input rows at a fixed distance (not in place, or a window that holds the whole input: DwWindow::kWhole):
+    # one dw_pixels call per run of rows and columns of one border class
+    v["linear_rows"] = not l.inplace_ok or win_rows >= l.h + l.pad_h
     extra = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else []
     v.update(win_rows=win_rows, ring_arg=ring, bound=bound(l, 0, 14, ring),
              checks=l.checks + extra + [allowed(0, 14, l.inplace_ok, l)])
