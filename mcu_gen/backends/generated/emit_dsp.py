@@ -238,11 +238,18 @@ WIDE_X = 28  # frame offset of the widened input rows (after the GEMM's 7 words 
 WIDE_MAX_BYTES = 1024  # the widened rows (4K bytes) go on the GEMM's stack frame up to this size (K <= 256)
 
 
-def wide_ok(k: int, n: int) -> bool:
+WIDE_STACK_BYTES = 576  # a wide GEMM's caller's row buffer plus its widened rows, at most (see wide_ok)
+
+
+def wide_ok(k: int, n: int, caller_bytes: int = 0) -> bool:
     """Whether the two-row GEMM widens its two input rows once into its frame (``_pair_macs_wide``): from
     two sub-blocks of 4 channels (the widening, 11 estimated M33 cycles per 4 inputs, costs more than the 8
-    it saves per sub-block below) and up to WIDE_MAX_BYTES of stack."""
-    return n >= 8 and 4 * k <= WIDE_MAX_BYTES
+    it saves per sub-block below), up to WIDE_MAX_BYTES of stack, and with the stack buffer of the layer
+    that calls it (``caller_bytes``: gathered windows, in-place output rows) within WIDE_STACK_BYTES, so
+    that the generated layer stays inside the stack the library kernels of the image already need (issue 25:
+    the default build's RAM no more than the library build's; VWW's 256-channel in-place 1x1 layers, 512 B
+    of output rows, stay narrow)."""
+    return n >= 8 and 4 * k <= WIDE_MAX_BYTES and caller_bytes + 4 * k <= WIDE_STACK_BYTES
 
 
 def _widen_rows(k: int) -> list:
@@ -349,7 +356,8 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
     return out
 
 
-def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True) -> list:
+def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
+                  wide: bool | None = None) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
     in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
@@ -357,7 +365,7 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
     [sp+8] rows left, [sp+12] d, [sp+16] d->end8; where ``wide_ok``, from [sp+WIDE_X] the two rows of a
     pair widened (``_widen_rows``, ``_pair_macs_wide``)."""
-    wide = pairs and pair_ok(k, n) and wide_ok(k, n)
+    wide = pairs and pair_ok(k, n) and (wide_ok(k, n) if wide is None else wide)
     frame = WIDE_X + (4 * k if wide else 0)
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
             "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]"]
@@ -386,9 +394,20 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     return [l.replace("%=", name) for l in body]
 
 
-def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool) -> str:
+def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
+                    wide: bool) -> str:
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs))
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide))
+
+
+def _caller_bytes(l) -> int:
+    """The stack buffer of the layer's compute function around its GEMM calls: gathered windows (conv),
+    output rows (in-place 1x1), none (direct)."""
+    if l.kind == "conv":
+        return _conv_chunk(l) * l.k
+    if l.kind == "pointwise" and l.op != POINTWISE_OPS[0]:
+        return max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2)) * l.n
+    return 0
 
 
 def _calls_pairs(l) -> bool:
@@ -458,13 +477,15 @@ def generate(program: Program, kernels) -> Generated:
     set_places(program, layers)
     by_op = {k.op: k for k in kernels}
     parts = [PRELUDE, ROWS_SOURCE]
-    fns = {}
+    fns, wide = {}, {}
     for l in layers:
         if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
-            fns.setdefault(_gemm_fn_name(l), (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max,
-                                               _calls_pairs(l) and pair_ok(l.k, l.n)))
+            name = _gemm_fn_name(l)
+            fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max,
+                                  _calls_pairs(l) and pair_ok(l.k, l.n)))
+            wide[name] = wide.get(name, True) and wide_ok(l.k, l.n, _caller_bytes(l))  # every caller's stack
     for name, sig in fns.items():
-        parts.append(_gemm_fn_source(name, *sig))
+        parts.append(_gemm_fn_source(name, *sig, wide[name]))
     if add_plans:
         parts.append(ADD_SOURCE)
     for l in layers:
