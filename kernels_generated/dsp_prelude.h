@@ -534,33 +534,41 @@ inline void rq4_smmlar(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int
 // only taps inside are read), pixels `x_step` bytes apart, input pixels kXS bytes apart (kC: the
 // input itself; 4: a copy of one group); kGroups groups of 4 channels from c0, output pixels kC apart.
 // `w`: per group of 4 channels, per tap, the int16 pairs (w[c], w[c+2]) and (w[c+1], w[c+3]).
-// `start`: the border class's accumulator starts at channel c0.
+// `start`: the border class's accumulator starts at channel c0. `rows` rows of such runs (one output row
+// of one border class each: the same taps), the next row's first pixel `x_row` input bytes and `y_row`
+// output bytes on: one call per run of rows and columns of one class where the input rows lie at a fixed
+// distance (not in place, or an in-place window that holds the whole input), instead of one per row.
 template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kC, int32_t kGroups,
           int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
-__attribute__((noinline)) void dw_pixels(const int8_t* x, int8_t* y, int32_t count, int32_t x_step, const uint32_t* w,
-                                         const int32_t* start, const Requant& q, int32_t c0) {
+__attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first, int32_t count, int32_t x_step,
+                                         const uint32_t* w, const int32_t* start, const Requant& q, int32_t c0,
+                                         int32_t rows = 1, int32_t x_row = 0, int32_t y_row = 0) {
   const Requant local = q;
   const auto rq = [local](int32_t acc, int32_t n) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, n); };
-  for (int32_t i = 0; i < count; ++i, x += x_step, y += kC) {
-    const uint32_t* wg = w;
-    const int32_t* s = start;
-    for (int32_t g = 0; g < kGroups; ++g, wg += 18, s += 4) {
-      const int8_t* xg = x + 4 * g;
-      int32_t a0, a1, a2, a3;
-      dw_start(s, a0, a1, a2, a3);
-      dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS>(xg, wg, a0, a1, a2, a3);
-      const int32_t c = c0 + 4 * g;
-      int8_t* yg = y + 4 * g;
+  for (int32_t j = 0; j < rows; ++j, x_first += x_row, y_first += y_row) {
+    const int8_t* x = x_first;
+    int8_t* y = y_first;
+    for (int32_t i = 0; i < count; ++i, x += x_step, y += kC) {
+      const uint32_t* wg = w;
+      const int32_t* s = start;
+      for (int32_t g = 0; g < kGroups; ++g, wg += 18, s += 4) {
+        const int8_t* xg = x + 4 * g;
+        int32_t a0, a1, a2, a3;
+        dw_start(s, a0, a1, a2, a3);
+        dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS>(xg, wg, a0, a1, a2, a3);
+        const int32_t c = c0 + 4 * g;
+        int8_t* yg = y + 4 * g;
 #if defined(__ARM_FEATURE_DSP)
-      if constexpr (kMode == kSmmlar && kActMin == -128 && kActMax == 127) {
-        rq4_smmlar(a0, a1, a2, a3, local.mult + 3 * c, yg);
-        continue;
-      }
+        if constexpr (kMode == kSmmlar && kActMin == -128 && kActMax == 127) {
+          rq4_smmlar(a0, a1, a2, a3, local.mult + 3 * c, yg);
+          continue;
+        }
 #endif
-      yg[0] = rq(a0, c);
-      yg[1] = rq(a1, c + 1);
-      yg[2] = rq(a2, c + 2);
-      yg[3] = rq(a3, c + 3);
+        yg[0] = rq(a0, c);
+        yg[1] = rq(a1, c + 1);
+        yg[2] = rq(a2, c + 2);
+        yg[3] = rq(a3, c + 3);
+      }
     }
   }
 }

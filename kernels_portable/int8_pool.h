@@ -18,6 +18,9 @@
 #include "int8_common.h"
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
 #include <arm_mve.h>
+#elif defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+#include <string.h>
 #endif
 
 namespace mcu {
@@ -136,7 +139,40 @@ inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
           }
         }
 #else
-        for (int32_t ch = 0; ch < c; ++ch) {
+        int32_t ch = 0;
+#if defined(__ARM_FEATURE_DSP)
+        // DSP extension (Cortex-M33/M4): 4 channels at a time, one word per pixel added into two pairs of
+        // 16-bit lanes (SXTAB16 of bytes 0, 2 and of bytes 1, 3: 3 instructions per pixel and 4 channels,
+        // where the loop below takes ~8 per pixel and channel). A lane holds at most 255 pixels' sum (|sum| <=
+        // 255 * 128 < 2^15), then is added into int32 sums: the same integer sums.
+        for (; ch + 4 <= c; ch += 4) {
+          int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          uint32_t a02 = 0, a13 = 0;
+          int32_t lane = 0;
+          for (int32_t ih = h0; ih < h1; ++ih) {
+            const int8_t* px = x + ((static_cast<size_t>(n) * vi.h + ih) * vi.w + w0) * c + ch;
+            for (int32_t iw = w0; iw < w1; ++iw, px += c) {
+              uint32_t v;
+              memcpy(&v, px, 4);
+              a02 = __sxtab16(a02, v);
+              __asm__("sxtab16 %0, %0, %1, ror #8" : "+r"(a13) : "r"(v));
+              if (++lane == 255) {
+                s0 += static_cast<int16_t>(a02 & 0xFFFFu), s2 += static_cast<int16_t>(a02 >> 16);
+                s1 += static_cast<int16_t>(a13 & 0xFFFFu), s3 += static_cast<int16_t>(a13 >> 16);
+                a02 = a13 = 0u;
+                lane = 0;
+              }
+            }
+          }
+          s0 += static_cast<int16_t>(a02 & 0xFFFFu), s2 += static_cast<int16_t>(a02 >> 16);
+          s1 += static_cast<int16_t>(a13 & 0xFFFFu), s3 += static_cast<int16_t>(a13 >> 16);
+          const int32_t sums[4] = {s0, s1, s2, s3};
+          for (int32_t j = 0; j < 4; ++j) {
+            o[ch + j] = static_cast<int8_t>(count > 0 ? clamp_i32(avg_round(sums[j], count), -128, 127) : 0);
+          }
+        }
+#endif
+        for (; ch < c; ++ch) {
           int32_t sum = 0;
           for (int32_t ih = h0; ih < h1; ++ih) {
             for (int32_t iw = w0; iw < w1; ++iw) sum += x[((static_cast<size_t>(n) * vi.h + ih) * vi.w + iw) * c + ch];

@@ -107,6 +107,9 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
     win_rows, ring, _ = win
+    # the input rows at a fixed distance (not in place, or a window that holds the whole input: DwWindow::kWhole):
+    # one dw_pixels call per run of rows and columns of one border class
+    v["linear_rows"] = not l.inplace_ok or win_rows >= l.h + l.pad_h
     extra = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else []
     v.update(win_rows=win_rows, ring_arg=ring, bound=bound(l, 0, 14, ring),
              checks=l.checks + extra + [allowed(0, 14, l.inplace_ok, l)])
@@ -231,6 +234,66 @@ def _pair_macs(out: list, st, b: int, k: int, chans) -> None:
             out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
 
 
+WIDE_X = 28  # frame offset of the widened input rows (after the GEMM's 7 words of state)
+WIDE_MAX_BYTES = 1024  # the widened rows (4K bytes) go on the GEMM's stack frame up to this size (K <= 256)
+
+
+WIDE_STACK_BYTES = 576  # a wide GEMM's caller's row buffer plus its widened rows, at most (see wide_ok)
+
+
+def wide_ok(k: int, n: int, caller_bytes: int = 0) -> bool:
+    """Whether the two-row GEMM widens its two input rows once into its frame (``_pair_macs_wide``): from
+    two sub-blocks of 4 channels (the widening, 11 estimated M33 cycles per 4 inputs, costs more than the 8
+    it saves per sub-block below), up to WIDE_MAX_BYTES of stack, and with the stack buffer of the layer
+    that calls it (``caller_bytes``: gathered windows, in-place output rows) within WIDE_STACK_BYTES, so
+    that the generated layer stays inside the stack the library kernels of the image already need (issue 25:
+    the default build's RAM no more than the library build's; VWW's 256-channel in-place 1x1 layers, 512 B
+    of output rows, stay narrow)."""
+    return n >= 8 and 4 * k <= WIDE_MAX_BYTES and caller_bytes + 4 * k <= WIDE_STACK_BYTES
+
+
+def _widen_rows(k: int) -> list:
+    """Both rows' words, x and x + k, widened once per row pair into the frame: per 4 inputs at
+    WIDE_X + 16g the halfword pairs x0 (bytes 0, 2), x1 (0, 2), x0 (1, 3), x1 (1, 3) (SXTB16, SXTB16
+    ROR 8). r4-r11 are free here (no accumulator lives across row pairs)."""
+    groups = k // 4
+
+    def group(src: str, so: int, dst: str, do: int) -> list:
+        return [f"ldr r0, [{src}, #{so}]", f"ldr r12, [{src}, #{so + k}]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
+                "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12", f"str r0, [{dst}, #{do}]", f"str r12, [{dst}, #{do + 4}]",
+                f"str r2, [{dst}, #{do + 8}]", f"str lr, [{dst}, #{do + 12}]"]
+
+    out = ["ldr r3, [sp]"]
+    if groups <= 16:
+        for g in range(groups):
+            out += group("r3", 4 * g, "sp", WIDE_X + 16 * g)
+        return out
+    u = 4 if groups % 4 == 0 else (2 if groups % 2 == 0 else 1)
+    out += [f"add r1, sp, #{WIDE_X}", f"add r4, r1, #{16 * groups}", ".Lwide_%=:"]
+    for j in range(u):
+        out += group("r3", 4 * j, "r1", 16 * j)
+    out += [f"adds r3, #{4 * u}", f"adds r1, #{16 * u}", "cmp r1, r4", "bne .Lwide_%="]
+    return out
+
+
+def _pair_macs_wide(out: list, st, b: int, k: int, chans) -> None:
+    """The MACs of one sub-block of 4 channels over both rows, inputs widened in the frame (``_widen_rows``):
+    per 4 inputs and half (pairs A, then B) the 4 channels' weight words in r0, r2, r3, r12 (four LDR in a
+    row, pipelined with the row-0 input load: 1 + 1 + 1 + 1 + 2 estimated M33 cycles), 4 SMLAD of row 0, the
+    row-1 input (2), 4 SMLAD of row 1: 32 cycles per 32 MACs (40 with the inputs widened in the loop)."""
+    wregs = ("r0", "r2", "r3", "r12")
+    w0 = 4 * b  # the first weight word
+    for g in range(k // 4):
+        for half in (0, 4):
+            for i, c in chans:
+                st.ld(wregs[i], w0 + 8 * b * g + 8 * c + half)
+            xo = WIDE_X + 16 * g + 2 * half
+            out.append(f"ldr lr, [sp, #{xo}]")
+            out += [f"smlad r{4 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
+            out.append(f"ldr lr, [sp, #{xo + 4}]")
+            out += [f"smlad r{8 + i}, lr, {wregs[i]}, r{8 + i}" for i, _ in chans]
+
+
 def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int) -> None:
     """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
     c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1)."""
@@ -243,7 +306,7 @@ def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: 
         out += [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
 
 
-def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
+def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False) -> list:
     """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
     r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
     ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
@@ -258,7 +321,7 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int) -> 
         for i, c in chans:
             st.ld(f"r{4 + i}", 4 * c)
         out += [f"mov r{8 + i}, r{4 + i}" for i in range(4)]
-        _pair_macs(out, st, b, k, chans)
+        (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
         out.append("ldr r2, [sp, #4]")
         _pair_requant(out, st, c0, n, chans, act_min, act_max)
     st.to(c0 + 12 * b)
@@ -266,7 +329,7 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int) -> 
     return out
 
 
-def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
+def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False) -> list:
     """One block of b (8 or 4) output channels of two rows (``_pair_block_unrolled``). For K <
     PAIR_LOOP_K (or a block of 4) the sub-blocks of 4 channels are unrolled; from it they are one loop
     ([sp+20] = 16s: about 20 more cycles per sub-block, for half the code of a block of 8). The stream's
@@ -274,7 +337,7 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
     its weights 32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the
     block's start. r1 ends at the next block."""
     if k < PAIR_LOOP_K or b <= 4:
-        return _pair_block_unrolled(b, k, n, act_min, act_max)
+        return _pair_block_unrolled(b, k, n, act_min, act_max, wide)
     chans = [(c, c) for c in range(4)]
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
@@ -284,7 +347,7 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
         st.ld(f"r{4 + c}", 4 * c)
     out += [f"mov r{8 + c}, r{4 + c}" for c in range(4)]
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
-    _pair_macs(out, st, b, k, chans)
+    (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
     _pair_requant(out, st, c0, n, chans, act_min, act_max)
     out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
@@ -293,23 +356,29 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int) -> list:
     return out
 
 
-def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True) -> list:
+def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
+                  wide: bool | None = None) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
     in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
     accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
     requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
-    [sp+8] rows left, [sp+12] d, [sp+16] d->end8."""
-    body = ["push {r4-r11, lr}", "sub sp, #28", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
+    [sp+8] rows left, [sp+12] d, [sp+16] d->end8; where ``wide_ok``, from [sp+WIDE_X] the two rows of a
+    pair widened (``_widen_rows``, ``_pair_macs_wide``)."""
+    wide = pairs and pair_ok(k, n) and (wide_ok(k, n) if wide is None else wide)
+    frame = WIDE_X + (4 * k if wide else 0)
+    body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
             "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]"]
     if pairs and pair_ok(k, n):
-        body += [".Lpair_%=:", "ldr r3, [sp, #8]", "cmp r3, #2", "blt .Lsingle_%=",
-                 "ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Lptail_%=",
+        body += [".Lpair_%=:", "ldr r3, [sp, #8]", "cmp r3, #2", "blt .Lsingle_%="]
+        if wide:
+            body += _widen_rows(k)
+        body += ["ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Lptail_%=",
                  ".Lpblock_%=:"]
-        body += _pair_block_asm(8, k, n, act_min, act_max)
+        body += _pair_block_asm(8, k, n, act_min, act_max, wide)
         body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%=", ".Lptail_%=:"]
         if tail:
-            body += _pair_block_asm(4, k, n, act_min, act_max)
+            body += _pair_block_asm(4, k, n, act_min, act_max, wide)
         body += ["ldr r0, [sp]", f"addw r0, r0, #{2 * k}", "str r0, [sp]", "ldr r2, [sp, #4]",
                  f"addw r2, r2, #{n}", "str r2, [sp, #4]", "ldr r3, [sp, #8]", "subs r3, #2", "str r3, [sp, #8]",
                  "b .Lpair_%=", ".Lsingle_%=:"]
@@ -321,13 +390,24 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     if tail:
         body += _block_asm(4, k, act_min, act_max)
     body += ["ldr r0, [sp]", f"movw r3, #{k}", "add r0, r3", "str r0, [sp]", "ldr r3, [sp, #8]", "subs r3, #1",
-             "str r3, [sp, #8]", "bne .Lrow_%=", ".Ldone_%=:", "add sp, #28", "pop {r4-r11, pc}"]
+             "str r3, [sp, #8]", "bne .Lrow_%=", ".Ldone_%=:", f"add sp, #{frame}", "pop {r4-r11, pc}"]
     return [l.replace("%=", name) for l in body]
 
 
-def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool) -> str:
+def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
+                    wide: bool) -> str:
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs))
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide))
+
+
+def _caller_bytes(l) -> int:
+    """The stack buffer of the layer's compute function around its GEMM calls: gathered windows (conv),
+    output rows (in-place 1x1), none (direct)."""
+    if l.kind == "conv":
+        return _conv_chunk(l) * l.k
+    if l.kind == "pointwise" and l.op != POINTWISE_OPS[0]:
+        return max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2)) * l.n
+    return 0
 
 
 def _calls_pairs(l) -> bool:
@@ -397,13 +477,15 @@ def generate(program: Program, kernels) -> Generated:
     set_places(program, layers)
     by_op = {k.op: k for k in kernels}
     parts = [PRELUDE, ROWS_SOURCE]
-    fns = {}
+    fns, wide = {}, {}
     for l in layers:
         if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
-            fns.setdefault(_gemm_fn_name(l), (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max,
-                                               _calls_pairs(l) and pair_ok(l.k, l.n)))
+            name = _gemm_fn_name(l)
+            fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max,
+                                  _calls_pairs(l) and pair_ok(l.k, l.n)))
+            wide[name] = wide.get(name, True) and wide_ok(l.k, l.n, _caller_bytes(l))  # every caller's stack
     for name, sig in fns.items():
-        parts.append(_gemm_fn_source(name, *sig))
+        parts.append(_gemm_fn_source(name, *sig, wide[name]))
     if add_plans:
         parts.append(ADD_SOURCE)
     for l in layers:
