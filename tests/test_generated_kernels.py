@@ -421,7 +421,7 @@ def test_in_place_variants_have_generated_forms():
     """A widening 1x1 convolution planned in place (output over the input, rows from the last) and an
     in-place depthwise layer too large for a stack copy of its channel group (VWW's 48x48 layers: the window
     of rows in the scratch) are generated: the builder keeps the planner's in-place variants (VWW's arena
-    39,168 B as the library build's) instead of planning them out (builder._replan_without_ungenerated_variants)."""
+    39,168 B as the library build's) instead of leaving them out (builder.variant_refusal)."""
     rng = np.random.default_rng(2)
     p = pointwise_program(rng, 3, 3, 8, 16, inplace=True)
     layers, skipped = generated.eligible(p)

@@ -122,3 +122,22 @@ def test_a_build_plans_once(monkeypatch, tmp_path):
                       quantize="int8", io="int8")
     assert len(calls) == 1
     assert r.program.meta["inplace"]  # and the pass did choose in-place
+
+
+def test_the_build_leaves_out_a_variant_the_generated_kernels_do_not_take():
+    """A 4x400 depthwise layer: in place, its window of rows (4,800 B) is neither on the stack nor in
+    the variant's scratch, so the generated DSP kernels take only the base operator's form. The build's
+    refusal makes the pass keep the base operator (and its arena) rather than plan the variant and undo it."""
+    import numpy as np
+    from test_generated_kernels import depthwise_program
+
+    from mcu_gen.boards import get_board
+
+    base = "cortex_m::quantized_depthwise_conv2d.out"
+    refuse = builder.variant_refusal(get_board("mps2-an505"), "auto")
+    free = inplace_pass.plan_memory(depthwise_program(np.random.default_rng(0), 4, 400, 8))
+    assert free.instructions[0].op != base and free.meta["inplace"]  # the pass alone takes the variant
+    assert refuse(free, 0, free.instructions[0].op)
+    kept = inplace_pass.plan_memory(depthwise_program(np.random.default_rng(0), 4, 400, 8), refuse=refuse)
+    assert kept.instructions[0].op == base and kept.meta["inplace"] == []
+    assert builder.variant_refusal(get_board("mps2-an505"), "library") is None

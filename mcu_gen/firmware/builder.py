@@ -264,14 +264,14 @@ def plan_for_kernels(board: Board, program: Program, unplanned: bool, backend: s
                      available: dict) -> bool:
     """The build's one memory plan, made once the kernels are chosen: the in-place pass
     (mcu_gen/plan/inplace_pass.py) and the planner. CMSIS-NN runs no in-place variants (its speed over
-    the RAM they would save); with generated kernels (``mode``, _variant_refusal) the pass leaves out a
+    the RAM they would save); with generated kernels (``mode``, variant_refusal) the pass leaves out a
     variant the generator does not take where it takes the base operator's form of the layer.
     A program planned already (a .pte, adopted) keeps its plan unless it was made for other kernels:
     CMSIS-NN (whose scratch apply_backend sized) or a variant the generator refuses; its in-place
     variants then go back to their operators (same arguments) and it is planned here.
     True when the program was planned (write its bytes)."""
     allow = backend != "cmsis-nn"
-    refuse = _variant_refusal(board, mode) if allow and not program.more_methods else None
+    refuse = variant_refusal(board, mode) if allow and not program.more_methods else None
     if not unplanned:
         stale = not allow or (refuse is not None and any(refuse(program, k, ins.op)
                                                           for k, ins in enumerate(program.instructions)))
@@ -285,7 +285,7 @@ def plan_for_kernels(board: Board, program: Program, unplanned: bool, backend: s
     return True
 
 
-def _variant_refusal(board: Board, mode: str):
+def variant_refusal(board: Board, mode: str):
     """refuse(program, step, op) for the in-place pass: True where ``op`` is an in-place variant whose
     layer the generated kernels (DSP or MVE, per the board's core) do not take although they take the
     base operator's form of it (the row-by-row k x k convolution, which has no generated form; an
