@@ -12,7 +12,7 @@ from mcu_gen.firmware import builder
 from mcu_gen.plan import check, inplace_pass, planner
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_planner import FAKE, _chain, graphs  # noqa: E402
+from test_planner import FAKE, chain_program, graphs  # noqa: E402
 
 
 def _overlapping_live_pairs(p) -> list:
@@ -60,15 +60,15 @@ def test_random_graphs_the_planner_alone_overlaps_nothing(p):
 
 
 def test_the_pass_keeps_in_place_only_when_it_helps():
-    p, x, y, z = _chain()  # t::op.out allows no in-place
+    p, x, y, z = chain_program()  # t::op.out allows no in-place
     inplace_pass.plan_memory(p, available=FAKE)
     assert p.meta["inplace"] == []
-    p, x, y, z = _chain()
+    p, x, y, z = chain_program()
     for ins in p.instructions:
         ins.op = "t::ew.out"
     inplace_pass.plan_memory(p, available=FAKE)
     assert p.meta["inplace"] == [[0, y, x], [1, z, y]]
-    q, *_ = _chain()
+    q, *_ = chain_program()
     for ins in q.instructions:
         ins.op = "t::ew.out"
     inplace_pass.plan_memory(q, available=FAKE, allow_inplace=False)
@@ -76,7 +76,7 @@ def test_the_pass_keeps_in_place_only_when_it_helps():
 
 
 def test_a_refused_variant_is_left_out_and_the_pass_chooses_again():
-    p, x, y, z = _chain()
+    p, x, y, z = chain_program()
     for ins in p.instructions:
         ins.op = "t::ew.out"
     asked = []
@@ -92,7 +92,7 @@ def test_a_refused_variant_is_left_out_and_the_pass_chooses_again():
 def test_check_plan_computes_lifetimes_itself(monkeypatch):
     """The checker never asks the planner: with the planner's lifetime and link helpers broken, a
     good plan still passes and an overlapping one is still caught."""
-    p, x, y, z = _chain()
+    p, x, y, z = chain_program()
     inplace_pass.plan_memory(p, available=FAKE)
 
     def broken(*a, **k):

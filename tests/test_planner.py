@@ -123,7 +123,7 @@ def test_exact_search_beats_greedy_and_stops_at_the_bound():
 
 
 # -- the checker --------------------------------------------------------------------------------
-def _chain():
+def chain_program():
     p = Program()
     x = p.add_tensor((16,), "float32")
     y = p.add_tensor((16,), "float32")
@@ -135,7 +135,7 @@ def _chain():
 
 
 def test_check_plan_rejects_overlap_of_live_tensors():
-    p, x, y, z = _chain()
+    p, x, y, z = chain_program()
     inplace_pass.plan_memory(p, available=FAKE)
     assert p.values[x].offset != p.values[y].offset
     p.values[y].offset = p.values[x].offset
@@ -144,7 +144,7 @@ def test_check_plan_rejects_overlap_of_live_tensors():
 
 
 def test_check_plan_rejects_inplace_the_kernel_does_not_allow():
-    p, x, y, z = _chain()
+    p, x, y, z = chain_program()
     inplace_pass.plan_memory(p, available=FAKE)
     p.values[y].offset = p.values[x].offset
     p.meta["inplace"] = [[0, y, x]]
@@ -153,7 +153,7 @@ def test_check_plan_rejects_inplace_the_kernel_does_not_allow():
 
 
 def test_check_plan_rejects_misalignment_and_overflow():
-    p, x, y, z = _chain()
+    p, x, y, z = chain_program()
     inplace_pass.plan_memory(p, available=FAKE)
     p.values[z].offset += 8
     with pytest.raises(planner.PlanError, match="not aligned"):
