@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mcu_gen.backends import kernels as kernel_registry
 from mcu_gen.plan import check as plan_check
-from mcu_gen.plan import inplace_pass
+from mcu_gen.plan import inplace_pass, planner
 from mcu_gen.program import pte
 from mcu_gen.boards import Board, get_board
 from mcu_gen.errors import BuildError
@@ -230,8 +230,8 @@ def adopt_method_plan(program: Program, available=None) -> bool:
         program.meta["inplace"] = plan_check.inplace_from_offsets(program, available)
     try:
         plan_check.check_plan(program, available)
-    except plan_check.InplaceNotAllowed:
-        inplace_pass.plan_memory(program, available)
+    except plan_check.InplaceNotAllowed:  # this method alone, as it came
+        planner.plan(program, available=available, choose=inplace_pass.pass_for(available))
         return True
     except plan_check.PlanError:
         pass  # a wrong plan: check_method_plan says how
@@ -267,19 +267,19 @@ def plan_for_kernels(board: Board, program: Program, unplanned: bool, backend: s
     the RAM they would save); with generated kernels (``mode``, variant_refusal) the pass leaves out a
     variant the generator does not take where it takes the base operator's form of the layer.
     A program planned already (a .pte, adopted) keeps its plan unless it was made for other kernels:
-    CMSIS-NN (whose scratch apply_backend sized) or a variant the generator refuses; its in-place
-    variants then go back to their operators (same arguments) and it is planned here.
-    True when the program was planned (write its bytes)."""
+    CMSIS-NN (apply_backend switched the .pte's variants back and sized the adapters' scratch) or
+    variants the generator refuses (they go back to their operator, same arguments); it is then
+    planned here. True when the program was planned (write its bytes)."""
     allow = backend != "cmsis-nn"
     refuse = variant_refusal(board, mode) if allow and not program.more_methods else None
     if not unplanned:
-        stale = not allow or (refuse is not None and any(refuse(program, k, ins.op)
-                                                          for k, ins in enumerate(program.instructions)))
-        if not stale:
+        refused = {ins.op for k, ins in enumerate(program.instructions) if refuse is not None and refuse(program, k, ins.op)}
+        if allow and not refused:
             return False
         variant_of = {k.op: k.variant_of for k in kernel_registry.find_kernels().values() if k.variant_of}
         for ins in program.instructions:
-            ins.op = variant_of.get(ins.op, ins.op)
+            if ins.op in refused:
+                ins.op = variant_of[ins.op]
         program.meta["inplace"] = []
     inplace_pass.plan_memory(program, available, allow_inplace=allow, refuse=refuse)
     return True

@@ -109,12 +109,9 @@ def choose(program: Program, available: dict, node_limit=None, fixed=None, reser
         kernels = {op: k for op, k in kernels.items() if op not in refused}
 
 
-def plan_memory(program: Program, available=None, node_limit=None, allow_inplace: bool = True,
-                remove_copies: bool = True, refuse=None) -> Program:
-    """The memory stage of a program whose kernels are known: copies removed where that helps, this
-    pass's in-place choice (none without ``allow_inplace``), then the planner's placement (every method
-    of a program with several). ``available``: the kernels whose registry lines allow in-place (default:
-    the kernel registry). Returns the planned program."""
+def pass_for(available=None, allow_inplace: bool = True, refuse=None):
+    """The pass as planner.plan's ``choose`` (run on each program the planner is about to place):
+    ``choose`` above with these kernels, or (without ``allow_inplace``) no in-place at all."""
     kernels = inplace_rules.default_kernels() if available is None else available
     if allow_inplace:
         def pass_(p, limit, fixed, reserve):
@@ -123,4 +120,14 @@ def plan_memory(program: Program, available=None, node_limit=None, allow_inplace
         def pass_(p, limit, fixed, reserve):
             p.meta["inplace"] = []
             return planner.layout(p, limit, fixed, reserve)
-    return planner.plan_methods(program, node_limit, available, remove_copies, choose=pass_)
+    return pass_
+
+
+def plan_memory(program: Program, available=None, node_limit=None, allow_inplace: bool = True,
+                remove_copies: bool = True, refuse=None) -> Program:
+    """The memory stage of a program whose kernels are known: copies removed where that helps, this
+    pass's in-place choice (none without ``allow_inplace``), then the planner's placement (every method
+    of a program with several). ``available``: the kernels whose registry lines allow in-place (default:
+    the kernel registry). Returns the planned program."""
+    return planner.plan_methods(program, node_limit, available, remove_copies,
+                                choose=pass_for(available, allow_inplace, refuse))
