@@ -51,11 +51,11 @@ def adapter_program():
 
 def build(example: str, board: str, backend: str, out: Path):
     if example == "adapter-cases":
-        from mcu_gen.plan import planner
+        from mcu_gen.plan import inplace_pass
         from mcu_gen.program import pte
 
         p = adapter_program()
-        planner.plan(p)
+        inplace_pass.plan_memory(p)
         (out / "cases.pte").write_bytes(pte.write(p))
         return builder.build(pte_path=out / "cases.pte", board=board, out=out / f"{board}-{backend}", backend=backend)
     return builder.build(ROOT / "examples" / example / "model.py", board=board, out=out / f"{example}-{board}-{backend}",

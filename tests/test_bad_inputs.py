@@ -17,7 +17,7 @@ import pytest
 from mcu_gen.firmware import builder, host
 from mcu_gen.firmware import project as firmware_project
 from mcu_gen.backends import kernels as kernel_registry
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program import pte
 from mcu_gen.boards import get_board, load_board
 from mcu_gen.program.ir import Instruction, Program
@@ -41,7 +41,7 @@ def _add_program():
     p.instructions.append(Instruction("aten::add.out", [x, w2, alpha, out, out]))
     p.instructions.append(Instruction("aten::add.out", [w1, w1, alpha, big, big]))
     p.inputs, p.outputs = [x], [out, big]
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     return p
 
 

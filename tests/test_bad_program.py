@@ -127,7 +127,7 @@ def test_random_corruptions_never_crash_the_device(mnist_build):
 
 
 def _relu_program():
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.program.ir import Instruction, Program
 
     p = Program()
@@ -135,7 +135,7 @@ def _relu_program():
     y = p.add_tensor((1, 4))
     p.instructions.append(Instruction("aten::relu.out", [x, y, y]))
     p.inputs, p.outputs = [x], [y]
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     return pte.write(p)
 
 

@@ -87,13 +87,13 @@ def _int8_program():
 
 
 def test_auto_without_cmsis_nn_warns_and_reports(tmp_path, monkeypatch):
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.program import pte
 
     monkeypatch.delenv(cmsis_nn.ENV_VAR, raising=False)
     monkeypatch.setattr(cmsis_nn, "from_pack_manager", lambda: (None, "cmsis-pack-manager is not installed"))
     p = _int8_program()
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     (tmp_path / "m.pte").write_bytes(pte.write(p))
     with pytest.warns(cmsis_nn.CmsisNnWarning, match="--cmsis-nn PATH"):
         r = builder.build(pte_path=tmp_path / "m.pte", out=tmp_path / "o", compile=False)
@@ -110,11 +110,11 @@ def test_auto_without_cmsis_nn_warns_and_reports(tmp_path, monkeypatch):
 
 @needs_cmsis
 def test_cmsis_nn_build_copies_only_needed_sources(tmp_path):
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.program import pte
 
     p = _int8_program()
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     (tmp_path / "m.pte").write_bytes(pte.write(p))
     r = builder.build(pte_path=tmp_path / "m.pte", out=tmp_path / "o", compile=False, backend="cmsis-nn")
     assert r.report["backend"]["chosen"] == "cmsis-nn"
@@ -502,12 +502,12 @@ def adapter_cases(seed=0, paths=None) -> Program:
 def device_outputs(board: str, program: Program, tmp_path: Path, backend: str = "cmsis-nn"):
     from unittest import mock
 
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.firmware import platformio_project
     from mcu_gen.program import pte
     from mcu_gen.device.qemu import QemuSession
 
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     (tmp_path / "cases.pte").write_bytes(pte.write(program))
     # No PlatformIO test vectors (as bench_cmsis_nn.py): they come from mcu-gen's int8 reference,
     # which has no minimum/maximum/batch matmul; the outputs are compared with the portable kernels.

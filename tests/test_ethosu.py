@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("tosa_serializer", reason="tosa-tools is not installed (pip install 'mcu-gen[ethos-u]')")
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install 'mcu-gen[ethos-u]')")
 
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program import pte  # noqa: E402
 from mcu_gen.reference import ethosu_parity as parity  # noqa: E402
 from mcu_gen.backends.ethosu.delegate import BACKEND_ID, delegate_program  # noqa: E402
@@ -39,7 +39,7 @@ def int8_program(name: str, io: str = "int8"):
 @lru_cache(maxsize=None)
 def delegated(name: str):
     program, report = delegate_program(int8_program(name), get_npu("ethos-u55-128"))
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     return program, report
 
 

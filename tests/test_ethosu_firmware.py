@@ -22,7 +22,7 @@ pytest.importorskip("tosa_serializer", reason="tosa-tools is not installed (pip 
 pytest.importorskip("ethosu.vela", reason="ethos-u-vela is not installed (pip install 'mcu-gen[ethos-u]')")
 
 from mcu_gen.backends import kernels
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program import pte  # noqa: E402
 from mcu_gen.errors import BuildError
 from mcu_gen.firmware.builder import build  # noqa: E402
@@ -50,7 +50,7 @@ def mnist_delegated_pte() -> bytes:
 
     p, _ = export_quantized(load_model_file(MNIST), io="int8")
     d, _ = delegate_program(p, get_npu("ethos-u55-128"))
-    planner.plan(d)
+    inplace_pass.plan_memory(d)
     return pte.write(d)
 
 

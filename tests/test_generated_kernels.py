@@ -25,7 +25,7 @@ from mcu_gen.backends import generated, kernels
 from mcu_gen.backends.generated.exactness import add_dsp_plan, smmlar_consts
 from mcu_gen.backends.generated.layers import ADD_OPS, CONV_ROWS_INPLACE, AddLayer, GemmLayer
 from mcu_gen.firmware import host
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass, planner
 from mcu_gen.program import pte
 from mcu_gen.program.ir import Instruction, Program, TensorValue
 from mcu_gen.reference.integer import run_int8_reference
@@ -75,7 +75,7 @@ def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> P
     op = "mcu::quantized_conv2d_pointwise_inplace.out" if inplace else "cortex_m::quantized_conv2d.out"
     p.instructions.append(Instruction(op, args))
     p.inputs, p.outputs = [x], [out]
-    planner.plan(p, allow_inplace=False)
+    planner.plan(p)
     if inplace:  # the output over the input, as the planner's pointwise rule places it (widening: past it)
         p.tensor(out).offset = p.tensor(x).offset
         p.arena_size = max(p.arena_size, p.tensor(x).offset + max(p.tensor(x).nbytes, p.tensor(out).nbytes))
@@ -97,7 +97,7 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, in
             p.add_scalar("int", -128), p.add_scalar("int", 127), p.add(TensorValue((0,), "uint8")), out, out]
     p.instructions.append(Instruction("cortex_m::quantized_conv2d.out", args))
     p.inputs, p.outputs = [x], [out]
-    planner.plan(p, allow_inplace=inplace)  # in place: the planner's row-by-row variant and its ring of rows
+    inplace_pass.plan_memory(p, allow_inplace=inplace)  # in place: the planner's row-by-row variant and its ring of rows
     assert not inplace or p.instructions[0].op == CONV_ROWS_INPLACE
     return p
 
@@ -121,7 +121,7 @@ def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=F
     op = "mcu::quantized_depthwise_conv2d_inplace.out" if inplace else "cortex_m::quantized_depthwise_conv2d.out"
     p.instructions.append(Instruction(op, args))
     p.inputs, p.outputs = [x], [out]
-    planner.plan(p, allow_inplace=False)
+    planner.plan(p)
     if inplace:  # the output over the input, as the planner's depthwise_channel rule places it
         p.tensor(out).offset = p.tensor(x).offset
     return p
@@ -145,7 +145,7 @@ def linear_program(rng, rows, k, n, kernel_sum=True) -> Program:
             p.add_scalar("int_list", [int(shifts[0])]), p.add_scalar("int", 127), p.add_scalar("int", -128), out, out]
     p.instructions.append(Instruction("cortex_m::quantized_linear.out", args))
     p.inputs, p.outputs = [x], [out]
-    planner.plan(p, allow_inplace=False)
+    planner.plan(p)
     return p
 
 
@@ -174,7 +174,7 @@ def add_program(shape, params=RESNET8_ADD, dim_order=None, chain: str | None = N
             out3 = p.add(TensorValue(tuple(shape), "int8", dim_order=dim_order, scale=0.2, zero_point=0))
             p.instructions.append(Instruction("cortex_m::quantized_add.out", [z, *ints[:3], out2, *ints[3:], out3, out3]))
             p.outputs = [out3]
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     return p
 
 
@@ -421,7 +421,7 @@ def test_in_place_variants_have_generated_forms():
     """A widening 1x1 convolution planned in place (output over the input, rows from the last) and an
     in-place depthwise layer too large for a stack copy of its channel group (VWW's 48x48 layers: the window
     of rows in the scratch) are generated: the builder keeps the planner's in-place variants (VWW's arena
-    39,168 B as the library build's) instead of planning them out (builder._replan_without_ungenerated_variants)."""
+    39,168 B as the library build's) instead of leaving them out (builder.variant_refusal)."""
     rng = np.random.default_rng(2)
     p = pointwise_program(rng, 3, 3, 8, 16, inplace=True)
     layers, skipped = generated.eligible(p)

@@ -22,7 +22,7 @@ import pytest
 from mcu_gen.backends import generated, generated_mve, kernels
 from mcu_gen.backends.generated import mve_add
 from mcu_gen.backends.generated.layers import ADD_OPS, AddLayer
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program import pte
 from mcu_gen.program.ir import Program
 
@@ -46,7 +46,7 @@ def merged(programs, allow_inplace: bool = True) -> Program:
             m.instructions.append(ins)
         m.inputs += [i + base for i in p.inputs]
         m.outputs += [o + base for o in p.outputs]
-    planner.plan(m, allow_inplace=allow_inplace)  # in-place variants where the planner's rules place them (the builder reverts those without a generated form)
+    inplace_pass.plan_memory(m, allow_inplace=allow_inplace)  # in-place variants where the planner's rules place them (the builder reverts those without a generated form)
     return m
 
 

@@ -10,7 +10,7 @@ import torch
 from mcu_gen import cli
 from mcu_gen.firmware import report
 from mcu_gen.firmware.builder import check_method_plan
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program.ir import Instruction, Program
 from mcu_gen.reference import OperatorFailed, ReferenceUnsupported, check_planned_execution
 from mcu_gen.reference.accuracy import operator_errors
@@ -43,7 +43,7 @@ def _add_program(bad_shape: bool = False, op: str = "aten::add.out") -> Program:
     p.instructions += [Instruction("aten::relu.out", [x, a, a]), Instruction("aten::relu.out", [z, b, b]),
                        Instruction(op, [a, b, one, y, y])]
     p.inputs, p.outputs = [x, z], [y]
-    return planner.plan(p)
+    return inplace_pass.plan_memory(p)
 
 
 def test_an_operator_that_raises_is_a_failure_not_unsupported():

@@ -180,7 +180,7 @@ def test_model_program_on_host_equals_reference(path):
     dequantized outputs close to PyTorch fp32."""
     import torch
 
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.backends.kernels import find_kernels
     from mcu_gen.capture.model_file import load_model_file
     from mcu_gen.quantize import export_quantized
@@ -188,7 +188,7 @@ def test_model_program_on_host_equals_reference(path):
     avail = {k.op for k in find_kernels().values()}
     spec = load_model_file(str(path))
     p, _ = export_quantized(spec, has_kernel=lambda op: op in avail)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     ins = [t.numpy() for t in spec.test_inputs[0]]
     want = run_int8_reference(p, ins)
     mem_ins = []

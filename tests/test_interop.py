@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import mcu_gen
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program import pte
 from mcu_gen.capture.export import export_model
 from mcu_gen.capture.model_file import load_model_file
@@ -26,7 +26,7 @@ def test_mcu_gen_pte_runs_in_executorch_runtime():
 
     spec, inputs = _mnist()
     program = export_model(spec, fuse=False)  # standard ATen .out operators only
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     data = pte.write(program)
     assert all(op.startswith("aten::") for op in program.operators)
     # Keep the buffer and the program alive while the method runs: ExecuTorch's

@@ -557,7 +557,7 @@ def test_quantized_add_in_place(over):
     p.inputs, p.outputs = [x_i, y_i], [bo, o_i]
     from mcu_gen.plan import planner
 
-    planner.plan(p, allow_inplace=False)
+    planner.plan(p)
     operand = x_i if over == 0 else y_i
     p.tensor(o_i).offset = p.tensor(operand).offset  # as binary_same places it
     x, y = all_pairs()
@@ -761,7 +761,7 @@ def test_avg_pool_vector_paths_on_qemu(qemu_tools, tmp_path, board):
         p.instructions.append(Instruction("cortex_m::quantized_avg_pool2d.out", args))
         p.inputs.append(x)
         p.outputs.append(out)
-    planner.plan(p, allow_inplace=False)
+    planner.plan(p)
     path = tmp_path / "pools.pte"
     path.write_bytes(pte.write(p))
     inputs = [rng.integers(-128, 128, p.tensor(i).shape).astype(np.int8) for i in p.inputs]

@@ -14,7 +14,7 @@ import torch
 import mcu_gen
 from mcu_gen.capture.export import _Method, export_methods
 from mcu_gen.capture.model_file import ModelFileError, load_model_file
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass, planner
 from mcu_gen.program import pte
 from mcu_gen.reference import run_reference
 
@@ -25,7 +25,7 @@ RING = "tests/models/methods_forward_reset.py"
 def _program(path, fuse=True):
     spec = load_model_file(path)
     p = export_methods(spec, fuse=fuse)
-    planner.plan_methods(p)
+    inplace_pass.plan_memory(p)
     return spec, p
 
 

@@ -189,7 +189,7 @@ def test_executorch_index_programs_both_ways():
 
     from mcu_gen.capture.export import export_model
     from mcu_gen.capture.model_file import ModelSpec
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.program import pte
 
     inputs = _indexing_inputs()
@@ -204,7 +204,7 @@ def test_executorch_index_programs_both_ways():
         np.testing.assert_array_equal(g, w.numpy())
 
     ours = export_model(ModelSpec(_Indexing().eval(), inputs), fuse=False)
-    planner.plan(ours)
+    inplace_pass.plan_memory(ours)
     data = pte.write(ours)
     et_program = Runtime.get().load_program(data)
     method = et_program.load_method("forward")

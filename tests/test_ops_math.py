@@ -377,7 +377,7 @@ def test_batch_norm_training_mode_in_a_model():
 
     from mcu_gen.capture.export import export_model
     from mcu_gen.capture.model_file import ModelSpec
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.reference import run_reference
 
     torch.manual_seed(0)
@@ -386,7 +386,7 @@ def test_batch_norm_training_mode_in_a_model():
     p = export_model(ModelSpec(copy.deepcopy(module), (xs[0],)))
     assert [i.op for i in p.instructions].count("aten::_native_batch_norm_legit.out") == 1
     assert not any(i.op in ("aten::copy_", "aten::clone.out") and set(i.args) & set(p.states) for i in p.instructions)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     m = copy.deepcopy(module)
     state = {}
     for step, x in enumerate(xs):

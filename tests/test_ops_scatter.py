@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mcu_gen.firmware.host import HostRunError, run_on_host
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from tests.test_ops_reduce import Builder, sample
 
 DATA_DTYPES = ["float32", "int8", "uint8", "int16", "int32", "int64", "bool"]
@@ -30,12 +30,12 @@ def _t(a):
 def _check(bld):
     # Every tensor is an input or an output here (all live at once): skip the exact placement search,
     # slow on hundreds of tensors.
-    planner.plan(bld.p, node_limit=0)
+    inplace_pass.plan_memory(bld.p, node_limit=0)
     bld.run_and_check(rtol=0, atol=0)
 
 
 def _expect_failure(bld):
-    planner.plan(bld.p, node_limit=0)
+    inplace_pass.plan_memory(bld.p, node_limit=0)
     with pytest.raises(HostRunError, match="(?i)kernel|fail") as e:
         run_on_host(bld.p, bld.feeds)
     text = str(e.value).lower()
@@ -310,7 +310,7 @@ def test_scatter_family_in_place_over_self():
     i = torch.tensor([[4, 0, 2], [1, 1, 3], [0, 0, 0], [2, 4, 3]])
     module = Fn(fn).eval()
     program = export_model(ModelSpec(module, (x, y, i)))
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     over = {program.instructions[step].op for step, _, _ in program.meta["inplace"]}
     assert {"aten::scatter_add.out", "aten::scatter.value_out", "aten::select_scatter.out",
             "aten::tril.out"} <= over, over

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import mcu_gen
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass, planner
 from mcu_gen.program import pte
 from mcu_gen.errors import BuildError
 from mcu_gen.firmware.builder import load_program
@@ -29,7 +29,7 @@ def _two_branches() -> Program:
     p.instructions += [Instruction("aten::relu.out", [x, a, a]), Instruction("aten::sigmoid.out", [x, b, b]),
                        Instruction("aten::add.out", [a, b, one, y, y])]
     p.inputs, p.outputs = [x], [y]
-    return planner.plan(p)
+    return inplace_pass.plan_memory(p)
 
 
 def _overlap(p: Program, first: int, second: int) -> Program:

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from mcu_gen.plan import picture as plan_report, planner
+from mcu_gen.plan import inplace_pass, picture as plan_report
 from mcu_gen.program import pte
 from mcu_gen.cli import main
 from mcu_gen.program.ir import Instruction, Program
@@ -24,7 +24,7 @@ def _program():
                        Instruction("t::op.out", [b, b, c, c], "model.py:5: fc3")]
     from mcu_gen.backends.kernels import Kernel
 
-    planner.plan(p, available={"t::op.out": Kernel("t::op.out", "f", "TTOO", None)})
+    inplace_pass.plan_memory(p, available={"t::op.out": Kernel("t::op.out", "f", "TTOO", None)})
     return p
 
 
@@ -59,7 +59,7 @@ def test_inspect_plan_prints_and_draws(tmp_path, capsys):
     p.inputs.append(x)
     p.outputs.append(y)
     p.instructions.append(Instruction("aten::relu.out", [x, y, y]))
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     f = tmp_path / "m.pte"
     f.write_bytes(pte.write(p))
     svg = tmp_path / "plan.svg"

@@ -20,7 +20,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcu_gen.plan import placement, planner
+from mcu_gen.plan import inplace_pass, placement, planner
 from mcu_gen.firmware.host import run_on_host
 from mcu_gen.program.ir import Instruction, Program
 from mcu_gen.backends.kernels import Kernel
@@ -64,14 +64,14 @@ def graphs(draw, max_steps=8):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs())
 def test_random_graphs_get_valid_plans(p):
-    planner.plan(p, available=FAKE)  # raises PlanError if the plan is not valid
+    inplace_pass.plan_memory(p, available=FAKE)  # raises PlanError if the plan is not valid
     iv = planner.lifetimes(p)
     bufs = placement.make_buffers(iv, [])
     assert p.lower_bound == planner.lower_bound(list(iv.values()))
     assert p.arena_size >= p.meta["plan"]["packing_bound"]
     plain = copy.deepcopy(p)
     plain.meta.pop("inplace", None)
-    planner.plan(plain, allow_inplace=False, available=FAKE)
+    planner.plan(plain, available=FAKE)
     assert plain.arena_size >= placement.packing_bound(bufs) >= plain.lower_bound
     assert p.arena_size <= plain.arena_size  # in place is only kept when it helps
     for step, out, src in p.meta["inplace"]:
@@ -123,7 +123,7 @@ def test_exact_search_beats_greedy_and_stops_at_the_bound():
 
 
 # -- the checker --------------------------------------------------------------------------------
-def _chain():
+def chain_program():
     p = Program()
     x = p.add_tensor((16,), "float32")
     y = p.add_tensor((16,), "float32")
@@ -135,8 +135,8 @@ def _chain():
 
 
 def test_check_plan_rejects_overlap_of_live_tensors():
-    p, x, y, z = _chain()
-    planner.plan(p, available=FAKE)
+    p, x, y, z = chain_program()
+    inplace_pass.plan_memory(p, available=FAKE)
     assert p.values[x].offset != p.values[y].offset
     p.values[y].offset = p.values[x].offset
     with pytest.raises(planner.PlanError, match=r"live together at steps 0\.\.0 and overlap"):
@@ -144,8 +144,8 @@ def test_check_plan_rejects_overlap_of_live_tensors():
 
 
 def test_check_plan_rejects_inplace_the_kernel_does_not_allow():
-    p, x, y, z = _chain()
-    planner.plan(p, available=FAKE)
+    p, x, y, z = chain_program()
+    inplace_pass.plan_memory(p, available=FAKE)
     p.values[y].offset = p.values[x].offset
     p.meta["inplace"] = [[0, y, x]]
     with pytest.raises(planner.PlanError, match="its kernel does not allow"):
@@ -153,8 +153,8 @@ def test_check_plan_rejects_inplace_the_kernel_does_not_allow():
 
 
 def test_check_plan_rejects_misalignment_and_overflow():
-    p, x, y, z = _chain()
-    planner.plan(p, available=FAKE)
+    p, x, y, z = chain_program()
+    inplace_pass.plan_memory(p, available=FAKE)
     p.values[z].offset += 8
     with pytest.raises(planner.PlanError, match="not aligned"):
         planner.check_plan(p, FAKE)
@@ -172,7 +172,7 @@ def test_scratch_lives_for_its_step_only():
     p.inputs.append(x)
     p.outputs.append(z)
     p.instructions += [Instruction("t::op.out", [x, s, y, y]), Instruction("t::op.out", [y, y, z, z])]
-    planner.plan(p, available=FAKE)
+    inplace_pass.plan_memory(p, available=FAKE)
     iv = planner.lifetimes(p)
     assert (iv[s].start, iv[s].end) == (0, 0)
     assert p.arena_size == 256 + 256 + 256  # step 0: x, s, y; step 1 reuses x and s for z
@@ -195,7 +195,7 @@ def test_fp32_elementwise_chain_runs_in_place():
         Instruction("aten::mul.out", [c, b, d, d]),
     ]
     p.outputs.append(d)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     assert p.meta["inplace"] == [[0, a, x], [1, b, a], [2, d, b]]
     assert len({p.values[v].offset for v in (x, a, b, d)}) == 1
     assert p.arena_size == placement.align(4 * 33 * 4)
@@ -218,8 +218,8 @@ def _run_both(build):
     p, x_shape = build(rng)
     xin = rng.integers(-128, 128, size=x_shape).astype(np.int8)
     plain = copy.deepcopy(p)
-    planner.plan(plain, allow_inplace=False)
-    planner.plan(p)
+    planner.plan(plain)
+    inplace_pass.plan_memory(p)
     assert p.meta["inplace"], "the planner did not place the out over the input"
     ins = p.instructions[0]
     assert ins.op.startswith("mcu::") and ins.op != plain.instructions[0].op
@@ -310,7 +310,7 @@ def test_max_pool_in_place_matches_pytorch(x_shape, k, stride):
 def test_unsafe_geometries_stay_out_of_place():
     # A strided 1x1 conv (neither the pointwise rule nor conv_rows), and a depthwise conv with depth multiplier 2.
     p, _ = _conv_program((1, 4, 5, 5), (8, 1, 1, 4), (2, 2), (0, 0), (1, 1), False)(np.random.default_rng(0))
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     assert p.meta["inplace"] == [] and p.instructions[0].op == "cortex_m::quantized_conv2d.out"
     from mcu_gen.plan import inplace
 
@@ -340,7 +340,7 @@ def test_views_planned_at_their_source_offset_survive_replanning():
 
     read = read_program(pte.write(p))
     assert read.meta["aliases"] == {2: 1}
-    planner.plan(read)
+    inplace_pass.plan_memory(read)
     assert read.tensor(2).offset == read.tensor(1).offset
     xv = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
     got = run_on_host(read, [xv])[0]
@@ -461,8 +461,8 @@ def test_int8_add_in_place_matches_out_of_place():
     p, shape = build(rng)
     xin = rng.integers(-128, 128, size=shape).astype(np.int8)
     plain = copy.deepcopy(p)
-    planner.plan(plain, allow_inplace=False)
-    planner.plan(p)
+    planner.plan(plain)
+    inplace_pass.plan_memory(p)
     assert [step for step, _out, _src in p.meta["inplace"]] == [1]
     assert p.values[p.outputs[0]].offset == p.values[p.instructions[1].args[0]].offset
     np.testing.assert_array_equal(run_on_host(p, [xin])[0], run_on_host(plain, [xin])[0])

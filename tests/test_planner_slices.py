@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import mcu_gen
-from mcu_gen.plan import planner, slices
+from mcu_gen.plan import inplace_pass, planner, slices
 from mcu_gen.capture.export import export_model
 from mcu_gen.firmware.host import run_on_host
 from mcu_gen.capture.model_file import load_model_file
@@ -150,8 +150,8 @@ def test_cat_writes_producers_into_slices(tmp_path, fuse):
     program = export_model(spec, fuse=fuse)
     assert "aten::cat.out" in _ops(program)
     with_copy = copy.deepcopy(program)
-    planner.plan(with_copy, remove_copies=False)
-    planner.plan(program)
+    inplace_pass.plan_memory(with_copy, remove_copies=False)
+    inplace_pass.plan_memory(program)
 
     assert "aten::cat.out" not in _ops(program)
     assert program.meta["plan"]["removed_copies"] == ["aten::cat.out"]
@@ -176,8 +176,8 @@ def test_noop_pad_and_permutes_become_views(tmp_path):
     program = export_model(spec)
     assert {"aten::constant_pad_nd.out", "aten::permute_copy.out"} <= set(_ops(program))
     with_copy = copy.deepcopy(program)
-    planner.plan(with_copy, remove_copies=False)
-    planner.plan(program)
+    inplace_pass.plan_memory(with_copy, remove_copies=False)
+    inplace_pass.plan_memory(program)
     assert _ops(program) == ["mcu::conv2d.out", "mcu::conv2d.out"]
     assert sorted(program.meta["plan"]["removed_copies"]) == [
         "aten::constant_pad_nd.out", "aten::permute_copy.out", "aten::permute_copy.out"]
@@ -191,8 +191,8 @@ def test_nested_cats_and_float_aligned_slices(tmp_path):
     spec = _spec(tmp_path, "nested", NESTED_MODEL)
     program = export_model(spec)
     with_copy = copy.deepcopy(program)
-    planner.plan(with_copy, remove_copies=False)
-    planner.plan(program)
+    inplace_pass.plan_memory(with_copy, remove_copies=False)
+    inplace_pass.plan_memory(program)
     assert "aten::cat.out" not in _ops(program)
     assert program.meta["plan"]["removed_copies"] == ["aten::cat.out"] * 3
     assert program.arena_size < with_copy.arena_size
@@ -206,7 +206,7 @@ def test_nested_cats_and_float_aligned_slices(tmp_path):
 def test_concatenations_the_layout_does_not_allow_stay(tmp_path):
     spec = _spec(tmp_path, "keep", UNSLICEABLE_MODEL)
     program = export_model(spec)
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     assert _ops(program).count("aten::cat.out") == 2
     assert not program.meta.get("slices")
     got = run_on_host(program, [x.numpy() for x in spec.example_inputs])
@@ -225,7 +225,7 @@ def test_memory_order_of_permutations():
 def test_check_plan_rejects_misplaced_and_overlapping_slices(tmp_path):
     spec = _spec(tmp_path, "catnet", CAT_MODEL)
     program = export_model(spec)
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     (a, (out, da)), (b, (_, db)) = sorted(program.meta["slices"].items(), key=lambda kv: kv[1][1])
     bad = copy.deepcopy(program)
     bad.values[b].offset += 16
@@ -252,5 +252,5 @@ def test_cat_model_runs_verified_on_mps2_an505(tmp_path, qemu_tools):
     assert r.reference == "pytorch"
     assert r.max_abs_error <= 1e-5
     plain = export_model(load_model_file(str(path)))
-    planner.plan(plain, remove_copies=False)
+    inplace_pass.plan_memory(plain, remove_copies=False)
     assert r.arena_bytes < plain.arena_size

@@ -158,7 +158,7 @@ def test_framework_build_without_network_says_why(tmp_path, monkeypatch):
 def test_program_the_reference_cannot_run_still_builds(tmp_path):
     """cortex_m::minimum has a portable kernel but no host-reference implementation: the project is
     still written (and compiles), without PlatformIO test vectors, and says why."""
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.program import pte
     from mcu_gen.program.ir import Instruction, Program
 
@@ -168,7 +168,7 @@ def test_program_the_reference_cannot_run_still_builds(tmp_path):
     p.inputs.append(x)
     p.outputs.append(out)
     p.instructions.append(Instruction("cortex_m::minimum.out", [x, x, out, out]))
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     path = tmp_path / "min.pte"
     path.write_bytes(pte.write(p))
     r = build(pte_path=path, board="mps2-an505", out=tmp_path / "out", backend="portable")

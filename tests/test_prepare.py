@@ -16,7 +16,7 @@ import pytest
 
 from mcu_gen.firmware import host
 from mcu_gen.backends import kernels
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program import pte
 from mcu_gen.program.ir import Instruction, Program
 
@@ -84,7 +84,7 @@ def chain(n: int, numel: int):
         p.instructions.append(Instruction("aten::mul.out", [prev, x, out, out]))
         p.outputs.append(out)
         prev = out
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     return p
 
 
@@ -168,7 +168,7 @@ def test_value_cache_size_does_not_change_results(value_cache, tmp_path):
     outs.append(o)
     want.append(torch.nn.functional.avg_pool2d(torch.from_numpy(xv), 2, 2).numpy())
     p.outputs.extend(outs)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     sel = kernels.select(p.operators)
     assert not sel.missing, sel.missing
     cxx = shutil.which("g++") or shutil.which("c++")

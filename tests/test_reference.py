@@ -38,7 +38,7 @@ def test_hand_built_program():
 
 
 def test_planned_arena_gives_the_same_result():
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
 
     class Net(nn.Module):
         def __init__(self):
@@ -57,7 +57,7 @@ def test_planned_arena_gives_the_same_result():
     for fuse in (True, False):
         program = export_model(ModelSpec(net, (x,)), fuse=fuse)
         (unplanned,) = run_reference(program, [x.numpy()])
-        planner.plan(program)
+        inplace_pass.plan_memory(program)
         assert all(program.values[i].offset is not None for i in program.tensor_indices()
                    if not program.values[i].is_constant)
         (planned,) = run_reference(program, [x.numpy()])
@@ -150,12 +150,12 @@ def test_unfused_program_runs_in_executorch_runtime(small):
     pytest.importorskip("executorch")
     from executorch.runtime import Runtime
 
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.program import pte
 
     m, inputs = small
     program = export_model(ModelSpec(m, inputs), fuse=False)
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     buf = pte.write(program)  # the runtime reads it in place: keep buf and et_program alive
     et_program = Runtime.get().load_program(buf)
     method = et_program.load_method("forward")

@@ -12,7 +12,7 @@ import pytest
 import mcu_gen
 from mcu_gen.boards import BoardError, get_board, load_board
 from mcu_gen.firmware import builder, host, report
-from mcu_gen.plan import placement, planner, regions
+from mcu_gen.plan import inplace_pass, placement, planner, regions
 from mcu_gen.program import pte
 from mcu_gen.reference import check_planned_execution
 
@@ -166,7 +166,7 @@ def test_split_program_runs_in_executorch_runtime():
 
     spec = load_model_file("examples/mnist/model.py")
     program = export_model(spec, fuse=False)  # standard ATen .out operators only
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     one = pte.write(program)
     regions.place_in_regions(program, _specs(8192))
     assert len(program.arena_sizes) == 2 and all(program.arena_sizes)

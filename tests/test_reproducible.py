@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcu_gen.firmware import builder
-from mcu_gen.plan import placement, planner
+from mcu_gen.plan import inplace_pass, placement, planner
 
 ROOT = Path(__file__).resolve().parents[1]
 # A model whose placement runs the exact search and does not finish it within the node budget.
@@ -64,20 +64,20 @@ def _offsets(p):
 
 def test_planner_reads_no_clock_and_is_repeatable(program, monkeypatch):
     first = copy.deepcopy(program)
-    planner.plan(first)
+    inplace_pass.plan_memory(first)
     assert first.meta["plan"]  # planned
     _no_clock(monkeypatch)
     second = copy.deepcopy(program)
-    planner.plan(second)
+    inplace_pass.plan_memory(second)
     assert _offsets(second) == _offsets(first)
 
 
 def test_tiny_node_budget_is_deterministic_and_still_valid(program, monkeypatch):
     monkeypatch.setattr(placement, "NODE_LIMIT", 3)
     a, b = copy.deepcopy(program), copy.deepcopy(program)
-    planner.plan(a)
+    inplace_pass.plan_memory(a)
     with _Load():
-        planner.plan(b)
+        inplace_pass.plan_memory(b)
     assert _offsets(a) == _offsets(b)
     planner.check_plan(a)
 

@@ -10,7 +10,7 @@ import torch
 import mcu_gen
 from mcu_gen.capture.export import export_model
 from mcu_gen.capture.model_file import load_model_file
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass, planner
 from mcu_gen.program import pte
 from mcu_gen.reference import run_reference
 
@@ -42,7 +42,7 @@ def test_mutated_buffers_become_planned_state_never_overlapped(name):
     spec = _spec(name)
     p = export_model(spec)
     assert p.state_names == STATES[name]
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     planner.check_plan(p)
     iv = planner.lifetimes(p)
     n = len(p.instructions)
@@ -70,7 +70,7 @@ def test_mutated_buffers_become_planned_state_never_overlapped(name):
 def test_program_keeps_state_as_executorch_does_and_reference_matches_torch_step_by_step(name):
     spec = _spec(name)
     p = export_model(spec)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     q = pte.read(pte.write(p))
     assert len(q.states) == len(p.states)
     for a, b in zip(p.states, q.states):  # planned and with its initial value in the constant segment
@@ -93,7 +93,7 @@ def test_executorch_runtime_runs_an_mcu_gen_state_program():
     rt = pytest.importorskip("executorch.runtime")
     spec = _spec("state_ring")
     p = export_model(spec, fuse=False)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     data = pte.write(p)  # kept alive: the runtime reads the program in place
     program = rt.Runtime.get().load_program(data)
     method = program.load_method("forward")
@@ -136,7 +136,7 @@ def _int8_program(name):
 
     spec = _int8_spec(name)
     p, gm = export_quantized(spec)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     return spec, p, gm
 
 
@@ -324,7 +324,7 @@ def test_stateless_firmware_rejects_a_program_that_updates_state(tmp_path, qemu_
 
     res = build("examples/mnist/model.py", board="mps2-an505", out=tmp_path / "mnist", upload=True)  # takes uploads
     p = export_model(_spec("state_mean"))
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     with QemuSession(res.board, res.elf) as link:
         err, detail = link.load_program(pte.write(p))
         # its initial value indexes the mutable data segment, unknown there: out of the constants'
@@ -356,13 +356,13 @@ def _state_seeds():
     for name in MODELS:
         for fuse in (True, False):
             p = export_model(_spec(name), fuse=fuse)
-            planner.plan(p)
+            inplace_pass.plan_memory(p)
             seeds[f"{name}{'' if fuse else '_unfused'}"] = pte.write(p)
     from mcu_gen.quantize import export_quantized
 
     for name, io in (("state_ring", "int8"), ("state_gru", "float32")):  # int8 states (int8 initial values)
         p, _ = export_quantized(_spec(name), io=io)
-        planner.plan(p)
+        inplace_pass.plan_memory(p)
         seeds[f"{name}_int8_{io}"] = pte.write(p)
     return seeds
 
@@ -381,7 +381,7 @@ def test_corrupt_state_programs_are_rejected_without_crashing_under_sanitizers(t
 
 def test_reader_refuses_an_initial_value_outside_its_segment():
     p = export_model(_spec("state_ring"))
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     data = bytearray(pte.write(p))
     q = pte.read(bytes(data))
     init = q.tensor(q.states[0]).init.astype(np.float32).tobytes()
@@ -522,7 +522,7 @@ def test_a_state_an_fp32_island_reads_stays_fp32_in_the_int8_program(io):
 
     spec = _spec("state_fp32_reader")
     p, _ = export_quantized(spec, io=io)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     assert [p.tensor(i).dtype for i in p.states] == ["float32"]
     assert [f["op"] for f in p.meta["fp32_fallback"]] == ["aten::layer_norm.default"]
     q = pte.read(pte.write(p))
@@ -590,7 +590,7 @@ def test_an_integer_state_stays_integer_in_the_int8_program():
 
     spec = _spec("state_counter")
     p, _ = export_quantized(spec)
-    planner.plan(p)
+    inplace_pass.plan_memory(p)
     assert {p.tensor(i).name: p.tensor(i).dtype for i in p.states} == {"n": "int32", "h": "int8"}
     q = pte.read(pte.write(p))
     seq = _sequence(spec, 20, seed=6)

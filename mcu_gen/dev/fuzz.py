@@ -170,7 +170,7 @@ def seed_programs(examples=SEED_EXAMPLES, int8: bool = True) -> dict:
 def delegate_seeds() -> dict:
     """Programs with delegate calls for the delegate harness: a stub-backend call between two
     portable kernels (blob in a segment after the constants)."""
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.program import pte
     from mcu_gen.program.ir import Instruction, Program
 
@@ -186,7 +186,7 @@ def delegate_seeds() -> dict:
         p.instructions.append(Instruction("aten::relu.out", [y, z, z]))
         p.inputs, p.outputs = [x], [z]
         p.meta["delegates"] = [{"id": "StubBackend", "processed": blob, "compile_specs": [("k", b"v")]}]
-        planner.plan(p)
+        inplace_pass.plan_memory(p)
         out[f"stub_delegate_{k}"] = pte.write(p)
     return out
 

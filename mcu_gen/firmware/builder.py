@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcu_gen.backends import kernels as kernel_registry
-from mcu_gen.plan import planner
+from mcu_gen.plan import check as plan_check
+from mcu_gen.plan import inplace_pass, planner
 from mcu_gen.program import pte
 from mcu_gen.boards import Board, get_board
 from mcu_gen.errors import BuildError
@@ -37,9 +38,12 @@ class BuildResult:
 
 
 def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=None, io="float32",
-                 calibration=None, calibration_method=None, bias_correction=False):
+                 calibration=None, calibration_method=None, bias_correction=False, plan=True):
     """(program, pte bytes, spec) from a model file / .pt2, or from a .pte as is.
-    ``quantize="int8"`` quantizes the model (mcu_gen.quantize) with ``io`` graph inputs/outputs."""
+    ``quantize="int8"`` quantizes the model (mcu_gen.quantize) with ``io`` graph inputs/outputs.
+    A model's program is planned with the portable kernels' in-place variants
+    (inplace_pass.plan_memory); ``plan=False`` (the build, which plans once it has chosen the
+    kernels) gives it unplanned, with None for its bytes. A .pte comes as it is, planned."""
     if (model is None) == (pte_path is None):
         raise BuildError("give exactly one of a model file (--model) or a program (--pte)")
     if quantize not in (None, "int8"):
@@ -67,9 +71,7 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
             raise BuildError(f"{model}: a model with several methods (methods()) is fp32 only for now: "
                              f"--quantize int8 is not supported for it")
         program = export_methods(spec, fuse=fuse, has_kernel=has_kernel)
-        planner.plan_methods(program)
-        return program, pte.write(program), spec
-    if quantize == "int8":
+    elif quantize == "int8":
         from mcu_gen.quantize import QuantizeError, export_quantized
 
         try:
@@ -80,7 +82,9 @@ def load_program(model=None, pte_path=None, fuse=True, available=None, quantize=
         spec.quantized_module = gm
     else:
         program = export_model(spec, fuse=fuse, has_kernel=has_kernel)
-    planner.plan(program)
+    if not plan:
+        return program, None, spec
+    inplace_pass.plan_memory(program)
     return program, pte.write(program), spec
 
 
@@ -194,7 +198,7 @@ def plan_check_inputs(program: Program, seed: int = 0) -> list:
 
 
 def check_program_plan(program: Program, available=None) -> None:
-    """check_method_plan for every method of the program, then planner.check_methods (shared state at one
+    """check_method_plan for every method of the program, then plan_check.check_methods (shared state at one
     offset, never overwritten by another method's tensors)."""
     if not program.more_methods:
         check_method_plan(program, available)
@@ -202,16 +206,17 @@ def check_program_plan(program: Program, available=None) -> None:
     for m in program.methods:
         check_method_plan(m, available)
     try:
-        planner.check_methods(program, available)
-    except planner.PlanError as e:
+        plan_check.check_methods(program, available)
+    except plan_check.PlanError as e:
         raise BuildError(f"the memory plan is wrong: {e}") from None
 
 
 def adopt_program_plan(program: Program, available=None) -> bool:
     """A .pte as it came: its plan is kept unless it puts an output over an input that our kernel
-    cannot overwrite in place; then mcu-gen plans it again (in-place variants included). Done
-    before the kernels are selected, which depend on the operators the plan chose. True when a
-    method was planned again (re-write the bytes)."""
+    cannot overwrite in place; then mcu-gen plans it again (in-place variants included: the .pte's
+    plan is not one our kernels can run, so it is replaced, not undone). Done before the kernels are
+    selected, which depend on the operators the plan chose. True when a method was planned again
+    (re-write the bytes)."""
     replanned = False
     for m in (program.methods if program.more_methods else [program]):
         replanned = adopt_method_plan(m, available) or replanned
@@ -222,13 +227,13 @@ def adopt_method_plan(program: Program, available=None) -> bool:
     if "read_from" not in program.meta:
         return False
     if not program.meta.get("inplace"):
-        program.meta["inplace"] = planner.inplace_from_offsets(program, available)
+        program.meta["inplace"] = plan_check.inplace_from_offsets(program, available)
     try:
-        planner.check_plan(program, available)
-    except planner.InplaceNotAllowed:
-        planner.plan(program, available=available)
+        plan_check.check_plan(program, available)
+    except plan_check.InplaceNotAllowed:  # this method alone, as it came
+        planner.plan(program, available=available, choose=inplace_pass.pass_for(available))
         return True
-    except planner.PlanError:
+    except plan_check.PlanError:
         pass  # a wrong plan: check_method_plan says how
     return False
 
@@ -241,8 +246,8 @@ def check_method_plan(program: Program, available=None) -> None:
     from mcu_gen.reference import PlannedExecutionError, ReferenceUnsupported, check_planned_execution
 
     try:
-        planner.check_plan(program, available)
-    except planner.PlanError as e:  # tensors live together overlap, or out of the arena: a wrong plan
+        plan_check.check_plan(program, available)
+    except plan_check.PlanError as e:  # tensors live together overlap, or out of the arena: a wrong plan
         raise BuildError(f"the memory plan is wrong: {e}") from None
     if any(ins.op.startswith(pte.DELEGATE_PREFIX) for ins in program.instructions):
         return  # the host cannot run an NPU's part of the program
@@ -253,6 +258,55 @@ def check_method_plan(program: Program, available=None) -> None:
     except ReferenceUnsupported:
         pass  # the host reference has no implementation of an operator here: check_plan alone
     # any other ReferenceError (an operator raised while running, OperatorFailed) propagates: a failed check
+
+
+def plan_for_kernels(board: Board, program: Program, unplanned: bool, backend: str, mode: str,
+                     available: dict) -> bool:
+    """The build's one memory plan, made once the kernels are chosen: the in-place pass
+    (mcu_gen/plan/inplace_pass.py) and the planner. CMSIS-NN runs no in-place variants (its speed over
+    the RAM they would save); with generated kernels (``mode``, variant_refusal) the pass leaves out a
+    variant the generator does not take where it takes the base operator's form of the layer.
+    A program planned already (a .pte, adopted) keeps its plan unless it was made for other kernels:
+    CMSIS-NN (apply_backend switched the .pte's variants back and sized the adapters' scratch) or
+    variants the generator refuses (they go back to their operator, same arguments); it is then
+    planned here. True when the program was planned (write its bytes)."""
+    allow = backend != "cmsis-nn"
+    refuse = variant_refusal(board, mode) if allow and not program.more_methods else None
+    if not unplanned:
+        refused = {ins.op for k, ins in enumerate(program.instructions) if refuse is not None and refuse(program, k, ins.op)}
+        if allow and not refused:
+            return False
+        variant_of = {k.op: k.variant_of for k in kernel_registry.find_kernels().values() if k.variant_of}
+        for ins in program.instructions:
+            if ins.op in refused:
+                ins.op = variant_of[ins.op]
+        program.meta["inplace"] = []
+    inplace_pass.plan_memory(program, available, allow_inplace=allow, refuse=refuse)
+    return True
+
+
+def variant_refusal(board: Board, mode: str):
+    """refuse(program, step, op) for the in-place pass: True where ``op`` is an in-place variant whose
+    layer the generated kernels (DSP or MVE, per the board's core) do not take although they take the
+    base operator's form of it (the row-by-row k x k convolution, which has no generated form; an
+    in-place depthwise whose channel group is too large for the stack): the portable variant would run
+    there, several times slower. None where no generated kernels run (``mode`` library, or a core
+    without them)."""
+    from mcu_gen.backends import generated, generated_mve
+
+    if mode not in generated.MODES or mode == "library":
+        return None
+    gen_module = generated_mve if generated_mve.board_supports(board) else generated
+    if not gen_module.board_supports(board):
+        return None
+    variant_of = {k.op: k.variant_of for k in kernel_registry.find_kernels().values() if k.variant_of}
+
+    def refuse(program: Program, step: int, op: str) -> bool:
+        base = variant_of.get(op)
+        return (base in generated.GENERATED_OPS and not gen_module.covers(program, step, op)
+                and gen_module.covers(program, step, base))
+
+    return refuse
 
 
 def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fuse: bool = True,
@@ -274,10 +328,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
 
     framework = platformio_project.choose_framework(b, framework)  # "baremetal" unless the board is pio-only
     available = kernel_registry.find_kernels()
+    # A model's program comes unplanned (data None): it is planned once its kernels are chosen (plan_for_kernels).
     program, data, spec = load_program(model, pte_path, fuse=fuse, available=available, quantize=quantize, io=io,
                                        calibration=calibration, calibration_method=calibration_method,
-                                       bias_correction=bias_correction)
-    if adopt_program_plan(program, available):  # before the kernels are chosen: a new plan may pick other operators
+                                       bias_correction=bias_correction, plan=False)
+    if data is not None and adopt_program_plan(program, available):  # before the kernels are chosen: a new plan may pick other operators
         data = pte.write(program)
     npu_build = None
     if program.more_methods and kernels == "auto":
@@ -286,19 +341,20 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         raise BuildError(f"a program with several methods ({', '.join(program.method_names)}) runs on the portable "
                          f"kernels only for now: --npu, --kernels generated and --backend cmsis-nn are not supported")
     if npu is not None:  # Ethos-U: NPU subgraphs become delegate calls (mcu_gen/backends/ethosu/)
-        program, data, npu_build = _delegate_to_npu(b, program, npu, quantize, ethos_u_driver)
-    sel = kernel_registry.select(_cpu_operators(program), available)
+        program, npu_build = _delegate_to_npu(b, program, npu, quantize, ethos_u_driver)
+        data = None  # planned below, with the kernels of its CPU part
     from mcu_gen.firmware.backend_step import BackendChoice, apply_backend
 
     if program.more_methods:
         backend_choice = BackendChoice("portable", requested=backend, how="a program with several methods")
     else:
-        backend_choice, data = apply_backend(b, program, data, sel, backend, cmsis_nn_path)
+        backend_choice = apply_backend(b, program, backend, cmsis_nn_path)
+    if plan_for_kernels(b, program, data is None, backend_choice.backend, kernels, available):
+        data = pte.write(program)
+    sel = kernel_registry.select(_cpu_operators(program), available)
     sel = backend_choice.selection or sel
     sel.missing = [op for op in sel.missing if not op.startswith(pte.DELEGATE_PREFIX)]
     gen = _generated_kernels(b, program, sel, kernels)
-    if program.meta.get("replanned_for_generated"):
-        data = pte.write(program)
     if sel.missing:
         raise BuildError(
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
@@ -399,7 +455,6 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
             raise BuildError(f"--kernels generated: {board.name} ({board.core}) has no generated kernels "
                              "(they need the DSP extension (Cortex-M33, M4) or MVE (Cortex-M55))")
         return generated.Generated()
-    _replan_without_ungenerated_variants(program, sel, gen_module.covers)
     library = list(sel.kernels)
     gen = gen_module.generate(program, library)
     sel.kernels = gen_module.hooked_kernels(library, gen)
@@ -415,38 +470,13 @@ def _regenerate(gen_module, program: Program, sel, library: list):
     return gen
 
 
-def _replan_without_ungenerated_variants(program: Program, sel, covers) -> None:
-    """The planner may have swapped a layer for an in-place variant that the generator does not take
-    although it takes the base operator's form of the same layer (the row-by-row k x k convolution,
-    which has no generated form; an in-place depthwise whose channel group is too large for the
-    stack): that layer would then run the portable variant, several times slower. Such a variant
-    goes back to its base operator, for every layer, and the program is planned again without it
-    (speed over the bytes it would save). ``covers``: the generator's (DSP or MVE) covers()."""
-    from mcu_gen.backends import generated
-
-    registry = kernel_registry.find_kernels()
-    variant_of = {k.op: k.variant_of for k in registry.values() if k.variant_of}
-    dropped = {ins.op for idx, ins in enumerate(program.instructions)
-               if variant_of.get(ins.op) in generated.GENERATED_OPS
-               and not covers(program, idx, ins.op) and covers(program, idx, variant_of[ins.op])}
-    if not dropped:
-        return
-    for ins in program.instructions:
-        if ins.op in dropped:
-            ins.op = variant_of[ins.op]
-    planner.plan(program, available={op: k for op, k in registry.items() if op not in dropped})
-    program.meta["replanned_for_generated"] = sorted(dropped)
-    new = kernel_registry.select(_cpu_operators(program), registry)
-    sel.kernels, sel.missing = new.kernels, new.missing
-
-
 def _cpu_operators(program: Program) -> list:
     """The operators that need kernels, over every method (delegate calls run on their backend)."""
     return [op for op in program.all_operators if not op.startswith(pte.DELEGATE_PREFIX)]
 
 
 def _delegate_to_npu(board: Board, program: Program, npu: str, quantize, driver_path):
-    """(delegated program, its bytes, ethosu.firmware.NpuBuild) for --npu."""
+    """(delegated program, not planned yet; ethosu.firmware.NpuBuild) for --npu."""
     if quantize != "int8":
         raise BuildError(f"--npu {npu}: the Ethos-U runs int8 programs; add --quantize int8")
     try:
@@ -462,7 +492,7 @@ def _delegate_to_npu(board: Board, program: Program, npu: str, quantize, driver_
     except ImportError as e:
         raise BuildError(f"--npu needs the ethos-u extra (tosa-tools, ethos-u-vela): "
                          f"pip install 'mcu-gen[ethos-u]' ({e})") from None
-    return program, pte.write(program), npu_build
+    return program, npu_build
 
 
 def relink(result: BuildResult, stack_bytes: int, measured: int | None = None) -> BuildResult:

@@ -160,9 +160,9 @@ class NpuBuild:
 
 
 def delegate_for_board(board, program, npu_name: str, driver_path=None, use_pack_manager: bool = True):
-    """(delegated, planned program; NpuBuild). Raises DriverError for a bad --ethos-u-driver
-    path, NpuError for an unknown NPU, VelaError when Vela cannot compile a subgraph."""
-    from mcu_gen.plan import planner
+    """(delegated program, not planned yet: the build plans it once its CPU kernels are chosen; NpuBuild).
+    Raises DriverError for a bad --ethos-u-driver path, NpuError for an unknown NPU, VelaError when Vela
+    cannot compile a subgraph."""
     from mcu_gen.backends.ethosu.delegate import delegate_program
     from mcu_gen.backends.ethosu.targets import get_npu
 
@@ -171,7 +171,6 @@ def delegate_for_board(board, program, npu_name: str, driver_path=None, use_pack
         raise DriverError(f"board {board.name} has no Ethos-U NPU (boards with one: corstone-300)")
     program = original_operators(program)
     delegated, report = delegate_program(program, npu)
-    planner.plan(delegated)
     root, how = locate_driver(driver_path, use_pack_manager=use_pack_manager)
     ids = [d["id"] for d in delegated.meta.get("delegates", [])]
     report = dict(report)
@@ -182,7 +181,7 @@ def delegate_for_board(board, program, npu_name: str, driver_path=None, use_pack
 
 
 def original_operators(program):
-    """A copy of a planned program with the planner's in-place kernel variants switched back to
+    """A copy of a program with any in-place kernel variants (a .pte's plan may name them) switched back to
     the operators they stand for (same arguments), so the partitioner sees the cortex_m ops."""
     import copy
 

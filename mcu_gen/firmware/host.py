@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from mcu_gen.backends import kernels as kernel_registry
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program import pte
 from mcu_gen.program.ir import Program, TensorValue
 from mcu_gen.paths import RUNTIME_CORE
@@ -141,7 +141,7 @@ def run_pte(data: bytes, inputs, kernels, arena_size, outputs_meta, program=None
 def run_on_host(program: Program, inputs, available=None) -> list:
     """Plan (if needed), serialize and run a program natively; returns the outputs."""
     if any(isinstance(v, TensorValue) and not v.is_constant and v.offset is None for v in program.values):
-        planner.plan(program)
+        inplace_pass.plan_memory(program)
     sel = kernel_registry.select(program.operators, available)
     if sel.missing:
         raise HostRunError(f"no kernel for: {', '.join(sel.missing)}")

@@ -19,6 +19,7 @@ kernel reads each input byte before any write can reach it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable, Optional
 
 from mcu_gen.program.ir import DTYPE_SIZES, Instruction, Program, ScalarValue, TensorValue
@@ -245,6 +246,14 @@ RULES: dict[str, Callable] = {
     "binary_same": binary_same,
     "scatter_self": scatter_self,
 }
+
+
+@lru_cache(maxsize=1)
+def default_kernels() -> dict:
+    """The kernel registry (op -> Kernel) whose registry lines the rules read by default."""
+    from mcu_gen.backends.kernels import find_kernels
+
+    return find_kernels()
 
 
 def options(program: Program, ins: Instruction, available: dict) -> list:

@@ -17,7 +17,7 @@ import copy
 import numpy as np
 import torch
 
-from mcu_gen.plan import planner
+from mcu_gen.plan import inplace_pass
 from mcu_gen.program.ir import CODE_DTYPES, Program, ScalarValue, TensorValue
 from mcu_gen.reference.fp32_emulation import EMULATED
 from mcu_gen.reference.interpreter import ReferenceError, ReferenceUnsupported, execute_portable, Memory, interpret
@@ -237,7 +237,7 @@ def _q_args(a: _Args, k=1):
 
 
 def _variants() -> dict:
-    """In-place variants the planner may swap in (kernel registry ``variant_of``): op -> base op."""
+    """In-place variants the in-place pass may swap in (kernel registry ``variant_of``): op -> base op."""
     if not hasattr(_variants, "table"):
         from mcu_gen.backends.kernels import find_kernels
 
@@ -317,7 +317,7 @@ def planned(program: Program) -> Program:
     acts = [v for v in program.values if isinstance(v, TensorValue) and not v.is_constant]
     if acts and all(v.offset is not None for v in acts):
         return program
-    return planner.plan(copy.deepcopy(program))
+    return inplace_pass.plan_memory(copy.deepcopy(program))
 
 
 def execute_instruction(mem: Memory, ins) -> None:

@@ -70,14 +70,14 @@ def lower_case(case, available: dict):
     from mcu_gen.backends import kernels as kernel_registry
     from mcu_gen.capture.export import export_model
     from mcu_gen.capture.model_file import spec_from_module
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
 
     spec = spec_from_module(case.module, case.fresh_inputs(), name=case.op)
     program = export_model(spec, fuse=True)
     sel = kernel_registry.select(program.operators, available)
     if sel.missing:
         return program, list(sel.missing)
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     return program, []
 
 
@@ -96,7 +96,7 @@ def lower_case_int8(case, available: dict):
     (export_quantized with float32 I/O, calibrated on calibration_of(case)), planned."""
     from mcu_gen.backends import kernels as kernel_registry
     from mcu_gen.capture.model_file import spec_from_module
-    from mcu_gen.plan import planner
+    from mcu_gen.plan import inplace_pass
     from mcu_gen.quantize import export_quantized
 
     spec = spec_from_module(case.module, case.fresh_inputs(), calibration=calibration_of(case), name=case.op)
@@ -104,7 +104,7 @@ def lower_case_int8(case, available: dict):
     sel = kernel_registry.select(program.operators, available)
     if sel.missing:
         return program, list(sel.missing)
-    planner.plan(program)
+    inplace_pass.plan_memory(program)
     return program, []
 
 
