@@ -8,7 +8,8 @@ indirect call (``blx rN``, ``jalr``) may reach any function whose address the im
 (the kernel table, generated layers' bound calls, literal pools), except the vector table's handlers:
 the selective build links only the kernels the program uses, so that set is small and exact enough.
 Two contracts of the runtime narrow it (runtime_core/src/executor.cpp, verifier.cpp): the kernels (the kernel table's
-``kEntries``, and the flash tables ``kOperatorFns`` and ``kBoundCalls`` of an image without uploads) and the load-time prepare hooks (``kPrepare``) are called only by the runtime, never by code
+``kEntries``, the flash tables ``kOperatorFns`` and ``kBoundCalls`` of an image without uploads, and the functions a
+prepare hook returns: addresses in a hook's literal pool) and the load-time prepare hooks (``kPrepare``) are called only by the runtime, never by code
 that a function pointer reached (a kernel, a hook, a generated layer); and ``Executor::prepare_calls``
 calls the hooks and nothing else indirectly (where the compiler merged it into its caller, that caller
 may reach both).
@@ -27,6 +28,7 @@ This works on the whole image, newlib's and libgcc's functions included (they we
 """
 from __future__ import annotations
 
+import bisect
 import re
 import shutil
 import subprocess
@@ -255,6 +257,7 @@ def stack_bound(elf: Path, board) -> StackBound:
     # each operator's kernel, MCU_OPERATOR_ORDER; the generated layers after the instruction cache, MCU_BOUND_TABLE).
     entries_tables = [_object_range(elf, objdump, t) for t in ("kEntries", "kOperatorFns", "kBoundCalls")]
     taken, handlers, hooks, entries = set(), set(), set(), set()
+    found = []
     for addr, word in _data_words(elf, objdump):
         f = by_addr.get(word & ~1) if arch == "arm" and word & 1 else by_addr.get(word) if arch == "riscv" else None
         if f is None:
@@ -266,7 +269,14 @@ def stack_bound(elf: Path, board) -> StackBound:
         elif any(lo <= addr < hi for lo, hi in entries_tables):
             entries.add(f.name)
         else:
-            taken.add(f.name)
+            found.append((addr, f.name))
+    # A function address in a prepare hook's own code (its literal pool) is a kernel or generated layer the
+    # hook returns for the runtime to call: an entry, like the kernel table's (the contract above).
+    by_start = sorted((f.start, f.name) for f in order)
+    starts = [a for a, _ in by_start]
+    for addr, name in found:
+        k = bisect.bisect_right(starts, addr) - 1
+        (entries if k >= 0 and by_start[k][1] in hooks else taken).add(name)
     handlers.discard(reset)
     taken -= handlers | {reset}
     prepare_site = next((f.name for f in order if PREPARE_SITE in f.name), None)
