@@ -253,4 +253,21 @@ inline bool read_bias(const KernelContext& ctx, int32_t i, const float** bias, i
   return true;
 }
 
+// The arguments of mcu::conv2d and mcu::conv2d_max_pool2d (signature TTtLLLIDDOO: input, weight, bias?,
+// stride, padding, dilation, groups, out_min, out_max, out); false on a bad bias or a clamp range with
+// out_min > out_max (or NaN).
+[[gnu::always_inline]] inline bool read_mcu_conv_args(const KernelContext& ctx, ConvArgs* a, int32_t* bias_numel, float* lo, float* hi) {
+  if (!read_bias(ctx, 2, &a->bias, bias_numel)) return false;
+  a->input = ctx.tensor(0);
+  a->weight = ctx.tensor(1);
+  a->stride = ctx.int_list(3);
+  a->padding = ctx.int_list(4);
+  a->dilation = ctx.int_list(5);
+  a->groups = ctx.int_arg(6);
+  *lo = static_cast<float>(ctx.double_arg(7));
+  *hi = static_cast<float>(ctx.double_arg(8));
+  a->out = ctx.tensor(9);
+  return *lo <= *hi;
+}
+
 }  // namespace mcu::kernels

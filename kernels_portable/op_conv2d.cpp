@@ -12,17 +12,8 @@ namespace mcu::kernels {
 Error mcu_conv2d_out(const KernelContext& ctx) {
   ConvArgs a;
   int32_t bias_numel = 0;
-  if (!read_bias(ctx, 2, &a.bias, &bias_numel)) return Error::KernelFailed;
-  a.input = ctx.tensor(0);
-  a.weight = ctx.tensor(1);
-  a.stride = ctx.int_list(3);
-  a.padding = ctx.int_list(4);
-  a.dilation = ctx.int_list(5);
-  a.groups = ctx.int_arg(6);
-  const float lo = static_cast<float>(ctx.double_arg(7));
-  const float hi = static_cast<float>(ctx.double_arg(8));
-  if (lo > hi) return Error::KernelFailed;
-  a.out = ctx.tensor(9);
+  float lo = 0.0f, hi = 0.0f;
+  if (!read_mcu_conv_args(ctx, &a, &bias_numel, &lo, &hi)) return Error::KernelFailed;
   return run_conv<false>(a, bias_numel, lo, hi);
 }
 
