@@ -12,6 +12,7 @@ import numpy as np
 
 from mcu_gen import __version__
 from mcu_gen.backends import kernels as kernel_registry
+from mcu_gen.backends.render import render
 from mcu_gen.boards import Board
 from mcu_gen.errors import BuildError
 from mcu_gen.firmware import toolchain
@@ -265,25 +266,14 @@ def _in_operator_order(kernels, data: bytes, program: Program, upload_size: int,
 
 def operator_fns_source(kernels) -> str:
     """mcu::kOperatorFns (runtime_core/include/mcu/program.h, MCU_OPERATOR_ORDER): operator k's kernel."""
-    lines = ["", "// The kernel of each operator of the builtin program, in its order (MCU_OPERATOR_ORDER): no RAM.",
-             '#include "mcu/program.h"', "", "namespace mcu {",
-             "extern const KernelFn kOperatorFns[MCU_OPERATOR_ORDER] = {"]
-    lines += [f"    &kernels::{k.fn}," for k in kernels]
-    lines += ["};", "}  // namespace mcu", ""]
-    return "\n".join(lines)
+    return render("kernels/operator_fns.cpp.j2", fns=[k.fn for k in kernels])
 
 
 def bound_table_source(bound_table) -> str:
     """mcu::kBoundCalls (runtime_core/include/mcu/program.h, MCU_BOUND_TABLE): the generated layers after the
     instruction cache, in instruction order, each with the function its prepare must choose at load."""
-    names = sorted({name for _, name in bound_table})
-    lines = ["", "// Generated layers after the instruction cache (MCU_BOUND_TABLE): checked at load, no RAM.",
-             '#include "mcu/program.h"', "", "namespace mcu {", "namespace generated {"]
-    lines += [f"Error {n}(const KernelContext& ctx);" for n in names]
-    lines += ["}  // namespace generated", "", "const BoundCall kBoundCalls[MCU_BOUND_TABLE] = {"]
-    lines += [f"    {{{i}, &generated::{n}}}," for i, n in bound_table]
-    lines += ["};", "}  // namespace mcu", ""]
-    return "\n".join(lines)
+    return render("kernels/bound_table.cpp.j2", names=sorted({name for _, name in bound_table}),
+                  calls=list(bound_table))
 
 
 def selective_runtime_defines(data: bytes) -> dict:
