@@ -385,6 +385,33 @@ inline void pointwise4x4_pairs(float (&acc)[4][4], const float* x, const float* 
 #define MCU_F32_LO(a) "vcmp.f32 s0, " a "\n\tvmrs APSR_nzcv, fpscr\n\tit gt\n\tvmovgt.f32 " a ", s0\n\t"
 #define MCU_F32_HI(a) "vcmp.f32 " a ", s1\n\tvmrs APSR_nzcv, fpscr\n\tit gt\n\tvmovgt.f32 " a ", s1\n\t"
 #endif
+// The end of both 3x3 routines (after the block's sums, in s16-s31): the clamp to [lo, hi] (argument block
+// offsets 40: which bounds are finite, 44/48: lo/hi), the stores, the next block; then the operands.
+#define MCU_F32_CLAMP_STORE_NEXT(EACH, STORE)                                                                \
+      "ldr %[t], [%[a], #40]\n\t"                                                                            \
+      "vldr.32 s0, [%[a], #44]\n\t"                                                                          \
+      "vldr.32 s1, [%[a], #48]\n\t"                                                                          \
+      "lsls %[n], %[t], #31\n\t"                                                                             \
+      "beq 3f\n\t"                                                                                           \
+      EACH(MCU_F32_LO)                                                                                       \
+      "3:\n\t"                                                                                               \
+      "lsls %[n], %[t], #30\n\t"                                                                             \
+      "bpl 4f\n\t"                                                                                           \
+      EACH(MCU_F32_HI)                                                                                       \
+      "4:\n\t"                                                                                               \
+      STORE                                                                                                  \
+      "str %[x], [%[a], #0]\n\t"                                                                             \
+      "ldr %[n], [%[a], #36]\n\t"                                                                            \
+      "subs %[n], %[n], #1\n\t"                                                                              \
+      "str %[n], [%[a], #36]\n\t"                                                                            \
+      "bne 2b\n\t"                                                                                           \
+      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),           \
+        [rs] "=&r"(rs), [ica] "=&r"(ica), [t] "=&r"(t)                                                       \
+      : [a] "r"(a)                                                                                           \
+      : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",  \
+        "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",       \
+        "s30", "s31", "cc", "memory")
+
 // The routine for one block width from its bias, kernel-row, clamp and store
 // sequences: one asm statement per width (4 pixels for a row, 3 and 2 for its last
 // ones, so that no pixel is computed twice).
@@ -409,29 +436,7 @@ inline void pointwise4x4_pairs(float (&acc)[4][4], const float* x, const float* 
       "add %[x], %[x], %[ica]\n\t"                                                                           \
       "subs %[n], %[n], #1\n\t"                                                                              \
       "bne 1b\n\t"                                                                                           \
-      "ldr %[t], [%[a], #40]\n\t"                                                                            \
-      "vldr.32 s0, [%[a], #44]\n\t"                                                                          \
-      "vldr.32 s1, [%[a], #48]\n\t"                                                                          \
-      "lsls %[n], %[t], #31\n\t"                                                                             \
-      "beq 3f\n\t"                                                                                           \
-      EACH(MCU_F32_LO)                                                                                       \
-      "3:\n\t"                                                                                               \
-      "lsls %[n], %[t], #30\n\t"                                                                             \
-      "bpl 4f\n\t"                                                                                           \
-      EACH(MCU_F32_HI)                                                                                       \
-      "4:\n\t"                                                                                               \
-      STORE                                                                                                  \
-      "str %[x], [%[a], #0]\n\t"                                                                             \
-      "ldr %[n], [%[a], #36]\n\t"                                                                            \
-      "subs %[n], %[n], #1\n\t"                                                                              \
-      "str %[n], [%[a], #36]\n\t"                                                                            \
-      "bne 2b\n\t"                                                                                           \
-      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),           \
-        [rs] "=&r"(rs), [ica] "=&r"(ica), [t] "=&r"(t)                                                       \
-      : [a] "r"(a)                                                                                           \
-      : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",  \
-        "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",       \
-        "s30", "s31", "cc", "memory")
+      MCU_F32_CLAMP_STORE_NEXT(EACH, STORE)
 // `blocks` blocks of PB (4, 3 or 2) pixels x 4 output channels.
 template <int PB>
 inline void conv3x3_4xpb_rows(Conv3x3Args* a) {
@@ -540,29 +545,7 @@ inline void conv3x3_4xpb_rows(Conv3x3Args* a) {
       "add %[t], %[a], #52\n\t"                                                                              \
       SPILL_LD                                                                                               \
       VMAX                                                                                                   \
-      "ldr %[t], [%[a], #40]\n\t"                                                                            \
-      "vldr.32 s0, [%[a], #44]\n\t"                                                                          \
-      "vldr.32 s1, [%[a], #48]\n\t"                                                                          \
-      "lsls %[n], %[t], #31\n\t"                                                                             \
-      "beq 3f\n\t"                                                                                           \
-      EACH(MCU_F32_LO)                                                                                       \
-      "3:\n\t"                                                                                               \
-      "lsls %[n], %[t], #30\n\t"                                                                             \
-      "bpl 4f\n\t"                                                                                           \
-      EACH(MCU_F32_HI)                                                                                       \
-      "4:\n\t"                                                                                               \
-      STORE                                                                                                  \
-      "str %[x], [%[a], #0]\n\t"                                                                             \
-      "ldr %[n], [%[a], #36]\n\t"                                                                            \
-      "subs %[n], %[n], #1\n\t"                                                                              \
-      "str %[n], [%[a], #36]\n\t"                                                                            \
-      "bne 2b\n\t"                                                                                           \
-      : [x] "=&r"(x), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [n] "=&r"(n),           \
-        [rs] "=&r"(rs), [ica] "=&r"(ica), [t] "=&r"(t)                                                       \
-      : [a] "r"(a)                                                                                           \
-      : "s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",  \
-        "s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29",       \
-        "s30", "s31", "cc", "memory")
+      MCU_F32_CLAMP_STORE_NEXT(EACH, STORE)
 // `c.blocks` pooled blocks along one pooled row: 4 output channels x PB / 2 pooled
 // pixels each (PB = 4 or 2 convolution columns), from output rows 2r and 2r + 1.
 // Advances c.x and c.out past them.
