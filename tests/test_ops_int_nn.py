@@ -1,0 +1,104 @@
+"""Integer dtypes of the nn kernels that ExecuTorch's portable runtime computes in them: convolution /
+conv_transpose (int64, int32). Host runner against PyTorch, exact; bad arguments give a clean kernel
+failure.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mcu_gen.firmware.host import HostRunError, run_on_host
+from mcu_gen.program.ir import Instruction
+from tests.test_ops_reduce import Builder
+
+RNG = np.random.default_rng(64)
+
+
+def ints(shape, dtype, lo=-20, hi=20):
+    return RNG.integers(lo, hi, shape).astype(dtype)
+
+
+def t64(a):
+    """A tensor for the reference: int32 convolutions are computed in int64 and wrapped back (ATen's CPU
+    int32 convolution lacks dilated/transposed variants; the wrapped int64 result is the exact int32 one)."""
+    return None if a is None else torch.from_numpy(a.astype(np.int64))
+
+
+def conv_call(bld, x, w, b, stride, padding, dilation, transposed, output_padding, groups, want, dtype):
+    bias = bld.scalar("none") if b is None else b
+    return bld.call("aten::convolution.out",
+                    [x, w, bias, bld.scalar("int_list", stride), bld.scalar("int_list", padding),
+                     bld.scalar("int_list", dilation), bld.scalar("bool", transposed),
+                     bld.scalar("int_list", output_padding), bld.scalar("int", groups)], want.shape, dtype)
+
+
+CONVS = [  # (input shape, weight shape, stride, padding, dilation, groups, bias)
+    ((1, 2, 5, 6), (3, 2, 3, 3), [1, 1], [0, 0], [1, 1], 1, True),
+    ((2, 4, 6, 5), (4, 2, 2, 3), [2, 1], [1, 2], [1, 2], 2, False),
+    ((1, 3, 7, 7), (3, 1, 3, 3), [2, 2], [1, 1], [2, 2], 3, True),  # depthwise, dilated
+    ((1, 2, 4, 4), (5, 2, 1, 1), [1, 1], [0, 0], [1, 1], 1, True),  # pointwise
+    ((2, 2, 9), (4, 2, 3), [2], [1], [1], 1, True),  # conv1d
+    ((1, 4, 8), (4, 1, 3), [1], [2], [2], 4, False),  # grouped conv1d
+]
+TRANSPOSED = [  # (input shape, weight shape, stride, padding, dilation, output_padding, groups, bias)
+    ((1, 2, 3, 4), (2, 3, 3, 3), [2, 2], [1, 0], [1, 1], [1, 0], 1, True),
+    ((2, 4, 3, 3), (4, 1, 2, 2), [1, 2], [0, 1], [2, 1], [0, 1], 2, False),
+    ((1, 2, 5), (2, 2, 4), [3], [1], [1], [2], 1, True),  # conv_transpose1d
+]
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_convolution_int(dtype):
+    bld = Builder()
+    for k, (xs, ws, stride, padding, dilation, groups, has_bias) in enumerate(CONVS):
+        xa, wa = ints(xs, dtype), ints(ws, dtype)
+        ba = ints((ws[0],), dtype) if has_bias else None
+        x, w = bld.input(xa, dtype), bld.input(wa, dtype)
+        b = bld.input(ba, dtype) if has_bias else None
+        fn = F.conv1d if len(xs) == 3 else F.conv2d
+        want = fn(t64(xa), t64(wa), t64(ba), stride, padding, dilation, groups).to(getattr(torch, dtype))
+        o = conv_call(bld, x, w, b, stride, padding, dilation, False, [0] * len(stride), groups, want, dtype)
+        bld.expect(f"conv {k}", o, want)
+    for k, (xs, ws, stride, padding, dilation, out_pad, groups, has_bias) in enumerate(TRANSPOSED):
+        xa, wa = ints(xs, dtype), ints(ws, dtype)
+        ba = ints((ws[1] * groups,), dtype) if has_bias else None
+        x, w = bld.input(xa, dtype), bld.input(wa, dtype)
+        b = bld.input(ba, dtype) if has_bias else None
+        fn = F.conv_transpose1d if len(xs) == 3 else F.conv_transpose2d
+        want = fn(t64(xa), t64(wa), t64(ba), stride, padding, out_pad, groups, dilation).to(getattr(torch, dtype))
+        o = conv_call(bld, x, w, b, stride, padding, dilation, True, out_pad, groups, want, dtype)
+        bld.expect(f"conv_transpose {k}", o, want)
+    # Products and sums that overflow wrap, as ATen's.
+    big = np.iinfo(dtype).max // 3
+    xa = np.full((1, 1, 3, 3), big, dtype=dtype)
+    wa = np.array([[[[3, 5], [-7, 11]]]], dtype=dtype)
+    want = F.conv2d(t64(xa), t64(wa)).to(getattr(torch, dtype))
+    o = conv_call(bld, bld.input(xa, dtype), bld.input(wa, dtype), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                  want, dtype)
+    bld.expect("wrapping", o, want)
+    bld.run_and_check(rtol=0, atol=0)
+
+
+def _conv_program(x_dtype, w_dtype, b_dtype, out_dtype, out_shape=(1, 1, 2, 2)):
+    bld = Builder()
+    x = bld.input(ints((1, 1, 3, 3), x_dtype), x_dtype)
+    w = bld.input(ints((1, 1, 2, 2), w_dtype), w_dtype)
+    b = bld.input(ints((1,), b_dtype), b_dtype) if b_dtype else None
+    o = conv_call(bld, x, w, b, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, torch.zeros(out_shape), out_dtype)
+    bld.p.outputs.append(o)
+    return bld
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _conv_program("int64", "float32", None, "int64"),     # mixed input / weight dtypes
+    lambda: _conv_program("int64", "int64", "int32", "int64"),    # bias of another dtype
+    lambda: _conv_program("int64", "int64", None, "int32"),       # out of another dtype
+    lambda: _conv_program("int64", "int64", None, "int64", (1, 1, 3, 3)),  # wrong out shape
+], ids=["conv-mixed", "conv-bias-dtype", "conv-out-dtype", "conv-out-shape"])
+def test_bad_arguments_fail_cleanly(make):
+    bld = make()
+    with pytest.raises(HostRunError, match="KernelFailed") as e:
+        run_on_host(bld.p, bld.feeds)
+    assert "signal" not in str(e.value).lower() and "sanitizer" not in str(e.value).lower()
