@@ -1,6 +1,6 @@
-"""Integer dtypes of the nn kernels that ExecuTorch's portable runtime computes in them: convolution /
-conv_transpose (int64, int32). Host runner against PyTorch, exact; bad arguments give a clean kernel
-failure.
+"""Integer dtypes of the nn kernels that ExecuTorch's portable runtime computes in them:
+convolution / conv_transpose (int64, int32), avg_pool2d (int64), max_pool2d (int32, int64, with and
+without indices). Host runner against PyTorch, exact; bad arguments give a clean kernel failure.
 """
 from __future__ import annotations
 
@@ -81,6 +81,65 @@ def test_convolution_int(dtype):
     bld.run_and_check(rtol=0, atol=0)
 
 
+def test_avg_pool2d_int64():
+    bld = Builder()
+    xa = ints((2, 3, 7, 6), "int64", -100, 100)
+    x = bld.input(xa, "int64")
+    tx = torch.from_numpy(xa)
+    cases = [  # kernel, stride, padding, ceil_mode, count_include_pad, divisor_override
+        ([2, 2], [], [0, 0], False, True, None),
+        ([3, 3], [2, 2], [1, 1], False, True, None),
+        ([3, 3], [2, 2], [1, 1], True, False, None),
+        ([3, 2], [2, 3], [1, 0], True, True, None),
+        ([2, 3], [1, 1], [1, 1], False, False, 5),
+        ([2, 2], [2, 2], [0, 0], False, True, -3),
+        ([2, 2], [2, 2], [0, 0], False, True, -1),
+    ]
+    for k, (kernel, stride, padding, ceil_mode, cip, div) in enumerate(cases):
+        want = F.avg_pool2d(tx, kernel, stride or None, padding, ceil_mode, cip, div)
+        o = bld.call("aten::avg_pool2d.out",
+                     [x, bld.scalar("int_list", kernel), bld.scalar("int_list", stride),
+                      bld.scalar("int_list", padding), bld.scalar("bool", ceil_mode), bld.scalar("bool", cip),
+                      bld.scalar("none") if div is None else bld.scalar("int", div)], want.shape, "int64")
+        bld.expect(f"avg_pool2d {k}", o, want)
+    x3a = ints((3, 5, 5), "int64")  # [C, H, W]
+    want = F.avg_pool2d(torch.from_numpy(x3a), 3, 1, 1)
+    o = bld.call("aten::avg_pool2d.out",
+                 [bld.input(x3a, "int64"), bld.scalar("int_list", [3, 3]), bld.scalar("int_list", [1, 1]),
+                  bld.scalar("int_list", [1, 1]), bld.scalar("bool", False), bld.scalar("bool", True),
+                  bld.scalar("none")], want.shape, "int64")
+    bld.expect("avg_pool2d 3-D", o, want)
+    bld.run_and_check(rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_max_pool2d_int(dtype):
+    bld = Builder()
+    xa = ints((2, 2, 7, 8), dtype, -5, 5)  # small range: many ties (the first index wins)
+    xa[0, 0, :3, :3] = np.iinfo(dtype).min  # windows of the smallest value only
+    x = bld.input(xa, dtype)
+    tx = torch.from_numpy(xa)
+    cases = [  # kernel, stride, padding, dilation, ceil_mode
+        ([2, 2], [2, 2], [0, 0], [1, 1], False),
+        ([3, 3], [2, 2], [1, 1], [1, 1], True),
+        ([3, 2], [1, 2], [1, 1], [2, 1], False),
+        ([2, 3], [3, 1], [1, 0], [1, 2], True),
+    ]
+    for k, (kernel, stride, padding, dilation, ceil_mode) in enumerate(cases):
+        want, want_idx = F.max_pool2d(tx, kernel, stride, padding, dilation, ceil_mode, return_indices=True)
+        args = [x, bld.scalar("int_list", kernel), bld.scalar("int_list", stride), bld.scalar("int_list", padding),
+                bld.scalar("int_list", dilation), bld.scalar("bool", ceil_mode)]
+        out = bld.p.add_tensor(tuple(want.shape), dtype)
+        idx = bld.p.add_tensor(tuple(want.shape), "int64")
+        bld.p.instructions.append(Instruction("aten::max_pool2d_with_indices.out",
+                                              args + [out, idx, bld.scalar("tensor_list", [out, idx])]))
+        bld.expect(f"max_pool2d_with_indices {k}", out, want)
+        bld.expect(f"max_pool2d_with_indices {k} indices", idx, want_idx)
+        o = bld.call("mcu::max_pool2d.out", args, want.shape, dtype)
+        bld.expect(f"mcu::max_pool2d {k}", o, want)
+    bld.run_and_check(rtol=0, atol=0)
+
+
 def _conv_program(x_dtype, w_dtype, b_dtype, out_dtype, out_shape=(1, 1, 2, 2)):
     bld = Builder()
     x = bld.input(ints((1, 1, 3, 3), x_dtype), x_dtype)
@@ -91,14 +150,46 @@ def _conv_program(x_dtype, w_dtype, b_dtype, out_dtype, out_shape=(1, 1, 2, 2)):
     return bld
 
 
+def _pool_program(op, dtype, out_shape=(1, 1, 2, 2), index_dtype="int64"):
+    bld = Builder()
+    x = bld.input(ints((1, 1, 4, 4), dtype), dtype)
+    k = bld.scalar("int_list", [2, 2])
+    if op == "avg":
+        o = bld.call("aten::avg_pool2d.out", [x, k, k, bld.scalar("int_list", [0, 0]), bld.scalar("bool", False),
+                                              bld.scalar("bool", True), bld.scalar("none")], out_shape, dtype)
+    else:
+        o = bld.p.add_tensor(out_shape, dtype)
+        idx = bld.p.add_tensor(out_shape, index_dtype)
+        args = [x, k, k, bld.scalar("int_list", [0, 0]), bld.scalar("int_list", [1, 1]), bld.scalar("bool", False)]
+        bld.p.instructions.append(Instruction("aten::max_pool2d_with_indices.out",
+                                              args + [o, idx, bld.scalar("tensor_list", [o, idx])]))
+    bld.p.outputs.append(o)
+    return bld
+
+
 @pytest.mark.parametrize("make", [
     lambda: _conv_program("int64", "float32", None, "int64"),     # mixed input / weight dtypes
     lambda: _conv_program("int64", "int64", "int32", "int64"),    # bias of another dtype
     lambda: _conv_program("int64", "int64", None, "int32"),       # out of another dtype
     lambda: _conv_program("int64", "int64", None, "int64", (1, 1, 3, 3)),  # wrong out shape
-], ids=["conv-mixed", "conv-bias-dtype", "conv-out-dtype", "conv-out-shape"])
+    lambda: _pool_program("avg", "int32"),                        # ATen pools int64 only
+    lambda: _pool_program("avg", "int64", (1, 1, 3, 3)),          # wrong out shape
+    lambda: _pool_program("max", "int64", index_dtype="int32"),   # indices not int64
+    lambda: _pool_program("max", "int32", (1, 1, 2, 3)),          # wrong out shape
+], ids=["conv-mixed", "conv-bias-dtype", "conv-out-dtype", "conv-out-shape", "avg-int32", "avg-shape",
+        "max-indices-dtype", "max-shape"])
 def test_bad_arguments_fail_cleanly(make):
     bld = make()
     with pytest.raises(HostRunError, match="KernelFailed") as e:
         run_on_host(bld.p, bld.feeds)
     assert "signal" not in str(e.value).lower() and "sanitizer" not in str(e.value).lower()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_selected_dtypes_leave_out_the_indices(dtype):
+    """max_pool2d_with_indices' int64 indices are not a dtype it computes in: an fp32 program selects
+    float32 only (no int64 pooling linked), an int32 one int32 only."""
+    from mcu_gen.backends import kernels as registry
+    bld = _pool_program("max", dtype)
+    chosen = registry.selected_dtypes(bld.p, list(registry.find_kernels().values()))
+    assert chosen["aten_max_pool2d_with_indices_out"] == {dtype}
