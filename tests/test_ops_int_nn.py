@@ -1,6 +1,7 @@
-"""Integer dtypes of the nn kernels that ExecuTorch's portable runtime computes in them:
+"""Integer and bool dtypes of the nn kernels that ExecuTorch's portable runtime computes in them:
 convolution / conv_transpose (int64, int32), avg_pool2d (int64), max_pool2d (int32, int64, with and
-without indices). Host runner against PyTorch, exact; bad arguments give a clean kernel failure.
+without indices), clamp.Tensor, atan2 and pow.Tensor_Scalar on bool. Host runner against PyTorch,
+exact; bad arguments give a clean kernel failure.
 """
 from __future__ import annotations
 
@@ -138,6 +139,32 @@ def test_max_pool2d_int(dtype):
         o = bld.call("mcu::max_pool2d.out", args, want.shape, dtype)
         bld.expect(f"mcu::max_pool2d {k}", o, want)
     bld.run_and_check(rtol=0, atol=0)
+
+
+def test_bool_inputs():
+    """clamp.Tensor of bools (one bound: PyTorch has no bool clamp with both), atan2 of bool/int (float
+    result), square (pow 2) of bool (int64)."""
+    bld = Builder()
+    a = RNG.integers(0, 2, (3, 4)).astype(np.bool_)
+    bb = RNG.integers(0, 2, (3, 4)).astype(np.bool_)
+    c = RNG.integers(0, 2, (4,)).astype(np.bool_)
+    n = RNG.integers(-3, 3, (3, 4)).astype(np.int64)
+    ta, tb, tc, tn = (torch.from_numpy(v) for v in (a, bb, c, n))
+    xa, xb, xc, xn = bld.input(a, "bool"), bld.input(bb, "bool"), bld.input(c, "bool"), bld.input(n, "int64")
+    none = bld.scalar("none")
+    for label, args, want in (
+            ("clamp_min", [xa, xb, none], torch.clamp_min(ta, tb)),
+            ("clamp_max", [xa, none, xc], torch.clamp_max(ta, tc))):
+        bld.expect(label, bld.call("aten::clamp.Tensor_out", args, want.shape, "bool"), want)
+    for label, (x, y), want in (("atan2 bool bool", (xa, xb), torch.atan2(ta, tb)),
+                                ("atan2 bool int64", (xa, xn), torch.atan2(ta, tn)),
+                                ("atan2 int64 bool", (xn, xc), torch.atan2(tn, tc))):
+        bld.expect(label, bld.call("aten::atan2.out", [x, y], want.shape, "float32"), want)
+    want = torch.square(ta)
+    assert want.dtype == torch.int64
+    bld.expect("square", bld.call("aten::pow.Tensor_Scalar_out", [xa, bld.scalar("int", 2)], want.shape, "int64"),
+               want)
+    bld.run_and_check(rtol=1e-6, atol=1e-6)
 
 
 def _conv_program(x_dtype, w_dtype, b_dtype, out_dtype, out_shape=(1, 1, 2, 2)):
