@@ -79,12 +79,15 @@ struct ConvArgs {
 // Checks shapes and parameters and fills `g`; false if anything is unsupported
 // or inconsistent (including an out tensor of the wrong shape; with check_out
 // false the caller checks `out`, which then is not the convolution's output).
-inline bool conv_geometry(const ConvArgs& a, ConvGeometry* g, int32_t bias_numel, bool check_out = true) {
+// Input, weight (and, checked, out) are contiguous tensors of `dtype` (fp32
+// unless an integer convolution says otherwise: int_conv.h).
+inline bool conv_geometry(const ConvArgs& a, ConvGeometry* g, int32_t bias_numel, bool check_out = true,
+                          DType dtype = DType::Float) {
   const TensorRef& in = a.input;
   const TensorRef& w = a.weight;
   const TensorRef& out = a.out;
-  if (!is_f32_contiguous(in) || !is_f32_contiguous(w)) return false;
-  if (check_out && !is_f32_contiguous(out)) return false;
+  if (in.dtype != dtype || w.dtype != dtype || !in.is_contiguous() || !w.is_contiguous()) return false;
+  if (check_out && (out.dtype != dtype || !out.is_contiguous())) return false;
   if (in.dim != 3 && in.dim != 4) return false;
   if (w.dim != in.dim || out.dim != in.dim) return false;
   if (a.groups < 1 || a.groups > kMaxConvParam) return false;

@@ -31,10 +31,12 @@ inline bool pool_out_size(int32_t in, int32_t k, int32_t pad, int32_t stride, in
 }
 
 // Reads kernel_size, stride (empty: = kernel_size), padding and dilation
-// (pass an empty list for none) and checks them against input and out.
+// (pass an empty list for none) and checks them against input and out, both
+// contiguous tensors of `dtype` (fp32 unless an integer pooling says otherwise).
 inline bool pool_geometry(const TensorRef& in, const TensorRef& out, const IntList& kernel, const IntList& stride,
-                          const IntList& padding, const IntList& dilation, bool ceil_mode, PoolGeometry* g) {
-  if (!is_f32_contiguous(in) || !is_f32_contiguous(out)) return false;
+                          const IntList& padding, const IntList& dilation, bool ceil_mode, PoolGeometry* g,
+                          DType dtype = DType::Float) {
+  if (in.dtype != dtype || out.dtype != dtype || !in.is_contiguous() || !out.is_contiguous()) return false;
   if ((in.dim != 3 && in.dim != 4) || out.dim != in.dim) return false;
   if (kernel.size() < 1) return false;
   if (!read_param(kernel, 0, 1, 1, &g->kernel_h) || !read_param(kernel, 1, 1, 1, &g->kernel_w)) return false;

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::atan2.out fn=aten_atan2_out sig=TTOO dtypes=float32,uint8,int8,int16,int32,int64 inplace=0
+// mcu-gen-kernel: op=aten::atan2.out fn=aten_atan2_out sig=TTOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0
 // aten::atan2.out(Tensor self, Tensor other, *, Tensor(a!) out) -> Tensor(a!)
 // out = atan2(self, other), broadcast, in float32.
 #include <math.h>
@@ -9,7 +9,7 @@ namespace mcu {
 namespace kernels {
 
 Error aten_atan2_out(const KernelContext& ctx) {
-  constexpr DTypeSet kSet = selected::aten_atan2_out & kRealTypes;
+  constexpr DTypeSet kSet = selected::aten_atan2_out & kAllTypes;
   const TensorRef a = ctx.tensor(0);
   const TensorRef b = ctx.tensor(1);
   DType compute = result_type(a, b);

@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::clamp.Tensor_out fn=aten_clamp_tensor_out sig=TttOO dtypes=float32,uint8,int8,int16,int32,int64 inplace=0
+// mcu-gen-kernel: op=aten::clamp.Tensor_out fn=aten_clamp_tensor_out sig=TttOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0
 // aten::clamp.Tensor_out(Tensor self, Tensor? min=None, Tensor? max=None, *, Tensor(a!) out) -> Tensor(a!)
 // out = min(max(self, min), max), the three broadcast and promoted; NaN in any gives NaN (ATen).
 #include "elementwise_math.h"
@@ -7,7 +7,7 @@ namespace mcu {
 namespace kernels {
 
 Error aten_clamp_tensor_out(const KernelContext& ctx) {
-  constexpr DTypeSet kSet = selected::aten_clamp_tensor_out & kRealTypes;
+  constexpr DTypeSet kSet = selected::aten_clamp_tensor_out & kAllTypes;
   const TensorRef x = ctx.tensor(0);
   const TensorRef out = ctx.tensor(3);
   const bool has_lo = !ctx.is_none(1);

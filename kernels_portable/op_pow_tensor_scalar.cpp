@@ -1,4 +1,4 @@
-// mcu-gen-kernel: op=aten::pow.Tensor_Scalar_out fn=aten_pow_tensor_scalar_out sig=TSOO dtypes=float32,uint8,int8,int16,int32,int64 inplace=0
+// mcu-gen-kernel: op=aten::pow.Tensor_Scalar_out fn=aten_pow_tensor_scalar_out sig=TSOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0
 // aten::pow.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 // out = self ** exponent (a Scalar).
 #include <math.h>
@@ -9,7 +9,7 @@ namespace mcu {
 namespace kernels {
 
 Error aten_pow_tensor_scalar_out(const KernelContext& ctx) {
-  constexpr DTypeSet kSet = selected::aten_pow_tensor_scalar_out & kRealTypes;
+  constexpr DTypeSet kSet = selected::aten_pow_tensor_scalar_out & kAllTypes;
   const TensorRef a = ctx.tensor(0);
   const Scalar s = ctx.scalar(1);
   DType compute = result_type(a, s);

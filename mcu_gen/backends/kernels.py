@@ -42,6 +42,9 @@ class Kernel:
     variant_of: str = ""
     # prepare=FN  called at load per instruction, returns the function to run (kernel.h PrepareFn)
     prepare: str = ""
+    # index_outputs=7  argument positions of int64 index outputs (max_pool2d_with_indices' indices): their
+    #                  dtype is fixed, the kernel does not compute in it, so it is left out of selected dtypes
+    index_outputs: tuple = ()
 
     @property
     def name(self) -> str:
@@ -75,6 +78,7 @@ def parse_registry_line(line: str, path: Path, backend: str) -> Kernel | None:
         inplace_rule=fields.get("inplace_rule", ""),
         variant_of=fields.get("variant_of", ""),
         prepare=fields.get("prepare", ""),
+        index_outputs=tuple(int(i) for i in fields["index_outputs"].split(",")) if fields.get("index_outputs") else (),
     )
 
 
@@ -143,19 +147,22 @@ def reads_selected_dtypes(kernel: Kernel) -> bool:
     return f"selected::{kernel.fn}" in kernel.file.read_text()
 
 
-def instruction_dtypes(program, ins) -> set:
+def instruction_dtypes(program, ins, index_outputs=()) -> set:
     """The dtypes a kernel may compute in for one instruction: those of its tensors (tensor lists
-    included, not the index tensors of a Tensor?[]), plus what a Scalar argument promotes them to
-    (ATen's result_type: a float Scalar makes an integer or bool tensor's op compute in float32, an
-    int Scalar a bool tensor's in int64)."""
+    included, not the index tensors of a Tensor?[], not the arguments at `index_outputs`), plus what a
+    Scalar argument promotes them to (ATen's result_type: a float Scalar makes an integer or bool tensor's
+    op compute in float32, an int Scalar a bool tensor's in int64)."""
     dtypes, scalars = set(), set()
+    skip = {ins.args[p] for p in index_outputs if p < len(ins.args)}
     for a in ins.args:
+        if a in skip:
+            continue
         v = program.values[a]
         if isinstance(v, TensorValue):
             dtypes.add(v.dtype)
         elif isinstance(v, ScalarValue):
             if v.kind == "tensor_list":  # (a Tensor?[] holds indices: index.Tensor, index_put)
-                dtypes.update(program.values[j].dtype for j in v.value if j is not None and j >= 0)
+                dtypes.update(program.values[j].dtype for j in v.value if j is not None and j >= 0 and j not in skip)
             elif v.kind in ("float", "int"):
                 scalars.add(v.kind)
     if "float" in scalars and dtypes & (_INTEGRAL | {"bool"}):
@@ -176,7 +183,7 @@ def selected_dtypes(program, kernels) -> dict:
         for ins in m.instructions:
             k = by_op.get(ins.op)
             if k is not None:
-                out[k.fn] |= instruction_dtypes(m, ins)
+                out[k.fn] |= instruction_dtypes(m, ins, k.index_outputs)
     return out
 
 

@@ -281,8 +281,9 @@ def _to_mcu_ops(cg: ConstGraph) -> None:
         t = node.target
         if t is aten.convolution.default:
             x, w, b, stride, padding, dilation, transposed, _out_pad, groups = node.args
-            if transposed or len(stride) != 2:
-                continue
+            val = node.meta.get("val")
+            if transposed or len(stride) != 2 or getattr(val, "dtype", torch.float32) != torch.float32:
+                continue  # (mcu::conv2d is fp32; an integer convolution stays aten::convolution)
             new = cg.call(torch.ops.mcu.conv2d.default,
                           [x, w, b, list(stride), list(padding), list(dilation), groups, -INF, INF], node)
             cg.replace(node, new)
