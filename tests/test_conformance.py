@@ -108,11 +108,12 @@ def test_executorch_worker_runs_cases(cases):
 # linear, pools, softmax, cat, views), fp32 islands between quantize and dequantize (sigmoid, sum, layer_norm),
 # integer and bool outputs of a quantized graph (argmax, eq), several outputs (max with dim), 0-dim
 # results (sum, logsumexp), outputs that are an input or a folded constant (clone, zeros_like), .long() in an
-# island, fp32 outputs the reference computes as the kernels do (var_mean).
+# island, fp32 outputs the reference computes as the kernels do (var_mean), a 0-dim quantized constant operand
+# (masked.cumsum: the lowering once read a channel count from its shape, IndexError).
 INT8_SAMPLE = ["add", "mul", "nn.functional.conv2d", "nn.functional.linear", "nn.functional.max_pool2d",
                "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d", "softmax", "nn.functional.relu",
                "cat", "permute", "unsqueeze", "sigmoid", "sum", "argmax", "eq", "max.reduction_with_dim",
-               "clone", "zeros_like", "long", "logsumexp", "var_mean"]
+               "clone", "zeros_like", "long", "logsumexp", "var_mean", "masked.cumsum"]
 
 
 @pytest.fixture(scope="module")

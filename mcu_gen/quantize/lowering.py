@@ -204,7 +204,8 @@ class QuantLowering:
             return get_attr_value(self.gm, w).numpy().astype(np.int8), np.asarray(scales, np.float64), np.asarray(zps)
         if node.target in DQ_OPS and node.args[0].op == "get_attr":
             w = get_attr_value(self.gm, node.args[0]).numpy().astype(np.int8)
-            return w, np.full(w.shape[axis], float(node.args[1])), np.full(w.shape[axis], int(node.args[2]))
+            n = w.shape[axis] if w.ndim > axis else 1  # a 0-dim constant (a scalar operand) is one channel
+            return w, np.full(n, float(node.args[1])), np.full(n, int(node.args[2]))
         return None
 
     def bias(self, node, in_scale, w_scales, name) -> Optional[int]:
