@@ -187,46 +187,57 @@ inline void conv2d_f32(const float* in, const float* weight, const float* bias, 
 }
 
 // Transposed convolution (scatter form): every input pixel adds its weighted
-// kernel into the output. Weight [in_channels, out_channels / groups, kh, kw].
-inline void conv_transpose2d_f32(const float* in, const float* weight, const float* bias, float* out,
-                                 const ConvGeometry& g, float lo, float hi) {
+// kernel into the output, y = mac(y, w, x) in this order (kernel rows, input rows,
+// kernel columns, input columns). Weight [in_channels, out_channels / groups, kh, kw].
+// The fp32 kernel's mac is y + w * x; int_conv.h's integer one wraps.
+template <typename C, class Mac>
+inline void conv_transpose2d_scatter(const C* in, const C* weight, const C* bias, C* out, const ConvGeometry& g,
+                                     Mac mac) {
   const int32_t cin_g = g.in_channels / g.groups;
   const int32_t cout_g = g.out_channels / g.groups;
   const int32_t in_plane = g.in_h * g.in_w;
   const int32_t out_plane = g.out_h * g.out_w;
   const int32_t taps = g.kernel_h * g.kernel_w;
   for (int32_t n = 0; n < g.batch; ++n) {
-    float* out_n = out + static_cast<size_t>(n) * g.out_channels * out_plane;
+    C* out_n = out + static_cast<size_t>(n) * g.out_channels * out_plane;
     for (int32_t oc = 0; oc < g.out_channels; ++oc) {
-      const float b = bias != nullptr ? bias[oc] : 0.0f;
+      const C b = bias != nullptr ? bias[oc] : C(0);
       for (int32_t i = 0; i < out_plane; ++i) out_n[oc * out_plane + i] = b;
     }
     for (int32_t ic = 0; ic < g.in_channels; ++ic) {
-      const float* ip = in + (static_cast<size_t>(n) * g.in_channels + ic) * in_plane;
+      const C* ip = in + (static_cast<size_t>(n) * g.in_channels + ic) * in_plane;
       const int32_t first_oc = (ic / cin_g) * cout_g;
       for (int32_t ocg = 0; ocg < cout_g; ++ocg) {
-        float* o = out_n + (first_oc + ocg) * out_plane;
-        const float* wk = weight + (static_cast<size_t>(ic) * cout_g + ocg) * taps;
+        C* o = out_n + (first_oc + ocg) * out_plane;
+        const C* wk = weight + (static_cast<size_t>(ic) * cout_g + ocg) * taps;
         for (int32_t kh = 0; kh < g.kernel_h; ++kh) {
           for (int32_t ih = 0; ih < g.in_h; ++ih) {
             const int32_t oh = ih * g.stride_h - g.pad_h + kh * g.dil_h;
             if (oh < 0 || oh >= g.out_h) continue;
-            float* orow = o + oh * g.out_w;
-            const float* irow = ip + ih * g.in_w;
+            C* orow = o + oh * g.out_w;
+            const C* irow = ip + ih * g.in_w;
             for (int32_t kw = 0; kw < g.kernel_w; ++kw) {
-              const float wv = wk[kh * g.kernel_w + kw];
+              const C wv = wk[kh * g.kernel_w + kw];
               const int32_t shift = kw * g.dil_w - g.pad_w;
               // Input columns whose output column ow = iw * stride + shift exists.
               const int32_t iw_begin = clamp_i32(ceil_div(-shift, g.stride_w), 0, g.in_w);
               const int32_t iw_end = clamp_i32(floor_div(g.out_w - 1 - shift, g.stride_w) + 1, 0, g.in_w);
-              for (int32_t iw = iw_begin; iw < iw_end; ++iw) orow[iw * g.stride_w + shift] += wv * irow[iw];
+              for (int32_t iw = iw_begin; iw < iw_end; ++iw) {
+                C& y = orow[iw * g.stride_w + shift];
+                y = mac(y, wv, irow[iw]);
+              }
             }
           }
         }
       }
     }
   }
-  clamp_f32(out, g.batch * g.out_channels * out_plane, lo, hi);
+}
+
+inline void conv_transpose2d_f32(const float* in, const float* weight, const float* bias, float* out,
+                                 const ConvGeometry& g, float lo, float hi) {
+  conv_transpose2d_scatter(in, weight, bias, out, g, [](float y, float w, float x) { return y + w * x; });
+  clamp_f32(out, g.batch * g.out_channels * g.out_h * g.out_w, lo, hi);
 }
 
 // Checks and runs a convolution; the shared body of both convolution kernels.

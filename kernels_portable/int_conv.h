@@ -52,45 +52,11 @@ void conv2d_wrapping(const C* in, const C* weight, const C* bias, C* out, const 
   }
 }
 
-// Transposed convolution, scatter form: every input pixel adds its weighted
-// kernel into the output. Weight [in_channels, out_channels / groups, kh, kw].
+// Transposed convolution, scatter form (conv_common.h conv_transpose2d_scatter), wrapping: the order of
+// the additions does not change an integer result.
 template <typename C>
 void conv_transpose2d_wrapping(const C* in, const C* weight, const C* bias, C* out, const ConvGeometry& g) {
-  const int32_t cin_g = g.in_channels / g.groups;
-  const int32_t cout_g = g.out_channels / g.groups;
-  const int32_t in_plane = g.in_h * g.in_w;
-  const int32_t out_plane = g.out_h * g.out_w;
-  const int32_t taps = g.kernel_h * g.kernel_w;
-  for (int32_t n = 0; n < g.batch; ++n) {
-    C* out_n = out + static_cast<size_t>(n) * g.out_channels * out_plane;
-    for (int32_t oc = 0; oc < g.out_channels; ++oc) {
-      const C b = bias != nullptr ? bias[oc] : C(0);
-      for (int32_t i = 0; i < out_plane; ++i) out_n[static_cast<size_t>(oc) * out_plane + i] = b;
-    }
-    for (int32_t ic = 0; ic < g.in_channels; ++ic) {
-      const C* ip = in + (static_cast<size_t>(n) * g.in_channels + ic) * in_plane;
-      const int32_t first_oc = (ic / cin_g) * cout_g;
-      for (int32_t ocg = 0; ocg < cout_g; ++ocg) {
-        C* o = out_n + static_cast<size_t>(first_oc + ocg) * out_plane;
-        const C* wk = weight + (static_cast<size_t>(ic) * cout_g + ocg) * taps;
-        for (int32_t ih = 0; ih < g.in_h; ++ih) {
-          for (int32_t kh = 0; kh < g.kernel_h; ++kh) {
-            const int32_t oh = ih * g.stride_h - g.pad_h + kh * g.dil_h;
-            if (oh < 0 || oh >= g.out_h) continue;
-            for (int32_t iw = 0; iw < g.in_w; ++iw) {
-              const C x = ip[ih * g.in_w + iw];
-              for (int32_t kw = 0; kw < g.kernel_w; ++kw) {
-                const int32_t ow = iw * g.stride_w - g.pad_w + kw * g.dil_w;
-                if (ow < 0 || ow >= g.out_w) continue;
-                C& y = o[oh * g.out_w + ow];
-                y = wrapping_add(y, wrapping_mul(x, wk[kh * g.kernel_w + kw]));
-              }
-            }
-          }
-        }
-      }
-    }
-  }
+  conv_transpose2d_scatter(in, weight, bias, out, g, [](C y, C w, C x) { return wrapping_add(y, wrapping_mul(x, w)); });
 }
 
 // Checks and runs an integer convolution (input, weight, out and the optional

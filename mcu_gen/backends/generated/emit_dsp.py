@@ -442,7 +442,6 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
     pre = v["pre"]
     words, end8 = l.stream()
     if l.kind == "conv":
-        oh, ow = l.geometry[9], l.geometry[10]
         call, chunk = "conv", _conv_chunk(l)
     else:
         call, chunk = ("inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"), None
