@@ -97,7 +97,7 @@ def test_mps2_an505_project_builds_and_passes_pio_test(core, tmp_path):
     verbose = pio.run_pio(["run", "-v", "-t", "clean"], project, core) and pio.run_pio(["run", "-v"], project, core)
     compiles = [line for line in verbose.stdout.splitlines() if " -c " in line or line.startswith("arm-none-eabi-g")]
     runtime = [[line for line in compiles if f"runtime/src/{name}" in line] for name in host.RUNTIME_SOURCES]
-    conv = [line for line in compiles if "op_conv2d.cpp" in line]
+    conv = [line for line in compiles if "op_mcu_conv2d_max_pool2d.cpp" in line]  # MNIST fp32: conv + pool fused
     assert all(runtime) and conv, verbose.stdout[-2000:]
     assert all(" -Os" in lines[0] for lines in runtime)
     assert " -Os" not in conv[0] and " -O2" in conv[0]
