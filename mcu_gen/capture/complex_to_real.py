@@ -66,7 +66,7 @@ def _is_complex(node) -> bool:
     return isinstance(v, torch.Tensor) and v.dtype.is_complex
 
 
-def _real_operand(cg, a) -> bool:
+def _real_operand(a) -> bool:
     """A real number, or a real float tensor (a constant or computed)."""
     if isinstance(a, (int, float)) and not isinstance(a, bool):
         return True
@@ -81,7 +81,7 @@ def _fft_ok(node) -> bool:
             and node.args[2] in (0, 1, 2) and v.dim() >= 1)
 
 
-def _supported(cg, node) -> bool:
+def _supported(node) -> bool:
     """Whether a complex node's use `node` can run on pair tensors."""
     t = node.target
     if t in _TO_REAL:
@@ -91,7 +91,7 @@ def _supported(cg, node) -> bool:
     if t in (aten.mul.Tensor, aten.div.Tensor):  # complex times a real: both complex is a complex product
         a, b = node.args[0], node.args[1]
         return _is_complex(a) != _is_complex(b) and (t is aten.mul.Tensor or _is_complex(a)) and \
-            _real_operand(cg, b if _is_complex(a) else a)
+            _real_operand(b if _is_complex(a) else a)
     if t in (aten.add.Tensor, aten.sub.Tensor):
         return all(_is_complex(a) for a in node.args[:2])
     return True
@@ -113,14 +113,10 @@ def refusal(cg):
             if not _fft_ok(n):
                 return n, "a real FFT over more than one dimension or of a non-float32 tensor"
             continue
-        if not _supported(cg, n):
+        if not _supported(n):
             return n, (f"{n.target} of a complex tensor has no real form here (a complex product, another FFT "
                        f"or an op outside the supported views, sums, real scalings, abs, angle, view_as_real)")
     return None
-
-
-def _empty(v: torch.Tensor, shape=None, dtype=None) -> torch.Tensor:
-    return torch.zeros(tuple(v.shape) if shape is None else tuple(shape), dtype=dtype or v.dtype)
 
 
 def _meta(target, args) -> torch.Tensor:
