@@ -11,7 +11,7 @@
 // shapes or a [1, C, 1, 1] operand).
 // Equal shapes and dim_orders with at least kTableMin elements (the residual
 // adds): a depends on one int8, so it is tabulated first (256 values, exact; one
-// table of 1 KB on the stack: two took 2.3 KB, the deepest frame of many images)
+// table of 1 KB, in the frame of the equal-shape path only: two took 2.3 KB, the deepest frame of many images)
 // and one loop over the elements adds a's table entry and b, and requantizes the
 // sum, in 32 bits where the output shift and the operands' range allow it
 // (requantize_doubled). The loop reads index i of both operands before it
@@ -50,7 +50,7 @@ struct Operand {
 // The equal-shape loop over a's table (indexed by the int8's bit pattern) and b computed per
 // element; out may be a or b. kDoubled: the table holds 2a, b is doubled, requantize_doubled applies.
 template <bool kDoubled>
-__attribute__((noinline)) void add_table(const int32_t* ta, Operand ob, const int8_t* a, const int8_t* b,
+inline void add_table(const int32_t* ta, Operand ob, const int8_t* a, const int8_t* b,
                                          int8_t* out, int32_t n, int32_t mult, int32_t shift, int32_t zp,
                                          int32_t lo, int32_t hi) {
   const int32_t right = -shift, round = kDoubled ? 1 << (right - 1) : 0;
@@ -63,7 +63,7 @@ __attribute__((noinline)) void add_table(const int32_t* ta, Operand ob, const in
 }
 
 // The largest |operand(x)| over the 256 int8 values.
-int32_t operand_bound(Operand op) {
+__attribute__((noinline)) int32_t operand_bound(Operand op) {
   uint32_t m = 0;
   for (int32_t x = -128; x < 128; ++x) {
     const int32_t t = op(x);
@@ -82,38 +82,64 @@ bool same_layout(const TensorRef& a, const TensorRef& b, const TensorRef& out) {
   }
   return true;
 }
-}  // namespace
 
-Error cortex_m_quantized_add_out(const KernelContext& ctx) {
+// The add's parameters, read and checked from the instruction's arguments.
+struct AddParams {
+  Operand a, b;
+  int32_t om, os, ozp, lo, hi;
+};
+
+__attribute__((noinline)) bool read_params(const KernelContext& ctx, AddParams& p) {
   const int64_t a_zp = ctx.int_arg(1), a_m = ctx.int_arg(2), a_s = ctx.int_arg(3);
   const int64_t b_zp = ctx.int_arg(5), b_m = ctx.int_arg(6), b_s = ctx.int_arg(7);
   const int64_t o_zp = ctx.int_arg(8), o_m = ctx.int_arg(9), o_s = ctx.int_arg(10);
   const int64_t lo = ctx.int_arg(11), hi = ctx.int_arg(12);
-  if (!valid_zero_point(a_zp) || !valid_zero_point(b_zp) || !valid_zero_point(o_zp)) return Error::KernelFailed;
-  if (!valid_multiplier(a_m) || !valid_multiplier(b_m) || !valid_multiplier(o_m)) return Error::KernelFailed;
-  if (!valid_shift(a_s) || !valid_shift(b_s) || !valid_shift(o_s) || !valid_int8_range(lo, hi)) {
-    return Error::KernelFailed;
+  if (!valid_zero_point(a_zp) || !valid_zero_point(b_zp) || !valid_zero_point(o_zp)) return false;
+  if (!valid_multiplier(a_m) || !valid_multiplier(b_m) || !valid_multiplier(o_m)) return false;
+  if (!valid_shift(a_s) || !valid_shift(b_s) || !valid_shift(o_s) || !valid_int8_range(lo, hi)) return false;
+  p.a = Operand{static_cast<int32_t>(a_zp), static_cast<int32_t>(a_m), static_cast<int32_t>(a_s)};
+  p.b = Operand{static_cast<int32_t>(b_zp), static_cast<int32_t>(b_m), static_cast<int32_t>(b_s)};
+  p.om = static_cast<int32_t>(o_m), p.os = static_cast<int32_t>(o_s), p.ozp = static_cast<int32_t>(o_zp);
+  p.lo = static_cast<int32_t>(lo), p.hi = static_cast<int32_t>(hi);
+  return true;
+}
+
+// The equal-shape path. a's table (1 KB) lives in this frame only: the parameters are read, and
+// whether the doubled 32-bit requantization applies is decided, in frames that have returned before
+// it is called, so the deepest path of the kernel is this frame plus add_table's, not their sum with
+// the argument reading's (the image's stack bound counts the deepest path).
+__attribute__((noinline)) void add_by_table(const AddParams& p, bool doubled, const int8_t* a, const int8_t* b,
+                                            int8_t* out, int32_t n) {
+  int32_t table_a[256];
+  for (int32_t v = -128; v < 128; ++v) table_a[static_cast<uint8_t>(v)] = (doubled ? 2 : 1) * p.a(v);
+  if (doubled) {
+    add_table<true>(table_a, p.b, a, b, out, n, p.om, p.os, p.ozp, p.lo, p.hi);
+  } else {
+    add_table<false>(table_a, p.b, a, b, out, n, p.om, p.os, p.ozp, p.lo, p.hi);
   }
-  const int32_t azp = static_cast<int32_t>(a_zp), am = static_cast<int32_t>(a_m), as = static_cast<int32_t>(a_s);
-  const int32_t bzp = static_cast<int32_t>(b_zp), bm = static_cast<int32_t>(b_m), bs = static_cast<int32_t>(b_s);
-  const int32_t ozp = static_cast<int32_t>(o_zp), om = static_cast<int32_t>(o_m), os = static_cast<int32_t>(o_s);
-  const int32_t l = static_cast<int32_t>(lo), h = static_cast<int32_t>(hi);
-  const Operand operand_a{azp, am, as}, operand_b{bzp, bm, bs};
+}
+
+// Smaller adds and broadcasts: two requantizations per element (its own frame, as add_by_table's).
+__attribute__((noinline)) Error add_broadcast(const AddParams& p, const TensorRef& ta, const TensorRef& tb,
+                                              const TensorRef& to) {
+  const AddParams q = p;
+  return broadcast_binary_int8(ta, tb, to, [q](int8_t x, int8_t y) {
+    return static_cast<int8_t>(clamp_i32(wrap_add(requantize(wrap_add(q.a(x), q.b(y)), q.om, q.os), q.ozp), q.lo, q.hi));
+  });
+}
+}  // namespace
+
+Error cortex_m_quantized_add_out(const KernelContext& ctx) {
+  AddParams p;
+  if (!read_params(ctx, p)) return Error::KernelFailed;
   const TensorRef &ta = ctx.tensor(0), &tb = ctx.tensor(4), &to = ctx.tensor(13);
   if (is_int8(ta) && is_int8(tb) && is_int8(to) && to.numel >= kTableMin && same_layout(ta, tb, to)) {
-    int32_t table_a[256];
-    for (int32_t v = -128; v < 128; ++v) table_a[static_cast<uint8_t>(v)] = operand_a(v);
-    if (os <= -1 && os >= -30 && int64_t{operand_bound(operand_a)} + operand_bound(operand_b) < (int64_t{1} << 30)) {
-      for (int32_t i = 0; i < 256; ++i) table_a[i] *= 2;
-      add_table<true>(table_a, operand_b, ta.i8(), tb.i8(), to.i8(), to.numel, om, os, ozp, l, h);
-    } else {
-      add_table<false>(table_a, operand_b, ta.i8(), tb.i8(), to.i8(), to.numel, om, os, ozp, l, h);
-    }
+    const bool doubled =
+        p.os <= -1 && p.os >= -30 && int64_t{operand_bound(p.a)} + operand_bound(p.b) < (int64_t{1} << 30);
+    add_by_table(p, doubled, ta.i8(), tb.i8(), to.i8(), to.numel);
     return Error::Ok;
   }
-  return broadcast_binary_int8(ta, tb, to, [=](int8_t x, int8_t y) {
-    return static_cast<int8_t>(clamp_i32(wrap_add(requantize(wrap_add(operand_a(x), operand_b(y)), om, os), ozp), l, h));
-  });
+  return add_broadcast(p, ta, tb, to);
 }
 
 }  // namespace kernels
