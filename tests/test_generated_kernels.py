@@ -302,6 +302,31 @@ def test_other_weights_reach_the_library_kernel(failing_kernels, tmp_path):
     assert rc != 0
 
 
+def test_a_program_planned_otherwise_reaches_the_library_kernel(failing_kernels, tmp_path):
+    """Generated layers are bound by planned offset: a crafted program with the same weights and arguments
+    but its output placed over its input (a widening 1x1 convolution that is not in place would overwrite
+    input pixels it still reads) or merely elsewhere must not run the generated layer. With the failing
+    library kernel, rc != 0 shows the library kernel ran; the program as planned runs the generated layer."""
+    rng = np.random.default_rng(11)
+    x = rng.integers(-128, 128, (1, 8, 4, 5)).astype(np.int8)
+    results = []
+    for move in ("none", "over_input", "elsewhere"):
+        p = pointwise_program(np.random.default_rng(3), 4, 5, 8, 16)
+        gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+        assert len(gen.layers) == 1, gen.skipped
+        xt, out = p.tensor(p.inputs[0]), p.tensor(p.outputs[0])
+        if move == "over_input":
+            out.offset = xt.offset
+        elif move == "elsewhere":
+            out.offset = p.arena_size + 16
+        p.arena_size = max(p.arena_size, out.offset + out.nbytes)
+        case = tmp_path / move
+        case.mkdir()
+        results.append(run_generated(p, gen, failing_kernels, case, x)[0])
+    assert results[0] == 0, "the generated layer did not run on the program it was generated for"
+    assert results[1] != 0 and results[2] != 0, results
+
+
 def test_not_covered_layers_are_named():
     rng = np.random.default_rng(1)
     p = pointwise_program(rng, 2, 2, 6, 8)  # 6 input channels: not a multiple of 4
