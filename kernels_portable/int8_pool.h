@@ -92,6 +92,54 @@ inline bool qavg_pool_params_ok(const KernelContext& ctx) {
   return zero_point >= -128 && zero_point <= 127 && valid_multiplier(multiplier) && shift >= -200 && shift <= 200;
 }
 
+#if defined(__ARM_FEATURE_DSP) && !(defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1))
+// The average pool's sums of 4 (kWords 1) or 8 (kWords 2) channels over a run of pixels p, p + step, ...
+// (DSP extension): per pixel each word is added into two pairs of 16-bit lanes (SXTAB16 of bytes 0, 2 and
+// of bytes 1, 3; with the loop ~6 instructions per pixel and 4 channels, ~4.5 for 8). A lane holds at most
+// 255 pixels' sum (|sum| <= 255 * 128 < 2^15), then is added into the int32 sums[0..4 kWords): the same
+// integer sums.
+inline int32_t lane_lo(uint32_t v) { return static_cast<int16_t>(v & 0xFFFFu); }
+inline int32_t lane_hi(uint32_t v) { return static_cast<int16_t>(v >> 16); }
+
+template <int32_t kWords>
+[[gnu::always_inline]] inline void avg_run(const int8_t* p, int32_t pixels, size_t step, int32_t* sums) {
+  while (pixels > 0) {
+    const int32_t run = pixels < 255 ? pixels : 255;
+    pixels -= run;
+    uint32_t a02 = 0u, a13 = 0u, b02 = 0u, b13 = 0u;
+    const int8_t* end = p + static_cast<size_t>(run) * step;
+    for (; p != end; p += step) {
+      uint32_t v;
+      memcpy(&v, p, 4);
+      a02 = __sxtab16(a02, v);
+      __asm__("sxtab16 %0, %0, %1, ror #8" : "+r"(a13) : "r"(v));
+      if (kWords == 2) {
+        uint32_t u;
+        memcpy(&u, p + 4, 4);
+        b02 = __sxtab16(b02, u);
+        __asm__("sxtab16 %0, %0, %1, ror #8" : "+r"(b13) : "r"(u));
+      }
+    }
+    sums[0] += lane_lo(a02), sums[1] += lane_lo(a13), sums[2] += lane_hi(a02), sums[3] += lane_hi(a13);
+    if (kWords == 2) {
+      sums[4] += lane_lo(b02), sums[5] += lane_lo(b13), sums[6] += lane_hi(b02), sums[7] += lane_hi(b13);
+    }
+  }
+}
+
+// One window's sums of 4 kWords channels from `first` (its first pixel's channel): a window of whole
+// input rows is one run of contiguous pixels (KWS's and other global pools), any other one run per row.
+template <int32_t kWords>
+[[gnu::always_inline]] inline void avg_window(const int8_t* first, int32_t rows, int32_t cols, int32_t in_w,
+                                              size_t cs, int32_t* sums) {
+  if (cols == in_w) {
+    avg_run<kWords>(first, rows * cols, cs, sums);
+    return;
+  }
+  for (int32_t r = 0; r < rows; ++r, first += static_cast<size_t>(in_w) * cs) avg_run<kWords>(first, cols, cs, sums);
+}
+#endif
+
 inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
   const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(9);
@@ -144,35 +192,21 @@ inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
 #else
         int32_t ch = 0;
 #if defined(__ARM_FEATURE_DSP)
-        // DSP extension (Cortex-M33/M4): 4 channels at a time, one word per pixel added into two pairs of
-        // 16-bit lanes (SXTAB16 of bytes 0, 2 and of bytes 1, 3: 3 instructions per pixel and 4 channels,
-        // where the loop below takes ~8 per pixel and channel). A lane holds at most 255 pixels' sum (|sum| <=
-        // 255 * 128 < 2^15), then is added into int32 sums: the same integer sums.
-        for (; ch + 4 <= c; ch += 4) {
-          int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          uint32_t a02 = 0, a13 = 0;
-          int32_t lane = 0;
-          for (int32_t ih = h0; ih < h1; ++ih) {
-            const int8_t* px = x + ((static_cast<size_t>(n) * vi.h + ih) * vi.w + w0) * c + ch;
-            for (int32_t iw = w0; iw < w1; ++iw, px += c) {
-              uint32_t v;
-              memcpy(&v, px, 4);
-              a02 = __sxtab16(a02, v);
-              __asm__("sxtab16 %0, %0, %1, ror #8" : "+r"(a13) : "r"(v));
-              if (++lane == 255) {
-                s0 += static_cast<int16_t>(a02 & 0xFFFFu), s2 += static_cast<int16_t>(a02 >> 16);
-                s1 += static_cast<int16_t>(a13 & 0xFFFFu), s3 += static_cast<int16_t>(a13 >> 16);
-                a02 = a13 = 0u;
-                lane = 0;
-              }
-            }
+        // DSP extension (Cortex-M33/M4): 8 channels at a time, then 4 (avg_run).
+        const size_t cs = static_cast<size_t>(c);
+        const int8_t* first = x + ((static_cast<size_t>(n) * vi.h + h0) * vi.w + w0) * cs;
+        while (ch + 4 <= c) {
+          int32_t sums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          const int32_t group = ch + 8 <= c ? 8 : 4;
+          if (group == 8) {
+            avg_window<2>(first + ch, h1 - h0, w1 - w0, vi.w, cs, sums);
+          } else {
+            avg_window<1>(first + ch, h1 - h0, w1 - w0, vi.w, cs, sums);
           }
-          s0 += static_cast<int16_t>(a02 & 0xFFFFu), s2 += static_cast<int16_t>(a02 >> 16);
-          s1 += static_cast<int16_t>(a13 & 0xFFFFu), s3 += static_cast<int16_t>(a13 >> 16);
-          const int32_t sums[4] = {s0, s1, s2, s3};
-          for (int32_t j = 0; j < 4; ++j) {
+          for (int32_t j = 0; j < group; ++j) {
             o[ch + j] = static_cast<int8_t>(count > 0 ? clamp_i32(avg_round(sums[j], count), -128, 127) : 0);
           }
+          ch += group;
         }
 #endif
         for (; ch < c; ++ch) {
