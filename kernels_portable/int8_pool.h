@@ -53,7 +53,8 @@ inline bool read_pool_params(const IntList& k, const IntList& s, const IntList& 
 inline int32_t pool_out_size(int32_t in, int32_t k, int32_t pad, int32_t stride, bool ceil_mode) {
   const int64_t num = static_cast<int64_t>(in) + 2 * pad - (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
   if (num < 0) return 0;
-  int64_t out = num / stride + 1;
+  // 0 <= num < 2^32: a 32-bit division (UDIV) instead of the 64-bit library call
+  int64_t out = static_cast<int64_t>(static_cast<uint32_t>(num) / static_cast<uint32_t>(stride)) + 1;
   if (ceil_mode && (out - 1) * stride >= static_cast<int64_t>(in) + pad) --out;
   return static_cast<int32_t>(out);
 }
