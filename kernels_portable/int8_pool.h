@@ -309,54 +309,70 @@ inline uint32_t load4(const int8_t* p) {
 #endif
 }
 
-// Kernel 2x2 without padding (ceil_mode false; MNIST's and most CNNs' pools): every window is the 4
-// pixels a, a + c, a + W c, a + W c + c inside the input, no clipping and no loops over taps. As
-// max_window, each output byte is written after its channel of the 4 pixels was read (in place).
-// kClamp: the activation range is narrower than int8.
+// The output pixels of a 2x2 pool without padding, in raster order: window(a, d, o) with a the window's
+// top row (pixels a, a + c), d its bottom row (d, d + c) and o the output pixel, all at channel `ch`.
+// Sizes in locals: the int8 stores may alias anything, so fields read through references would be loaded
+// again after every store.
+struct Grid2x2 {
+  int32_t images, out_h, out_w;
+  size_t cs, row_step, step_w, step_h, image;
+};
+
+template <typename Window>
+[[gnu::always_inline]] inline void each_2x2_window(const int8_t* x, int8_t* y, const Grid2x2 g, int32_t ch,
+                                                   Window window) {
+  int8_t* o = y + ch;
+  for (int32_t n = 0; n < g.images; ++n) {
+    const int8_t* row = x + static_cast<size_t>(n) * g.image + ch;
+    for (int32_t oh = 0; oh < g.out_h; ++oh, row += g.step_h) {
+      const int8_t* a = row;
+      for (int32_t ow = 0; ow < g.out_w; ++ow, a += g.step_w, o += g.cs) window(a, a + g.row_step, o);
+    }
+  }
+}
+
+// Kernel 2x2 without padding (ceil_mode false; MNIST's and most CNNs' pools): every window is 4 pixels
+// inside the input, no clipping and no loops over taps. One pass over the output pixels per group of
+// channels (16 a vector on MVE, 4 a word on the DSP extension, then one), so that a group's predicate and
+// constants are set up once. In place: an output byte overwrites the input byte of the same pixel and
+// channel, which only windows of that channel's pass read, at that pixel or before it (pool_forward), so
+// before it is written. kClamp: the activation range is narrower than int8.
 template <bool kClamp>
 void max_pool_2x2(const int8_t* x, const Nhwc& vi, const Nhwc& vo, const PoolParams& p, int32_t lo, int32_t hi,
                   int8_t* y) {
-  // Sizes in locals: the int8 stores below may alias anything, so fields read through the references
-  // would be loaded again after every store.
-  const int32_t c = vi.c, images = vi.n, out_h = vo.h, out_w = vo.w;
+  const int32_t c = vi.c;
   const size_t cs = static_cast<size_t>(c), row_step = static_cast<size_t>(vi.w) * cs;
-  const size_t step_w = static_cast<size_t>(p.sw) * cs, step_h = static_cast<size_t>(p.sh) * row_step;
-  const size_t image = static_cast<size_t>(vi.h) * row_step;
+  const Grid2x2 g = {vi.n, vo.h, vo.w, cs, row_step, static_cast<size_t>(p.sw) * cs,
+                     static_cast<size_t>(p.sh) * row_step, static_cast<size_t>(vi.h) * row_step};
+  int32_t ch = 0;
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
   const int8x16_t vlo = vdupq_n_s8(static_cast<int8_t>(lo)), vhi = vdupq_n_s8(static_cast<int8_t>(hi));
+  for (; ch < c; ch += 16) {  // 16 channels a pass, predicated past the last channel
+    const mve_pred16_t pr = vctp8q(static_cast<uint32_t>(c - ch));
+    each_2x2_window(x, y, g, ch, [&](const int8_t* a, const int8_t* d, int8_t* o) {
+      int8x16_t m = vmaxq_s8(vmaxq_s8(vldrbq_z_s8(a, pr), vldrbq_z_s8(a + cs, pr)),
+                             vmaxq_s8(vldrbq_z_s8(d, pr), vldrbq_z_s8(d + cs, pr)));
+      if (kClamp) m = vminq_s8(vmaxq_s8(m, vlo), vhi);
+      vstrbq_p_s8(o, m, pr);
+    });
+  }
 #elif defined(__ARM_FEATURE_DSP)
   const uint32_t lo4 = 0x01010101u * static_cast<uint8_t>(lo), hi4 = 0x01010101u * static_cast<uint8_t>(hi);
+  for (; ch + 4 <= c; ch += 4) {  // 4 channels a pass: 4 LDR, 3 x (SSUB8, SEL), STR
+    each_2x2_window(x, y, g, ch, [&](const int8_t* a, const int8_t* d, int8_t* o) {
+      uint32_t m = max4_s8(max4_s8(load4(a), load4(a + cs)), max4_s8(load4(d), load4(d + cs)));
+      if (kClamp) m = min4_s8(max4_s8(m, lo4), hi4);
+      memcpy(o, &m, 4);
+    });
+  }
 #endif
-  for (int32_t n = 0; n < images; ++n) {
-    const int8_t* row = x + static_cast<size_t>(n) * image;
-    for (int32_t oh = 0; oh < out_h; ++oh, row += step_h) {
-      const int8_t* a = row;
-      for (int32_t ow = 0; ow < out_w; ++ow, a += step_w, y += c) {
-        const int8_t* d = a + row_step;
-        int32_t ch = 0;
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-        for (; ch < c; ch += 16) {  // 16 channels a pass, predicated past the last channel
-          const mve_pred16_t pr = vctp8q(static_cast<uint32_t>(c - ch));
-          int8x16_t m = vmaxq_s8(vmaxq_s8(vldrbq_z_s8(a + ch, pr), vldrbq_z_s8(a + cs + ch, pr)),
-                                 vmaxq_s8(vldrbq_z_s8(d + ch, pr), vldrbq_z_s8(d + cs + ch, pr)));
-          if (kClamp) m = vminq_s8(vmaxq_s8(m, vlo), vhi);
-          vstrbq_p_s8(y + ch, m, pr);
-        }
-#elif defined(__ARM_FEATURE_DSP)
-        for (; ch + 4 <= c; ch += 4) {  // 4 channels a pass: 4 LDR, 3 x (SSUB8, SEL), STR
-          uint32_t m = max4_s8(max4_s8(load4(a + ch), load4(a + cs + ch)), max4_s8(load4(d + ch), load4(d + cs + ch)));
-          if (kClamp) m = min4_s8(max4_s8(m, lo4), hi4);
-          memcpy(y + ch, &m, 4);
-        }
-#endif
-        for (; ch < c; ++ch) {
-          const int32_t m0 = a[ch] > a[cs + ch] ? a[ch] : a[cs + ch];
-          const int32_t m1 = d[ch] > d[cs + ch] ? d[ch] : d[cs + ch];
-          const int32_t m = m0 > m1 ? m0 : m1;
-          y[ch] = static_cast<int8_t>(kClamp ? clamp_i32(m, lo, hi) : m);
-        }
-      }
-    }
+  for (; ch < c; ++ch) {
+    each_2x2_window(x, y, g, ch, [&](const int8_t* a, const int8_t* d, int8_t* o) {
+      const int32_t m0 = a[0] > a[cs] ? a[0] : a[cs];
+      const int32_t m1 = d[0] > d[cs] ? d[0] : d[cs];
+      const int32_t m = m0 > m1 ? m0 : m1;
+      *o = static_cast<int8_t>(kClamp ? clamp_i32(m, lo, hi) : m);
+    });
   }
 }
 
@@ -371,10 +387,11 @@ inline Error qmax_pool2d(const KernelContext& ctx, bool nhwc) {
   if (!pool_shapes(in, out, nhwc, p, false, &vi, &vo)) return Error::KernelFailed;
   const int8_t* x = in.i8();
   int8_t* y = out.i8();
-  // Output pixels in raster order. Each output byte is written only after its channel of the whole
-  // window was read, so the output may overwrite the input where the planner allows it
-  // (mcu::quantized_max_pool2d_inplace, rule pool_forward: no output pixel's window starts before
-  // that pixel).
+  // Output pixels in raster order (per group of channels, or all channels a pixel). Each output byte is
+  // written only after its channel of the whole window was read, and overwrites only the input byte of
+  // its own pixel and channel, which no later window of that channel reads: so the output may overwrite
+  // the input where the planner allows it (mcu::quantized_max_pool2d_inplace, rule pool_forward: no
+  // output pixel's window starts before that pixel).
   if (p.kh == 2 && p.kw == 2 && p.ph == 0 && p.pw == 0) {  // pool_shapes: (oh * sh + 1, ow * sw + 1) inside
     if (lo > -128 || hi < 127) {
       max_pool_2x2<true>(x, vi, vo, p, lo, hi, y);
