@@ -734,8 +734,8 @@ def test_rejects_bad_arguments():
 @pytest.mark.parametrize("board", ["mps3-an547", "mps2-an505", "mps2-an386"])
 def test_avg_pool_vector_paths_on_qemu(qemu_tools, tmp_path, board):
     """The average pool's MVE path (kernels_portable/int8_pool.h: 16 channels per pass, the loads
-    predicated past the last channel) on QEMU mps3-an547, and its DSP path (4 channels per pass in 16-bit
-    lanes, flushed every 255 pixels) on the Cortex-M33 and M4: bit-exact with the integer reference, for
+    predicated past the last channel) on QEMU mps3-an547, and its DSP path (8, then 4 channels per pass in
+    16-bit lanes, flushed every 255 pixels; a window of whole rows as one run) on the Cortex-M33 and M4: bit-exact with the integer reference, for
     channel counts that are and are not multiples of 16 (and 4), padding, strides, ceil_mode, and a window of
     more than 255 pixels."""
     from mcu_gen.device.runner import run
@@ -750,7 +750,9 @@ def test_avg_pool_vector_paths_on_qemu(qemu_tools, tmp_path, board):
                                      ((1, 64, 25, 5), (25, 5), (25, 5), (0, 0), False),  # KWS's global pool
                                      ((1, 5, 6, 5), (2, 3), (1, 2), (1, 1), True),
                                      ((1, 37, 4, 4), (2, 2), (2, 2), (0, 0), False),
-                                     ((1, 8, 20, 16), (20, 16), (20, 16), (0, 0), False)):  # 320 pixels
+                                     ((1, 8, 20, 16), (20, 16), (20, 16), (0, 0), False),  # 320 pixels
+                                     ((1, 12, 30, 9), (30, 9), (30, 9), (0, 0), False),  # 270: 8 + 4 channels
+                                     ((1, 6, 9, 3), (3, 3), (2, 1), (1, 0), False)):  # whole rows, clipped
         oh = torch.nn.functional.avg_pool2d(torch.zeros(1, 1, *x_shape[2:]), k, s, pad, ceil_mode=ceil).shape[2:]
         x = p.add(TensorValue(x_shape, "int8", dim_order=nhwc, scale=0.1, zero_point=3))
         out = p.add(TensorValue((1, x_shape[1], *oh), "int8", dim_order=nhwc, scale=0.1, zero_point=3))
