@@ -55,7 +55,13 @@ inline int32_t smlatt(uint32_t a, uint32_t b, int32_t acc) {
   return static_cast<int32_t>(static_cast<uint32_t>(acc) +
                               static_cast<uint32_t>(static_cast<int16_t>(a >> 16) * static_cast<int16_t>(b >> 16)));
 }
+// SMLABT / SMLATB: acc + lo16(a) * hi16(b), acc + hi16(a) * lo16(b).
+inline int32_t smlabt(uint32_t a, uint32_t b, int32_t acc) { return smlatt(a << 16, b, acc); }
+inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) { return smlatt(a, b << 16, acc); }
 #else
+inline int32_t smlad(uint32_t a, uint32_t b, int32_t acc) { return __smlad(a, b, acc); }
+inline int32_t smlabt(uint32_t a, uint32_t b, int32_t acc) { return __smlabt(a, b, acc); }
+inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb(a, b, acc); }
 inline uint32_t sxtb16(uint32_t x) { return __sxtb16(x); }
 inline uint32_t sxtb16_ror8(uint32_t x) {
   uint32_t r;
@@ -626,6 +632,120 @@ struct DwWindow {
     return buf + (top - base) * kRow;
   }
 };
+
+// ---------------------------------------------------------------------------
+// 3x3 depthwise convolution one channel at a time ("planar"): the channel's input rows are copied
+// into `buf` as int16 rows of kRow entries, the input column ix at entry kPW + ix, every other entry
+// (the padding, and rows outside the input) the value -input_offset (x + input_offset = 0 there),
+// so that every output pixel has the same 9 taps and the interior accumulator start. Two
+// neighbouring entries are one word, two taps of a row for SMLAD: with the row's weights as the
+// pairs w01 = (w0, w1) and w12 = (w1, w2), two output pixels (stride 1) take two loads and 4 MACs
+// per row of taps, their weights in registers for the whole channel:
+//   a0 += x0 w0 + x1 w1 (SMLAD [x0 x1], w01) + x2 w2 (SMLABT [x2 x3], w12)
+//   a1 += x1 w0 (SMLATB [x0 x1], w01) + x2 w1 + x3 w2 (SMLAD [x2 x3], w12)
+// `buf` holds kR >= 3 rows; rows are copied when first read; when a window passes the buffer's end,
+// the rows it still needs move to the front (as DwWindow; the output may lie over the input: output
+// row oy overwrites input rows <= oy of this channel only, which are copied before it is written).
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kS, int32_t kPH, int32_t kPW, int32_t kRow,
+          int32_t kR, int16_t kPadValue>
+struct DwPlane {
+  static_assert(kR >= 3 && kRow % 2 == 0, "three rows of whole words");
+  static constexpr bool kWhole = kR >= (kOH - 1) * kS + 3;  // every row the layer reads, copied once
+  const int8_t* in;  // the input at the channel
+  int16_t* buf;
+  int32_t base;    // the input row in buf's first row
+  int32_t filled;  // the rows [base, filled) are in buf
+
+  DwPlane(const int8_t* input, int16_t* rows) : in(input), buf(rows), base(-kPH), filled(-kPH) {
+    if (kWhole) {
+      for (; filled < kH; ++filled) fill(filled);
+    }
+  }
+
+  void fill(int32_t iy) {
+    int16_t* d = buf + (iy - base) * kRow + kPW;
+    if (iy < 0 || iy >= kH) {
+      for (int32_t i = 0; i < kW; ++i) d[i] = kPadValue;
+      return;
+    }
+    const int8_t* x = in + iy * kW * kC;
+#pragma GCC unroll 8
+    for (int32_t i = 0; i < kW; ++i) d[i] = x[i * kC];
+  }
+
+  const int16_t* at(int32_t oy) {
+    const int32_t top = oy * kS - kPH;
+    if (kWhole) return buf + (top + kPH) * kRow;
+    const int32_t end = top + 3;
+    if (end > base + kR) {
+      if (filled > top) {
+        int16_t* dst = buf;
+        const int16_t* src = buf + (top - base) * kRow;
+        for (int32_t i = 0; i < (filled - top) * kRow; ++i) dst[i] = src[i];
+      }
+      base = top;
+      if (filled < top) filled = top;
+    }
+    for (; filled < end; ++filled) fill(filled);
+    return buf + (top - base) * kRow;
+  }
+};
+
+// One output row of one channel (stride 1) from the three buffer rows at p (kRow apart): pixels kC apart
+// from y. w: the channel's (w01, w12) per row of taps; s: its accumulator start.
+template <int32_t kRow, int32_t kOW, int32_t kC, class Rq>
+inline void dw_planar_row(const int16_t* p, int8_t* y, uint32_t w0a, uint32_t w0b, uint32_t w1a, uint32_t w1b,
+                          uint32_t w2a, uint32_t w2b, int32_t s, Rq rq) {
+  int32_t ox = 0;
+  for (; ox + 2 <= kOW; ox += 2, p += 2, y += 2 * kC) {
+    int32_t a0 = s, a1 = s;
+    const uint32_t u0 = load32(p), v0 = load32(p + 2), u1 = load32(p + kRow), v1 = load32(p + kRow + 2),
+                   u2 = load32(p + 2 * kRow), v2 = load32(p + 2 * kRow + 2);
+    a0 = smlad(u0, w0a, a0); a1 = smlatb(u0, w0a, a1); a0 = smlabt(v0, w0b, a0); a1 = smlad(v0, w0b, a1);
+    a0 = smlad(u1, w1a, a0); a1 = smlatb(u1, w1a, a1); a0 = smlabt(v1, w1b, a0); a1 = smlad(v1, w1b, a1);
+    a0 = smlad(u2, w2a, a0); a1 = smlatb(u2, w2a, a1); a0 = smlabt(v2, w2b, a0); a1 = smlad(v2, w2b, a1);
+    y[0] = rq(a0);
+    y[kC] = rq(a1);
+  }
+  if (kOW % 2 != 0) {
+    int32_t a0 = s;
+    a0 = smlad(load32(p), w0a, a0); a0 = smlabt(load32(p + 2), w0b, a0);
+    a0 = smlad(load32(p + kRow), w1a, a0); a0 = smlabt(load32(p + kRow + 2), w1b, a0);
+    a0 = smlad(load32(p + 2 * kRow), w2a, a0); a0 = smlabt(load32(p + 2 * kRow + 2), w2b, a0);
+    y[0] = rq(a0);
+  }
+}
+
+// The whole layer, channel by channel. `weights`: per channel (w01, w12) of tap rows 0, 1, 2; `start`:
+// per channel bias + input_offset * (sum of its 9 weights). `buf`: kR rows of kRow int16.
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
+          int32_t kRow, int32_t kR, int16_t kPadValue, int32_t kMode, int32_t kOutOffset, int32_t kActMin,
+          int32_t kActMax>
+__attribute__((noinline)) void dw_planar(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* start,
+                                         const Requant& q, int16_t* buf) {
+  static_assert(kS == 1, "stride 1 (a strided layer reads each input entry for fewer outputs: dw_pixels)");
+  const Requant local = q;
+  for (int32_t i = 0; i < kR * kRow; ++i) buf[i] = kPadValue;
+  for (int32_t c = 0; c < kC; ++c) {
+    DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue> plane(in + c, buf);
+    const uint32_t* wc = weights + 6 * c;
+    const uint32_t w0a = wc[0], w0b = wc[1], w1a = wc[2], w1b = wc[3], w2a = wc[4], w2b = wc[5];
+    const int32_t s = start[c];
+    int8_t* y = out + c;
+    if (kMode == kSmmlar) {
+      const int32_t m = local.mult[3 * c], ra = local.mult[3 * c + 1], right = local.mult[3 * c + 2];
+      const auto rq = [m, ra, right](int32_t acc) { return requant_smmlar<kActMin, kActMax>(acc, m, ra, right); };
+      for (int32_t oy = 0; oy < kOH; ++oy, y += kOW * kC) {
+        dw_planar_row<kRow, kOW, kC>(plane.at(oy), y, w0a, w0b, w1a, w1b, w2a, w2b, s, rq);
+      }
+    } else {
+      const auto rq = [local, c](int32_t acc) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, c); };
+      for (int32_t oy = 0; oy < kOH; ++oy, y += kOW * kC) {
+        dw_planar_row<kRow, kOW, kC>(plane.at(oy), y, w0a, w0b, w1a, w1b, w2a, w2b, s, rq);
+      }
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Load-time checks: is this instruction the one a layer was generated for?

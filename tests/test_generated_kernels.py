@@ -234,6 +234,7 @@ CASES = [  # (kind, shape parameters)
     ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
     ("depthwise", dict(h=6, w=5, c=12, pad=0)),
     ("depthwise_left", dict(h=4, w=4, c=16, stride=2)),  # a left shift: requant_any
+    ("depthwise_left", dict(h=5, w=7, c=8)),  # requant_any one channel at a time (planar: stride 1, W >= 4)
     ("depthwise_inplace", dict(h=25, w=5, c=64)),  # KWS without CMSIS-NN: the in-place variant
     ("depthwise_inplace", dict(h=7, w=6, c=8, stride=2)),
     # The window of input rows in the variant's scratch (H * W bytes: H / 4 rows of W x 4 channels), which
