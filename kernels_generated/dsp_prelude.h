@@ -657,8 +657,14 @@ struct DwPlane {
   int32_t filled;  // the rows [base, filled) are in buf
 
   DwPlane(const int8_t* input, int16_t* rows) : in(input), buf(rows), base(-kPH), filled(-kPH) {
-    if (kWhole) {
-      for (; filled < kH; ++filled) fill(filled);
+    if (kWhole) {  // the padding rows keep -input_offset from dw_planar's first fill: the input rows only
+      int16_t* d = buf + kPH * kRow + kPW;
+      const int8_t* x = in;
+      for (int32_t iy = 0; iy < kH; ++iy, d += kRow, x += kW * kC) {
+#pragma GCC unroll 8
+        for (int32_t i = 0; i < kW; ++i) d[i] = x[i * kC];
+      }
+      filled = kH;
     }
   }
 
@@ -716,33 +722,44 @@ inline void dw_planar_row(const int16_t* p, int8_t* y, uint32_t w0a, uint32_t w0
   }
 }
 
-// The whole layer, channel by channel. `weights`: per channel (w01, w12) of tap rows 0, 1, 2; `start`:
-// per channel bias + input_offset * (sum of its 9 weights). `buf`: kR rows of kRow int16.
-template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
-          int32_t kRow, int32_t kR, int16_t kPadValue, int32_t kMode, int32_t kOutOffset, int32_t kActMin,
-          int32_t kActMax>
-__attribute__((noinline)) void dw_planar(const int8_t* in, int8_t* out, const uint32_t* weights, const int32_t* start,
-                                         const Requant& q, int16_t* buf) {
-  static_assert(kS == 1, "stride 1 (a strided layer reads each input entry for fewer outputs: dw_pixels)");
+// `rows` output rows of one channel, the first from the buffer rows at p, the next one buffer row on,
+// outputs kC apart from y, rows kOW kC apart. k: the channel's block (dw_planar); channel c's
+// requantization from q (the smmlar constants are in the block too: the rows function in assembly
+// reads them there, emit_dsp.dw_rows_asm).
+template <int32_t kRow, int32_t kOW, int32_t kC, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+void dw_plane_rows(const int16_t* p, int8_t* y, int32_t rows, const uint32_t* k, const Requant& q, int32_t c) {
   const Requant local = q;
-  for (int32_t i = 0; i < kR * kRow; ++i) buf[i] = kPadValue;
-  for (int32_t c = 0; c < kC; ++c) {
-    DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue> plane(in + c, buf);
-    const uint32_t* wc = weights + 6 * c;
-    const uint32_t w0a = wc[0], w0b = wc[1], w1a = wc[2], w1b = wc[3], w2a = wc[4], w2b = wc[5];
-    const int32_t s = start[c];
-    int8_t* y = out + c;
+  const int32_t s = static_cast<int32_t>(k[6]);
+  for (int32_t j = 0; j < rows; ++j, p += kRow, y += kOW * kC) {
     if (kMode == kSmmlar) {
-      const int32_t m = local.mult[3 * c], ra = local.mult[3 * c + 1], right = local.mult[3 * c + 2];
+      const int32_t ra = static_cast<int32_t>(k[7]), m = static_cast<int32_t>(k[8]), right = static_cast<int32_t>(k[9]);
       const auto rq = [m, ra, right](int32_t acc) { return requant_smmlar<kActMin, kActMax>(acc, m, ra, right); };
-      for (int32_t oy = 0; oy < kOH; ++oy, y += kOW * kC) {
-        dw_planar_row<kRow, kOW, kC>(plane.at(oy), y, w0a, w0b, w1a, w1b, w2a, w2b, s, rq);
-      }
+      dw_planar_row<kRow, kOW, kC>(p, y, k[0], k[1], k[2], k[3], k[4], k[5], s, rq);
     } else {
       const auto rq = [local, c](int32_t acc) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, c); };
-      for (int32_t oy = 0; oy < kOH; ++oy, y += kOW * kC) {
-        dw_planar_row<kRow, kOW, kC>(plane.at(oy), y, w0a, w0b, w1a, w1b, w2a, w2b, s, rq);
-      }
+      dw_planar_row<kRow, kOW, kC>(p, y, k[0], k[1], k[2], k[3], k[4], k[5], s, rq);
+    }
+  }
+}
+
+// The whole layer, channel by channel. `block`: per channel 10 words, the weight pairs (w01, w12) of
+// tap rows 0, 1, 2, the accumulator start (bias + input_offset * the sum of its 9 weights), and for
+// smmlar its (ra, mult, right). `buf`: kR rows of kRow int16. `rows(p, y, n, k, c)`: n output rows
+// (dw_plane_rows, or the layer's rows function in assembly): all of the channel's in one call where
+// the buffer holds every row the layer reads, else one call per row.
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
+          int32_t kRow, int32_t kR, int16_t kPadValue, class Rows>
+void dw_planar(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf, Rows rows) {
+  static_assert(kS == 1, "stride 1 (a strided layer reads each input entry for fewer outputs: dw_pixels)");
+  using Plane = DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue>;
+  for (int32_t i = 0; i < kR * kRow; ++i) buf[i] = kPadValue;
+  for (int32_t c = 0; c < kC; ++c) {
+    Plane plane(in + c, buf);
+    const uint32_t* k = block + 10 * c;
+    if (Plane::kWhole) {
+      rows(plane.at(0), out + c, kOH, k, c);
+    } else {
+      for (int32_t oy = 0; oy < kOH; ++oy) rows(plane.at(oy), out + oy * kOW * kC + c, 1, k, c);
     }
   }
 }
