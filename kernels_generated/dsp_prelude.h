@@ -697,19 +697,30 @@ struct DwPlane {
   }
 };
 
-// One output row of one channel (stride 1) from the three buffer rows at p (kRow apart): pixels kC apart
-// from y. w: the channel's (w01, w12) per row of taps; s: its accumulator start.
-template <int32_t kRow, int32_t kOW, int32_t kC, class Rq>
+// One output row of one channel from the three buffer rows at p (kRow apart): pixels kC apart from y.
+// w: the channel's (w01, w12) per row of taps; s: its accumulator start. Stride 2: pixel 0 reads entries
+// 0..2, pixel 1 entries 2..4: a0 += SMLAD [x0 x1], w01 + SMLABT [x2 x3], w12; a1 the same 2 entries on.
+template <int32_t kS, int32_t kRow, int32_t kOW, int32_t kC, class Rq>
 inline void dw_planar_row(const int16_t* p, int8_t* y, uint32_t w0a, uint32_t w0b, uint32_t w1a, uint32_t w1b,
                           uint32_t w2a, uint32_t w2b, int32_t s, Rq rq) {
   int32_t ox = 0;
-  for (; ox + 2 <= kOW; ox += 2, p += 2, y += 2 * kC) {
+  for (; ox + 2 <= kOW; ox += 2, p += 2 * kS, y += 2 * kC) {
     int32_t a0 = s, a1 = s;
-    const uint32_t u0 = load32(p), v0 = load32(p + 2), u1 = load32(p + kRow), v1 = load32(p + kRow + 2),
-                   u2 = load32(p + 2 * kRow), v2 = load32(p + 2 * kRow + 2);
-    a0 = smlad(u0, w0a, a0); a1 = smlatb(u0, w0a, a1); a0 = smlabt(v0, w0b, a0); a1 = smlad(v0, w0b, a1);
-    a0 = smlad(u1, w1a, a0); a1 = smlatb(u1, w1a, a1); a0 = smlabt(v1, w1b, a0); a1 = smlad(v1, w1b, a1);
-    a0 = smlad(u2, w2a, a0); a1 = smlatb(u2, w2a, a1); a0 = smlabt(v2, w2b, a0); a1 = smlad(v2, w2b, a1);
+    if (kS == 1) {
+      const uint32_t u0 = load32(p), v0 = load32(p + 2), u1 = load32(p + kRow), v1 = load32(p + kRow + 2),
+                     u2 = load32(p + 2 * kRow), v2 = load32(p + 2 * kRow + 2);
+      a0 = smlad(u0, w0a, a0); a1 = smlatb(u0, w0a, a1); a0 = smlabt(v0, w0b, a0); a1 = smlad(v0, w0b, a1);
+      a0 = smlad(u1, w1a, a0); a1 = smlatb(u1, w1a, a1); a0 = smlabt(v1, w1b, a0); a1 = smlad(v1, w1b, a1);
+      a0 = smlad(u2, w2a, a0); a1 = smlatb(u2, w2a, a1); a0 = smlabt(v2, w2b, a0); a1 = smlad(v2, w2b, a1);
+    } else {
+      const uint32_t w[6] = {w0a, w0b, w1a, w1b, w2a, w2b};
+      for (int32_t r = 0; r < 3; ++r) {
+        const int16_t* q = p + r * kRow;
+        const uint32_t u = load32(q), v = load32(q + 2), t = load32(q + 4);
+        a0 = smlad(u, w[2 * r], a0); a0 = smlabt(v, w[2 * r + 1], a0);
+        a1 = smlad(v, w[2 * r], a1); a1 = smlabt(t, w[2 * r + 1], a1);
+      }
+    }
     y[0] = rq(a0);
     y[kC] = rq(a1);
   }
@@ -722,22 +733,23 @@ inline void dw_planar_row(const int16_t* p, int8_t* y, uint32_t w0a, uint32_t w0
   }
 }
 
-// `rows` output rows of one channel, the first from the buffer rows at p, the next one buffer row on,
+// `rows` output rows of one channel, the first from the buffer rows at p, the next kS buffer rows on,
 // outputs kC apart from y, rows kOW kC apart. k: the channel's block (dw_planar); channel c's
 // requantization from q (the smmlar constants are in the block too: the rows function in assembly
 // reads them there, emit_dsp.dw_rows_asm).
-template <int32_t kRow, int32_t kOW, int32_t kC, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+template <int32_t kS, int32_t kRow, int32_t kOW, int32_t kC, int32_t kMode, int32_t kOutOffset, int32_t kActMin,
+          int32_t kActMax>
 void dw_plane_rows(const int16_t* p, int8_t* y, int32_t rows, const uint32_t* k, const Requant& q, int32_t c) {
   const Requant local = q;
   const int32_t s = static_cast<int32_t>(k[6]);
-  for (int32_t j = 0; j < rows; ++j, p += kRow, y += kOW * kC) {
+  for (int32_t j = 0; j < rows; ++j, p += kS * kRow, y += kOW * kC) {
     if (kMode == kSmmlar) {
       const int32_t ra = static_cast<int32_t>(k[7]), m = static_cast<int32_t>(k[8]), right = static_cast<int32_t>(k[9]);
       const auto rq = [m, ra, right](int32_t acc) { return requant_smmlar<kActMin, kActMax>(acc, m, ra, right); };
-      dw_planar_row<kRow, kOW, kC>(p, y, k[0], k[1], k[2], k[3], k[4], k[5], s, rq);
+      dw_planar_row<kS, kRow, kOW, kC>(p, y, k[0], k[1], k[2], k[3], k[4], k[5], s, rq);
     } else {
       const auto rq = [local, c](int32_t acc) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, c); };
-      dw_planar_row<kRow, kOW, kC>(p, y, k[0], k[1], k[2], k[3], k[4], k[5], s, rq);
+      dw_planar_row<kS, kRow, kOW, kC>(p, y, k[0], k[1], k[2], k[3], k[4], k[5], s, rq);
     }
   }
 }
@@ -750,7 +762,7 @@ void dw_plane_rows(const int16_t* p, int8_t* y, int32_t rows, const uint32_t* k,
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
           int32_t kRow, int32_t kR, int16_t kPadValue, class Rows>
 void dw_planar(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf, Rows rows) {
-  static_assert(kS == 1, "stride 1 (a strided layer reads each input entry for fewer outputs: dw_pixels)");
+  static_assert(kS == 1 || kS == 2, "stride 1 or 2");
   using Plane = DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue>;
   for (int32_t i = 0; i < kR * kRow; ++i) buf[i] = kPadValue;
   for (int32_t c = 0; c < kC; ++c) {
