@@ -695,6 +695,17 @@ struct DwPlane {
     for (; filled < end; ++filled) fill(filled);
     return buf + (top - base) * kRow;
   }
+
+  // After at(oy): the buffer filled as far as it holds (up to the last row the layer reads; copying input
+  // rows early is safe: output rows before oy overwrote none of them), and how many output rows from oy
+  // it serves: one rows call for them all.
+  int32_t run(int32_t oy) {
+    constexpr int32_t kLast = (kOH - 1) * kS - kPH + 2;  // the last row the layer reads
+    const int32_t end = base + kR < kLast + 1 ? base + kR : kLast + 1;
+    for (; filled < end; ++filled) fill(filled);
+    const int32_t n = (filled - 3 + kPH) / kS - oy + 1;
+    return n < kOH - oy ? n : kOH - oy;
+  }
 };
 
 // One output row of one channel from the three buffer rows at p (kRow apart): pixels kC apart from y.
@@ -758,7 +769,7 @@ void dw_plane_rows(const int16_t* p, int8_t* y, int32_t rows, const uint32_t* k,
 // tap rows 0, 1, 2, the accumulator start (bias + input_offset * the sum of its 9 weights), and for
 // smmlar its (ra, mult, right). `buf`: kR rows of kRow int16. `rows(p, y, n, k, c)`: n output rows
 // (dw_plane_rows, or the layer's rows function in assembly): all of the channel's in one call where
-// the buffer holds every row the layer reads, else one call per row.
+// the buffer holds every row the layer reads, else one call per fill of the buffer (DwPlane::run).
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
           int32_t kRow, int32_t kR, int16_t kPadValue, class Rows>
 void dw_planar(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf, Rows rows) {
@@ -771,7 +782,12 @@ void dw_planar(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* bu
     if (Plane::kWhole) {
       rows(plane.at(0), out + c, kOH, k, c);
     } else {
-      for (int32_t oy = 0; oy < kOH; ++oy) rows(plane.at(oy), out + oy * kOW * kC + c, 1, k, c);
+      for (int32_t oy = 0; oy < kOH;) {
+        const int16_t* p = plane.at(oy);
+        const int32_t n = plane.run(oy);
+        rows(p, out + oy * kOW * kC + c, n, k, c);
+        oy += n;
+      }
     }
   }
 }

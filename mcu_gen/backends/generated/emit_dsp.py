@@ -156,7 +156,7 @@ def dw_window(l: DepthwiseLayer) -> tuple:
     return max(3, on_stack), None, 1
 
 
-DW_PLANE_MIN_W = 4
+DW_PLANE_MIN_W = 3
 DW_PLANE_STRIDES = (1, 2)
 
 
@@ -165,9 +165,9 @@ def dw_plane(l: DepthwiseLayer) -> tuple | None:
     (dsp_prelude.h: DwPlane, dw_planar): rows of kRow entries (the padded input row, and the words the
     last pair of output pixels reads), as many rows (up to all the layer reads) as the in-place variant's
     scratch tensor (argument 13) or DW_WINDOW_STACK_BYTES of stack hold, the more rows the better, the
-    scratch on a tie. None (the NHWC path, dw_pixels) where neither holds three rows, for a strided layer
-    (VWW's took 1-18% more instructions planar: each copied entry feeds fewer outputs) and for rows under
-    DW_PLANE_MIN_W pixels (VWW's 3x3x256 layer: 62.4 k planar, 61.3 k NHWC; its 6x6 ones 111 k, 133 k)."""
+    scratch on a tie. None (the NHWC path, dw_pixels) where neither holds three rows, for strides other than
+    1 and 2 and for rows under DW_PLANE_MIN_W pixels (VWW's 3x3x256 layer: 60.1 k instructions planar,
+    61.3 k NHWC)."""
     if l.stride not in DW_PLANE_STRIDES or l.w < DW_PLANE_MIN_W or not -32768 <= -l.in_offset < 32768:
         return None
     row = max(l.pad_w + l.w, l.ow + l.ow % 2 + 2 if l.stride == 1 else 2 * l.ow + 2)
