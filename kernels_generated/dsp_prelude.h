@@ -684,10 +684,9 @@ struct DwPlane {
     if (kWhole) return buf + (top + kPH) * kRow;
     const int32_t end = top + 3;
     if (end > base + kR) {
-      if (filled > top) {
-        int16_t* dst = buf;
-        const int16_t* src = buf + (top - base) * kRow;
-        for (int32_t i = 0; i < (filled - top) * kRow; ++i) dst[i] = src[i];
+      if (filled > top) {  // whole words (kRow even): move_down
+        move_down(static_cast<int8_t*>(static_cast<void*>(buf)),
+                  static_cast<const int8_t*>(static_cast<const void*>(buf + (top - base) * kRow)), 2 * (filled - top) * kRow);
       }
       base = top;
       if (filled < top) filled = top;
