@@ -55,7 +55,13 @@ inline int32_t smlatt(uint32_t a, uint32_t b, int32_t acc) {
   return static_cast<int32_t>(static_cast<uint32_t>(acc) +
                               static_cast<uint32_t>(static_cast<int16_t>(a >> 16) * static_cast<int16_t>(b >> 16)));
 }
+// SMLABT / SMLATB: acc + lo16(a) * hi16(b), acc + hi16(a) * lo16(b).
+inline int32_t smlabt(uint32_t a, uint32_t b, int32_t acc) { return smlatt(a << 16, b, acc); }
+inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) { return smlatt(a, b << 16, acc); }
 #else
+inline int32_t smlad(uint32_t a, uint32_t b, int32_t acc) { return __smlad(a, b, acc); }
+inline int32_t smlabt(uint32_t a, uint32_t b, int32_t acc) { return __smlabt(a, b, acc); }
+inline int32_t smlatb(uint32_t a, uint32_t b, int32_t acc) { return __smlatb(a, b, acc); }
 inline uint32_t sxtb16(uint32_t x) { return __sxtb16(x); }
 inline uint32_t sxtb16_ror8(uint32_t x) {
   uint32_t r;
@@ -626,6 +632,164 @@ struct DwWindow {
     return buf + (top - base) * kRow;
   }
 };
+
+// ---------------------------------------------------------------------------
+// 3x3 depthwise convolution one channel at a time ("planar"): the channel's input rows are copied
+// into `buf` as int16 rows of kRow entries, the input column ix at entry kPW + ix, every other entry
+// (the padding, and rows outside the input) the value -input_offset (x + input_offset = 0 there),
+// so that every output pixel has the same 9 taps and the interior accumulator start. Two
+// neighbouring entries are one word, two taps of a row for SMLAD: with the row's weights as the
+// pairs w01 = (w0, w1) and w12 = (w1, w2), two output pixels (stride 1) take two loads and 4 MACs
+// per row of taps, their weights in registers for the whole channel:
+//   a0 += x0 w0 + x1 w1 (SMLAD [x0 x1], w01) + x2 w2 (SMLABT [x2 x3], w12)
+//   a1 += x1 w0 (SMLATB [x0 x1], w01) + x2 w1 + x3 w2 (SMLAD [x2 x3], w12)
+// `buf` holds kR >= 3 rows; rows are copied when first read; when a window passes the buffer's end,
+// the rows it still needs move to the front (as DwWindow; the output may lie over the input: output
+// row oy overwrites input rows <= oy of this channel only, which are copied before it is written).
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kS, int32_t kPH, int32_t kPW, int32_t kRow,
+          int32_t kR, int16_t kPadValue>
+struct DwPlane {
+  static_assert(kR >= 3 && kRow % 2 == 0, "three rows of whole words");
+  static constexpr bool kWhole = kR >= (kOH - 1) * kS + 3;  // every row the layer reads, copied once
+  const int8_t* in;  // the input at the channel
+  int16_t* buf;
+  int32_t base;    // the input row in buf's first row
+  int32_t filled;  // the rows [base, filled) are in buf
+
+  DwPlane(const int8_t* input, int16_t* rows) : in(input), buf(rows), base(-kPH), filled(-kPH) {
+    if (kWhole) {  // the padding rows keep -input_offset from dw_planar's first fill: the input rows only
+      int16_t* d = buf + kPH * kRow + kPW;
+      const int8_t* x = in;
+      for (int32_t iy = 0; iy < kH; ++iy, d += kRow, x += kW * kC) {
+#pragma GCC unroll 8
+        for (int32_t i = 0; i < kW; ++i) d[i] = x[i * kC];
+      }
+      filled = kH;
+    }
+  }
+
+  void fill(int32_t iy) {
+    int16_t* d = buf + (iy - base) * kRow + kPW;
+    if (iy < 0 || iy >= kH) {
+      for (int32_t i = 0; i < kW; ++i) d[i] = kPadValue;
+      return;
+    }
+    const int8_t* x = in + iy * kW * kC;
+#pragma GCC unroll 8
+    for (int32_t i = 0; i < kW; ++i) d[i] = x[i * kC];
+  }
+
+  const int16_t* at(int32_t oy) {
+    const int32_t top = oy * kS - kPH;
+    if (kWhole) return buf + (top + kPH) * kRow;
+    const int32_t end = top + 3;
+    if (end > base + kR) {
+      if (filled > top) {  // whole words (kRow even): move_down
+        move_down(static_cast<int8_t*>(static_cast<void*>(buf)),
+                  static_cast<const int8_t*>(static_cast<const void*>(buf + (top - base) * kRow)), 2 * (filled - top) * kRow);
+      }
+      base = top;
+      if (filled < top) filled = top;
+    }
+    for (; filled < end; ++filled) fill(filled);
+    return buf + (top - base) * kRow;
+  }
+
+  // After at(oy): the buffer filled as far as it holds (up to the last row the layer reads; copying input
+  // rows early is safe: output rows before oy overwrote none of them), and how many output rows from oy
+  // it serves: one rows call for them all.
+  int32_t run(int32_t oy) {
+    constexpr int32_t kLast = (kOH - 1) * kS - kPH + 2;  // the last row the layer reads
+    const int32_t end = base + kR < kLast + 1 ? base + kR : kLast + 1;
+    for (; filled < end; ++filled) fill(filled);
+    const int32_t n = (filled - 3 + kPH) / kS - oy + 1;
+    return n < kOH - oy ? n : kOH - oy;
+  }
+};
+
+// One output row of one channel from the three buffer rows at p (kRow apart): pixels kC apart from y.
+// w: the channel's (w01, w12) per row of taps; s: its accumulator start. Stride 2: pixel 0 reads entries
+// 0..2, pixel 1 entries 2..4: a0 += SMLAD [x0 x1], w01 + SMLABT [x2 x3], w12; a1 the same 2 entries on.
+template <int32_t kS, int32_t kRow, int32_t kOW, int32_t kC, class Rq>
+inline void dw_planar_row(const int16_t* p, int8_t* y, uint32_t w0a, uint32_t w0b, uint32_t w1a, uint32_t w1b,
+                          uint32_t w2a, uint32_t w2b, int32_t s, Rq rq) {
+  int32_t ox = 0;
+  for (; ox + 2 <= kOW; ox += 2, p += 2 * kS, y += 2 * kC) {
+    int32_t a0 = s, a1 = s;
+    if (kS == 1) {
+      const uint32_t u0 = load32(p), v0 = load32(p + 2), u1 = load32(p + kRow), v1 = load32(p + kRow + 2),
+                     u2 = load32(p + 2 * kRow), v2 = load32(p + 2 * kRow + 2);
+      a0 = smlad(u0, w0a, a0); a1 = smlatb(u0, w0a, a1); a0 = smlabt(v0, w0b, a0); a1 = smlad(v0, w0b, a1);
+      a0 = smlad(u1, w1a, a0); a1 = smlatb(u1, w1a, a1); a0 = smlabt(v1, w1b, a0); a1 = smlad(v1, w1b, a1);
+      a0 = smlad(u2, w2a, a0); a1 = smlatb(u2, w2a, a1); a0 = smlabt(v2, w2b, a0); a1 = smlad(v2, w2b, a1);
+    } else {
+      const uint32_t w[6] = {w0a, w0b, w1a, w1b, w2a, w2b};
+      for (int32_t r = 0; r < 3; ++r) {
+        const int16_t* q = p + r * kRow;
+        const uint32_t u = load32(q), v = load32(q + 2), t = load32(q + 4);
+        a0 = smlad(u, w[2 * r], a0); a0 = smlabt(v, w[2 * r + 1], a0);
+        a1 = smlad(v, w[2 * r], a1); a1 = smlabt(t, w[2 * r + 1], a1);
+      }
+    }
+    y[0] = rq(a0);
+    y[kC] = rq(a1);
+  }
+  if (kOW % 2 != 0) {
+    int32_t a0 = s;
+    a0 = smlad(load32(p), w0a, a0); a0 = smlabt(load32(p + 2), w0b, a0);
+    a0 = smlad(load32(p + kRow), w1a, a0); a0 = smlabt(load32(p + kRow + 2), w1b, a0);
+    a0 = smlad(load32(p + 2 * kRow), w2a, a0); a0 = smlabt(load32(p + 2 * kRow + 2), w2b, a0);
+    y[0] = rq(a0);
+  }
+}
+
+// `rows` output rows of one channel, the first from the buffer rows at p, the next kS buffer rows on,
+// outputs kC apart from y, rows kOW kC apart. k: the channel's block (dw_planar); channel c's
+// requantization from q (the smmlar constants are in the block too: the rows function in assembly
+// reads them there, emit_dsp.dw_rows_asm).
+template <int32_t kS, int32_t kRow, int32_t kOW, int32_t kC, int32_t kMode, int32_t kOutOffset, int32_t kActMin,
+          int32_t kActMax>
+void dw_plane_rows(const int16_t* p, int8_t* y, int32_t rows, const uint32_t* k, const Requant& q, int32_t c) {
+  const Requant local = q;
+  const int32_t s = static_cast<int32_t>(k[6]);
+  for (int32_t j = 0; j < rows; ++j, p += kS * kRow, y += kOW * kC) {
+    if (kMode == kSmmlar) {
+      const int32_t ra = static_cast<int32_t>(k[7]), m = static_cast<int32_t>(k[8]), right = static_cast<int32_t>(k[9]);
+      const auto rq = [m, ra, right](int32_t acc) { return requant_smmlar<kActMin, kActMax>(acc, m, ra, right); };
+      dw_planar_row<kS, kRow, kOW, kC>(p, y, k[0], k[1], k[2], k[3], k[4], k[5], s, rq);
+    } else {
+      const auto rq = [local, c](int32_t acc) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, c); };
+      dw_planar_row<kS, kRow, kOW, kC>(p, y, k[0], k[1], k[2], k[3], k[4], k[5], s, rq);
+    }
+  }
+}
+
+// The whole layer, channel by channel. `block`: per channel 10 words, the weight pairs (w01, w12) of
+// tap rows 0, 1, 2, the accumulator start (bias + input_offset * the sum of its 9 weights), and for
+// smmlar its (ra, mult, right). `buf`: kR rows of kRow int16. `rows(p, y, n, k, c)`: n output rows
+// (dw_plane_rows, or the layer's rows function in assembly): all of the channel's in one call where
+// the buffer holds every row the layer reads, else one call per fill of the buffer (DwPlane::run).
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
+          int32_t kRow, int32_t kR, int16_t kPadValue, class Rows>
+void dw_planar(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf, Rows rows) {
+  static_assert(kS == 1 || kS == 2, "stride 1 or 2");
+  using Plane = DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue>;
+  for (int32_t i = 0; i < kR * kRow; ++i) buf[i] = kPadValue;
+  for (int32_t c = 0; c < kC; ++c) {
+    Plane plane(in + c, buf);
+    const uint32_t* k = block + 10 * c;
+    if (Plane::kWhole) {
+      rows(plane.at(0), out + c, kOH, k, c);
+    } else {
+      for (int32_t oy = 0; oy < kOH;) {
+        const int16_t* p = plane.at(oy);
+        const int32_t n = plane.run(oy);
+        rows(p, out + oy * kOW * kC + c, n, k, c);
+        oy += n;
+      }
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Load-time checks: is this instruction the one a layer was generated for?

@@ -234,6 +234,7 @@ CASES = [  # (kind, shape parameters)
     ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
     ("depthwise", dict(h=6, w=5, c=12, pad=0)),
     ("depthwise_left", dict(h=4, w=4, c=16, stride=2)),  # a left shift: requant_any
+    ("depthwise_left", dict(h=5, w=7, c=8)),  # requant_any one channel at a time (planar: stride 1, W >= 4)
     ("depthwise_inplace", dict(h=25, w=5, c=64)),  # KWS without CMSIS-NN: the in-place variant
     ("depthwise_inplace", dict(h=7, w=6, c=8, stride=2)),
     # The window of input rows in the variant's scratch (H * W bytes: H / 4 rows of W x 4 channels), which
@@ -244,6 +245,11 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=33, w=24, c=8, scratch=True)),
     ("depthwise_inplace", dict(h=16, w=6, c=8, scratch=True)),  # more rows on the stack than in the scratch
     ("depthwise_inplace", dict(h=40, w=6, c=8, stride=1)),  # 22 of 41 rows on the stack: slides
+    # Planar (one channel at a time on int16 rows, emit_dsp.dw_plane / dw_rows_asm): strided with an odd
+    # last pixel, strided rows sliding through the scratch with a loop over pixel pairs, channels 260 apart.
+    ("depthwise_inplace", dict(h=9, w=9, c=12, stride=2)),
+    ("depthwise_inplace", dict(h=20, w=40, c=4, stride=2, scratch=True)),
+    ("depthwise", dict(h=5, w=4, c=260)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
