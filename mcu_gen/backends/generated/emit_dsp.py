@@ -209,29 +209,57 @@ def pair_ok(k: int, n: int) -> bool:
 PAIR_LOOP_K = 128  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
 
 
+def _mac_pair(out: list, started: set, i: int, x0: str, x1: str, w: str) -> None:
+    """SMLAD of weight word w into channel i's two accumulators (row 0 r{4+i} with x0, row 1 r{8+i} with
+    x1). Only row 0's accumulator is loaded with the channel's start: the first pair of a channel
+    starts row 1 from it (SMLAD's accumulate operand), so no MOV copies the starts."""
+    a0, a1 = f"r{4 + i}", f"r{8 + i}"
+    if i in started:
+        out += [f"smlad {a0}, {x0}, {w}, {a0}", f"smlad {a1}, {x1}, {w}, {a1}"]
+    else:
+        started.add(i)
+        out += [f"smlad {a1}, {x1}, {w}, {a0}", f"smlad {a0}, {x0}, {w}, {a0}"]
+
+
 def _pair_macs(out: list, st, b: int, k: int, chans) -> None:
     """The MACs of one sub-block of 4 channels over both rows: ``chans`` pairs (i, c), accumulators
-    r{4+i} (row 0) and r{8+i} (row 1), channel c's weights at stream offset w0 + 8bg + 8c (pair A),
-    + 4 (pair B). The x words of each group are loaded once, behind the last pair A."""
+    r{4+i} (row 0, holding the start) and r{8+i} (row 1), channel c's weights at stream offset
+    w0 + 8bg + 8c (pair A), + 4 (pair B). Per 4 inputs the two rows' words (r0, r3) are widened once
+    into A halves (r0, r3) and B halves (r2, lr); the B pairs first, the weight word in r12 (the first
+    one loaded with the previous group's tail), then the A pairs, whose three free registers (r2, r12,
+    lr) take three weight words in a row, then the last A pair beside the next group's x base, its first
+    B word and its two input words: per 4 inputs 11 loads (17 estimated M33 cycles), 4 SXTB16, 16 SMLAD
+    (37 cycles for 32 MACs)."""
     groups = k // 4
     w0 = 4 * b  # the first weight word
-    out += ["ldr lr, [sp]", f"ldr r3, [lr, #{k}]", "ldr r0, [lr]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
-            "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+    started: set = set()
+
+    def wa(g: int, c: int) -> int:
+        return w0 + 8 * b * g + 8 * c
+
+    (i0, c0), (i1, c1), (i2, c2), (i3, c3) = chans
+    out += ["ldr lr, [sp]", "ldr r0, [lr]", f"ldr r3, [lr, #{k}]"]
+    st.ld("r12", wa(0, c0) + 4)
     for g in range(groups):
-        for i, c in chans:
-            a0, a1 = f"r{4 + i}", f"r{8 + i}"
-            wa = w0 + 8 * b * g + 8 * c
-            st.ld("lr", wa)
-            out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
-            if i == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
-                out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
-                st.ld("lr", wa + 4)
-                out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
-            else:
-                st.ld("lr", wa + 4)
-            out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
-        if g + 1 < groups:
-            out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+        out += ["sxtb16 r2, r0, ror #8", "sxtb16 lr, r3, ror #8", "sxtb16 r0, r0", "sxtb16 r3, r3"]
+        for j, (i, c) in enumerate(chans):  # the B pairs: x in r2 / lr, the weight word in r12
+            if j:
+                st.ld("r12", wa(g, c) + 4)
+            _mac_pair(out, started, i, "r2", "lr", "r12")
+        st.ld("r2", wa(g, c0))  # the A pairs: x in r0 / r3
+        st.ld("r12", wa(g, c1))
+        st.ld("lr", wa(g, c2))
+        _mac_pair(out, started, i0, "r0", "r3", "r2")
+        _mac_pair(out, started, i1, "r0", "r3", "r12")
+        _mac_pair(out, started, i2, "r0", "r3", "lr")
+        st.ld("r2", wa(g, c3))
+        if g + 1 < groups:  # the next group's x base, first B word, then (after the last A pair) its words
+            out.append("ldr lr, [sp]")
+            st.ld("r12", wa(g + 1, c0) + 4)
+            _mac_pair(out, started, i3, "r0", "r3", "r2")
+            out += [f"ldr r0, [lr, #{4 * (g + 1)}]", f"ldr r3, [lr, #{k + 4 * (g + 1)}]"]
+        else:
+            _mac_pair(out, started, i3, "r0", "r3", "r2")
 
 
 WIDE_X = 28  # frame offset of the widened input rows (after the GEMM's 7 words of state)
@@ -288,6 +316,12 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans) -> None:
             for i, c in chans:
                 st.ld(wregs[i], w0 + 8 * b * g + 8 * c + half)
             xo = WIDE_X + 16 * g + 2 * half
+            if g == 0 and half == 0:  # row 1 first: it starts from row 0's accumulator (the start, no MOV)
+                out.append(f"ldr lr, [sp, #{xo + 4}]")
+                out += [f"smlad r{8 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
+                out.append(f"ldr lr, [sp, #{xo}]")
+                out += [f"smlad r{4 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
+                continue
             out.append(f"ldr lr, [sp, #{xo}]")
             out += [f"smlad r{4 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
             out.append(f"ldr lr, [sp, #{xo + 4}]")
@@ -296,14 +330,18 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans) -> None:
 
 def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int) -> None:
     """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
-    c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1)."""
+    c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1). A channel's stores follow the
+    next channel's three loads (the last load pipelines with them: 1 estimated cycle, not 2)."""
+    stores: list = []
     for i, c in chans:
         for j, r in enumerate(("r0", "r3", "r12")):
             st.ld(r, c0 + 12 * c + 4 * j)
+        out += stores
         for a in (f"r{4 + i}", f"r{8 + i}"):
             out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr", f"asr {a}, {a}, r12"]
             out += _clamp_asm(a, act_min, act_max)
-        out += [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+        stores = [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+    out += stores
 
 
 def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False) -> list:
@@ -319,8 +357,7 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
     for s in range(b // 4):
         chans = list(enumerate(range(4 * s, 4 * s + 4)))
         for i, c in chans:
-            st.ld(f"r{4 + i}", 4 * c)
-        out += [f"mov r{8 + i}, r{4 + i}" for i in range(4)]
+            st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
         (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
         out.append("ldr r2, [sp, #4]")
         _pair_requant(out, st, c0, n, chans, act_min, act_max)
@@ -344,8 +381,7 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
                  "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
     st = _Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
     for c in range(4):
-        st.ld(f"r{4 + c}", 4 * c)
-    out += [f"mov r{8 + c}, r{4 + c}" for c in range(4)]
+        st.ld(f"r{4 + c}", 4 * c)  # row 1's accumulators start from these in the first MACs
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
     (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
