@@ -58,6 +58,7 @@ class Machine:
         self.mem, self.readable, self.writable = mem, readable, writable
         self.n = self.z = self.v = False
         self.cycles = 0
+        self.profile = None  # {body index: executions}, when a dict
 
     def reg(self, name: str) -> int:
         return self.r[name]
@@ -128,6 +129,8 @@ def run(body: list, m: Machine, args: tuple) -> None:
             m.cycles += 1
             continue
         m.cycles += 1
+        if m.profile is not None:
+            m.profile[pc - 1] = m.profile.get(pc - 1, 0) + 1
         if op in ("ldr", "ldrb"):
             rt, rn, off, post = _mem_operands(ops)
             base = m.reg(rn)
@@ -159,7 +162,7 @@ def run(body: list, m: Machine, args: tuple) -> None:
             if post is not None:
                 m.set(rn, base + post)
             m.cycles += 2
-        elif op == "ldmia":
+        elif op in ("ldmia", "ldm"):
             rn, regs = ops.split(", ", 1)
             wb = rn.endswith("!")
             rn = rn.rstrip("!")
@@ -183,8 +186,8 @@ def run(body: list, m: Machine, args: tuple) -> None:
             m.set("sp", m.reg("sp") + 4 * len(regs))
             m.cycles += len(regs) + 2
             return
-        elif op in ("b", "beq", "bne", "blt"):
-            take = {"b": True, "beq": m.z, "bne": not m.z, "blt": m.n != m.v}[op]
+        elif op in ("b", "beq", "bne", "blt", "bge"):
+            take = {"b": True, "beq": m.z, "bne": not m.z, "blt": m.n != m.v, "bge": m.n == m.v}[op]
             if take:
                 pc = labels[ops.strip()]
                 m.cycles += 2

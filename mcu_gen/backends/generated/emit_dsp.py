@@ -399,27 +399,28 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
     accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
     requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
-    [sp+8] rows left, [sp+12] d, [sp+16] d->end8; where ``wide_ok``, from [sp+WIDE_X] the two rows of a
+    [sp+8] rows left, [sp+12] d->stream, [sp+16] d->end8; where ``wide_ok``, from [sp+WIDE_X] the two rows of a
     pair widened (``_widen_rows``, ``_pair_macs_wide``)."""
     wide = pairs and pair_ok(k, n) and (wide_ok(k, n) if wide is None else wide)
     frame = WIDE_X + (4 * k if wide else 0)
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
-            "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]"]
-    if pairs and pair_ok(k, n):
-        body += [".Lpair_%=:", "ldr r3, [sp, #8]", "cmp r3, #2", "blt .Lsingle_%="]
+            "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
+    if pairs and pair_ok(k, n):  # N is the function's: its blocks of 8 are a loop only from two
+        body += ["cmp r3, #2", "blt .Lsingle_%=", ".Lpair_%=:"]
         if wide:
             body += _widen_rows(k)
-        body += ["ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Lptail_%=",
-                 ".Lpblock_%=:"]
-        body += _pair_block_asm(8, k, n, act_min, act_max, wide)
-        body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%=", ".Lptail_%=:"]
+        body.append("ldr r1, [sp, #12]")
+        if n >= 8:
+            body += [".Lpblock_%=:"] + _pair_block_asm(8, k, n, act_min, act_max, wide)
+            if n >= 16:
+                body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
         if tail:
             body += _pair_block_asm(4, k, n, act_min, act_max, wide)
-        body += ["ldr r0, [sp]", f"addw r0, r0, #{2 * k}", "str r0, [sp]", "ldr r2, [sp, #4]",
-                 f"addw r2, r2, #{n}", "str r2, [sp, #4]", "ldr r3, [sp, #8]", "subs r3, #2", "str r3, [sp, #8]",
-                 "b .Lpair_%=", ".Lsingle_%=:"]
+        body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{n}", "subs r3, #2",
+                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
+                 ".Lsingle_%=:"]
     body += ["ldr r3, [sp, #8]", "cmp r3, #0", "beq .Ldone_%=",
-             ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
+             ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
              ".Lblock_%=:"]
     body += _block_asm(8, k, act_min, act_max)
     body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lblock_%=", ".Ltail_%=:"]
