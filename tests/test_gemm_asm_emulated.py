@@ -201,9 +201,14 @@ def run(body: list, m: Machine, args: tuple) -> None:
                 m.set(t[0], sxtb16(m.reg(t[1]), _imm(t[2].split()[1]) if len(t) > 2 else 0))
             elif op == "asr":
                 m.set(t[0], s32(m.reg(t[1])) >> (m.reg(t[2]) & 0xFF))
-            elif op == "ssat":
-                assert t[1] == "#8" and len(t) == 3
-                m.set(t[0], ssat8(m.reg(t[2])))
+            elif op == "ssat":  # ssat rd, #8, rn[, asr #s]
+                assert t[1] == "#8"
+                v = s32(m.reg(t[2]))
+                if len(t) == 4:
+                    kind, sh = t[3].split()
+                    assert kind == "asr"
+                    v >>= _imm(sh)
+                m.set(t[0], ssat8(v))
             elif op in ("mov", "movw", "movs", "movlt", "movgt"):
                 m.set(t[0], _imm(t[1]) if t[1].startswith("#") else m.reg(t[1]))
             elif op in ("cmp", "subs", "adds"):
@@ -304,7 +309,7 @@ def call(body: list, x: np.ndarray, words: list, end8: int, n: int):
     return y, m.cycles
 
 
-CASES = [  # (k, n, rows, act_min, act_max, pairs, wide)
+CASES = [  # (k, n, rows, act_min, act_max, pairs, wide[, own: the layer's own function, shifts as immediates])
     (8, 16, 5, -128, 127, True, True),     # VWW's K 8 layer: widened rows
     (8, 16, 4, -128, 127, True, False),
     (12, 12, 3, 0, 127, True, True),       # K 12, a last block of 4, ReLU
@@ -323,16 +328,30 @@ CASES = [  # (k, n, rows, act_min, act_max, pairs, wide)
     (576, 8, 2, -128, 127, True, False),
     (40, 12, 3, -128, 127, False, False),  # one row at a time only
     (16, 8, 0, -128, 127, True, True),     # no rows
+    (8, 16, 5, -128, 127, True, True, True),    # the layer's own function (emit_dsp._own_rights)
+    (28, 8, 9, 0, 127, True, True, True),
+    (12, 12, 3, -128, 127, True, False, True),
+    (32, 32, 4, -7, 100, True, True, True),
+    (108, 20, 2, -128, 127, True, False, True),
 ]
 
 
-@pytest.mark.parametrize("k,n,rows,act_min,act_max,pairs,wide", CASES)
-def test_gemm_asm_equals_gemm_stream_c(k, n, rows, act_min, act_max, pairs, wide):
+@pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
+def test_gemm_asm_equals_gemm_stream_c(case):
+    k, n, rows, act_min, act_max, pairs, wide, *own = case
     rng = np.random.default_rng(k * 1000 + n * 10 + rows)
     tail = n % 8 == 4
     wide = wide and pairs and pair_ok(k, n)
-    body = gemm_asm_body("f", k, n, tail, act_min, act_max, pairs, wide)
     words, end8 = random_stream(rng, k, n)
+    rights = None
+    if own:  # each channel's right shift, the third word of its constants
+        b8 = 8 + 4 * k + 24
+        rights = [words[i * b8 + 8 + 4 * k + 3 * c + 2] for i in range(n // 8) for c in range(8)]
+        if tail:
+            rights += [words[end8 + 4 + 2 * k + 3 * c + 2] for c in range(4)]
+    body = gemm_asm_body("f", k, n, tail, act_min, act_max, pairs, wide, rights)
+    if own:
+        assert not any(l.startswith("asr") for l in body[:body.index(".Lsingle_f:")])
     x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
     y, cycles = call(body, x, words, end8, n)
     want = expected(x, words, end8, k, n, tail, act_min, act_max)

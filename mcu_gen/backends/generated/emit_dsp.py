@@ -140,8 +140,10 @@ def dw_window(l: DepthwiseLayer) -> tuple:
 ACC8 = ["r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11"]  # LDM-loadable: ascending
 
 
-def _clamp_asm(reg: str, act_min: int, act_max: int) -> list:
-    out = [f"ssat {reg}, #8, {reg}"]
+def _clamp_asm(reg: str, act_min: int, act_max: int, right: int | None = None) -> list:
+    """Saturation to int8 (after an arithmetic right shift by the immediate ``right``, when given), then
+    the activation range."""
+    out = [f"ssat {reg}, #8, {reg}" + (f", asr #{right}" if right is not None else "")]
     if act_min > -128:
         out += [f"cmp {reg}, #{act_min}", "it lt", f"movlt {reg}, #{act_min}"]
     if act_max < 127:
@@ -328,23 +330,29 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans) -> None:
             out += [f"smlad r{8 + i}, lr, {wregs[i]}, r{8 + i}" for i, _ in chans]
 
 
-def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int) -> None:
+def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None) -> None:
     """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
     c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1). A channel's stores follow the
-    next channel's three loads (the last load pipelines with them: 1 estimated cycle, not 2)."""
+    next channel's loads (the last load pipelines with them: 1 estimated cycle, not 2). With ``rights``
+    (channel c's right shift: the function is the layer's own) the shift is SSAT's immediate: no load
+    of right, no ASR."""
     stores: list = []
     for i, c in chans:
-        for j, r in enumerate(("r0", "r3", "r12")):
+        for j, r in enumerate(("r0", "r3") if rights is not None else ("r0", "r3", "r12")):
             st.ld(r, c0 + 12 * c + 4 * j)
         out += stores
         for a in (f"r{4 + i}", f"r{8 + i}"):
-            out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr", f"asr {a}, {a}, r12"]
-            out += _clamp_asm(a, act_min, act_max)
+            out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr"]
+            if rights is None:
+                out += [f"asr {a}, {a}, r12"] + _clamp_asm(a, act_min, act_max)
+            else:
+                out += _clamp_asm(a, act_min, act_max, int(rights[c]))
         stores = [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
     out += stores
 
 
-def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False) -> list:
+def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False,
+                         rights=None) -> list:
     """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
     r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
     ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
@@ -360,21 +368,21 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
             st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
         (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
         out.append("ldr r2, [sp, #4]")
-        _pair_requant(out, st, c0, n, chans, act_min, act_max)
+        _pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
     st.to(c0 + 12 * b)
     out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
     return out
 
 
-def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False) -> list:
+def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False, rights=None) -> list:
     """One block of b (8 or 4) output channels of two rows (``_pair_block_unrolled``). For K <
     PAIR_LOOP_K (or a block of 4) the sub-blocks of 4 channels are unrolled; from it they are one loop
     ([sp+20] = 16s: about 20 more cycles per sub-block, for half the code of a block of 8). The stream's
     layout is the one-row block's: sub-block s's accumulator starts are 16s bytes after sub-block 0's,
     its weights 32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the
     block's start. r1 ends at the next block."""
-    if k < PAIR_LOOP_K or b <= 4:
-        return _pair_block_unrolled(b, k, n, act_min, act_max, wide)
+    if k < PAIR_LOOP_K or b <= 4 or rights is not None:
+        return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights)
     chans = [(c, c) for c in range(4)]
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
@@ -393,14 +401,16 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
 
 
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
-                  wide: bool | None = None) -> list:
+                  wide: bool | None = None, rights=None) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
     in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
     accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
     requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
     [sp+8] rows left, [sp+12] d->stream, [sp+16] d->end8; where ``wide_ok``, from [sp+WIDE_X] the two rows of a
-    pair widened (``_widen_rows``, ``_pair_macs_wide``)."""
+    pair widened (``_widen_rows``, ``_pair_macs_wide``). ``rights`` (the N right shifts of the layer
+    whose own function this is, or None): the two-row blocks unrolled, each channel's shift an immediate
+    of SSAT (``_pair_requant``); the single row reads them from the stream as before."""
     wide = pairs and pair_ok(k, n) and (wide_ok(k, n) if wide is None else wide)
     frame = WIDE_X + (4 * k if wide else 0)
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
@@ -410,12 +420,15 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
         if wide:
             body += _widen_rows(k)
         body.append("ldr r1, [sp, #12]")
-        if n >= 8:
+        if rights is not None:
+            for c in range(0, n - 7, 8):
+                body += _pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
+        elif n >= 8:
             body += [".Lpblock_%=:"] + _pair_block_asm(8, k, n, act_min, act_max, wide)
             if n >= 16:
                 body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
         if tail:
-            body += _pair_block_asm(4, k, n, act_min, act_max, wide)
+            body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
         body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{n}", "subs r3, #2",
                  "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
                  ".Lsingle_%=:"]
@@ -432,9 +445,22 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
 
 
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
-                    wide: bool) -> str:
+                    rights, wide: bool) -> str:
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide))
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights))
+
+
+OWN_FN_MAX_N = 32  # a layer with K < PAIR_LOOP_K and N up to this has its own two-row function (``_own_rights``)
+
+
+def _own_rights(l):
+    """The right shifts of a layer whose two-row GEMM is its own function (blocks unrolled, each shift an
+    SSAT immediate: 1.5 estimated M33 cycles less per output, about 2 KB more flash per block of 8 of K 32):
+    small K and N (VWW's K 8..32 1x1 layers, the 27-tap stems), where the requantization is a large share;
+    else None (the function is shared by the layers of one K, N, tail and output range)."""
+    if not (_calls_pairs(l) and pair_ok(l.k, l.n)) or l.k >= PAIR_LOOP_K or l.n > OWN_FN_MAX_N:
+        return None
+    return tuple(int(r) for r in l.smmlar()[:, 2])
 
 
 def _caller_bytes(l) -> int:
@@ -465,8 +491,9 @@ def _conv_chunk(l) -> int:
 def _gemm_fn_name(l) -> str:
     tail = l.n % 8 == 4
     pairs = _calls_pairs(l) and pair_ok(l.k, l.n)
+    own = f"_i{l.instruction}" if _own_rights(l) is not None else ""
     return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}"
-            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}")
+            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{own}")
 
 
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
@@ -518,7 +545,7 @@ def generate(program: Program, kernels) -> Generated:
         if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
             name = _gemm_fn_name(l)
             fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max,
-                                  _calls_pairs(l) and pair_ok(l.k, l.n)))
+                                  _calls_pairs(l) and pair_ok(l.k, l.n), _own_rights(l)))
             wide[name] = wide.get(name, True) and wide_ok(l.k, l.n, _caller_bytes(l))  # every caller's stack
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig, wide[name]))
