@@ -287,8 +287,10 @@ def dw_rows_asm(l: DepthwiseLayer, row: int) -> list:
 ACC8 = ["r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11"]  # LDM-loadable: ascending
 
 
-def _clamp_asm(reg: str, act_min: int, act_max: int) -> list:
-    out = [f"ssat {reg}, #8, {reg}"]
+def _clamp_asm(reg: str, act_min: int, act_max: int, right: int | None = None) -> list:
+    """Saturation to int8 (after an arithmetic right shift by the immediate ``right``, when given), then
+    the activation range."""
+    out = [f"ssat {reg}, #8, {reg}" + (f", asr #{right}" if right is not None else "")]
     if act_min > -128:
         out += [f"cmp {reg}, #{act_min}", "it lt", f"movlt {reg}, #{act_min}"]
     if act_max < 127:
@@ -356,29 +358,57 @@ def pair_ok(k: int, n: int) -> bool:
 PAIR_LOOP_K = 128  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
 
 
+def _mac_pair(out: list, started: set, i: int, x0: str, x1: str, w: str) -> None:
+    """SMLAD of weight word w into channel i's two accumulators (row 0 r{4+i} with x0, row 1 r{8+i} with
+    x1). Only row 0's accumulator is loaded with the channel's start: the first pair of a channel
+    starts row 1 from it (SMLAD's accumulate operand), so no MOV copies the starts."""
+    a0, a1 = f"r{4 + i}", f"r{8 + i}"
+    if i in started:
+        out += [f"smlad {a0}, {x0}, {w}, {a0}", f"smlad {a1}, {x1}, {w}, {a1}"]
+    else:
+        started.add(i)
+        out += [f"smlad {a1}, {x1}, {w}, {a0}", f"smlad {a0}, {x0}, {w}, {a0}"]
+
+
 def _pair_macs(out: list, st, b: int, k: int, chans) -> None:
     """The MACs of one sub-block of 4 channels over both rows: ``chans`` pairs (i, c), accumulators
-    r{4+i} (row 0) and r{8+i} (row 1), channel c's weights at stream offset w0 + 8bg + 8c (pair A),
-    + 4 (pair B). The x words of each group are loaded once, behind the last pair A."""
+    r{4+i} (row 0, holding the start) and r{8+i} (row 1), channel c's weights at stream offset
+    w0 + 8bg + 8c (pair A), + 4 (pair B). Per 4 inputs the two rows' words (r0, r3) are widened once
+    into A halves (r0, r3) and B halves (r2, lr); the B pairs first, the weight word in r12 (the first
+    one loaded with the previous group's tail), then the A pairs, whose three free registers (r2, r12,
+    lr) take three weight words in a row, then the last A pair beside the next group's x base, its first
+    B word and its two input words: per 4 inputs 11 loads (17 estimated M33 cycles), 4 SXTB16, 16 SMLAD
+    (37 cycles for 32 MACs)."""
     groups = k // 4
     w0 = 4 * b  # the first weight word
-    out += ["ldr lr, [sp]", f"ldr r3, [lr, #{k}]", "ldr r0, [lr]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
-            "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+    started: set = set()
+
+    def wa(g: int, c: int) -> int:
+        return w0 + 8 * b * g + 8 * c
+
+    (i0, c0), (i1, c1), (i2, c2), (i3, c3) = chans
+    out += ["ldr lr, [sp]", "ldr r0, [lr]", f"ldr r3, [lr, #{k}]"]
+    st.ld("r12", wa(0, c0) + 4)
     for g in range(groups):
-        for i, c in chans:
-            a0, a1 = f"r{4 + i}", f"r{8 + i}"
-            wa = w0 + 8 * b * g + 8 * c
-            st.ld("lr", wa)
-            out += [f"smlad {a0}, r0, lr, {a0}", f"smlad {a1}, r3, lr, {a1}"]
-            if i == 3 and g + 1 < groups:  # row 0/1 pair A halves are free: the next inputs, the
-                out.append("ldr r0, [sp]")  # four loads in a row pipeline (1 + 1 + 1 + 2 est. cycles)
-                st.ld("lr", wa + 4)
-                out += [f"ldr r3, [r0, #{k + 4 * (g + 1)}]", f"ldr r0, [r0, #{4 * (g + 1)}]"]
-            else:
-                st.ld("lr", wa + 4)
-            out += [f"smlad {a0}, r2, lr, {a0}", f"smlad {a1}, r12, lr, {a1}"]
-        if g + 1 < groups:
-            out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 r12, r3, ror #8", "sxtb16 r3, r3"]
+        out += ["sxtb16 r2, r0, ror #8", "sxtb16 lr, r3, ror #8", "sxtb16 r0, r0", "sxtb16 r3, r3"]
+        for j, (i, c) in enumerate(chans):  # the B pairs: x in r2 / lr, the weight word in r12
+            if j:
+                st.ld("r12", wa(g, c) + 4)
+            _mac_pair(out, started, i, "r2", "lr", "r12")
+        st.ld("r2", wa(g, c0))  # the A pairs: x in r0 / r3
+        st.ld("r12", wa(g, c1))
+        st.ld("lr", wa(g, c2))
+        _mac_pair(out, started, i0, "r0", "r3", "r2")
+        _mac_pair(out, started, i1, "r0", "r3", "r12")
+        _mac_pair(out, started, i2, "r0", "r3", "lr")
+        st.ld("r2", wa(g, c3))
+        if g + 1 < groups:  # the next group's x base, first B word, then (after the last A pair) its words
+            out.append("ldr lr, [sp]")
+            st.ld("r12", wa(g + 1, c0) + 4)
+            _mac_pair(out, started, i3, "r0", "r3", "r2")
+            out += [f"ldr r0, [lr, #{4 * (g + 1)}]", f"ldr r3, [lr, #{k + 4 * (g + 1)}]"]
+        else:
+            _mac_pair(out, started, i3, "r0", "r3", "r2")
 
 
 WIDE_X = 28  # frame offset of the widened input rows (after the GEMM's 7 words of state)
@@ -435,25 +465,41 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans) -> None:
             for i, c in chans:
                 st.ld(wregs[i], w0 + 8 * b * g + 8 * c + half)
             xo = WIDE_X + 16 * g + 2 * half
+            if g == 0 and half == 0:  # row 1 first: it starts from row 0's accumulator (the start, no MOV)
+                out.append(f"ldr lr, [sp, #{xo + 4}]")
+                out += [f"smlad r{8 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
+                out.append(f"ldr lr, [sp, #{xo}]")
+                out += [f"smlad r{4 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
+                continue
             out.append(f"ldr lr, [sp, #{xo}]")
             out += [f"smlad r{4 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
             out.append(f"ldr lr, [sp, #{xo + 4}]")
             out += [f"smlad r{8 + i}, lr, {wregs[i]}, r{8 + i}" for i, _ in chans]
 
 
-def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int) -> None:
+def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None) -> None:
     """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
-    c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1)."""
+    c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1). A channel's stores follow the
+    next channel's loads (the last load pipelines with them: 1 estimated cycle, not 2). With ``rights``
+    (channel c's right shift: the function is the layer's own) the shift is SSAT's immediate: no load
+    of right, no ASR."""
+    stores: list = []
     for i, c in chans:
-        for j, r in enumerate(("r0", "r3", "r12")):
+        for j, r in enumerate(("r0", "r3") if rights is not None else ("r0", "r3", "r12")):
             st.ld(r, c0 + 12 * c + 4 * j)
+        out += stores
         for a in (f"r{4 + i}", f"r{8 + i}"):
-            out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr", f"asr {a}, {a}, r12"]
-            out += _clamp_asm(a, act_min, act_max)
-        out += [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+            out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr"]
+            if rights is None:
+                out += [f"asr {a}, {a}, r12"] + _clamp_asm(a, act_min, act_max)
+            else:
+                out += _clamp_asm(a, act_min, act_max, int(rights[c]))
+        stores = [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+    out += stores
 
 
-def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False) -> list:
+def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False,
+                         rights=None) -> list:
     """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
     r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
     ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
@@ -466,33 +512,31 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
     for s in range(b // 4):
         chans = list(enumerate(range(4 * s, 4 * s + 4)))
         for i, c in chans:
-            st.ld(f"r{4 + i}", 4 * c)
-        out += [f"mov r{8 + i}, r{4 + i}" for i in range(4)]
+            st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
         (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
         out.append("ldr r2, [sp, #4]")
-        _pair_requant(out, st, c0, n, chans, act_min, act_max)
+        _pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
     st.to(c0 + 12 * b)
     out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
     return out
 
 
-def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False) -> list:
+def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False, rights=None) -> list:
     """One block of b (8 or 4) output channels of two rows (``_pair_block_unrolled``). For K <
     PAIR_LOOP_K (or a block of 4) the sub-blocks of 4 channels are unrolled; from it they are one loop
     ([sp+20] = 16s: about 20 more cycles per sub-block, for half the code of a block of 8). The stream's
     layout is the one-row block's: sub-block s's accumulator starts are 16s bytes after sub-block 0's,
     its weights 32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the
     block's start. r1 ends at the next block."""
-    if k < PAIR_LOOP_K or b <= 4:
-        return _pair_block_unrolled(b, k, n, act_min, act_max, wide)
+    if k < PAIR_LOOP_K or b <= 4 or rights is not None:
+        return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights)
     chans = [(c, c) for c in range(4)]
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
                  "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
     st = _Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
     for c in range(4):
-        st.ld(f"r{4 + c}", 4 * c)
-    out += [f"mov r{8 + c}, r{4 + c}" for c in range(4)]
+        st.ld(f"r{4 + c}", 4 * c)  # row 1's accumulators start from these in the first MACs
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
     (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
@@ -504,33 +548,39 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
 
 
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
-                  wide: bool | None = None) -> list:
+                  wide: bool | None = None, rights=None) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
     in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
     accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
     requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
-    [sp+8] rows left, [sp+12] d, [sp+16] d->end8; where ``wide_ok``, from [sp+WIDE_X] the two rows of a
-    pair widened (``_widen_rows``, ``_pair_macs_wide``)."""
+    [sp+8] rows left, [sp+12] d->stream, [sp+16] d->end8; where ``wide_ok``, from [sp+WIDE_X] the two rows of a
+    pair widened (``_widen_rows``, ``_pair_macs_wide``). ``rights`` (the N right shifts of the layer
+    whose own function this is, or None): the two-row blocks unrolled, each channel's shift an immediate
+    of SSAT (``_pair_requant``); the single row reads them from the stream as before."""
     wide = pairs and pair_ok(k, n) and (wide_ok(k, n) if wide is None else wide)
     frame = WIDE_X + (4 * k if wide else 0)
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
-            "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]"]
-    if pairs and pair_ok(k, n):
-        body += [".Lpair_%=:", "ldr r3, [sp, #8]", "cmp r3, #2", "blt .Lsingle_%="]
+            "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
+    if pairs and pair_ok(k, n):  # N is the function's: its blocks of 8 are a loop only from two
+        body += ["cmp r3, #2", "blt .Lsingle_%=", ".Lpair_%=:"]
         if wide:
             body += _widen_rows(k)
-        body += ["ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Lptail_%=",
-                 ".Lpblock_%=:"]
-        body += _pair_block_asm(8, k, n, act_min, act_max, wide)
-        body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%=", ".Lptail_%=:"]
+        body.append("ldr r1, [sp, #12]")
+        if rights is not None:
+            for c in range(0, n - 7, 8):
+                body += _pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
+        elif n >= 8:
+            body += [".Lpblock_%=:"] + _pair_block_asm(8, k, n, act_min, act_max, wide)
+            if n >= 16:
+                body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
         if tail:
-            body += _pair_block_asm(4, k, n, act_min, act_max, wide)
-        body += ["ldr r0, [sp]", f"addw r0, r0, #{2 * k}", "str r0, [sp]", "ldr r2, [sp, #4]",
-                 f"addw r2, r2, #{n}", "str r2, [sp, #4]", "ldr r3, [sp, #8]", "subs r3, #2", "str r3, [sp, #8]",
-                 "b .Lpair_%=", ".Lsingle_%=:"]
+            body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
+        body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{n}", "subs r3, #2",
+                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
+                 ".Lsingle_%=:"]
     body += ["ldr r3, [sp, #8]", "cmp r3, #0", "beq .Ldone_%=",
-             ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
+             ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
              ".Lblock_%=:"]
     body += _block_asm(8, k, act_min, act_max)
     body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lblock_%=", ".Ltail_%=:"]
@@ -542,9 +592,22 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
 
 
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
-                    wide: bool) -> str:
+                    rights, wide: bool) -> str:
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide))
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights))
+
+
+OWN_FN_MAX_N = 32  # a layer with K < PAIR_LOOP_K and N up to this has its own two-row function (``_own_rights``)
+
+
+def _own_rights(l):
+    """The right shifts of a layer whose two-row GEMM is its own function (blocks unrolled, each shift an
+    SSAT immediate: 1.5 estimated M33 cycles less per output, about 2 KB more flash per block of 8 of K 32):
+    small K and N (VWW's K 8..32 1x1 layers, the 27-tap stems), where the requantization is a large share;
+    else None (the function is shared by the layers of one K, N, tail and output range)."""
+    if not (_calls_pairs(l) and pair_ok(l.k, l.n)) or l.k >= PAIR_LOOP_K or l.n > OWN_FN_MAX_N:
+        return None
+    return tuple(int(r) for r in l.smmlar()[:, 2])
 
 
 def _caller_bytes(l) -> int:
@@ -575,8 +638,9 @@ def _conv_chunk(l) -> int:
 def _gemm_fn_name(l) -> str:
     tail = l.n % 8 == 4
     pairs = _calls_pairs(l) and pair_ok(l.k, l.n)
+    own = f"_i{l.instruction}" if _own_rights(l) is not None else ""
     return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}"
-            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}")
+            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{own}")
 
 
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
@@ -628,7 +692,7 @@ def generate(program: Program, kernels) -> Generated:
         if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
             name = _gemm_fn_name(l)
             fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max,
-                                  _calls_pairs(l) and pair_ok(l.k, l.n)))
+                                  _calls_pairs(l) and pair_ok(l.k, l.n), _own_rights(l)))
             wide[name] = wide.get(name, True) and wide_ok(l.k, l.n, _caller_bytes(l))  # every caller's stack
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig, wide[name]))

@@ -1,0 +1,375 @@
+"""The smmlar GEMM's assembly (emit_dsp.gemm_asm_body) run by a small Thumb-2 interpreter of the
+instructions it uses, against gemm_stream_c's arithmetic in Python: every path (two-row blocks with the
+inputs widened in the frame or not, sub-blocks unrolled or looped, the last block of 4, the last
+single row, clamped output ranges) on random streams, in milliseconds and without QEMU (the QEMU runs of
+tests/test_generated_firmware.py check the same code on the M33 and the M4). Reads outside the inputs,
+the stream, the descriptor and the frame, and writes outside the outputs and the frame, fail; the
+interpreter also estimates the M33 cycles with mcu_gen/device/cycles.py's model (a load is 1 cycle when
+an independent load/store single follows, else 2; LDRD 3; LDM/PUSH 1 + N; a taken branch 1 + 2)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from mcu_gen.backends.generated.emit_dsp import PAIR_LOOP_K, WIDE_X, gemm_asm_body, pair_ok
+
+M32 = 0xFFFFFFFF
+SP_TOP, X0, D0, STREAM0, Y0 = 0x10000, 0x20000, 0x30000, 0x40000, 0x80000
+
+
+def s32(v: int) -> int:
+    v &= M32
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def sxtb16(v: int, ror: int) -> int:
+    v = ((v & M32) >> ror | (v & M32) << (32 - ror)) & M32 if ror else v & M32
+    lo, hi = v & 0xFF, (v >> 16) & 0xFF
+    lo, hi = lo - 256 if lo & 0x80 else lo, hi - 256 if hi & 0x80 else hi
+    return (lo & 0xFFFF) | (hi & 0xFFFF) << 16
+
+
+def halves(v: int):
+    lo, hi = v & 0xFFFF, (v >> 16) & 0xFFFF
+    return (lo - 65536 if lo & 0x8000 else lo), (hi - 65536 if hi & 0x8000 else hi)
+
+
+def smlad(n: int, m: int, a: int) -> int:
+    (n0, n1), (m0, m1) = halves(n), halves(m)
+    return s32(n0 * m0 + n1 * m1 + s32(a))
+
+
+def smmlar(n: int, m: int, a: int) -> int:
+    return s32((s32(a) * (1 << 32) + s32(n) * s32(m) + (1 << 31)) >> 32)
+
+
+def ssat8(v: int) -> int:
+    return max(-128, min(127, s32(v)))
+
+
+class Machine:
+    """The registers, flags and memory (readable / writable byte ranges) of one call."""
+
+    def __init__(self, mem: bytearray, readable, writable):
+        self.r = {f"r{i}": 0 for i in range(13)}
+        self.r.update(sp=SP_TOP, lr=0xDEAD)
+        self.mem, self.readable, self.writable = mem, readable, writable
+        self.n = self.z = self.v = False
+        self.cycles = 0
+        self.profile = None  # {body index: executions}, when a dict
+
+    def reg(self, name: str) -> int:
+        return self.r[name]
+
+    def set(self, name: str, v: int):
+        self.r[name] = v & M32
+
+    def check(self, addr: int, size: int, ranges, what: str):
+        assert any(lo <= addr and addr + size <= hi for lo, hi in ranges), f"{what} of {size} at {addr:#x}"
+
+    def load(self, addr: int, size: int = 4) -> int:
+        self.check(addr, size, self.readable + self.writable, "read")
+        return int.from_bytes(self.mem[addr:addr + size], "little")
+
+    def store(self, addr: int, v: int, size: int = 4):
+        self.check(addr, size, self.writable, "write")
+        self.mem[addr:addr + size] = (v & ((1 << 8 * size) - 1)).to_bytes(size, "little")
+
+
+def _imm(t: str) -> int:
+    return int(t.strip().lstrip("#"), 0)
+
+
+def _reglist(t: str) -> list:
+    out = []
+    for part in t.strip("{} ").split(","):
+        part = part.strip()
+        if "-" in part:
+            a, b = (int(p.strip()[1:]) for p in part.split("-"))
+            out += [f"r{i}" for i in range(a, b + 1)]
+        else:
+            out.append(part)
+    return out
+
+
+MEM_RE = re.compile(r"(\w+), \[(\w+)(?:, #(-?\d+))?\](!?)(?:, #(-?\d+))?$")
+
+
+def _mem_operands(ops: str):
+    m = MEM_RE.match(ops)
+    assert m, ops
+    rt, rn, off, _, post = m.groups()
+    return rt, rn, int(off or 0), (int(post) if post is not None else None)
+
+
+def run(body: list, m: Machine, args: tuple) -> None:
+    for r, v in zip(("r0", "r1", "r2", "r3"), args):
+        m.set(r, v)
+    lines = [l for l in body]
+    labels = {l[:-1]: i for i, l in enumerate(lines) if l.endswith(":")}
+    pc, skip, steps = 0, False, 0
+    while True:
+        steps += 1
+        assert steps < 5_000_000
+        line = lines[pc]
+        pc += 1
+        if line.endswith(":"):
+            continue
+        op, _, ops = line.partition(" ")
+        nxt = next((l for l in lines[pc:] if not l.endswith(":")), "")
+        if op == "it":
+            cond = ops.strip()
+            skip = not ({"lt": m.n != m.v, "gt": not m.z and m.n == m.v}[cond])
+            m.cycles += 1
+            continue
+        if skip:
+            skip = False
+            m.cycles += 1
+            continue
+        m.cycles += 1
+        if m.profile is not None:
+            m.profile[pc - 1] = m.profile.get(pc - 1, 0) + 1
+        if op in ("ldr", "ldrb"):
+            rt, rn, off, post = _mem_operands(ops)
+            base = m.reg(rn)
+            addr = base + off if post is None else base
+            m.set(rt, m.load(addr & M32, 4 if op == "ldr" else 1))
+            if post is not None:
+                m.set(rn, base + post)
+            nop, _, nops = nxt.partition(" ")
+            if nop in ("ldr", "ldrb", "str", "strb"):
+                _, nrn, _, _ = _mem_operands(nops)
+                if nrn == rt:
+                    m.cycles += 1
+            else:
+                m.cycles += 1
+        elif op in ("str", "strb"):
+            rt, rn, off, post = _mem_operands(ops)
+            base = m.reg(rn)
+            addr = base + off if post is None else base
+            m.store(addr & M32, m.reg(rt), 4 if op == "str" else 1)
+            if post is not None:
+                m.set(rn, base + post)
+        elif op == "ldrd":
+            a, rest = ops.split(", ", 1)
+            rt2, rn, off, post = _mem_operands(rest)
+            base = m.reg(rn)
+            addr = base + off if post is None else base
+            m.set(a, m.load(addr & M32))
+            m.set(rt2, m.load((addr + 4) & M32))
+            if post is not None:
+                m.set(rn, base + post)
+            m.cycles += 2
+        elif op in ("ldmia", "ldm"):
+            rn, regs = ops.split(", ", 1)
+            wb = rn.endswith("!")
+            rn = rn.rstrip("!")
+            addr = m.reg(rn)
+            for i, r in enumerate(_reglist(regs)):
+                m.set(r, m.load(addr + 4 * i))
+            if wb:
+                m.set(rn, addr + 4 * len(_reglist(regs)))
+            m.cycles += len(_reglist(regs))
+        elif op == "push":
+            regs = _reglist(ops)
+            m.set("sp", m.reg("sp") - 4 * len(regs))
+            for i, r in enumerate(regs):
+                m.store(m.reg("sp") + 4 * i, m.reg(r))
+            m.cycles += len(regs)
+        elif op == "pop":
+            regs = _reglist(ops)
+            assert regs[-1] == "pc"
+            for i, r in enumerate(regs[:-1]):
+                m.set(r, m.load(m.reg("sp") + 4 * i))
+            m.set("sp", m.reg("sp") + 4 * len(regs))
+            m.cycles += len(regs) + 2
+            return
+        elif op in ("b", "beq", "bne", "blt", "bge"):
+            take = {"b": True, "beq": m.z, "bne": not m.z, "blt": m.n != m.v, "bge": m.n == m.v}[op]
+            if take:
+                pc = labels[ops.strip()]
+                m.cycles += 2
+        else:
+            t = [x.strip() for x in ops.split(",")]
+            if op == "smlad":
+                m.set(t[0], smlad(m.reg(t[1]), m.reg(t[2]), m.reg(t[3])))
+            elif op == "smmlar":
+                m.set(t[0], smmlar(m.reg(t[1]), m.reg(t[2]), m.reg(t[3])))
+            elif op == "sxtb16":
+                m.set(t[0], sxtb16(m.reg(t[1]), _imm(t[2].split()[1]) if len(t) > 2 else 0))
+            elif op == "asr":
+                m.set(t[0], s32(m.reg(t[1])) >> (m.reg(t[2]) & 0xFF))
+            elif op == "ssat":  # ssat rd, #8, rn[, asr #s]
+                assert t[1] == "#8"
+                v = s32(m.reg(t[2]))
+                if len(t) == 4:
+                    kind, sh = t[3].split()
+                    assert kind == "asr"
+                    v >>= _imm(sh)
+                m.set(t[0], ssat8(v))
+            elif op in ("mov", "movw", "movs", "movlt", "movgt"):
+                m.set(t[0], _imm(t[1]) if t[1].startswith("#") else m.reg(t[1]))
+            elif op in ("cmp", "subs", "adds"):
+                a = m.reg(t[0])
+                b = _imm(t[1]) if t[1].startswith("#") else m.reg(t[1])
+                r = a + b if op == "adds" else a - b
+                res = s32(r)
+                m.n, m.z = res < 0, res == 0
+                if op == "adds":
+                    m.v = (s32(a) >= 0) == (s32(b) >= 0) and (res >= 0) != (s32(a) >= 0)
+                else:
+                    m.v = (s32(a) >= 0) != (s32(b) >= 0) and (res >= 0) != (s32(a) >= 0)
+                if op != "cmp":
+                    m.set(t[0], r)
+            elif op in ("add", "sub", "addw", "subw"):
+                sign = -1 if op.startswith("sub") else 1
+                if len(t) == 2:
+                    d, a = t[0], m.reg(t[0])
+                    b = _imm(t[1]) if t[1].startswith("#") else m.reg(t[1])
+                else:
+                    d, a = t[0], m.reg(t[1])
+                    if len(t) == 4:  # add rd, rn, rm, asr/lsr #s
+                        kind, s = t[3].split()
+                        v = m.reg(t[2])
+                        b = s32(v) >> _imm(s) if kind == "asr" else v >> _imm(s)
+                    else:
+                        b = _imm(t[2]) if t[2].startswith("#") else m.reg(t[2])
+                m.set(d, a + sign * b)
+            else:
+                raise AssertionError(f"not interpreted: {line}")
+
+
+def expected(x: np.ndarray, words: list, end8: int, k: int, n: int, tail: bool, act_min: int,
+             act_max: int) -> np.ndarray:
+    """gemm_stream_c (kernels_generated/dsp_prelude.h) in Python integers."""
+    out = []
+    for row in x:
+        p, ys = 0, []
+        blocks = [8] * (end8 // (8 + 4 * k + 24)) + ([4] if tail else [])
+        for b in blocks:
+            a = [s32(words[p + c]) for c in range(b)]
+            p += b
+            for g in range(0, k, 4):
+                v = [int(t) for t in row[g:g + 4]]
+                x02 = (v[0] & 0xFFFF) | (v[2] & 0xFFFF) << 16
+                x13 = (v[1] & 0xFFFF) | (v[3] & 0xFFFF) << 16
+                for c in range(b):
+                    a[c] = smlad(x13, words[p + 2 * c + 1], smlad(x02, words[p + 2 * c], a[c]))
+                p += 2 * b
+            for c in range(b):
+                mult, ra, right = (s32(w) for w in words[p + 3 * c:p + 3 * c + 3])
+                r = s32(smmlar(a[c], mult, s32(ra + (a[c] >> 31)))) >> right
+                ys.append(min(max(ssat8(r), act_min), act_max))
+            p += 3 * b
+        out.append(ys)
+    return np.array(out, np.int64).reshape(len(x), n)
+
+
+def random_stream(rng, k: int, n: int):
+    """(words, end8) of a GemmLayer.stream()-shaped stream: per block starts, int16 weight pairs (doubled
+    weights + offsets: kept small), (mult, ra, right) per channel with a rounding constant and offset."""
+    words = []
+    c = 0
+    end8 = None
+    while c < n:
+        b = 8 if n - c >= 8 else 4
+        if b == 4:
+            end8 = len(words)
+        words += [int(v) & M32 for v in rng.integers(-4000, 4000, b)]
+        w = rng.integers(-300, 300, (k // 4, b, 2, 2))
+        for g in range(k // 4):
+            for ch in range(b):
+                for pair in range(2):
+                    words.append((int(w[g, ch, pair, 0]) & 0xFFFF) | (int(w[g, ch, pair, 1]) & 0xFFFF) << 16)
+        for _ in range(b):
+            right = int(rng.integers(6, 14))
+            off = int(rng.integers(-20, 20))
+            words += [int(rng.integers(1 << 29, 1 << 31)), ((1 << (right - 1)) + off * (1 << right)) & M32, right]
+        c += b
+    return words, len(words) if end8 is None else end8
+
+
+def call(body: list, x: np.ndarray, words: list, end8: int, n: int):
+    """Runs the function on rows x (int8) with the stream; (outputs, estimated cycles)."""
+    rows, k = x.shape
+    mem = bytearray(Y0 + rows * n + 64)
+    mem[X0:X0 + x.size] = x.astype(np.int8).tobytes()
+    for i, w in enumerate(words):
+        mem[STREAM0 + 4 * i:STREAM0 + 4 * i + 4] = (w & M32).to_bytes(4, "little")
+    mem[D0:D0 + 4] = STREAM0.to_bytes(4, "little")
+    mem[D0 + 4:D0 + 8] = (STREAM0 + 4 * end8).to_bytes(4, "little")
+    mem[Y0:Y0 + rows * n] = b"\x55" * (rows * n)
+    m = Machine(mem, readable=[(X0, X0 + x.size), (D0, D0 + 8), (STREAM0, STREAM0 + 4 * len(words))],
+                writable=[(SP_TOP - 8192, SP_TOP), (Y0, Y0 + rows * n)])
+    run(body, m, (X0, D0, Y0, rows))
+    assert m.reg("sp") == SP_TOP
+    y = np.frombuffer(bytes(mem[Y0:Y0 + rows * n]), np.int8).astype(np.int64).reshape(rows, n)
+    return y, m.cycles
+
+
+CASES = [  # (k, n, rows, act_min, act_max, pairs, wide[, own: the layer's own function, shifts as immediates])
+    (8, 16, 5, -128, 127, True, True),     # VWW's K 8 layer: widened rows
+    (8, 16, 4, -128, 127, True, False),
+    (12, 12, 3, 0, 127, True, True),       # K 12, a last block of 4, ReLU
+    (16, 32, 2, -128, 127, True, True),
+    (16, 20, 3, -128, 127, True, False),
+    (28, 8, 9, -128, 127, True, True),     # the 3x3 stems (27 taps -> 28), VWW's chunk of 9 windows
+    (28, 16, 3, -20, 90, True, False),
+    (4, 4, 3, -128, 127, True, True),      # only a block of 4
+    (4, 12, 2, -128, 127, True, False),
+    (64, 8, 1, -128, 127, True, True),     # a single row
+    (108, 12, 4, -128, 127, True, False),  # without widened rows, unrolled sub-blocks, a tail
+    (132, 36, 3, 0, 6, True, False),       # looped sub-blocks (K >= PAIR_LOOP_K), ReLU6 range
+    (144, 16, 2, -128, 127, True, False),  # ResNet-8's body
+    (128, 24, 3, -128, 127, True, True),   # looped sub-blocks over widened rows
+    (324, 20, 3, -128, 127, True, False),  # the stream pointer moves inside a block (offsets > 4095)
+    (576, 8, 2, -128, 127, True, False),
+    (40, 12, 3, -128, 127, False, False),  # one row at a time only
+    (16, 8, 0, -128, 127, True, True),     # no rows
+    (8, 16, 5, -128, 127, True, True, True),    # the layer's own function (emit_dsp._own_rights)
+    (28, 8, 9, 0, 127, True, True, True),
+    (12, 12, 3, -128, 127, True, False, True),
+    (32, 32, 4, -7, 100, True, True, True),
+    (108, 20, 2, -128, 127, True, False, True),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=["-".join(map(str, c)) for c in CASES])
+def test_gemm_asm_equals_gemm_stream_c(case):
+    k, n, rows, act_min, act_max, pairs, wide, *own = case
+    rng = np.random.default_rng(k * 1000 + n * 10 + rows)
+    tail = n % 8 == 4
+    wide = wide and pairs and pair_ok(k, n)
+    words, end8 = random_stream(rng, k, n)
+    rights = None
+    if own:  # each channel's right shift, the third word of its constants
+        b8 = 8 + 4 * k + 24
+        rights = [words[i * b8 + 8 + 4 * k + 3 * c + 2] for i in range(n // 8) for c in range(8)]
+        if tail:
+            rights += [words[end8 + 4 + 2 * k + 3 * c + 2] for c in range(4)]
+    body = gemm_asm_body("f", k, n, tail, act_min, act_max, pairs, wide, rights)
+    if own:
+        assert not any(l.startswith("asr") for l in body[:body.index(".Lsingle_f:")])
+    x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    y, cycles = call(body, x, words, end8, n)
+    want = expected(x, words, end8, k, n, tail, act_min, act_max)
+    assert np.array_equal(y, want), (y, want)
+    if rows * n >= 8:
+        assert len(np.unique(y)) > 4  # not all saturated
+
+
+def test_two_row_blocks_cost_what_the_generator_says():
+    """Estimated M33 cycles per MAC of the two-row GEMM's inner loops (K 256, N 64, 2 rows): about 37/32
+    without widened rows, 32/32 with (plus the widening), the requantization on top."""
+    rng = np.random.default_rng(1)
+    k, n = 256, 64
+    words, end8 = random_stream(rng, k, n)
+    x = rng.integers(-128, 128, (2, k)).astype(np.int8)
+    per_mac = {}
+    for wide in (False, True):
+        _, cycles = call(gemm_asm_body("f", k, n, False, -128, 127, True, wide), x, words, end8, n)
+        per_mac[wide] = cycles / (2 * k * n)
+    assert per_mac[False] < 1.22 and per_mac[True] < 1.08, per_mac
+    assert k >= PAIR_LOOP_K and WIDE_X == 28
