@@ -262,8 +262,9 @@ using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t r
 // N > K (widening): chunks from the last; the output rows start at r N >= r K, where the input rows read
 // already start.
 template <int32_t kRows, int32_t kK, int32_t kN, int32_t kChunk>
-void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* rows,
+void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* rows_at,
                          int16_t* wide) {
+  int8_t* const rows = static_cast<int8_t*>(__builtin_assume_aligned(rows_at, 4));  // as conv_stream's patch
   for (int32_t i = 0; i < kRows; i += kChunk) {
     const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
     const int32_t r = kN > kK ? kRows - i - m : i;
@@ -281,8 +282,11 @@ void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmF
 // that a write would overwrite while later pixels still read them.
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
           int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
-void conv_stream(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* patch, int16_t* wide) {
+__attribute__((noinline)) void conv_stream(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* patch_at, int16_t* wide) {
   constexpr int32_t kSpan = kKW * kCin;
+  // word aligned (the scratch tensor's planned offset and the ring before it are rounded to 4; the stack buffer is
+  // alignas(4)): the window rows' copies of a few bytes stay word moves, not byte loops
+  int8_t* const patch = static_cast<int8_t*>(__builtin_assume_aligned(patch_at, 4));
   for (int32_t r = 0; r < kChunk; ++r) {
     for (int32_t k = kKH * kSpan; k < kK; ++k) patch[r * kK + k] = 0;
   }

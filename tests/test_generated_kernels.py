@@ -60,7 +60,23 @@ def _requant_params(rng, n, lo=-12, hi=-5, left_shift=True):
     return mults, shifts
 
 
-def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> Program:
+def sized_scratch(p: Program, replan) -> Program:
+    """``p`` with each smmlar GEMM layer's scratch tensor grown to hold its best per-call buffers
+    (emit_dsp.work_levels: windows or rows, then the widened pair of rows) and planned again (``replan``):
+    what generated/scratch.py size_scratch gives a layer where the arena has room."""
+    from mcu_gen.backends.generated.emit_dsp import scratch_levels as work_levels, work_bytes
+
+    for l in generated.eligible(p)[0]:
+        if l.requant_kind != "smmlar" or not work_levels(l):
+            continue
+        t = p.values[p.instructions[l.instruction].args[12]]
+        need = l.scratch_at + work_bytes(l, *work_levels(l)[0])
+        t.shape, t.dtype = (max(t.nbytes if t.dtype == "int8" else 0, need),), "int8"
+    replan()
+    return p
+
+
+def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True, scratch=False) -> Program:
     p = Program()
     x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
     wt = rng.integers(-127, 128, (cout, 1, 1, cin)).astype(np.int8)
@@ -75,14 +91,20 @@ def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> P
     op = "mcu::quantized_conv2d_pointwise_inplace.out" if inplace else "cortex_m::quantized_conv2d.out"
     p.instructions.append(Instruction(op, args))
     p.inputs, p.outputs = [x], [out]
-    planner.plan(p)
-    if inplace:  # the output over the input, as the planner's pointwise rule places it (widening: past it)
-        p.tensor(out).offset = p.tensor(x).offset
-        p.arena_size = max(p.arena_size, p.tensor(x).offset + max(p.tensor(x).nbytes, p.tensor(out).nbytes))
-    return p
+
+    def plan():
+        planner.plan(p)
+        if inplace:  # the output over the input, as the planner's pointwise rule places it (widening: past it)
+            p.tensor(out).offset = p.tensor(x).offset
+            p.arena_size = max(p.arena_size, p.tensor(x).offset + max(p.tensor(x).nbytes, p.tensor(out).nbytes))
+            t = p.values[args[12]]  # the scratch past the output moved over the input (widening: longer than it)
+            t.offset = (p.arena_size + 15) // 16 * 16
+            p.arena_size = t.offset + t.nbytes
+    plan()
+    return sized_scratch(p, plan) if scratch else p
 
 
-def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, inplace=False) -> Program:
+def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, inplace=False, scratch=False) -> Program:
     p = Program()
     x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=-7))
     wt = rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8)
@@ -99,6 +121,9 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, in
     p.inputs, p.outputs = [x], [out]
     inplace_pass.plan_memory(p, allow_inplace=inplace)  # in place: the planner's row-by-row variant and its ring of rows
     assert not inplace or p.instructions[0].op == CONV_ROWS_INPLACE
+    if scratch:  # the gathered windows and widened rows in the scratch (after the ring), planned in the arena
+        sized_scratch(p, lambda: inplace_pass.plan_memory(p, allow_inplace=inplace))
+        assert not inplace or p.instructions[0].op == CONV_ROWS_INPLACE
     return p
 
 
@@ -252,6 +277,16 @@ CASES = [  # (kind, shape parameters)
     ("conv_inplace", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
     ("conv_inplace", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
     ("conv_inplace", dict(h=14, w=14, cin=8, cout=8, kh=5, kw=5, stride=(1, 1), pad=(2, 2))),  # MNIST-like
+    # The per-call buffers (gathered windows / output rows, the two-row GEMM's widened rows) in the layer's scratch
+    # tensor, planned in the arena (issue 25): emit_dsp.work_plan; the widening in a loop from K 68.
+    ("conv_scratch", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv_scratch", dict(h=4, w=4, cin=64, cout=8, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # K 576: 2,304 B widened
+    ("conv_inplace_scratch", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv_inplace_scratch", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # a ring of 27 B rows
+    ("conv_inplace_scratch", dict(h=14, w=14, cin=8, cout=8, kh=5, kw=5, stride=(1, 1), pad=(2, 2))),
+    ("pointwise_right_scratch", dict(h=7, w=3, cin=12, cout=20)),  # the widened rows alone
+    ("pointwise_inplace_right_scratch", dict(h=5, w=5, cin=32, cout=64)),
+    ("pointwise_inplace_right_scratch", dict(h=5, w=5, cin=64, cout=32)),
     ("linear", dict(rows=1, k=64, n=12)),  # KWS classifier
     ("linear", dict(rows=3, k=40, n=8)),
     ("linear_bias", dict(rows=2, k=128, n=20)),
@@ -262,11 +297,14 @@ def case_program(kind: str, shape: dict):
     """(program, input) of one CASES entry, from a seed of the case's own (hash() of a string differs
     per process: some seeds saturated a small layer's outputs and the distinctness check failed at random)."""
     rng = np.random.default_rng(zlib.crc32(f"{kind}-{sorted(shape.items())}".encode()))
+    scratch = kind.endswith("_scratch")
+    kind = kind.removesuffix("_scratch")
     if kind.startswith("pointwise"):
-        p = pointwise_program(rng, inplace="inplace" in kind, left_shift=not kind.endswith("right"), **shape)
+        p = pointwise_program(rng, inplace="inplace" in kind, left_shift=not kind.endswith("right"), scratch=scratch,
+                              **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("conv"):
-        p = conv_program(rng, left_shift=kind == "conv_left", inplace=kind == "conv_inplace", **shape)
+        p = conv_program(rng, left_shift=kind == "conv_left", inplace=kind == "conv_inplace", scratch=scratch, **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("depthwise"):
         p = depthwise_program(rng, left_shift=kind == "depthwise_left", inplace=kind == "depthwise_inplace", **shape)
@@ -282,6 +320,10 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     p, x = case_program(kind, shape)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
+    if kind.endswith("_scratch"):  # the buffers in the scratch tensor (work_plan's first choice), not on the stack
+        work = gen.layers[0].work
+        assert work.offset is not None and work.wide and "int8_t work[" not in gen.source, vars(work)
+        kind = kind.removesuffix("_scratch")
     assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "pointwise_inplace_right", "depthwise", "depthwise_inplace", "conv",
                                                        "conv_inplace", "linear", "linear_bias"))
     expected = run_int8_reference(p, [x])[0]
@@ -300,6 +342,29 @@ def test_other_weights_reach_the_library_kernel(failing_kernels, tmp_path):
     w.data.flat[5] ^= 1  # one weight differs from what the layer was generated for
     rc, _ = run_generated(p, gen, failing_kernels, tmp_path, np.zeros((1, 8, 3, 3), np.int8))
     assert rc != 0
+
+
+def test_a_scratch_tensor_other_than_planned_reaches_the_library_kernel(failing_kernels, tmp_path):
+    """A layer generated with its per-call buffers in the scratch tensor (issue 25) checks that tensor at load: a
+    program whose scratch is smaller, or planned elsewhere, than the layer was generated for runs the library
+    kernel (failing here), never the layer over bytes the plan gave to another tensor."""
+    shape = dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))
+    for inplace in (False, True):
+        p, x = case_program("conv_inplace_scratch" if inplace else "conv_scratch", shape)
+        gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+        assert gen.layers[0].work.offset is not None
+        rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
+        assert rc == 0 and np.array_equal(got, run_int8_reference(p, [x])[0])
+        t = p.values[p.instructions[0].args[12]]
+        size, offset = t.shape, t.offset
+        t.shape = (t.nbytes - 4,)  # smaller, same place
+        rc, _ = run_generated(p, gen, failing_kernels, tmp_path, x)
+        assert rc != 0, "a smaller scratch ran the generated layer"
+        t.shape, t.offset = size, (p.arena_size + 15) // 16 * 16  # same size, elsewhere (past every other tensor)
+        p.arena_size = t.offset + t.nbytes
+        rc, _ = run_generated(p, gen, failing_kernels, tmp_path, x)
+        assert rc != 0, "a scratch planned elsewhere ran the generated layer"
+        t.offset = offset
 
 
 def test_not_covered_layers_are_named():

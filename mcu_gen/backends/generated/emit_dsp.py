@@ -464,17 +464,12 @@ def work_bytes(l, chunk: int, wide: bool) -> int:
     return chunk * (l.k if _call(l) == "conv" else l.n) + (4 * l.k if wide else 0)
 
 
-def work_plan(l) -> Work:
-    """The layer's Work: the first of ``work_levels`` that its scratch tensor's room (``l.scratch_room``: its
-    bytes after the ring of an in-place convolution, match.py) holds; else on the stack as before issue 25's
-    arena buffers: CONV_CHUNK_BYTES of windows (two where they fit CONV_PAIR_BYTES), INPLACE_CHUNK_BYTES of rows,
-    the widened rows where the stack buffers and they stay within WIDE_STACK_BYTES (``wide_ok``)."""
+def stack_work(l) -> Work:
+    """The layer's buffers on its compute function's stack (as before issue 25's arena buffers):
+    CONV_CHUNK_BYTES of windows (two where they fit CONV_PAIR_BYTES), INPLACE_CHUNK_BYTES of rows, the widened
+    rows where the stack buffers and they stay within WIDE_STACK_BYTES (``wide_ok``)."""
     call = _call(l)
     unit = l.k if call == "conv" else (l.n if call == "inplace" else 0)
-    room = getattr(l, "scratch_room", 0)
-    for chunk, wide in work_levels(l):
-        if 0 < work_bytes(l, chunk, wide) <= room:
-            return Work(chunk, unit, l.k, wide, getattr(l, "scratch_at", 0))
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
@@ -485,6 +480,25 @@ def work_plan(l) -> Work:
         chunk = 0
     pairs = (chunk >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
     return Work(chunk, unit, l.k, pairs and wide_ok(l.k, l.n, chunk * unit), None)
+
+
+def scratch_levels(l) -> list:
+    """work_levels that do at least as well as the stack (stack_work: the widened rows first, then the larger
+    chunk): the choices worth a scratch tensor's bytes (on a tie the arena's gap, not the stack's deepest path)."""
+    s = stack_work(l)
+    return [(c, w) for c, w in work_levels(l) if (w, c) >= (s.wide, s.chunk)]
+
+
+def work_plan(l) -> Work:
+    """The layer's Work: the first of ``scratch_levels`` that its scratch tensor's room (``l.scratch_room``: its
+    bytes after the ring of an in-place convolution, match.py) holds; else ``stack_work``."""
+    call = _call(l)
+    unit = l.k if call == "conv" else (l.n if call == "inplace" else 0)
+    room = getattr(l, "scratch_room", 0)
+    for chunk, wide in scratch_levels(l):
+        if 0 < work_bytes(l, chunk, wide) <= room:
+            return Work(chunk, unit, l.k, wide, getattr(l, "scratch_at", 0))
+    return stack_work(l)
 
 
 def _work(l) -> Work:

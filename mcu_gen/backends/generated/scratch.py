@@ -9,8 +9,8 @@ they go in the instruction's scratch tensor (argument 12 of the convolutions, af
 ring of rows): the planner places it, live at that instruction only, in a gap of the arena.
 
 ``size_scratch`` runs once the build's plan is made (builder.plan_for_kernels): each such layer's scratch is
-grown to its best choice (emit_dsp.work_levels: the most windows / rows, the widened rows) and the program is
-planned again; where the arena grows past the plan without them, the layers whose scratch ends above that
+grown to its best choice (emit_dsp.scratch_levels: the widened rows, the most windows / rows; only choices as
+good as the stack's) that the arena's free bytes at its step could hold, and the program is planned again; where the arena grows past the plan without them, the layers whose scratch ends above that
 arena's top step down a choice and the program is planned again, a few rounds; if the arena still grows, the
 plan without them is kept (the layers keep their buffers on the stack, as before). Deterministic: the planner
 is (node limits, no timers), and so is this search. The generator (emit_dsp.work_plan) reads the scratch's size
@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import copy
 
-from mcu_gen.backends.generated.emit_dsp import work_bytes, work_levels
+from mcu_gen.backends.generated.emit_dsp import work_bytes, scratch_levels
 from mcu_gen.backends.generated.layers import CONV_SCRATCH_ARG
 from mcu_gen.backends.generated.match import eligible
+from mcu_gen.plan import planner
 from mcu_gen.program.ir import Program, TensorValue
 
 ROUNDS = 4  # plans with the buffers at most (each round steps the layers above the arena's top down a choice)
@@ -36,7 +37,7 @@ def _candidates(program: Program) -> list:
             uses[a] = uses.get(a, 0) + 1
     out = []
     for l in eligible(program)[0]:
-        if l.kind not in ("conv", "pointwise") or l.requant_kind != "smmlar" or not work_levels(l):
+        if l.kind not in ("conv", "pointwise") or l.requant_kind != "smmlar" or not scratch_levels(l):
             continue
         arg = program.instructions[l.instruction].args[CONV_SCRATCH_ARG]
         t = program.values[arg]
@@ -46,6 +47,22 @@ def _candidates(program: Program) -> list:
             continue
         out.append((l, t, l.scratch_at))
     return out
+
+
+def _free_bytes(program: Program, step: int, skip: TensorValue) -> int:
+    """The arena's bytes (program.arena_size) that no tensor live at ``step`` (but ``skip``) takes in the current
+    plan: more than a scratch can take there in any plan of this arena's size."""
+    spans = []
+    for root, iv in planner.lifetimes(program).items():
+        t = program.values[root]
+        if iv.start <= step <= iv.end and t is not skip and t.offset is not None:
+            spans.append((int(t.offset), int(t.offset) + int(iv.size)))
+    used, end = 0, 0
+    for lo, hi in sorted(spans):
+        lo = max(lo, end)
+        if hi > lo:
+            used, end = used + hi - lo, hi
+    return program.arena_size - used
 
 
 def size_scratch(program: Program, replan) -> bool:
@@ -58,10 +75,16 @@ def size_scratch(program: Program, replan) -> bool:
     top = program.arena_size
     saved = copy.deepcopy(program.__dict__)
     original = {id(t): int(t.shape[0]) if t.dtype == "int8" else 0 for _, t, _ in cands}
-    levels = {l.instruction: 0 for l, _, _ in cands}
+    levels = {}  # per layer its first choice that the arena's free bytes at its step could hold
+    for l, t, at in cands:
+        free, opts = _free_bytes(program, l.instruction, t), scratch_levels(l)
+        levels[l.instruction] = next((i for i, o in enumerate(opts) if at + work_bytes(l, *o) <= free), len(opts))
+    cands = [c for c in cands if levels[c[0].instruction] < len(scratch_levels(c[0]))]
+    if not cands:
+        return False
     for _ in range(ROUNDS):
         for l, t, at in cands:
-            opts = work_levels(l)
+            opts = scratch_levels(l)
             lvl = levels[l.instruction]
             need = at + work_bytes(l, *opts[lvl]) if lvl < len(opts) else 0
             t.shape, t.dtype = (max(original[id(t)], need),), "int8"
@@ -69,9 +92,9 @@ def size_scratch(program: Program, replan) -> bool:
         if program.arena_size <= top:
             return True
         over = [l for l, t, _ in cands
-                if levels[l.instruction] < len(work_levels(l)) and t.offset is not None and t.offset + t.nbytes > top]
+                if levels[l.instruction] < len(scratch_levels(l)) and t.offset is not None and t.offset + t.nbytes > top]
         if not over:
-            over = [l for l, _, _ in cands if levels[l.instruction] < len(work_levels(l))]
+            over = [l for l, _, _ in cands if levels[l.instruction] < len(scratch_levels(l))]
         if not over:
             break
         for l in over:
