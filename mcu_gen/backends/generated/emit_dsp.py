@@ -260,9 +260,10 @@ def wide_ok(k: int, n: int, caller_bytes: int = 0, on_stack: bool = True) -> boo
     return n >= 8 and 4 * k <= WIDE_MAX_BYTES and fits
 
 
-def _widen_rows(k: int) -> list:
-    """Both rows' words, x and x + k, widened once per row pair into the buffer at [sp + WIDE_PTR]: per 4 inputs
-    at 16g the halfword pairs x0 (bytes 0, 2), x1 (0, 2), x0 (1, 3), x1 (1, 3) (SXTB16, SXTB16 ROR 8).
+def _widen_rows(k: int, wide: str = "arg") -> list:
+    """Both rows' words, x and x + k, widened once per row pair: ``wide`` "arg" into the caller's buffer (the
+    pointer at [sp + WIDE_PTR]), "frame" into the function's frame from [sp + WIDE_PTR]; per 4 inputs at 16g the
+    halfword pairs x0 (bytes 0, 2), x1 (0, 2), x0 (1, 3), x1 (1, 3) (SXTB16, SXTB16 ROR 8).
     r1 and r4-r11 are free here (no accumulator lives across row pairs; r1 is reloaded after)."""
     groups = k // 4
 
@@ -271,7 +272,7 @@ def _widen_rows(k: int) -> list:
                 "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12", f"str r0, [{dst}, #{do}]", f"str r12, [{dst}, #{do + 4}]",
                 f"str r2, [{dst}, #{do + 8}]", f"str lr, [{dst}, #{do + 12}]"]
 
-    out = ["ldr r3, [sp]", f"ldr r1, [sp, #{WIDE_PTR}]"]
+    out = ["ldr r3, [sp]", f"ldr r1, [sp, #{WIDE_PTR}]" if wide == "arg" else f"add r1, sp, #{WIDE_PTR}"]
     if groups <= 16:
         for g in range(groups):
             out += group("r3", 4 * g, "r1", 16 * g)
@@ -284,17 +285,19 @@ def _widen_rows(k: int) -> list:
     return out
 
 
-def _pair_macs_wide(out: list, st, b: int, k: int, chans) -> None:
+def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg") -> None:
     """The MACs of one sub-block of 4 channels over both rows, inputs widened (``_widen_rows``) in the buffer
-    r12 points to: per 4 inputs and half (pairs A, then B) both rows' input words (r0 row 0, r2 row 1) and two
+    r12 points to ("arg": reloaded per sub-block, the requantization takes r12) or in the frame ("frame": sp): per 4 inputs and half (pairs A, then B) both rows' input words (r0 row 0, r2 row 1) and two
     channels' weight words (r3, lr) in four LDR in a row (1 + 1 + 1 + 2 estimated M33 cycles), 4 SMLAD, the
     other two channels' weights (1 + 2), 4 SMLAD: 32 cycles per 32 MACs (40 with the inputs widened in the loop)."""
     w0 = 4 * b  # the first weight word
-    out.append(f"ldr r12, [sp, #{WIDE_PTR}]")
+    base, at = ("r12", 0) if wide == "arg" else ("sp", WIDE_PTR)
+    if wide == "arg":
+        out.append(f"ldr r12, [sp, #{WIDE_PTR}]")
     for g in range(k // 4):
         for half in (0, 4):
-            xo = 16 * g + 2 * half
-            out += [f"ldr r0, [r12, #{xo}]", f"ldr r2, [r12, #{xo + 4}]"]
+            xo = at + 16 * g + 2 * half
+            out += [f"ldr r0, [{base}, #{xo}]", f"ldr r2, [{base}, #{xo + 4}]"]
             for pair in (chans[:2], chans[2:]):
                 for reg, (i, c) in zip(("r3", "lr"), pair):
                     st.ld(reg, w0 + 8 * b * g + 8 * c + half)
@@ -329,7 +332,7 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
         for i, c in chans:
             st.ld(f"r{4 + i}", 4 * c)
         out += [f"mov r{8 + i}, r{4 + i}" for i in range(4)]
-        (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
+        _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
         out.append("ldr r2, [sp, #4]")
         _pair_requant(out, st, c0, n, chans, act_min, act_max)
     st.to(c0 + 12 * b)
@@ -355,7 +358,7 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
         st.ld(f"r{4 + c}", 4 * c)
     out += [f"mov r{8 + c}, r{4 + c}" for c in range(4)]
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
-    (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
+    _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
     _pair_requant(out, st, c0, n, chans, act_min, act_max)
     out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
@@ -365,26 +368,27 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
 
 
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
-                  wide: bool = False) -> list:
+                  wide: str | None = None) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows,
     int16_t* wide):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
     in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
     accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
     requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
-    [sp+8] rows left, [sp+12] d, [sp+16] d->end8; where ``wide`` (the caller passes a buffer of 4K bytes:
-    ``wide_ok``), [sp+WIDE_PTR] = wide, into which the two rows of a pair are widened (``_widen_rows``,
-    ``_pair_macs_wide``)."""
-    wide = pairs and pair_ok(k, n) and wide
-    frame = WIDE_PTR + (8 if wide else 0)  # 36 B pushed + the frame: 8-byte aligned
+    [sp+8] rows left, [sp+12] d, [sp+16] d->end8. ``wide``: where the two rows of a pair are widened once
+    (``_widen_rows``, ``_pair_macs_wide``): "arg" into the caller's buffer of 4K bytes (the fifth argument, kept at
+    [sp+WIDE_PTR]: a scratch tensor in the arena), "frame" into the frame from [sp+WIDE_PTR] (``wide_ok``'s
+    stack limit), None not at all."""
+    wide = wide if pairs and pair_ok(k, n) else None
+    frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
             "str r1, [sp, #12]", "ldr r3, [r1, #4]", "str r3, [sp, #16]"]
-    if wide:  # the fifth argument, on the caller's stack
+    if wide == "arg":  # the fifth argument, on the caller's stack
         body += [f"ldr r3, [sp, #{frame + 36}]", f"str r3, [sp, #{WIDE_PTR}]"]
     if pairs and pair_ok(k, n):
         body += [".Lpair_%=:", "ldr r3, [sp, #8]", "cmp r3, #2", "blt .Lsingle_%="]
         if wide:
-            body += _widen_rows(k)
+            body += _widen_rows(k, wide)
         body += ["ldr r1, [sp, #12]", "ldr r1, [r1]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Lptail_%=",
                  ".Lpblock_%=:"]
         body += _pair_block_asm(8, k, n, act_min, act_max, wide)
@@ -423,10 +427,10 @@ class Work:
     the GEMM's pair of rows widened once (4K bytes). ``offset``: where they start in the layer's scratch
     tensor (argument 12, after an in-place convolution's ring of rows), None: on the compute function's stack."""
 
-    def __init__(self, chunk: int, unit: int, k: int, wide: bool, offset: int | None):
-        self.chunk, self.unit, self.wide, self.offset = chunk, unit, wide, offset
+    def __init__(self, chunk: int, unit: int, k: int, wide: str | None, offset: int | None):
+        self.chunk, self.unit, self.wide, self.offset = chunk, unit, wide, offset  # wide: gemm_asm_body's
         self.wide_at = chunk * unit
-        self.bytes = self.wide_at + (4 * k if wide else 0)
+        self.bytes = self.wide_at + (4 * k if wide == "arg" else 0)
 
 
 def _call(l) -> str:
@@ -479,14 +483,14 @@ def stack_work(l) -> Work:
     else:
         chunk = 0
     pairs = (chunk >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
-    return Work(chunk, unit, l.k, pairs and wide_ok(l.k, l.n, chunk * unit), None)
+    return Work(chunk, unit, l.k, "frame" if pairs and wide_ok(l.k, l.n, chunk * unit) else None, None)
 
 
 def scratch_levels(l) -> list:
     """work_levels that do at least as well as the stack (stack_work: the widened rows first, then the larger
     chunk): the choices worth a scratch tensor's bytes (on a tie the arena's gap, not the stack's deepest path)."""
     s = stack_work(l)
-    return [(c, w) for c, w in work_levels(l) if (w, c) >= (s.wide, s.chunk)]
+    return [(c, w) for c, w in work_levels(l) if (w, c) >= (s.wide is not None, s.chunk)]
 
 
 def work_plan(l) -> Work:
@@ -497,7 +501,7 @@ def work_plan(l) -> Work:
     room = getattr(l, "scratch_room", 0)
     for chunk, wide in scratch_levels(l):
         if 0 < work_bytes(l, chunk, wide) <= room:
-            return Work(chunk, unit, l.k, wide, getattr(l, "scratch_at", 0))
+            return Work(chunk, unit, l.k, "arg" if wide else None, getattr(l, "scratch_at", 0))
     return stack_work(l)
 
 
@@ -517,8 +521,8 @@ def _calls_pairs(l) -> bool:
 def _gemm_fn_name(l) -> str:
     tail = l.n % 8 == 4
     pairs = _calls_pairs(l) and pair_ok(l.k, l.n)
-    wide = pairs and _work(l).wide
-    return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}{'_w' if wide else ''}"
+    wide = {"arg": "_w", "frame": "_wf"}.get(_work(l).wide, "") if pairs else ""
+    return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}{wide}"
             f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}")
 
 
@@ -532,7 +536,7 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
              fn=_gemm_fn_name(l), call=call, chunk=work.chunk or None,
              work_stack=work.bytes if work.offset is None and work.bytes else 0,
              work_offset=work.offset if work.offset is not None else None,
-             wide_at=work.wide_at if work.wide else None)
+             wide_at=work.wide_at if work.wide == "arg" else None)
     return render("generated/dsp_smmlar_layer.cpp.j2", **v)
 
 
@@ -565,7 +569,7 @@ def generate(program: Program, kernels) -> Generated:
         if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
             name = _gemm_fn_name(l)
             pairs = _calls_pairs(l) and pair_ok(l.k, l.n)
-            fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, pairs and _work(l).wide))
+            fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, _work(l).wide if pairs else None))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
     if add_plans:
