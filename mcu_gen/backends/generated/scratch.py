@@ -18,8 +18,6 @@ back from the planned program: it takes the best choice that fits, else the stac
 """
 from __future__ import annotations
 
-import copy
-
 from mcu_gen.backends.generated.emit_dsp import work_bytes, scratch_levels
 from mcu_gen.backends.generated.layers import CONV_SCRATCH_ARG
 from mcu_gen.backends.generated.match import eligible
@@ -49,56 +47,76 @@ def _candidates(program: Program) -> list:
     return out
 
 
-def _free_bytes(program: Program, step: int, skip: TensorValue) -> int:
-    """The arena's bytes (program.arena_size) that no tensor live at ``step`` (but ``skip``) takes in the current
-    plan: more than a scratch can take there in any plan of this arena's size."""
-    spans = []
-    for root, iv in planner.lifetimes(program).items():
-        t = program.values[root]
-        if iv.start <= step <= iv.end and t is not skip and t.offset is not None:
-            spans.append((int(t.offset), int(t.offset) + int(iv.size)))
+def _buffer_of(lay, value: int) -> int | None:
+    return next((k for k, b in enumerate(lay.bufs) if value in b.members), None)
+
+
+def _free_bytes(lay, step: int, skip: int | None) -> int:
+    """The bytes of the layout's arena (its top) that no buffer live at ``step`` (but buffer ``skip``) takes:
+    more than a scratch can take there in any placement of this arena's size."""
+    spans = sorted((lay.placement.offsets[k], lay.placement.offsets[k] + b.at(step))
+                   for k, b in enumerate(lay.bufs) if k != skip and b.at(step))
     used, end = 0, 0
-    for lo, hi in sorted(spans):
+    for lo, hi in spans:
         lo = max(lo, end)
         if hi > lo:
             used, end = used + hi - lo, hi
-    return program.arena_size - used
+    return lay.placement.top - used
 
 
-def size_scratch(program: Program, replan) -> bool:
+def size_scratch(program: Program, lay, relayout):
     """Grows the scratch tensors of the program's smmlar GEMM layers to hold their per-call buffers where the
-    arena (program.arena_size, as planned now) does not grow; ``replan()`` plans the program again (the build's
-    own planning step). True when the program's plan changed."""
+    arena of ``lay`` (the in-place pass's layout of the program as it is) does not grow; ``relayout()`` places the
+    program again with the same in-place choice (planner.layout). Returns the layout that goes with the scratch
+    sizes it leaves."""
     cands = _candidates(program)
     if not cands:
-        return False
-    top = program.arena_size
-    saved = copy.deepcopy(program.__dict__)
-    original = {id(t): int(t.shape[0]) if t.dtype == "int8" else 0 for _, t, _ in cands}
+        return lay
+    top = lay.placement.top
+    original = {id(t): (t.shape, t.dtype) for _, t, _ in cands}
+    value = {id(t): program.instructions[l.instruction].args[CONV_SCRATCH_ARG] for l, t, _ in cands}
     levels = {}  # per layer its first choice that the arena's free bytes at its step could hold
     for l, t, at in cands:
-        free, opts = _free_bytes(program, l.instruction, t), scratch_levels(l)
+        free, opts = _free_bytes(lay, l.instruction, _buffer_of(lay, value[id(t)])), scratch_levels(l)
         levels[l.instruction] = next((i for i, o in enumerate(opts) if at + work_bytes(l, *o) <= free), len(opts))
     cands = [c for c in cands if levels[c[0].instruction] < len(scratch_levels(c[0]))]
-    if not cands:
-        return False
-    for _ in range(ROUNDS):
+    for _ in range(ROUNDS if cands else 0):
         for l, t, at in cands:
             opts = scratch_levels(l)
             lvl = levels[l.instruction]
-            need = at + work_bytes(l, *opts[lvl]) if lvl < len(opts) else 0
-            t.shape, t.dtype = (max(original[id(t)], need),), "int8"
-        replan()
-        if program.arena_size <= top:
-            return True
-        over = [l for l, t, _ in cands
-                if levels[l.instruction] < len(scratch_levels(l)) and t.offset is not None and t.offset + t.nbytes > top]
+            base = original[id(t)][0][0] if original[id(t)][1] == "int8" else 0
+            t.shape, t.dtype = ((max(base, at + work_bytes(l, *opts[lvl])),), "int8") if lvl < len(opts) else original[id(t)]
+        new = relayout()
+        if new.placement.top <= top:
+            return new
+        over = []
+        for l, t, _ in cands:
+            k = _buffer_of(new, value[id(t)])
+            if levels[l.instruction] < len(scratch_levels(l)) and k is not None and \
+                    new.placement.offsets[k] + new.bufs[k].size > top:
+                over.append(l)
         if not over:
             over = [l for l, _, _ in cands if levels[l.instruction] < len(scratch_levels(l))]
         if not over:
             break
         for l in over:
             levels[l.instruction] += 1
-    program.__dict__.clear()
-    program.__dict__.update(saved)
-    return False
+    for _, t, _ in cands:
+        t.shape, t.dtype = original[id(t)]
+    return lay
+
+
+def scratch_pass(base):
+    """The planner's rewrite pass (planner.plan's ``choose``) with size_scratch after ``base`` (the in-place pass,
+    inplace_pass.pass_for): on the pass's first run only. planner.plan runs the pass a second time on the program
+    with its concatenations' copies removed and keeps whichever layout is smaller; the sizes the first run left
+    are the program's on the second run too, so either layout goes with the tensors' sizes."""
+    done = []
+
+    def pass_(p, limit, fixed, reserve):
+        lay = base(p, limit, fixed, reserve)
+        if done:
+            return lay
+        done.append(True)
+        return size_scratch(p, lay, lambda: planner.layout(p, limit, fixed, reserve))
+    return pass_
