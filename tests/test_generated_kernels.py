@@ -610,3 +610,44 @@ def test_dsp_add_refuses_what_it_cannot_prove():
     assert "right shift of 1..31" in plan(RESNET8_ADD[:8] + (0, -128, 127))  # no right shift: no rounding form
     assert "rounding constant" in plan(RESNET8_ADD[:6] + (200,) + RESNET8_ADD[7:8] + (-25, -128, 127))  # 200 << 25
     assert "32 bits" in plan((0, 2**31 - 1, 10) + RESNET8_ADD[3:])  # 2a reaches 2^31
+
+
+def test_the_scratch_pass_grows_scratch_only_where_the_arena_has_room(failing_kernels, tmp_path):
+    """generated/scratch.py: a 3x3 convolution at the arena's peak (input and output live together) keeps its
+    buffers on the stack; the 1x1 convolution after it, where its small output leaves most of the arena free,
+    gets its widened rows in a grown scratch tensor; the arena is the one without them; bit-exact."""
+    from mcu_gen.backends.generated.scratch import scratch_pass
+
+    rng = np.random.default_rng(11)
+
+    def conv_args(p, x, cin, cout, k, pad, out):
+        wt = rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8)
+        bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+        mults, shifts = _requant_params(rng, cout, -12, -8, left_shift=False)
+        return [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
+                p.add_scalar("int_list", [1, 1]), p.add_scalar("int_list", [pad, pad]), p.add_scalar("int_list", [1, 1]),
+                p.add_scalar("int", 7), p.add_scalar("int", -2), p.add(TensorValue(mults.shape, "int32", data=mults)),
+                p.add(TensorValue(shifts.shape, "int32", data=shifts)), p.add_scalar("int", -128),
+                p.add_scalar("int", 127), p.add(TensorValue((0,), "uint8")), out, out]
+
+    def program():
+        p = Program()
+        x = p.add(TensorValue((1, 16, 8, 8), "int8", dim_order=NHWC, scale=0.1, zero_point=-7))
+        y = p.add(TensorValue((1, 16, 8, 8), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+        z = p.add(TensorValue((1, 8, 8, 8), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+        p.instructions += [Instruction("cortex_m::quantized_conv2d.out", conv_args(p, x, 16, 16, 3, 1, y)),
+                           Instruction("cortex_m::quantized_conv2d.out", conv_args(p, y, 16, 8, 1, 0, z))]
+        p.inputs, p.outputs = [x], [z]
+        return p
+
+    plain, p = program(), program()
+    planner.plan_methods(plain, None, None, True, choose=inplace_pass.pass_for(None, False))
+    planner.plan_methods(p, None, None, True, choose=scratch_pass(inplace_pass.pass_for(None, False)))
+    assert p.arena_size == plain.arena_size
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    conv, pointwise = gen.layers
+    assert conv.work.offset is None and pointwise.work.offset is not None and pointwise.work.wide == "arg"
+    assert p.values[p.instructions[1].args[12]].nbytes == 4 * 16  # the widened pair of rows of K 16
+    x = rng.integers(-128, 128, (1, 16, 8, 8)).astype(np.int8)
+    rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
+    assert rc == 0 and np.array_equal(got, run_int8_reference(p, [x])[0])
