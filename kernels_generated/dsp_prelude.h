@@ -241,8 +241,9 @@ inline const uint32_t* gemm_block_c(const int8_t* x, const uint32_t* p, int8_t* 
   return p;
 }
 
+// `wide`: the assembly's buffer for a pair of rows widened once (emit_dsp.py _widen_rows), unused here.
 template <int32_t kK, bool kTail, int32_t kActMin, int32_t kActMax>
-void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) {
+void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* /*wide*/) {
   for (int32_t r = 0; r < rows; ++r, x += kK) {
     const uint32_t* p = d->stream;
     while (p != d->end8) {
@@ -256,36 +257,42 @@ void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows) 
   }
 }
 
-using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows);
+using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* wide);
 
 // The in-place pointwise variant (the output starts at the input's address): kChunk rows at a time
 // (an even count, kChunk * kN <= 256 B or two rows: the DSP GEMM runs pairs of rows with each weight
-// loaded once) into `rows`, then copied over the same rows of the output. N <= K: chunks in order; the
+// loaded once) into `rows` (kChunk * kN bytes: the layer's scratch tensor where the plan gave it room,
+// else the caller's stack), then copied over the same rows of the output. `wide`: the GEMM's widened
+// pair of rows (4 kK bytes, or null: the GEMM widens none). N <= K: chunks in order; the
 // output rows r .. r + m - 1 end at (r + m) N <= (r + m) K, where the input rows not read yet start.
 // N > K (widening): chunks from the last; the output rows start at r N >= r K, where the input rows read
 // already start.
 template <int32_t kRows, int32_t kK, int32_t kN, int32_t kChunk>
-void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn) {
-  alignas(4) int8_t rows[kChunk * kN];
+void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* rows_at,
+                         int16_t* wide) {
+  int8_t* const rows = static_cast<int8_t*>(__builtin_assume_aligned(rows_at, 4));  // as conv_stream's patch
   for (int32_t i = 0; i < kRows; i += kChunk) {
     const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
     const int32_t r = kN > kK ? kRows - i - m : i;
-    fn(in + r * kK, &d, rows, m);
+    fn(in + r * kK, &d, rows, m, wide);
     memcpy(out + r * kN, rows, static_cast<size_t>(m * kN));
   }
 }
 
 // A convolution (groups 1) on the smmlar GEMM: windows of up to kChunk output pixels are gathered
-// into `patch` in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so
+// into `patch` (kChunk * kK bytes: the layer's scratch tensor where the plan gave it room, else the
+// caller's stack; `wide` as for gemm_stream_inplace) in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so
 // that x + input_offset = 0 there as the folded init assumes; kK - taps bytes of zeros that meet zero
 // weights), then run as kChunk GEMM rows. A window row inside the input is one copy of kKW * kCin bytes.
 // `rows` (InputRows or, in place, RingRows) gives each input row's address and saves the rows
 // that a write would overwrite while later pixels still read them.
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
           int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
-void conv_stream(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn) {
+__attribute__((noinline)) void conv_stream(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* patch_at, int16_t* wide) {
   constexpr int32_t kSpan = kKW * kCin;
-  alignas(4) int8_t patch[kChunk * kK];
+  // word aligned (the scratch tensor's planned offset and the ring before it are rounded to 4; the stack buffer is
+  // alignas(4)): the window rows' copies of a few bytes stay word moves, not byte loops
+  int8_t* const patch = static_cast<int8_t*>(__builtin_assume_aligned(patch_at, 4));
   for (int32_t r = 0; r < kChunk; ++r) {
     for (int32_t k = kKH * kSpan; k < kK; ++k) patch[r * kK + k] = 0;
   }
@@ -314,7 +321,7 @@ void conv_stream(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn) {
       }
       if (++n == kChunk) {
         rows.before_write(first, first + n);
-        fn(patch, &d, out + first * kN, n);
+        fn(patch, &d, out + first * kN, n, wide);
         first += n;
         n = 0;
       }
@@ -322,7 +329,7 @@ void conv_stream(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn) {
   }
   if (n) {
     rows.before_write(first, first + n);
-    fn(patch, &d, out + first * kN, n);
+    fn(patch, &d, out + first * kN, n, wide);
   }
 }
 

@@ -60,7 +60,23 @@ def _requant_params(rng, n, lo=-12, hi=-5, left_shift=True):
     return mults, shifts
 
 
-def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> Program:
+def sized_scratch(p: Program, replan) -> Program:
+    """``p`` with each smmlar GEMM layer's scratch tensor grown to hold its best per-call buffers
+    (emit_dsp.work_levels: windows or rows, then the widened pair of rows) and planned again (``replan``):
+    what generated/scratch.py size_scratch gives a layer where the arena has room."""
+    from mcu_gen.backends.generated.emit_dsp import scratch_levels as work_levels, work_bytes
+
+    for l in generated.eligible(p)[0]:
+        if l.requant_kind != "smmlar" or not work_levels(l):
+            continue
+        t = p.values[p.instructions[l.instruction].args[12]]
+        need = l.scratch_at + work_bytes(l, *work_levels(l)[0])
+        t.shape, t.dtype = (max(t.nbytes if t.dtype == "int8" else 0, need),), "int8"
+    replan()
+    return p
+
+
+def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True, scratch=False) -> Program:
     p = Program()
     x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
     wt = rng.integers(-127, 128, (cout, 1, 1, cin)).astype(np.int8)
@@ -75,14 +91,20 @@ def pointwise_program(rng, h, w, cin, cout, inplace=False, left_shift=True) -> P
     op = "mcu::quantized_conv2d_pointwise_inplace.out" if inplace else "cortex_m::quantized_conv2d.out"
     p.instructions.append(Instruction(op, args))
     p.inputs, p.outputs = [x], [out]
-    planner.plan(p)
-    if inplace:  # the output over the input, as the planner's pointwise rule places it (widening: past it)
-        p.tensor(out).offset = p.tensor(x).offset
-        p.arena_size = max(p.arena_size, p.tensor(x).offset + max(p.tensor(x).nbytes, p.tensor(out).nbytes))
-    return p
+
+    def plan():
+        planner.plan(p)
+        if inplace:  # the output over the input, as the planner's pointwise rule places it (widening: past it)
+            p.tensor(out).offset = p.tensor(x).offset
+            p.arena_size = max(p.arena_size, p.tensor(x).offset + max(p.tensor(x).nbytes, p.tensor(out).nbytes))
+            t = p.values[args[12]]  # the scratch past the output moved over the input (widening: longer than it)
+            t.offset = (p.arena_size + 15) // 16 * 16
+            p.arena_size = t.offset + t.nbytes
+    plan()
+    return sized_scratch(p, plan) if scratch else p
 
 
-def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, inplace=False) -> Program:
+def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, inplace=False, scratch=False) -> Program:
     p = Program()
     x = p.add(TensorValue((1, cin, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=-7))
     wt = rng.integers(-127, 128, (cout, kh, kw, cin)).astype(np.int8)
@@ -99,6 +121,9 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, in
     p.inputs, p.outputs = [x], [out]
     inplace_pass.plan_memory(p, allow_inplace=inplace)  # in place: the planner's row-by-row variant and its ring of rows
     assert not inplace or p.instructions[0].op == CONV_ROWS_INPLACE
+    if scratch:  # the gathered windows and widened rows in the scratch (after the ring), planned in the arena
+        sized_scratch(p, lambda: inplace_pass.plan_memory(p, allow_inplace=inplace))
+        assert not inplace or p.instructions[0].op == CONV_ROWS_INPLACE
     return p
 
 
@@ -261,6 +286,16 @@ CASES = [  # (kind, shape parameters)
     ("conv_inplace", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
     ("conv_inplace", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
     ("conv_inplace", dict(h=14, w=14, cin=8, cout=8, kh=5, kw=5, stride=(1, 1), pad=(2, 2))),  # MNIST-like
+    # The per-call buffers (gathered windows / output rows, the two-row GEMM's widened rows) in the layer's scratch
+    # tensor, planned in the arena (issue 25): emit_dsp.work_plan; the widening in a loop from K 68.
+    ("conv_scratch", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv_scratch", dict(h=4, w=4, cin=64, cout=8, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # K 576: 2,304 B widened
+    ("conv_inplace_scratch", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv_inplace_scratch", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # a ring of 27 B rows
+    ("conv_inplace_scratch", dict(h=14, w=14, cin=8, cout=8, kh=5, kw=5, stride=(1, 1), pad=(2, 2))),
+    ("pointwise_right_scratch", dict(h=7, w=3, cin=12, cout=20)),  # the widened rows alone
+    ("pointwise_inplace_right_scratch", dict(h=5, w=5, cin=32, cout=64)),
+    ("pointwise_inplace_right_scratch", dict(h=5, w=5, cin=64, cout=32)),
     ("linear", dict(rows=1, k=64, n=12)),  # KWS classifier
     ("linear", dict(rows=3, k=40, n=8)),
     ("linear_bias", dict(rows=2, k=128, n=20)),
@@ -271,11 +306,14 @@ def case_program(kind: str, shape: dict):
     """(program, input) of one CASES entry, from a seed of the case's own (hash() of a string differs
     per process: some seeds saturated a small layer's outputs and the distinctness check failed at random)."""
     rng = np.random.default_rng(zlib.crc32(f"{kind}-{sorted(shape.items())}".encode()))
+    scratch = kind.endswith("_scratch")
+    kind = kind.removesuffix("_scratch")
     if kind.startswith("pointwise"):
-        p = pointwise_program(rng, inplace="inplace" in kind, left_shift=not kind.endswith("right"), **shape)
+        p = pointwise_program(rng, inplace="inplace" in kind, left_shift=not kind.endswith("right"), scratch=scratch,
+                              **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("conv"):
-        p = conv_program(rng, left_shift=kind == "conv_left", inplace=kind == "conv_inplace", **shape)
+        p = conv_program(rng, left_shift=kind == "conv_left", inplace=kind == "conv_inplace", scratch=scratch, **shape)
         x = rng.integers(-128, 128, (1, shape["cin"], shape["h"], shape["w"])).astype(np.int8)
     elif kind.startswith("depthwise"):
         p = depthwise_program(rng, left_shift=kind == "depthwise_left", inplace=kind == "depthwise_inplace", **shape)
@@ -291,6 +329,10 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     p, x = case_program(kind, shape)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
+    if kind.endswith("_scratch"):  # the buffers in the scratch tensor (work_plan's first choice), not on the stack
+        work = gen.layers[0].work
+        assert work.offset is not None and work.wide == "arg" and "int8_t work[" not in gen.source, vars(work)
+        kind = kind.removesuffix("_scratch")
     assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "pointwise_inplace_right", "depthwise", "depthwise_inplace", "conv",
                                                        "conv_inplace", "linear", "linear_bias"))
     expected = run_int8_reference(p, [x])[0]
@@ -334,6 +376,29 @@ def test_a_program_planned_otherwise_reaches_the_library_kernel(failing_kernels,
         results.append(run_generated(p, gen, failing_kernels, case, x)[0])
     assert results[0] == 0, "the generated layer did not run on the program it was generated for"
     assert results[1] != 0 and results[2] != 0, results
+
+
+def test_a_scratch_tensor_other_than_planned_reaches_the_library_kernel(failing_kernels, tmp_path):
+    """A layer generated with its per-call buffers in the scratch tensor (issue 25) checks that tensor at load: a
+    program whose scratch is smaller, or planned elsewhere, than the layer was generated for runs the library
+    kernel (failing here), never the layer over bytes the plan gave to another tensor."""
+    shape = dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))
+    for inplace in (False, True):
+        p, x = case_program("conv_inplace_scratch" if inplace else "conv_scratch", shape)
+        gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+        assert gen.layers[0].work.offset is not None
+        rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
+        assert rc == 0 and np.array_equal(got, run_int8_reference(p, [x])[0])
+        t = p.values[p.instructions[0].args[12]]
+        size, offset = t.shape, t.offset
+        t.shape = (t.nbytes - 4,)  # smaller, same place
+        rc, _ = run_generated(p, gen, failing_kernels, tmp_path, x)
+        assert rc != 0, "a smaller scratch ran the generated layer"
+        t.shape, t.offset = size, (p.arena_size + 15) // 16 * 16  # same size, elsewhere (past every other tensor)
+        p.arena_size = t.offset + t.nbytes
+        rc, _ = run_generated(p, gen, failing_kernels, tmp_path, x)
+        assert rc != 0, "a scratch planned elsewhere ran the generated layer"
+        t.offset = offset
 
 
 def test_not_covered_layers_are_named():
@@ -579,3 +644,44 @@ def test_dsp_add_refuses_what_it_cannot_prove():
     assert "right shift of 1..31" in plan(RESNET8_ADD[:8] + (0, -128, 127))  # no right shift: no rounding form
     assert "rounding constant" in plan(RESNET8_ADD[:6] + (200,) + RESNET8_ADD[7:8] + (-25, -128, 127))  # 200 << 25
     assert "32 bits" in plan((0, 2**31 - 1, 10) + RESNET8_ADD[3:])  # 2a reaches 2^31
+
+
+def test_the_scratch_pass_grows_scratch_only_where_the_arena_has_room(failing_kernels, tmp_path):
+    """generated/scratch.py: a 3x3 convolution at the arena's peak (input and output live together) keeps its
+    buffers on the stack; the 1x1 convolution after it, where its small output leaves most of the arena free,
+    gets its widened rows in a grown scratch tensor; the arena is the one without them; bit-exact."""
+    from mcu_gen.backends.generated.scratch import scratch_pass
+
+    rng = np.random.default_rng(11)
+
+    def conv_args(p, x, cin, cout, k, pad, out):
+        wt = rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8)
+        bias = rng.integers(-5000, 5000, cout).astype(np.int32)
+        mults, shifts = _requant_params(rng, cout, -12, -8, left_shift=False)
+        return [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
+                p.add_scalar("int_list", [1, 1]), p.add_scalar("int_list", [pad, pad]), p.add_scalar("int_list", [1, 1]),
+                p.add_scalar("int", 7), p.add_scalar("int", -2), p.add(TensorValue(mults.shape, "int32", data=mults)),
+                p.add(TensorValue(shifts.shape, "int32", data=shifts)), p.add_scalar("int", -128),
+                p.add_scalar("int", 127), p.add(TensorValue((0,), "uint8")), out, out]
+
+    def program():
+        p = Program()
+        x = p.add(TensorValue((1, 16, 8, 8), "int8", dim_order=NHWC, scale=0.1, zero_point=-7))
+        y = p.add(TensorValue((1, 16, 8, 8), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+        z = p.add(TensorValue((1, 8, 8, 8), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
+        p.instructions += [Instruction("cortex_m::quantized_conv2d.out", conv_args(p, x, 16, 16, 3, 1, y)),
+                           Instruction("cortex_m::quantized_conv2d.out", conv_args(p, y, 16, 8, 1, 0, z))]
+        p.inputs, p.outputs = [x], [z]
+        return p
+
+    plain, p = program(), program()
+    planner.plan_methods(plain, None, None, True, choose=inplace_pass.pass_for(None, False))
+    planner.plan_methods(p, None, None, True, choose=scratch_pass(inplace_pass.pass_for(None, False)))
+    assert p.arena_size == plain.arena_size
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    conv, pointwise = gen.layers
+    assert conv.work.offset is None and pointwise.work.offset is not None and pointwise.work.wide == "arg"
+    assert p.values[p.instructions[1].args[12]].nbytes == 4 * 16  # the widened pair of rows of K 16
+    x = rng.integers(-128, 128, (1, 16, 8, 8)).astype(np.int8)
+    rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
+    assert rc == 0 and np.array_equal(got, run_int8_reference(p, [x])[0])

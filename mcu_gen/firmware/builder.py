@@ -281,7 +281,12 @@ def plan_for_kernels(board: Board, program: Program, unplanned: bool, backend: s
             if ins.op in refused:
                 ins.op = variant_of[ins.op]
         program.meta["inplace"] = []
-    inplace_pass.plan_memory(program, available, allow_inplace=allow, refuse=refuse)
+    choose = inplace_pass.pass_for(available, allow, refuse)
+    from mcu_gen.backends import generated
+
+    if refuse is not None and generated.board_supports(board):  # the generated DSP layers' per-call buffers in
+        choose = generated.scratch_pass(choose)  # their scratch tensors, where the arena allows
+    planner.plan_methods(program, None, available, True, choose=choose)
     return True
 
 

@@ -52,13 +52,22 @@ def _requant_tables(l, pre: str) -> dict:
             "round": table("int32_t", f"{pre}Round", rnd, per_line=8)}
 
 
+def scratch_arg(l) -> int | None:
+    """The scratch argument a DSP GEMM layer reads: an in-place convolution's ring, and the per-call buffers
+    that work_plan put in the scratch tensor (then checked at load: shape, dtype, planned place)."""
+    work = getattr(l, "work", None)
+    return CONV_SCRATCH_ARG if ring_arg(l) is not None or (work is not None and work.offset is not None) else None
+
+
 def _gemm_values(l: GemmLayer) -> dict:
     """The values of a GEMM-like layer's template (dsp_gemm_layer / dsp_smmlar_layer)."""
     in_arg, out_arg = _IO_ARGS[l.kind]
     v = _header(l)
+    scratch = scratch_arg(l)
+    extra = l.scratch_checks if scratch is not None and ring_arg(l) is None else []
     v.update(what=describe(l), weight_bytes=f"{l.weight_bytes:,}", k=l.k, n=l.n, rows_count=l.rows,
-             ring_arg=ring_arg(l), bound=bound(l, in_arg, out_arg, ring_arg(l)),
-             checks=l.checks + [allowed(in_arg, out_arg, l.inplace_ok, l)],
+             ring_arg=scratch, bound=bound(l, in_arg, out_arg, scratch),
+             checks=l.checks + extra + [allowed(in_arg, out_arg, l.inplace_ok, l)],
              rows=rows(l) if l.kind == "conv" else None, geometry=list(l.geometry) if l.kind == "conv" else None,
              zero_point=getattr(l, "zero_point", None), out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max)
     return v
@@ -411,28 +420,28 @@ def _pair_macs(out: list, st, b: int, k: int, chans) -> None:
             _mac_pair(out, started, i3, "r0", "r3", "r2")
 
 
-WIDE_X = 28  # frame offset of the widened input rows (after the GEMM's 7 words of state)
-WIDE_MAX_BYTES = 1024  # the widened rows (4K bytes) go on the GEMM's stack frame up to this size (K <= 256)
+WIDE_PTR = 28  # frame offset of the pointer to the widened input rows (the function's fifth argument)
+WIDE_MAX_BYTES = 4092  # the widened rows (4K bytes) in reach of LDR's 12-bit offsets from their base (K <= 1023)
+WIDE_STACK_BYTES = 576  # a wide GEMM's caller's row buffer plus its widened rows on the stack, at most (see wide_ok)
 
 
-WIDE_STACK_BYTES = 576  # a wide GEMM's caller's row buffer plus its widened rows, at most (see wide_ok)
+def wide_ok(k: int, n: int, caller_bytes: int = 0, on_stack: bool = True) -> bool:
+    """Whether the two-row GEMM widens its two input rows once (``_pair_macs_wide``) into the 4K-byte buffer its
+    caller passes: from two sub-blocks of 4 channels (the widening, 11 estimated M33 cycles per 4 inputs, costs
+    more than the 8 it saves per sub-block below) and K <= WIDE_MAX_BYTES / 4. A buffer in the layer's scratch
+    tensor (``on_stack`` False: planned in the arena, counted by the planner) has no other limit. On the stack
+    the layer's buffers there (``caller_bytes``: gathered windows, in-place output rows, none) plus the 4K bytes
+    stay within WIDE_STACK_BYTES, so that the generated layer stays inside the stack the library kernels of the
+    image already need (issue 25: the default build's RAM no more than the library build's)."""
+    fits = caller_bytes + 4 * k <= WIDE_STACK_BYTES if on_stack else True
+    return n >= 8 and 4 * k <= WIDE_MAX_BYTES and fits
 
 
-def wide_ok(k: int, n: int, caller_bytes: int = 0) -> bool:
-    """Whether the two-row GEMM widens its two input rows once into its frame (``_pair_macs_wide``): from
-    two sub-blocks of 4 channels (the widening, 11 estimated M33 cycles per 4 inputs, costs more than the 8
-    it saves per sub-block below), up to WIDE_MAX_BYTES of stack, and with the stack buffer of the layer
-    that calls it (``caller_bytes``: gathered windows, in-place output rows) within WIDE_STACK_BYTES, so
-    that the generated layer stays inside the stack the library kernels of the image already need (issue 25:
-    the default build's RAM no more than the library build's; VWW's 256-channel in-place 1x1 layers, 512 B
-    of output rows, stay narrow)."""
-    return n >= 8 and 4 * k <= WIDE_MAX_BYTES and caller_bytes + 4 * k <= WIDE_STACK_BYTES
-
-
-def _widen_rows(k: int) -> list:
-    """Both rows' words, x and x + k, widened once per row pair into the frame: per 4 inputs at
-    WIDE_X + 16g the halfword pairs x0 (bytes 0, 2), x1 (0, 2), x0 (1, 3), x1 (1, 3) (SXTB16, SXTB16
-    ROR 8). r4-r11 are free here (no accumulator lives across row pairs)."""
+def _widen_rows(k: int, wide: str = "arg") -> list:
+    """Both rows' words, x and x + k, widened once per row pair: ``wide`` "arg" into the caller's buffer (the
+    pointer at [sp + WIDE_PTR]), "frame" into the function's frame from [sp + WIDE_PTR]; per 4 inputs at 16g the
+    halfword pairs x0 (bytes 0, 2), x1 (0, 2), x0 (1, 3), x1 (1, 3) (SXTB16, SXTB16 ROR 8).
+    r1 and r4-r11 are free here (no accumulator lives across row pairs; r1 is reloaded after)."""
     groups = k // 4
 
     def group(src: str, so: int, dst: str, do: int) -> list:
@@ -440,41 +449,55 @@ def _widen_rows(k: int) -> list:
                 "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12", f"str r0, [{dst}, #{do}]", f"str r12, [{dst}, #{do + 4}]",
                 f"str r2, [{dst}, #{do + 8}]", f"str lr, [{dst}, #{do + 12}]"]
 
-    out = ["ldr r3, [sp]"]
+    out = ["ldr r3, [sp]", f"ldr r1, [sp, #{WIDE_PTR}]" if wide == "arg" else f"add r1, sp, #{WIDE_PTR}"]
     if groups <= 16:
         for g in range(groups):
-            out += group("r3", 4 * g, "sp", WIDE_X + 16 * g)
+            out += group("r3", 4 * g, "r1", 16 * g)
         return out
     u = 4 if groups % 4 == 0 else (2 if groups % 2 == 0 else 1)
-    out += [f"add r1, sp, #{WIDE_X}", f"add r4, r1, #{16 * groups}", ".Lwide_%=:"]
+    out += [f"addw r4, r1, #{16 * groups}", ".Lwide_%=:"]
     for j in range(u):
         out += group("r3", 4 * j, "r1", 16 * j)
     out += [f"adds r3, #{4 * u}", f"adds r1, #{16 * u}", "cmp r1, r4", "bne .Lwide_%="]
     return out
 
 
-def _pair_macs_wide(out: list, st, b: int, k: int, chans) -> None:
-    """The MACs of one sub-block of 4 channels over both rows, inputs widened in the frame (``_widen_rows``):
-    per 4 inputs and half (pairs A, then B) the 4 channels' weight words in r0, r2, r3, r12 (four LDR in a
-    row, pipelined with the row-0 input load: 1 + 1 + 1 + 1 + 2 estimated M33 cycles), 4 SMLAD of row 0, the
-    row-1 input (2), 4 SMLAD of row 1: 32 cycles per 32 MACs (40 with the inputs widened in the loop)."""
+def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg") -> None:
+    """The MACs of one sub-block of 4 channels over both rows, inputs widened (``_widen_rows``). Row 1's
+    accumulators start from row 0's (the starts) in their first SMLAD: no MOV. "frame" (widened in the frame,
+    r12 free): per 4 inputs and half (pairs A, then B) the 4 channels' weight words in r0, r2, r3, r12 (four
+    LDR in a row, pipelined with the row-0 input load: 1 + 1 + 1 + 1 + 2 estimated M33 cycles), 4 SMLAD of
+    row 0, the row-1 input (2), 4 SMLAD of row 1. "arg" (the caller's buffer, r12 its base, reloaded per
+    sub-block: the requantization takes r12): per 4 inputs and half both rows' input words (r0 row 0, r2 row
+    1) and two channels' weight words (r3, lr) in four LDR in a row (1 + 1 + 1 + 2), 4 SMLAD, the other two
+    channels' weights (1 + 2), 4 SMLAD. Both 32 cycles per 32 MACs (40 with the inputs widened in the loop)."""
     wregs = ("r0", "r2", "r3", "r12")
     w0 = 4 * b  # the first weight word
+    base, at = ("r12", 0) if wide == "arg" else ("sp", WIDE_PTR)
+    if wide == "arg":
+        out.append(f"ldr r12, [sp, #{WIDE_PTR}]")
     for g in range(k // 4):
         for half in (0, 4):
-            for i, c in chans:
-                st.ld(wregs[i], w0 + 8 * b * g + 8 * c + half)
-            xo = WIDE_X + 16 * g + 2 * half
-            if g == 0 and half == 0:  # row 1 first: it starts from row 0's accumulator (the start, no MOV)
-                out.append(f"ldr lr, [sp, #{xo + 4}]")
-                out += [f"smlad r{8 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
-                out.append(f"ldr lr, [sp, #{xo}]")
-                out += [f"smlad r{4 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
+            xo = at + 16 * g + 2 * half
+            first = g == 0 and half == 0  # row 1 first: it starts from row 0's accumulator (the start, no MOV)
+            if wide == "frame":  # four weight registers (r12 is free): pipelined with the row-0 input load
+                for i, c in chans:
+                    st.ld(wregs[i], w0 + 8 * b * g + 8 * c + half)
+                rows = ((xo + 4, 8), (xo, 4)) if first else ((xo, 4), (xo + 4, 8))
+                for x_off, acc in rows:
+                    out.append(f"ldr lr, [sp, #{x_off}]")
+                    src = 4 if first else acc
+                    out += [f"smlad r{acc + i}, lr, {wregs[i]}, r{src + i}" for i, _ in chans]
                 continue
-            out.append(f"ldr lr, [sp, #{xo}]")
-            out += [f"smlad r{4 + i}, lr, {wregs[i]}, r{4 + i}" for i, _ in chans]
-            out.append(f"ldr lr, [sp, #{xo + 4}]")
-            out += [f"smlad r{8 + i}, lr, {wregs[i]}, r{8 + i}" for i, _ in chans]
+            out += [f"ldr r0, [{base}, #{xo}]", f"ldr r2, [{base}, #{xo + 4}]"]
+            for pair in (chans[:2], chans[2:]):
+                for reg, (i, c) in zip(("r3", "lr"), pair):
+                    st.ld(reg, w0 + 8 * b * g + 8 * c + half)
+                for reg, (i, c) in zip(("r3", "lr"), pair):
+                    if first:
+                        out += [f"smlad r{8 + i}, r2, {reg}, r{4 + i}", f"smlad r{4 + i}, r0, {reg}, r{4 + i}"]
+                    else:
+                        out += [f"smlad r{4 + i}, r0, {reg}, r{4 + i}", f"smlad r{8 + i}, r2, {reg}, r{8 + i}"]
 
 
 def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None) -> None:
@@ -513,7 +536,7 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
         chans = list(enumerate(range(4 * s, 4 * s + 4)))
         for i, c in chans:
             st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
-        (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
+        _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
         out.append("ldr r2, [sp, #4]")
         _pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
     st.to(c0 + 12 * b)
@@ -538,7 +561,7 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
     for c in range(4):
         st.ld(f"r{4 + c}", 4 * c)  # row 1's accumulators start from these in the first MACs
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
-    (_pair_macs_wide if wide else _pair_macs)(out, st, b, k, chans)
+    _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
     _pair_requant(out, st, c0, n, chans, act_min, act_max)
     out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
@@ -548,24 +571,29 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
 
 
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
-                  wide: bool | None = None, rights=None) -> list:
-    """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows):
+                  wide: str | None = None, rights=None) -> list:
+    """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows,
+    int16_t* wide):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
     in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
     accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
     requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
-    [sp+8] rows left, [sp+12] d->stream, [sp+16] d->end8; where ``wide_ok``, from [sp+WIDE_X] the two rows of a
-    pair widened (``_widen_rows``, ``_pair_macs_wide``). ``rights`` (the N right shifts of the layer
-    whose own function this is, or None): the two-row blocks unrolled, each channel's shift an immediate
-    of SSAT (``_pair_requant``); the single row reads them from the stream as before."""
-    wide = pairs and pair_ok(k, n) and (wide_ok(k, n) if wide is None else wide)
-    frame = WIDE_X + (4 * k if wide else 0)
+    [sp+8] rows left, [sp+12] d->stream, [sp+16] d->end8. ``wide``: where the two rows of a pair are widened
+    once (``_widen_rows``, ``_pair_macs_wide``): "arg" into the caller's buffer of 4K bytes (the fifth argument,
+    kept at [sp+WIDE_PTR]: a scratch tensor in the arena), "frame" into the frame from [sp+WIDE_PTR]
+    (``wide_ok``'s stack limit), None not at all. ``rights`` (the N right shifts of the layer whose own function
+    this is, or None): the two-row blocks unrolled, each channel's shift an immediate of SSAT
+    (``_pair_requant``); the single row reads them from the stream as before."""
+    wide = wide if pairs and pair_ok(k, n) else None
+    frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
             "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
+    if wide == "arg":  # the fifth argument, on the caller's stack
+        body += [f"ldr r12, [sp, #{frame + 36}]", f"str r12, [sp, #{WIDE_PTR}]"]
     if pairs and pair_ok(k, n):  # N is the function's: its blocks of 8 are a loop only from two
         body += ["cmp r3, #2", "blt .Lsingle_%=", ".Lpair_%=:"]
         if wide:
-            body += _widen_rows(k)
+            body += _widen_rows(k, wide)
         body.append("ldr r1, [sp, #12]")
         if rights is not None:
             for c in range(0, n - 7, 8):
@@ -592,8 +620,8 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
 
 
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
-                    rights, wide: bool) -> str:
-    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
+                    rights, wide: str | None) -> str:
+    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max, wide=wide,
                   body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights))
 
 
@@ -610,56 +638,128 @@ def _own_rights(l):
     return tuple(int(r) for r in l.smmlar()[:, 2])
 
 
-def _caller_bytes(l) -> int:
-    """The stack buffer of the layer's compute function around its GEMM calls: gathered windows (conv),
-    output rows (in-place 1x1), none (direct)."""
-    if l.kind == "conv":
-        return _conv_chunk(l) * l.k
-    if l.kind == "pointwise" and l.op != POINTWISE_OPS[0]:
-        return max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2)) * l.n
-    return 0
-
-
-def _calls_pairs(l) -> bool:
-    """Whether the layer calls its GEMM with two rows or more (else no two-row code: flash)."""
-    if l.kind == "conv":
-        return _conv_chunk(l) >= 2
-    return l.rows >= 2
-
-
-def _conv_chunk(l) -> int:
-    """Windows gathered per GEMM call: up to CONV_CHUNK_BYTES, and at least two (the two-row GEMM)
-    where the layer has two output pixels, pair_ok and two windows fit CONV_PAIR_BYTES of stack."""
-    oh, ow = l.geometry[9], l.geometry[10]
-    floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
-    return max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
-
-
-def _gemm_fn_name(l) -> str:
-    tail = l.n % 8 == 4
-    pairs = _calls_pairs(l) and pair_ok(l.k, l.n)
-    own = f"_i{l.instruction}" if _own_rights(l) is not None else ""
-    return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}"
-            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{own}")
-
-
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
 INPLACE_CHUNK_BYTES = 256  # output rows of an in-place 1x1 convolution per GEMM call (stack bytes; at least 2 rows)
 CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
 
 
+class Work:
+    """A smmlar layer's per-call buffers (issue 25: planned in the arena where the plan gave them room):
+    ``chunk`` gathered windows (conv) or output rows (in-place 1x1) of ``unit`` bytes, then, where ``wide``,
+    the GEMM's pair of rows widened once (4K bytes). ``offset``: where they start in the layer's scratch
+    tensor (argument 12, after an in-place convolution's ring of rows), None: on the compute function's stack."""
+
+    def __init__(self, chunk: int, unit: int, k: int, wide: str | None, offset: int | None):
+        self.chunk, self.unit, self.wide, self.offset = chunk, unit, wide, offset  # wide: gemm_asm_body's
+        self.wide_at = chunk * unit
+        self.bytes = self.wide_at + (4 * k if wide == "arg" else 0)
+
+
+def _call(l) -> str:
+    """How the layer calls its GEMM: "conv" (gathered windows), "inplace" (1x1 over its own input), "direct"."""
+    if l.kind == "conv":
+        return "conv"
+    return "inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"
+
+
+def work_levels(l) -> list:
+    """The (chunk, wide) choices of a smmlar layer whose buffers go in its scratch tensor, best first (estimated
+    cycles: the widened rows save 8 of 40 cycles per 32 MACs, larger chunks a GEMM call per chunk): as many
+    windows / rows as CONV_CHUNK_BYTES / INPLACE_CHUNK_BYTES hold (at least the two rows of the two-row GEMM),
+    then two, each with the widened rows before without."""
+    call = _call(l)
+    if call == "conv":
+        oh, ow = l.geometry[9], l.geometry[10]
+        floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
+        chunks = [max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k)), floor]
+    elif call == "inplace":
+        chunks = [max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2)), 2]
+    else:
+        chunks = [0]
+    out = []
+    for wide in (True, False):
+        for c in chunks:
+            pairs = (c >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
+            w = wide and pairs and wide_ok(l.k, l.n, on_stack=False)
+            if (c, w) not in out and (c or w):
+                out.append((c, w))
+    return out
+
+
+def work_bytes(l, chunk: int, wide: bool) -> int:
+    return chunk * (l.k if _call(l) == "conv" else l.n) + (4 * l.k if wide else 0)
+
+
+def stack_work(l) -> Work:
+    """The layer's buffers on its compute function's stack (as before issue 25's arena buffers):
+    CONV_CHUNK_BYTES of windows (two where they fit CONV_PAIR_BYTES), INPLACE_CHUNK_BYTES of rows, the widened
+    rows where the stack buffers and they stay within WIDE_STACK_BYTES (``wide_ok``)."""
+    call = _call(l)
+    unit = l.k if call == "conv" else (l.n if call == "inplace" else 0)
+    if call == "conv":
+        oh, ow = l.geometry[9], l.geometry[10]
+        floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
+        chunk = max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
+    elif call == "inplace":
+        chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
+    else:
+        chunk = 0
+    pairs = (chunk >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
+    return Work(chunk, unit, l.k, "frame" if pairs and wide_ok(l.k, l.n, chunk * unit) else None, None)
+
+
+def scratch_levels(l) -> list:
+    """work_levels that do at least as well as the stack (stack_work: the widened rows first, then the larger
+    chunk): the choices worth a scratch tensor's bytes (on a tie the arena's gap, not the stack's deepest path)."""
+    s = stack_work(l)
+    return [(c, w) for c, w in work_levels(l) if (w, c) >= (s.wide is not None, s.chunk)]
+
+
+def work_plan(l) -> Work:
+    """The layer's Work: the first of ``scratch_levels`` that its scratch tensor's room (``l.scratch_room``: its
+    bytes after the ring of an in-place convolution, match.py) holds; else ``stack_work``."""
+    call = _call(l)
+    unit = l.k if call == "conv" else (l.n if call == "inplace" else 0)
+    room = getattr(l, "scratch_room", 0)
+    for chunk, wide in scratch_levels(l):
+        if 0 < work_bytes(l, chunk, wide) <= room:
+            return Work(chunk, unit, l.k, "arg" if wide else None, getattr(l, "scratch_at", 0))
+    return stack_work(l)
+
+
+def _work(l) -> Work:
+    if getattr(l, "work", None) is None:
+        l.work = work_plan(l)
+    return l.work
+
+
+def _calls_pairs(l) -> bool:
+    """Whether the layer calls its GEMM with two rows or more (else no two-row code: flash)."""
+    if l.kind == "conv":
+        return _work(l).chunk >= 2
+    return l.rows >= 2
+
+
+def _gemm_fn_name(l) -> str:
+    tail = l.n % 8 == 4
+    pairs = _calls_pairs(l) and pair_ok(l.k, l.n)
+    wide = {"arg": "_w", "frame": "_wf"}.get(_work(l).wide, "") if pairs else ""
+    own = f"_i{l.instruction}" if _own_rights(l) is not None else ""
+    return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}{wide}"
+            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{own}")
+
+
 def _smmlar_layer_source(l: GemmLayer) -> str:
+    work = _work(l)
     v = _gemm_values(l)
     pre = v["pre"]
     words, end8 = l.stream()
-    if l.kind == "conv":
-        call, chunk = "conv", _conv_chunk(l)
-    else:
-        call, chunk = ("inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"), None
-        if call == "inplace":  # rows per GEMM call through the stack buffer: up to INPLACE_CHUNK_BYTES, even, >= 2
-            chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
+    call = _call(l)
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
-             fn=_gemm_fn_name(l), call=call, chunk=chunk)
+             fn=_gemm_fn_name(l), call=call, chunk=work.chunk or None,
+             work_stack=work.bytes if work.offset is None and work.bytes else 0,
+             work_offset=work.offset if work.offset is not None else None,
+             wide_at=work.wide_at if work.wide == "arg" else None)
     return render("generated/dsp_smmlar_layer.cpp.j2", **v)
 
 
@@ -687,15 +787,15 @@ def generate(program: Program, kernels) -> Generated:
     set_places(program, layers)
     by_op = {k.op: k for k in kernels}
     parts = [PRELUDE, ROWS_SOURCE]
-    fns, wide = {}, {}
+    fns = {}
     for l in layers:
         if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
             name = _gemm_fn_name(l)
-            fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max,
-                                  _calls_pairs(l) and pair_ok(l.k, l.n), _own_rights(l)))
-            wide[name] = wide.get(name, True) and wide_ok(l.k, l.n, _caller_bytes(l))  # every caller's stack
+            pairs = _calls_pairs(l) and pair_ok(l.k, l.n)
+            fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, _own_rights(l),
+                                  _work(l).wide if pairs else None))
     for name, sig in fns.items():
-        parts.append(_gemm_fn_source(name, *sig, wide[name]))
+        parts.append(_gemm_fn_source(name, *sig))
     if add_plans:
         parts.append(ADD_SOURCE)
     for l in layers:

@@ -11,6 +11,7 @@ from mcu_gen.backends.generated.exactness import wrap32
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_ROWS_INPLACE, CONV_SCRATCH_ARG, DEPTHWISE_OPS,
                                                INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, POINTWISE_OPS, AddLayer,
                                                ConvLayer, DepthwiseLayer, GemmLayer)
+from mcu_gen.plan.inplace import conv_ring_rows
 from mcu_gen.program.ir import Program, ScalarValue, TensorValue
 
 
@@ -37,7 +38,7 @@ def _crc(a: np.ndarray) -> int:
 def _tensor_check(arg: int, t: TensorValue) -> str:
     sizes = ", ".join(str(int(s)) for s in t.shape)
     order = ", ".join(str(int(d)) for d in (t.dim_order or range(len(t.shape))))
-    dtype = {"int8": "DType::Int8", "int32": "DType::Int32"}[t.dtype]
+    dtype = {"int8": "DType::Int8", "uint8": "DType::UInt8", "int32": "DType::Int32"}[t.dtype]
     return f"tensor_is(ctx, {arg}, {dtype}, {{{sizes}}}, {{{order}}})"
 
 
@@ -51,6 +52,24 @@ def _int_check(arg: int, v: int) -> str:
 
 def _list_check(arg: int, items) -> str:
     return f"list_is(ctx, {arg}, {{{', '.join(str(int(v)) for v in items)}}})"
+
+
+def _scratch_room(program: Program, i: int) -> int:
+    """The bytes of a convolution's scratch tensor (argument 12) a generated layer may use for its per-call
+    buffers (emit_dsp.work_plan): a planned 1-D int8/uint8 tensor's, else none."""
+    t = _t(program, i)
+    if t is None or t.is_constant or t.dtype not in ("int8", "uint8") or len(t.shape) != 1:
+        return 0
+    return int(t.nbytes)
+
+
+def _scratch_checks(program: Program, i: int) -> list:
+    """The load-time checks of a scratch tensor a generated layer keeps its buffers in: its shape and dtype (its
+    planned place: the layer's `bound`), apart from the input and output."""
+    t = _t(program, i)
+    if not _scratch_room(program, i):
+        return []
+    return [_tensor_check(12, t), "apart(ctx, 12, 0)", "apart(ctx, 12, 13)"]
 
 
 def _requant_args(program: Program, a, mi: int, in_off_i: int, act_i: int):
@@ -114,7 +133,8 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
     return GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd, k=cin,
                      n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                     inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0], checks=checks)
+                     inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0], checks=checks,
+                     scratch_room=_scratch_room(program, a[12]), scratch_checks=_scratch_checks(program, a[12]))
 
 
 def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
@@ -152,21 +172,24 @@ def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
               _list_check(5, _s(program, a[5])), _int_check(6, in_off), _int_check(7, out_off),
               _int_check(10, act_min), _int_check(11, act_max)]
     checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
-    ring_rows = 0
-    if ins.op == CONV_ROWS_INPLACE:  # the ring of saved input rows: the variant's scratch tensor
+    ring_rows, room, at = 0, _scratch_room(program, a[CONV_SCRATCH_ARG]), 0
+    if ins.op == CONV_ROWS_INPLACE:  # the ring of saved input rows: the variant's scratch tensor (then the room)
         scratch = _t(program, a[CONV_SCRATCH_ARG])
         row = wd * cin
         if scratch is None or scratch.dtype != "int8" or len(scratch.shape) != 1 or scratch.nbytes < row:
             return "in place without a scratch of at least one input row"
         if sh != (stride * 2)[0] or n_ != 1:
             return "in place with unequal strides"
-        ring_rows = scratch.nbytes // row
+        ring_rows = min(scratch.nbytes // row, conv_ring_rows(h, wd * cin, oh, ow * cout, sh, ph))
+        at = (ring_rows * row + 3) // 4 * 4
+        room = max(0, scratch.nbytes - at)
         checks += [_tensor_check(12, scratch), "apart(ctx, 12, 0)", "apart(ctx, 12, 13)"]
     return ConvLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="conv", rows=oh * ow, k=k, n=cout,
                      weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
                      inplace_ok=bool(ring_rows), checks=checks,
-                     geometry=(h, wd, cin, kh, kw, sh, sw, ph, pw, oh, ow), zero_point=-in_off, ring_rows=ring_rows)
+                     geometry=(h, wd, cin, kh, kw, sh, sw, ph, pw, oh, ow), zero_point=-in_off, ring_rows=ring_rows,
+                     scratch_room=room, scratch_at=at, scratch_checks=_scratch_checks(program, a[CONV_SCRATCH_ARG]))
 
 
 def _linear(program: Program, idx: int, ins) -> GemmLayer | str:

@@ -1,0 +1,122 @@
+"""The generated DSP layers' per-call buffers as planned arena tensors (issue 25: "per-call scratch in planned
+arena scratch tensors, so the planner counts them").
+
+A smmlar GEMM layer calls its GEMM with buffers that live for one call of the layer: the gathered windows of a
+convolution (``conv_stream``'s patch), the output rows of an in-place 1x1 convolution (``gemm_stream_inplace``)
+and the pair of input rows the two-row GEMM widens once (``_widen_rows``). On the stack the image's static stack
+bound counts them on the deepest path, so they had to stay small (emit_dsp.wide_ok's WIDE_STACK_BYTES). Here
+they go in the instruction's scratch tensor (argument 12 of the convolutions, after an in-place convolution's
+ring of rows): the planner places it, live at that instruction only, in a gap of the arena.
+
+``size_scratch`` runs once the build's plan is made (builder.plan_for_kernels): each such layer's scratch is
+grown to its best choice (emit_dsp.scratch_levels: the widened rows, the most windows / rows; only choices as
+good as the stack's) that the arena's free bytes at its step could hold, and the program is planned again; where the arena grows past the plan without them, the layers whose scratch ends above that
+arena's top step down a choice and the program is planned again, a few rounds; if the arena still grows, the
+plan without them is kept (the layers keep their buffers on the stack, as before). Deterministic: the planner
+is (node limits, no timers), and so is this search. The generator (emit_dsp.work_plan) reads the scratch's size
+back from the planned program: it takes the best choice that fits, else the stack.
+"""
+from __future__ import annotations
+
+from mcu_gen.backends.generated.emit_dsp import work_bytes, scratch_levels
+from mcu_gen.backends.generated.layers import CONV_SCRATCH_ARG
+from mcu_gen.backends.generated.match import eligible
+from mcu_gen.plan import planner
+from mcu_gen.program.ir import Program, TensorValue
+
+ROUNDS = 4  # plans with the buffers at most (each round steps the layers above the arena's top down a choice)
+
+
+def _candidates(program: Program) -> list:
+    """(layer, scratch tensor, bytes before the room) of the smmlar GEMM layers whose scratch tensor is theirs alone."""
+    uses: dict = {}
+    for ins in program.instructions:
+        for a in ins.args:
+            uses[a] = uses.get(a, 0) + 1
+    out = []
+    for l in eligible(program)[0]:
+        if l.kind not in ("conv", "pointwise") or l.requant_kind != "smmlar" or not scratch_levels(l):
+            continue
+        arg = program.instructions[l.instruction].args[CONV_SCRATCH_ARG]
+        t = program.values[arg]
+        if not isinstance(t, TensorValue) or t.is_constant or len(t.shape) != 1 or uses.get(arg) != 1:
+            continue
+        if t.dtype not in ("int8", "uint8"):
+            continue
+        out.append((l, t, l.scratch_at))
+    return out
+
+
+def _buffer_of(lay, value: int) -> int | None:
+    return next((k for k, b in enumerate(lay.bufs) if value in b.members), None)
+
+
+def _free_bytes(lay, step: int, skip: int | None) -> int:
+    """The bytes of the layout's arena (its top) that no buffer live at ``step`` (but buffer ``skip``) takes:
+    more than a scratch can take there in any placement of this arena's size."""
+    spans = sorted((lay.placement.offsets[k], lay.placement.offsets[k] + b.at(step))
+                   for k, b in enumerate(lay.bufs) if k != skip and b.at(step))
+    used, end = 0, 0
+    for lo, hi in spans:
+        lo = max(lo, end)
+        if hi > lo:
+            used, end = used + hi - lo, hi
+    return lay.placement.top - used
+
+
+def size_scratch(program: Program, lay, relayout):
+    """Grows the scratch tensors of the program's smmlar GEMM layers to hold their per-call buffers where the
+    arena of ``lay`` (the in-place pass's layout of the program as it is) does not grow; ``relayout()`` places the
+    program again with the same in-place choice (planner.layout). Returns the layout that goes with the scratch
+    sizes it leaves."""
+    cands = _candidates(program)
+    if not cands:
+        return lay
+    top = lay.placement.top
+    original = {id(t): (t.shape, t.dtype) for _, t, _ in cands}
+    value = {id(t): program.instructions[l.instruction].args[CONV_SCRATCH_ARG] for l, t, _ in cands}
+    levels = {}  # per layer its first choice that the arena's free bytes at its step could hold
+    for l, t, at in cands:
+        free, opts = _free_bytes(lay, l.instruction, _buffer_of(lay, value[id(t)])), scratch_levels(l)
+        levels[l.instruction] = next((i for i, o in enumerate(opts) if at + work_bytes(l, *o) <= free), len(opts))
+    cands = [c for c in cands if levels[c[0].instruction] < len(scratch_levels(c[0]))]
+    for _ in range(ROUNDS if cands else 0):
+        for l, t, at in cands:
+            opts = scratch_levels(l)
+            lvl = levels[l.instruction]
+            base = original[id(t)][0][0] if original[id(t)][1] == "int8" else 0
+            t.shape, t.dtype = ((max(base, at + work_bytes(l, *opts[lvl])),), "int8") if lvl < len(opts) else original[id(t)]
+        new = relayout()
+        if new.placement.top <= top:
+            return new
+        over = []
+        for l, t, _ in cands:
+            k = _buffer_of(new, value[id(t)])
+            if levels[l.instruction] < len(scratch_levels(l)) and k is not None and \
+                    new.placement.offsets[k] + new.bufs[k].size > top:
+                over.append(l)
+        if not over:
+            over = [l for l, _, _ in cands if levels[l.instruction] < len(scratch_levels(l))]
+        if not over:
+            break
+        for l in over:
+            levels[l.instruction] += 1
+    for _, t, _ in cands:
+        t.shape, t.dtype = original[id(t)]
+    return lay
+
+
+def scratch_pass(base):
+    """The planner's rewrite pass (planner.plan's ``choose``) with size_scratch after ``base`` (the in-place pass,
+    inplace_pass.pass_for): on the pass's first run only. planner.plan runs the pass a second time on the program
+    with its concatenations' copies removed and keeps whichever layout is smaller; the sizes the first run left
+    are the program's on the second run too, so either layout goes with the tensors' sizes."""
+    done = []
+
+    def pass_(p, limit, fixed, reserve):
+        lay = base(p, limit, fixed, reserve)
+        if done:
+            return lay
+        done.append(True)
+        return size_scratch(p, lay, lambda: planner.layout(p, limit, fixed, reserve))
+    return pass_
