@@ -425,15 +425,17 @@ WIDE_MAX_BYTES = 4092  # the widened rows (4K bytes) in reach of LDR's 12-bit of
 WIDE_STACK_BYTES = 576  # a wide GEMM's caller's row buffer plus its widened rows on the stack, at most (see wide_ok)
 
 
-def wide_ok(k: int, n: int, caller_bytes: int = 0, on_stack: bool = True) -> bool:
+def wide_ok(k: int, n: int, caller_bytes: int = 0, on_stack: bool = True, stack_room: int = 0) -> bool:
     """Whether the two-row GEMM widens its two input rows once (``_pair_macs_wide``) into the 4K-byte buffer its
     caller passes: from two sub-blocks of 4 channels (the widening, 11 estimated M33 cycles per 4 inputs, costs
     more than the 8 it saves per sub-block below) and K <= WIDE_MAX_BYTES / 4. A buffer in the layer's scratch
     tensor (``on_stack`` False: planned in the arena, counted by the planner) has no other limit. On the stack
     the layer's buffers there (``caller_bytes``: gathered windows, in-place output rows, none) plus the 4K bytes
     stay within WIDE_STACK_BYTES, so that the generated layer stays inside the stack the library kernels of the
-    image already need (issue 25: the default build's RAM no more than the library build's)."""
-    fits = caller_bytes + 4 * k <= WIDE_STACK_BYTES if on_stack else True
+    image already need (issue 25: the default build's RAM no more than the library build's), or within
+    ``stack_room`` where a library kernel of the image takes that much stack anyway (GemmLayer.stack_room: the
+    quantized add's table, ResNet-8's in-place 3x3 convolution of K 144: 288 + 576 B)."""
+    fits = caller_bytes + 4 * k <= max(WIDE_STACK_BYTES, stack_room) if on_stack else True
     return n >= 8 and 4 * k <= WIDE_MAX_BYTES and fits
 
 
@@ -705,7 +707,8 @@ def stack_work(l) -> Work:
     else:
         chunk = 0
     pairs = (chunk >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
-    return Work(chunk, unit, l.k, "frame" if pairs and wide_ok(l.k, l.n, chunk * unit) else None, None)
+    return Work(chunk, unit, l.k, "frame" if pairs and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room) else None,
+                None)
 
 
 def scratch_levels(l) -> list:
