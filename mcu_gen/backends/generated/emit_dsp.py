@@ -364,7 +364,7 @@ def pair_ok(k: int, n: int) -> bool:
     return 2 * k <= 4092 and n + 8 <= 4095
 
 
-PAIR_LOOP_K = 128  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
+PAIR_LOOP_K = 160  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
 
 
 def _mac_pair(out: list, started: set, i: int, x0: str, x1: str, w: str) -> None:
@@ -627,7 +627,8 @@ def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max
                   body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights))
 
 
-OWN_FN_MAX_N = 32  # a layer with K < PAIR_LOOP_K and N up to this has its own two-row function (``_own_rights``)
+OWN_FN_MAX_N = 32  # a layer with K < OWN_FN_MAX_K and N up to this has its own two-row function (``_own_rights``)
+OWN_FN_MAX_K = 128  # (below PAIR_LOOP_K: ResNet-8's K 144 layers share their unrolled functions, flash)
 
 
 def _own_rights(l):
@@ -635,7 +636,7 @@ def _own_rights(l):
     SSAT immediate: 1.5 estimated M33 cycles less per output, about 2 KB more flash per block of 8 of K 32):
     small K and N (VWW's K 8..32 1x1 layers, the 27-tap stems), where the requantization is a large share;
     else None (the function is shared by the layers of one K, N, tail and output range)."""
-    if not (_calls_pairs(l) and pair_ok(l.k, l.n)) or l.k >= PAIR_LOOP_K or l.n > OWN_FN_MAX_N:
+    if not (_calls_pairs(l) and pair_ok(l.k, l.n)) or l.k >= OWN_FN_MAX_K or l.n > OWN_FN_MAX_N:
         return None
     return tuple(int(r) for r in l.smmlar()[:, 2])
 
