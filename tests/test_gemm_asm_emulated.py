@@ -325,9 +325,11 @@ CASES = [  # (k, n, rows, act_min, act_max, pairs, wide[, own: the layer's own f
     (4, 12, 2, -128, 127, True, False),
     (64, 8, 1, -128, 127, True, True),     # a single row
     (108, 12, 4, -128, 127, True, False),  # without widened rows, unrolled sub-blocks, a tail
-    (132, 36, 3, 0, 6, True, False),       # looped sub-blocks (K >= PAIR_LOOP_K), ReLU6 range
-    (144, 16, 2, -128, 127, True, False),  # ResNet-8's body
-    (128, 24, 3, -128, 127, True, True),   # looped sub-blocks over widened rows
+    (132, 36, 3, 0, 6, True, False),       # unrolled sub-blocks (K < PAIR_LOOP_K), ReLU6 range
+    (164, 36, 3, 0, 6, True, False),       # looped sub-blocks (K >= PAIR_LOOP_K), ReLU6 range
+    (144, 16, 2, -128, 127, True, False),  # ResNet-8's body (unrolled sub-blocks)
+    (128, 24, 3, -128, 127, True, True),   # unrolled sub-blocks over widened rows
+    (160, 24, 3, -128, 127, True, True),   # looped sub-blocks over widened rows
     (324, 20, 3, -128, 127, True, False),  # the stream pointer moves inside a block (offsets > 4095)
     (576, 8, 2, -128, 127, True, False),
     (40, 12, 3, -128, 127, False, False),  # one row at a time only

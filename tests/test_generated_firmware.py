@@ -132,4 +132,5 @@ def test_two_row_gemm_cases_on_the_m33(qemu_tools, tmp_path):
     source = (tmp_path / "pairs" / "firmware" / "kernels" / "generated_kernels.cpp").read_text()
     for fn in ("k16_n12_t4", "k132_n36_t4", "k324_n20_t4"):
         assert f"mcu_gen_gemm_{fn}_" in source and f".Lpair_mcu_gen_gemm_{fn}_" in source
-    assert ".Lsub8_mcu_gen_gemm_k132_n36_t4_" in source  # K >= PAIR_LOOP_K: one loop over the sub-blocks
+    assert ".Lsub8_mcu_gen_gemm_k324_n20_t4_" in source  # K >= PAIR_LOOP_K: one loop over the sub-blocks
+    assert ".Lsub8_mcu_gen_gemm_k132_n36_t4_" not in source  # K 132 < PAIR_LOOP_K: unrolled

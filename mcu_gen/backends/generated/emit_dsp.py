@@ -364,7 +364,7 @@ def pair_ok(k: int, n: int) -> bool:
     return 2 * k <= 4092 and n + 8 <= 4095
 
 
-PAIR_LOOP_K = 128  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
+PAIR_LOOP_K = 160  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
 
 
 def _mac_pair(out: list, started: set, i: int, x0: str, x1: str, w: str) -> None:
@@ -425,15 +425,17 @@ WIDE_MAX_BYTES = 4092  # the widened rows (4K bytes) in reach of LDR's 12-bit of
 WIDE_STACK_BYTES = 576  # a wide GEMM's caller's row buffer plus its widened rows on the stack, at most (see wide_ok)
 
 
-def wide_ok(k: int, n: int, caller_bytes: int = 0, on_stack: bool = True) -> bool:
+def wide_ok(k: int, n: int, caller_bytes: int = 0, on_stack: bool = True, stack_room: int = 0) -> bool:
     """Whether the two-row GEMM widens its two input rows once (``_pair_macs_wide``) into the 4K-byte buffer its
     caller passes: from two sub-blocks of 4 channels (the widening, 11 estimated M33 cycles per 4 inputs, costs
     more than the 8 it saves per sub-block below) and K <= WIDE_MAX_BYTES / 4. A buffer in the layer's scratch
     tensor (``on_stack`` False: planned in the arena, counted by the planner) has no other limit. On the stack
     the layer's buffers there (``caller_bytes``: gathered windows, in-place output rows, none) plus the 4K bytes
     stay within WIDE_STACK_BYTES, so that the generated layer stays inside the stack the library kernels of the
-    image already need (issue 25: the default build's RAM no more than the library build's)."""
-    fits = caller_bytes + 4 * k <= WIDE_STACK_BYTES if on_stack else True
+    image already need (issue 25: the default build's RAM no more than the library build's), or within
+    ``stack_room`` where a library kernel of the image takes that much stack anyway (GemmLayer.stack_room: the
+    quantized add's table, ResNet-8's in-place 3x3 convolution of K 144: 288 + 576 B)."""
+    fits = caller_bytes + 4 * k <= max(WIDE_STACK_BYTES, stack_room) if on_stack else True
     return n >= 8 and 4 * k <= WIDE_MAX_BYTES and fits
 
 
@@ -625,7 +627,8 @@ def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max
                   body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights))
 
 
-OWN_FN_MAX_N = 32  # a layer with K < PAIR_LOOP_K and N up to this has its own two-row function (``_own_rights``)
+OWN_FN_MAX_N = 32  # a layer with K < OWN_FN_MAX_K and N up to this has its own two-row function (``_own_rights``)
+OWN_FN_MAX_K = 128  # (below PAIR_LOOP_K: ResNet-8's K 144 layers share their unrolled functions, flash)
 
 
 def _own_rights(l):
@@ -633,7 +636,7 @@ def _own_rights(l):
     SSAT immediate: 1.5 estimated M33 cycles less per output, about 2 KB more flash per block of 8 of K 32):
     small K and N (VWW's K 8..32 1x1 layers, the 27-tap stems), where the requantization is a large share;
     else None (the function is shared by the layers of one K, N, tail and output range)."""
-    if not (_calls_pairs(l) and pair_ok(l.k, l.n)) or l.k >= PAIR_LOOP_K or l.n > OWN_FN_MAX_N:
+    if not (_calls_pairs(l) and pair_ok(l.k, l.n)) or l.k >= OWN_FN_MAX_K or l.n > OWN_FN_MAX_N:
         return None
     return tuple(int(r) for r in l.smmlar()[:, 2])
 
@@ -655,6 +658,18 @@ class Work:
         self.bytes = self.wide_at + (4 * k if wide == "arg" else 0)
 
 
+def _conv_chunk(l, floor: int, up: bool) -> int:
+    """The windows per GEMM call of a convolution: as many as CONV_CHUNK_BYTES hold, at least ``floor``; an even
+    count where the two-row GEMM runs (``floor`` 2), so that no window of a chunk goes down the single-row path
+    (1.35 estimated M33 cycles per MAC against 1.0-1.16): one window more (``up``: a buffer in the arena's scratch)
+    or one less (on the stack, within CONV_CHUNK_BYTES). ResNet-8's / VWW's 27-tap stems: 9 -> 10 / 8."""
+    oh, ow = l.geometry[9], l.geometry[10]
+    c = max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
+    if floor == 2 and c % 2 and c < oh * ow:
+        c += 1 if up else -1
+    return c
+
+
 def _call(l) -> str:
     """How the layer calls its GEMM: "conv" (gathered windows), "inplace" (1x1 over its own input), "direct"."""
     if l.kind == "conv":
@@ -671,7 +686,7 @@ def work_levels(l) -> list:
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
-        chunks = [max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k)), floor]
+        chunks = [_conv_chunk(l, floor, True), floor]
     elif call == "inplace":
         chunks = [max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2)), 2]
     else:
@@ -699,13 +714,14 @@ def stack_work(l) -> Work:
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
-        chunk = max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
+        chunk = _conv_chunk(l, floor, False)
     elif call == "inplace":
         chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
     else:
         chunk = 0
     pairs = (chunk >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
-    return Work(chunk, unit, l.k, "frame" if pairs and wide_ok(l.k, l.n, chunk * unit) else None, None)
+    return Work(chunk, unit, l.k, "frame" if pairs and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room) else None,
+                None)
 
 
 def scratch_levels(l) -> list:

@@ -8,8 +8,8 @@ import zlib
 import numpy as np
 
 from mcu_gen.backends.generated.exactness import wrap32
-from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_ROWS_INPLACE, CONV_SCRATCH_ARG, DEPTHWISE_OPS,
-                                               INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, POINTWISE_OPS, AddLayer,
+from mcu_gen.backends.generated.layers import (ADD_OPS, ADD_TABLE_STACK_BYTES, CONV_ROWS_INPLACE, CONV_SCRATCH_ARG,
+                                               DEPTHWISE_OPS, INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, POINTWISE_OPS, AddLayer,
                                                ConvLayer, DepthwiseLayer, GemmLayer)
 from mcu_gen.plan.inplace import conv_ring_rows
 from mcu_gen.program.ir import Program, ScalarValue, TensorValue
@@ -356,4 +356,7 @@ def eligible(program: Program, isa: str = "dsp"):
             skipped.append((idx, ins.op, r))
         else:
             layers.append(r)
+    if any(ins.op in ADD_OPS for ins in program.instructions):
+        for l in layers:  # the add's library kernel (the generated adds' fallback) is in the image
+            l.stack_room = ADD_TABLE_STACK_BYTES
     return layers, skipped
