@@ -93,7 +93,7 @@ def test_generated_adds_on_the_m33(qemu_tools, tmp_path):
 
 @pytest.mark.parametrize("board", ["mps2-an505", "mps2-an386"])
 def test_every_generated_layer_case_runs_its_dsp_assembly_on_qemu(qemu_tools, tmp_path, board):
-    """The 23 layer cases of tests/test_generated_kernels.py (whose host runs compile the plain C
+    """Every layer case (CASES) of tests/test_generated_kernels.py (whose host runs compile the plain C
     definitions of the DSP instructions) in one program on the Cortex-M33 and the Cortex-M4: each
     layer generated (the inline/stand-alone assembly: gemm_asm, the depthwise blocks, SMMLAR), and
     every output bit-exact with the host integer reference on its own random input."""
