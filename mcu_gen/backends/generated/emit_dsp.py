@@ -628,7 +628,9 @@ def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max
 
 
 OWN_FN_MAX_N = 32  # a layer with K < OWN_FN_MAX_K and N up to this has its own two-row function (``_own_rights``)
-OWN_FN_MAX_K = 128  # (below PAIR_LOOP_K: ResNet-8's K 144 layers share their unrolled functions, flash)
+OWN_FN_MAX_K = 36  # K <= 32 and the 27-tap stems (28): where the requantization is a large share. Above, the
+# unrolled blocks cost more flash than their 1.5 cycles per output save (MNIST's K 72, N 16 layer: 11,044 B
+# as its own function against 6,796 B shared, for about 3,000 estimated cycles of 390,000)
 
 
 def _own_rights(l):
