@@ -10,7 +10,7 @@ once failed each rule, for the reason it failed:
   in KernelContext, the running index of bound layers), +64 B of stack after rounding.
 - gemm_pairs: the generated 3x3 convolution (K 324) gathered two windows on the stack (a 744 B frame), +128 B of
   stack; its gathered windows and widened rows are now a scratch tensor planned in the arena
-  (mcu_gen/backends/generated/scratch.py).
+  (mcu_gen/plan/generated_scratch.py).
 - attention: int8 needed more RAM than fp32: the portable quantized_add's two tables (2,352 B frame).
 - tokens_int8: int8 needed 176 B more than fp32: the portable add's one table in a 1,376 B frame with its
   argument reading and range check.

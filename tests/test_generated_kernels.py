@@ -63,7 +63,7 @@ def _requant_params(rng, n, lo=-12, hi=-5, left_shift=True):
 def sized_scratch(p: Program, replan) -> Program:
     """``p`` with each smmlar GEMM layer's scratch tensor grown to hold its best per-call buffers
     (emit_dsp.work_levels: windows or rows, then the widened pair of rows) and planned again (``replan``):
-    what generated/scratch.py size_scratch gives a layer where the arena has room."""
+    what plan/generated_scratch.py size_scratch gives a layer where the arena has room."""
     from mcu_gen.backends.generated.emit_dsp import scratch_levels as work_levels, work_bytes
 
     for l in generated.eligible(p)[0]:
@@ -647,10 +647,10 @@ def test_dsp_add_refuses_what_it_cannot_prove():
 
 
 def test_the_scratch_pass_grows_scratch_only_where_the_arena_has_room(failing_kernels, tmp_path):
-    """generated/scratch.py: a 3x3 convolution at the arena's peak (input and output live together) keeps its
+    """plan/generated_scratch.py: a 3x3 convolution at the arena's peak (input and output live together) keeps its
     buffers on the stack; the 1x1 convolution after it, where its small output leaves most of the arena free,
     gets its widened rows in a grown scratch tensor; the arena is the one without them; bit-exact."""
-    from mcu_gen.backends.generated.scratch import scratch_pass
+    from mcu_gen.plan.generated_scratch import scratch_pass
 
     rng = np.random.default_rng(11)
 

@@ -19,6 +19,7 @@ from mcu_gen.firmware import stack
 from mcu_gen.firmware.report import build_report, memory_usage, write_reports
 from mcu_gen.firmware.stack_bound import stack_bound
 from mcu_gen.plan.views import read_program
+from mcu_gen.plan.generated_scratch import scratch_pass
 
 
 @dataclass
@@ -285,7 +286,7 @@ def plan_for_kernels(board: Board, program: Program, unplanned: bool, backend: s
     from mcu_gen.backends import generated
 
     if refuse is not None and generated.board_supports(board):  # the generated DSP layers' per-call buffers in
-        choose = generated.scratch_pass(choose)  # their scratch tensors, where the arena allows
+        choose = scratch_pass(choose)  # their scratch tensors, where the arena allows
     planner.plan_methods(program, None, available, True, choose=choose)
     return True
 

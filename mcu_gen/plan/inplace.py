@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Optional
 
+from mcu_gen.backends.generated.layers import conv_ring_rows
 from mcu_gen.program.ir import DTYPE_SIZES, Instruction, Program, ScalarValue, TensorValue
 
 CHANNELS_LAST = (0, 2, 3, 1)
@@ -127,18 +128,6 @@ def pointwise(program, ins, pos, out) -> Optional[InPlace]:
     if any(s != 1 for s in stride) or any(p != 0 for p in padding):
         return None
     return InPlace(0, (12, cin))
-
-
-def conv_ring_rows(in_h: int, in_row: int, out_h: int, out_row: int, stride: int, pad: int) -> int:
-    """Rows of the ring mcu::quantized_conv2d_rows_inplace keeps (its ring_rows(), same arithmetic): the
-    most input rows that output rows written so far have overwritten while this or a later output row
-    still reads them (rows >= r * stride - pad). At least 1."""
-    saved_hi, most = -1, 1
-    for r in range(out_h):
-        hi = min(((r + 1) * out_row - 1) // in_row, in_h - 1)
-        saved_hi = max(saved_hi, hi)
-        most = max(most, saved_hi - max(r * stride - pad, 0) + 1)
-    return most
 
 
 def conv_rows(program, ins, pos, out) -> Optional[InPlace]:

@@ -44,10 +44,9 @@ from mcu_gen.backends.generated.emit_dsp import generate
 from mcu_gen.backends.generated.hooks import hooked_kernels
 from mcu_gen.backends.generated.layers import GENERATED_FILE, GENERATED_OPS, MODES, Generated
 from mcu_gen.backends.generated.match import covers, eligible
-from mcu_gen.backends.generated.scratch import scratch_pass, size_scratch
 
 __all__ = ["GENERATED_FILE", "GENERATED_OPS", "MODES", "Generated", "board_supports", "covers", "eligible",
-           "generate", "hooked_kernels", "scratch_pass", "size_scratch"]
+           "generate", "hooked_kernels"]
 
 
 def board_supports(board) -> bool:

@@ -276,3 +276,15 @@ def _shape_text(l) -> str:
     if l.kind == "add":
         return f"{l.numel} elements"
     return f"{l.rows} x {l.k} -> {l.n}"
+
+
+def conv_ring_rows(in_h: int, in_row: int, out_h: int, out_row: int, stride: int, pad: int) -> int:
+    """Rows of the ring mcu::quantized_conv2d_rows_inplace keeps (its ring_rows(), same arithmetic): the
+    most input rows that output rows written so far have overwritten while this or a later output row
+    still reads them (rows >= r * stride - pad). At least 1."""
+    saved_hi, most = -1, 1
+    for r in range(out_h):
+        hi = min(((r + 1) * out_row - 1) // in_row, in_h - 1)
+        saved_hi = max(saved_hi, hi)
+        most = max(most, saved_hi - max(r * stride - pad, 0) + 1)
+    return most

@@ -10,8 +10,7 @@ import numpy as np
 from mcu_gen.backends.generated.exactness import wrap32
 from mcu_gen.backends.generated.layers import (ADD_OPS, ADD_TABLE_STACK_BYTES, CONV_ROWS_INPLACE, CONV_SCRATCH_ARG,
                                                DEPTHWISE_OPS, INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, POINTWISE_OPS, AddLayer,
-                                               ConvLayer, DepthwiseLayer, GemmLayer)
-from mcu_gen.plan.inplace import conv_ring_rows
+                                               ConvLayer, DepthwiseLayer, GemmLayer, conv_ring_rows)
 from mcu_gen.program.ir import Program, ScalarValue, TensorValue
 
 
