@@ -216,7 +216,7 @@ inline int8_t requant(int32_t acc, const Requant& q, int32_t n) {
 // reading one stream of words (GemmLayer.stream()): per block of 8 output channels (a last block
 // of 4 when N % 8 == 4) the doubled accumulator starts, the block's doubled int16 weight pairs in
 // loop order, then (mult, ra, right) per channel. On the DSP cores one assembly function per
-// (K, tail, activation range) runs it (gemm_asm_body in generated/emit_dsp.py: rows in pairs, per 4 inputs and 4 channels
+// (K, tail, activation range) runs it (gemm_asm_body in generated/dsp_gemm_asm.py: rows in pairs, per 4 inputs and 4 channels
 // of two rows 2 LDR of inputs, 4 SXTB16, 8 LDR of weight pairs, 16 SMLAD; a last single row per 4 inputs and 8
 // channels 1 LDR, 2 SXTB16, 8 LDRD, 16 SMLAD; per output ADD, SMMLAR, ASR, SSAT, STRB); this is the same in C++.
 struct GemmDesc {
@@ -241,7 +241,7 @@ inline const uint32_t* gemm_block_c(const int8_t* x, const uint32_t* p, int8_t* 
   return p;
 }
 
-// `wide`: the assembly's buffer for a pair of rows widened once (emit_dsp.py _widen_rows), unused here.
+// `wide`: the assembly's buffer for a pair of rows widened once (dsp_gemm_asm.py _widen_rows), unused here.
 template <int32_t kK, bool kTail, int32_t kActMin, int32_t kActMax>
 void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* /*wide*/) {
   for (int32_t r = 0; r < rows; ++r, x += kK) {
@@ -753,7 +753,7 @@ inline void dw_planar_row(const int16_t* p, int8_t* y, uint32_t w0a, uint32_t w0
 // `rows` output rows of one channel, the first from the buffer rows at p, the next kS buffer rows on,
 // outputs kC apart from y, rows kOW kC apart. k: the channel's block (dw_planar); channel c's
 // requantization from q (the smmlar constants are in the block too: the rows function in assembly
-// reads them there, emit_dsp.dw_rows_asm).
+// reads them there, dsp_depthwise_asm.dw_rows_asm).
 template <int32_t kS, int32_t kRow, int32_t kOW, int32_t kC, int32_t kMode, int32_t kOutOffset, int32_t kActMin,
           int32_t kActMax>
 void dw_plane_rows(const int16_t* p, int8_t* y, int32_t rows, const uint32_t* k, const Requant& q, int32_t c) {

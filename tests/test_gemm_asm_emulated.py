@@ -1,4 +1,4 @@
-"""The smmlar GEMM's assembly (emit_dsp.gemm_asm_body) run by a small Thumb-2 interpreter of the
+"""The smmlar GEMM's assembly (dsp_gemm_asm.gemm_asm_body) run by a small Thumb-2 interpreter of the
 instructions it uses, against gemm_stream_c's arithmetic in Python: every path (two-row blocks with the
 inputs widened in the frame, in the caller's buffer (the fifth argument: a scratch tensor) or not, sub-blocks unrolled or looped, the last block of 4, the last
 single row, clamped output ranges) on random streams, in milliseconds and without QEMU (the QEMU runs of
@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from mcu_gen.backends.generated.emit_dsp import PAIR_LOOP_K, WIDE_PTR, gemm_asm_body, pair_ok
+from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, gemm_asm_body, pair_ok
 
 M32 = 0xFFFFFFFF
 SP_TOP, X0, D0, STREAM0, Y0, WIDE0 = 0x10000, 0x20000, 0x30000, 0x40000, 0x80000, 0xC0000

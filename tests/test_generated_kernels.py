@@ -62,9 +62,9 @@ def _requant_params(rng, n, lo=-12, hi=-5, left_shift=True):
 
 def sized_scratch(p: Program, replan) -> Program:
     """``p`` with each smmlar GEMM layer's scratch tensor grown to hold its best per-call buffers
-    (emit_dsp.work_levels: windows or rows, then the widened pair of rows) and planned again (``replan``):
+    (dsp_work.work_levels: windows or rows, then the widened pair of rows) and planned again (``replan``):
     what plan/generated_scratch.py size_scratch gives a layer where the arena has room."""
-    from mcu_gen.backends.generated.emit_dsp import scratch_levels as work_levels, work_bytes
+    from mcu_gen.backends.generated.dsp_work import scratch_levels as work_levels, work_bytes
 
     for l in generated.eligible(p)[0]:
         if l.requant_kind != "smmlar" or not work_levels(l):
@@ -270,7 +270,7 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=33, w=24, c=8, scratch=True)),
     ("depthwise_inplace", dict(h=16, w=6, c=8, scratch=True)),  # more rows on the stack than in the scratch
     ("depthwise_inplace", dict(h=40, w=6, c=8, stride=1)),  # 22 of 41 rows on the stack: slides
-    # Planar (one channel at a time on int16 rows, emit_dsp.dw_plane / dw_rows_asm): strided with an odd
+    # Planar (one channel at a time on int16 rows, dsp_depthwise_asm.dw_plane / dw_rows_asm): strided with an odd
     # last pixel, strided rows sliding through the scratch with a loop over pixel pairs, channels 260 apart.
     ("depthwise_inplace", dict(h=9, w=9, c=12, stride=2)),
     ("depthwise_inplace", dict(h=20, w=40, c=4, stride=2, scratch=True)),
@@ -287,7 +287,7 @@ CASES = [  # (kind, shape parameters)
     ("conv_inplace", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
     ("conv_inplace", dict(h=14, w=14, cin=8, cout=8, kh=5, kw=5, stride=(1, 1), pad=(2, 2))),  # MNIST-like
     # The per-call buffers (gathered windows / output rows, the two-row GEMM's widened rows) in the layer's scratch
-    # tensor, planned in the arena (issue 25): emit_dsp.work_plan; the widening in a loop from K 68.
+    # tensor, planned in the arena (issue 25): dsp_work.work_plan; the widening in a loop from K 68.
     ("conv_scratch", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
     ("conv_scratch", dict(h=4, w=4, cin=64, cout=8, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # K 576: 2,304 B widened
     ("conv_inplace_scratch", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),

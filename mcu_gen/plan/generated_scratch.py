@@ -4,21 +4,21 @@ arena scratch tensors, so the planner counts them").
 A smmlar GEMM layer calls its GEMM with buffers that live for one call of the layer: the gathered windows of a
 convolution (``conv_stream``'s patch), the output rows of an in-place 1x1 convolution (``gemm_stream_inplace``)
 and the pair of input rows the two-row GEMM widens once (``_widen_rows``). On the stack the image's static stack
-bound counts them on the deepest path, so they had to stay small (emit_dsp.wide_ok's WIDE_STACK_BYTES). Here
+bound counts them on the deepest path, so they had to stay small (dsp_gemm_asm.wide_ok's WIDE_STACK_BYTES). Here
 they go in the instruction's scratch tensor (argument 12 of the convolutions, after an in-place convolution's
 ring of rows): the planner places it, live at that instruction only, in a gap of the arena.
 
 ``size_scratch`` runs once the build's plan is made (builder.plan_for_kernels): each such layer's scratch is
-grown to its best choice (emit_dsp.scratch_levels: the widened rows, the most windows / rows; only choices as
+grown to its best choice (dsp_work.scratch_levels: the widened rows, the most windows / rows; only choices as
 good as the stack's) that the arena's free bytes at its step could hold, and the program is planned again; where the arena grows past the plan without them, the layers whose scratch ends above that
 arena's top step down a choice and the program is planned again, a few rounds; if the arena still grows, the
 plan without them is kept (the layers keep their buffers on the stack, as before). Deterministic: the planner
-is (node limits, no timers), and so is this search. The generator (emit_dsp.work_plan) reads the scratch's size
+is (node limits, no timers), and so is this search. The generator (dsp_work.work_plan) reads the scratch's size
 back from the planned program: it takes the best choice that fits, else the stack.
 """
 from __future__ import annotations
 
-from mcu_gen.backends.generated.emit_dsp import work_bytes, scratch_levels
+from mcu_gen.backends.generated.dsp_work import scratch_levels, work_bytes
 from mcu_gen.backends.generated.layers import CONV_SCRATCH_ARG
 from mcu_gen.backends.generated.match import eligible
 from mcu_gen.plan import planner

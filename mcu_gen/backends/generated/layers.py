@@ -65,7 +65,7 @@ class GemmLayer(_RequantChoice):
     act_max: int
     inplace_ok: bool  # output may start at the input's address (Cout <= Cin, or the in-place variant's rows from the last)
     checks: list = field(default_factory=list)  # C++ boolean expressions over ctx, all must hold
-    # The scratch tensor (argument 12 of a convolution) as room for the per-call buffers (emit_dsp.work_plan):
+    # The scratch tensor (argument 12 of a convolution) as room for the per-call buffers (dsp_work.work_plan):
     # its bytes from scratch_at (after an in-place convolution's ring), and the checks that find it at load.
     scratch_room: int = 0
     scratch_at: int = 0

@@ -55,7 +55,7 @@ def _list_check(arg: int, items) -> str:
 
 def _scratch_room(program: Program, i: int) -> int:
     """The bytes of a convolution's scratch tensor (argument 12) a generated layer may use for its per-call
-    buffers (emit_dsp.work_plan): a planned 1-D int8/uint8 tensor's, else none."""
+    buffers (dsp_work.work_plan): a planned 1-D int8/uint8 tensor's, else none."""
     t = _t(program, i)
     if t is None or t.is_constant or t.dtype not in ("int8", "uint8") or len(t.shape) != 1:
         return 0

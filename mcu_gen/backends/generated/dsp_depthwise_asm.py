@@ -1,0 +1,153 @@
+"""The generated DSP 3x3 depthwise layers' geometry choices (the window of rows of an in-place layer, the
+planar path) and the planar path's per-layer row function in assembly (``dw_rows_asm``)."""
+from __future__ import annotations
+
+from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm
+from mcu_gen.backends.generated.layers import DepthwiseLayer
+
+
+DW_WINDOW_STACK_BYTES = 528  # an in-place depthwise layer's window of rows on the stack (KWS's 26 rows of 5 x 4)
+
+
+def dw_window(l: DepthwiseLayer) -> tuple:
+    """(rows, argument, groups) of an in-place depthwise layer's window of input rows (DwWindow: rows of W
+    pixels x 4 * groups channels): one group of 4 channels a pass (dw_pixels' fastest form: VWW's 48x48x8
+    layer took 574 k instructions with one group a pass, 633 k with two; KWS's four 25x5x64 layers 50 k more
+    with four) and as many rows (up to the H + pad rows of the whole input) as the variant's scratch tensor
+    (argument 13, H * W bytes, planned in the arena) or DW_WINDOW_STACK_BYTES of stack (argument None)
+    hold, the more rows (fewer slides), the scratch on a tie; three rows on the stack where neither holds
+    three. (0, None, 1) for a layer not in place."""
+    if not l.inplace_ok:
+        return 0, None, 1
+    row, whole = l.w * 4, l.h + l.pad_h
+    in_scratch, on_stack = min(whole, l.scratch_bytes // row), min(whole, DW_WINDOW_STACK_BYTES // row)
+    if in_scratch >= 3 and in_scratch >= on_stack:
+        return max(3, in_scratch), 13, 1
+    return max(3, on_stack), None, 1
+
+
+DW_PLANE_MIN_W = 3
+DW_PLANE_STRIDES = (1, 2)
+
+
+def dw_plane(l: DepthwiseLayer) -> tuple | None:
+    """(rows, argument, row length) of the int16 rows of one channel a planar depthwise layer keeps
+    (dsp_prelude.h: DwPlane, dw_planar): rows of kRow entries (the padded input row, and the words the
+    last pair of output pixels reads), as many rows (up to all the layer reads) as the in-place variant's
+    scratch tensor (argument 13) or DW_WINDOW_STACK_BYTES of stack hold, the more rows the better, the
+    scratch on a tie. None (the NHWC path, dw_pixels) where neither holds three rows, for strides other than
+    1 and 2 and for rows under DW_PLANE_MIN_W pixels (VWW's 3x3x256 layer: 60.1 k instructions planar,
+    61.3 k NHWC)."""
+    if l.stride not in DW_PLANE_STRIDES or l.w < DW_PLANE_MIN_W or not -32768 <= -l.in_offset < 32768:
+        return None
+    row = max(l.pad_w + l.w, l.ow + l.ow % 2 + 2 if l.stride == 1 else 2 * l.ow + 2)
+    row += row % 2
+    need = (l.oh - 1) * l.stride + 3
+    on_stack = min(need, DW_WINDOW_STACK_BYTES // (2 * row))
+    in_scratch = min(need, l.scratch_bytes // (2 * row)) if l.inplace_ok else 0
+    if in_scratch >= 3 and in_scratch >= on_stack:
+        return in_scratch, 13, row
+    if on_stack >= 3:
+        return on_stack, None, row
+    return None
+
+
+# The planar rows in assembly: registers of the function below.
+_P, _Y, _K, _W, _A0, _A1, _T = "r0", "r1", "r3", ["r4", "r5", "r6", "r7", "r8", "r9"], "r10", "r11", ["r2", "r12", "lr"]
+DW_ROWS_UNROLL = 4  # pairs of output pixels per pass of the pair loop (all of a row's pairs when at most 2x this)
+
+
+def _dw_pair2_macs(r: int) -> list:
+    """Stride 2: the 12 MACs of two output pixels at r0 (pixel 0 reads entries 0..2, pixel 1 entries 2..4 of
+    each buffer row): per row the words u, v, t at 0, 4, 8 bytes, a0 += SMLAD u, w01 + SMLABT v, w12 and
+    a1 += SMLAD v, w01 + SMLABT t, w12; r0 += 8."""
+    t0, t1, t2 = _T
+    w = _W
+    out = [f"ldr {_A0}, [{_K}, #24]", f"ldr {t0}, [{_P}], #8", f"ldr {t1}, [{_P}, #-4]", f"ldr {t2}, [{_P}]",
+           f"smlad {_A1}, {t1}, {w[0]}, {_A0}", f"smlad {_A0}, {t0}, {w[0]}, {_A0}",
+           f"smlabt {_A0}, {t1}, {w[1]}, {_A0}", f"smlabt {_A1}, {t2}, {w[1]}, {_A1}"]
+    for k in (1, 2):
+        o = k * r - 8
+        out += [f"ldr {t0}, [{_P}, #{o}]", f"ldr {t1}, [{_P}, #{o + 4}]", f"ldr {t2}, [{_P}, #{o + 8}]",
+                f"smlad {_A0}, {t0}, {w[2 * k]}, {_A0}", f"smlabt {_A0}, {t1}, {w[2 * k + 1]}, {_A0}",
+                f"smlad {_A1}, {t1}, {w[2 * k]}, {_A1}", f"smlabt {_A1}, {t2}, {w[2 * k + 1]}, {_A1}"]
+    return out
+
+
+def _dw_pair_asm(r: int, c: int, two: bool, act_min: int, act_max: int, stride: int = 1) -> list:
+    """Two output pixels (one when not ``two``) of a planar row at r0 (buffer rows ``r`` bytes apart), the
+    words (w01, w12) of tap rows 0-2 in r4-r9, the block k (r3: start at 24, ra 28, mult 32, right 36):
+    loads grouped (pipelined), 12 MACs, SMMLAR requantization; r0 += 4 (stride 2, two: 8), r1 += 2c (c)."""
+    t0, t1, t2 = _T
+    w = _W
+    if two and stride == 2:
+        return _dw_pair2_macs(r) + _dw_requant_asm(c, two, act_min, act_max)
+    out = [f"ldr {_A0}, [{_K}, #24]", f"ldr {t0}, [{_P}], #4", f"ldr {t1}, [{_P}]", f"ldr {t2}, [{_P}, #{r - 4}]"]
+    if two:
+        out.append(f"smlatb {_A1}, {t0}, {w[0]}, {_A0}")
+    out += [f"smlad {_A0}, {t0}, {w[0]}, {_A0}", f"smlabt {_A0}, {t1}, {w[1]}, {_A0}"]
+    if two:
+        out.append(f"smlad {_A1}, {t1}, {w[1]}, {_A1}")
+    out += [f"ldr {t0}, [{_P}, #{r}]", f"ldr {t1}, [{_P}, #{2 * r - 4}]", f"smlad {_A0}, {t2}, {w[2]}, {_A0}"]
+    if two:
+        out.append(f"smlatb {_A1}, {t2}, {w[2]}, {_A1}")
+    out.append(f"smlabt {_A0}, {t0}, {w[3]}, {_A0}")
+    if two:
+        out.append(f"smlad {_A1}, {t0}, {w[3]}, {_A1}")
+    out += [f"ldr {t2}, [{_P}, #{2 * r}]", f"smlad {_A0}, {t1}, {w[4]}, {_A0}"]
+    if two:
+        out.append(f"smlatb {_A1}, {t1}, {w[4]}, {_A1}")
+    out.append(f"smlabt {_A0}, {t2}, {w[5]}, {_A0}")
+    if two:
+        out.append(f"smlad {_A1}, {t2}, {w[5]}, {_A1}")
+    return out + _dw_requant_asm(c, two, act_min, act_max)
+
+
+def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int) -> list:
+    """a0 (and a1) requantized (SMMLAR with the block's ra, mult, right) and stored c bytes apart at r1, r1 on."""
+    t0, t1, t2 = _T
+    out = []
+    store = (lambda a: [f"strb {a}, [{_Y}], #{c}"]) if c <= 255 else (lambda a: [f"strb {a}, [{_Y}]"] + adjust(_Y, c))
+    out += [f"ldr {t0}, [{_K}, #28]", f"ldr {t1}, [{_K}, #32]", f"ldr {t2}, [{_K}, #36]",
+            f"add {t0}, {t0}, {_A0}, asr #31", f"smmlar {_A0}, {_A0}, {t1}, {t0}", f"asr {_A0}, {_A0}, {t2}"]
+    out += clamp_asm(_A0, act_min, act_max)
+    if two:
+        out.append(f"ldr {t0}, [{_K}, #28]")  # pipelines with the store
+    out += store(_A0)
+    if two:
+        out += [f"add {t0}, {t0}, {_A1}, asr #31", f"smmlar {_A1}, {_A1}, {t1}, {t0}", f"asr {_A1}, {_A1}, {t2}"]
+        out += clamp_asm(_A1, act_min, act_max) + store(_A1)
+    return out
+
+
+def dw_rows_asm(l: DepthwiseLayer, row: int) -> list:
+    """The body of the layer's planar rows function (DSP cores, smmlar requantization):
+        void rows(const int16_t* p, int8_t* y, int32_t rows, const int32_t* k)
+    `rows` output rows of one channel, the first from the buffer rows at p (row bytes 2 row apart), the
+    next stride buffer rows on; outputs c bytes apart from y, rows ow c apart; k: the channel's block
+    (dsp_prelude.h: dw_planar). The pixel pairs of a row are unrolled (DW_ROWS_UNROLL pairs a pass of a
+    loop beyond 2 DW_ROWS_UNROLL), an odd last pixel alone; y's end at [sp], the pass count at [sp, #4]."""
+    if l.ow * l.c > 65535:
+        raise ValueError(f"{l.name}: output rows of {l.ow * l.c} bytes (MOVW)")
+    r, c, pairs, odd, st = 2 * row, l.c, l.ow // 2, l.ow % 2, l.stride
+    if 2 * r > 4095:
+        raise ValueError(f"{l.name}: planar rows of {row} entries: load offsets past 4095")
+    pair = _dw_pair_asm(r, c, True, l.act_min, l.act_max, st)
+    out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #8", f"movw r12, #{l.ow * c}",
+           "mla r2, r2, r12, r1", "str r2, [sp]", "ldm r3, {r4, r5, r6, r7, r8, r9}", ".Lrow%=:"]
+    loop, rest = (pairs // DW_ROWS_UNROLL, pairs % DW_ROWS_UNROLL) if pairs > 2 * DW_ROWS_UNROLL else (0, pairs)
+    if loop:
+        out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", ".Lpair%=:"]
+        for _ in range(DW_ROWS_UNROLL):
+            out += pair
+        out += [f"ldr {_T[0]}, [sp, #4]", f"subs {_T[0]}, #1", f"str {_T[0]}, [sp, #4]", "bne .Lpair%="]
+    for _ in range(rest):
+        out += pair
+    if odd:
+        out += _dw_pair_asm(r, c, False, l.act_min, l.act_max)
+    step = st * r - 4 * st * pairs - 4 * odd  # to the next output row's first buffer row
+    if step:
+        out += adjust(_P, step)
+    out += [f"ldr {_T[0]}, [sp]", f"cmp {_Y}, {_T[0]}", "bne .Lrow%="]  # [sp]: y past the last row
+    out += ["add sp, #12", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+    return out

@@ -1,0 +1,334 @@
+"""The smmlar GEMM in assembly for the DSP cores (Cortex-M33, M4): ``gemm_asm_body`` gives the instructions of
+one generated GEMM function (rows in pairs with the inputs widened once or not, a last single row; the
+requantization by SMMLAR), and the register-level pieces it and the depthwise row functions share
+(``clamp_asm``, ``adjust``). tests/test_gemm_asm_emulated.py runs these instructions in an interpreter."""
+from __future__ import annotations
+
+
+# -- the smmlar GEMM in assembly (Cortex-M33/M4 with the DSP extension) ---------------------------
+ACC8 = ["r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11"]  # LDM-loadable: ascending
+
+
+def clamp_asm(reg: str, act_min: int, act_max: int, right: int | None = None) -> list:
+    """Saturation to int8 (after an arithmetic right shift by the immediate ``right``, when given), then
+    the activation range."""
+    out = [f"ssat {reg}, #8, {reg}" + (f", asr #{right}" if right is not None else "")]
+    if act_min > -128:
+        out += [f"cmp {reg}, #{act_min}", "it lt", f"movlt {reg}, #{act_min}"]
+    if act_max < 127:
+        out += [f"cmp {reg}, #{act_max}", "it gt", f"movgt {reg}, #{act_max}"]
+    return out
+
+
+def _block_asm(b: int, k: int, act_min: int, act_max: int) -> list:
+    """One block of b (8 or 4) output channels of one row; r0 = x row (reloaded), r1 = stream."""
+    acc = ACC8[:b]
+    out = ["ldr r0, [sp]", f"ldmia r1!, {{{acc[0]}-{acc[-1]}}}"]
+    for _ in range(k // 4):
+        out += ["ldr lr, [r0], #4", "sxtb16 r12, lr", "sxtb16 lr, lr, ror #8", f"ldrd r2, r3, [r1], #{8 * b}"]
+        for c, a in enumerate(acc):
+            if c:
+                out.append(f"ldrd r2, r3, [r1, #{-8 * (b - c)}]")
+            out += [f"smlad {a}, r12, r2, {a}", f"smlad {a}, lr, r3, {a}"]
+    out.append("ldr r2, [sp, #4]")
+    for a in acc:  # (mult, ra, right) -> r0, r3, r12
+        out += ["ldmia r1!, {r0, r3, r12}", f"add r3, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, r3",
+                f"asr {a}, {a}, r12"] + clamp_asm(a, act_min, act_max) + [f"strb {a}, [r2], #1"]
+    out.append("str r2, [sp, #4]")
+    return out
+
+
+def adjust(reg: str, delta: int) -> list:
+    """reg += delta in ADDW/SUBW steps of at most 4095."""
+    out = []
+    while delta:
+        step = max(-4095, min(4095, delta))
+        out.append(f"{'addw' if step > 0 else 'subw'} {reg}, {reg}, #{abs(step)}")
+        delta -= step
+    return out
+
+
+class _Stream:
+    """Addresses in the weight stream for the two-row block: r1 moves inside the block (ADDW/SUBW) only
+    when an offset leaves LDR's immediate range; `pos` is r1's offset from the block's start."""
+
+    def __init__(self, out: list):
+        self.out, self.pos = out, 0
+
+    def at(self, off: int) -> str:
+        d = off - self.pos
+        if d < -255 or d > 4095:
+            self.out += adjust("r1", d)
+            self.pos, d = off, 0
+        return f"[r1, #{d}]"
+
+    def ld(self, reg: str, off: int):
+        """LDR reg from the block's byte offset off (after r1 moved, if it must)."""
+        addr = self.at(off)
+        self.out.append(f"ldr {reg}, {addr}")
+
+    def to(self, off: int):
+        self.out += adjust("r1", off - self.pos)
+        self.pos = off
+
+
+def pair_ok(k: int, n: int) -> bool:
+    """The two-row block addresses both rows' inputs and outputs with 12-bit immediates."""
+    return 2 * k <= 4092 and n + 8 <= 4095
+
+
+PAIR_LOOP_K = 160  # from this K the sub-blocks of 4 channels are one loop (flash), below unrolled (cycles)
+
+
+def _mac_pair(out: list, started: set, i: int, x0: str, x1: str, w: str) -> None:
+    """SMLAD of weight word w into channel i's two accumulators (row 0 r{4+i} with x0, row 1 r{8+i} with
+    x1). Only row 0's accumulator is loaded with the channel's start: the first pair of a channel
+    starts row 1 from it (SMLAD's accumulate operand), so no MOV copies the starts."""
+    a0, a1 = f"r{4 + i}", f"r{8 + i}"
+    if i in started:
+        out += [f"smlad {a0}, {x0}, {w}, {a0}", f"smlad {a1}, {x1}, {w}, {a1}"]
+    else:
+        started.add(i)
+        out += [f"smlad {a1}, {x1}, {w}, {a0}", f"smlad {a0}, {x0}, {w}, {a0}"]
+
+
+def _pair_macs(out: list, st, b: int, k: int, chans) -> None:
+    """The MACs of one sub-block of 4 channels over both rows: ``chans`` pairs (i, c), accumulators
+    r{4+i} (row 0, holding the start) and r{8+i} (row 1), channel c's weights at stream offset
+    w0 + 8bg + 8c (pair A), + 4 (pair B). Per 4 inputs the two rows' words (r0, r3) are widened once
+    into A halves (r0, r3) and B halves (r2, lr); the B pairs first, the weight word in r12 (the first
+    one loaded with the previous group's tail), then the A pairs, whose three free registers (r2, r12,
+    lr) take three weight words in a row, then the last A pair beside the next group's x base, its first
+    B word and its two input words: per 4 inputs 11 loads (17 estimated M33 cycles), 4 SXTB16, 16 SMLAD
+    (37 cycles for 32 MACs)."""
+    groups = k // 4
+    w0 = 4 * b  # the first weight word
+    started: set = set()
+
+    def wa(g: int, c: int) -> int:
+        return w0 + 8 * b * g + 8 * c
+
+    (i0, c0), (i1, c1), (i2, c2), (i3, c3) = chans
+    out += ["ldr lr, [sp]", "ldr r0, [lr]", f"ldr r3, [lr, #{k}]"]
+    st.ld("r12", wa(0, c0) + 4)
+    for g in range(groups):
+        out += ["sxtb16 r2, r0, ror #8", "sxtb16 lr, r3, ror #8", "sxtb16 r0, r0", "sxtb16 r3, r3"]
+        for j, (i, c) in enumerate(chans):  # the B pairs: x in r2 / lr, the weight word in r12
+            if j:
+                st.ld("r12", wa(g, c) + 4)
+            _mac_pair(out, started, i, "r2", "lr", "r12")
+        st.ld("r2", wa(g, c0))  # the A pairs: x in r0 / r3
+        st.ld("r12", wa(g, c1))
+        st.ld("lr", wa(g, c2))
+        _mac_pair(out, started, i0, "r0", "r3", "r2")
+        _mac_pair(out, started, i1, "r0", "r3", "r12")
+        _mac_pair(out, started, i2, "r0", "r3", "lr")
+        st.ld("r2", wa(g, c3))
+        if g + 1 < groups:  # the next group's x base, first B word, then (after the last A pair) its words
+            out.append("ldr lr, [sp]")
+            st.ld("r12", wa(g + 1, c0) + 4)
+            _mac_pair(out, started, i3, "r0", "r3", "r2")
+            out += [f"ldr r0, [lr, #{4 * (g + 1)}]", f"ldr r3, [lr, #{k + 4 * (g + 1)}]"]
+        else:
+            _mac_pair(out, started, i3, "r0", "r3", "r2")
+
+
+WIDE_PTR = 28  # frame offset of the pointer to the widened input rows (the function's fifth argument)
+WIDE_MAX_BYTES = 4092  # the widened rows (4K bytes) in reach of LDR's 12-bit offsets from their base (K <= 1023)
+WIDE_STACK_BYTES = 576  # a wide GEMM's caller's row buffer plus its widened rows on the stack, at most (see wide_ok)
+
+
+def wide_ok(k: int, n: int, caller_bytes: int = 0, on_stack: bool = True, stack_room: int = 0) -> bool:
+    """Whether the two-row GEMM widens its two input rows once (``_pair_macs_wide``) into the 4K-byte buffer its
+    caller passes: from two sub-blocks of 4 channels (the widening, 11 estimated M33 cycles per 4 inputs, costs
+    more than the 8 it saves per sub-block below) and K <= WIDE_MAX_BYTES / 4. A buffer in the layer's scratch
+    tensor (``on_stack`` False: planned in the arena, counted by the planner) has no other limit. On the stack
+    the layer's buffers there (``caller_bytes``: gathered windows, in-place output rows, none) plus the 4K bytes
+    stay within WIDE_STACK_BYTES, so that the generated layer stays inside the stack the library kernels of the
+    image already need (issue 25: the default build's RAM no more than the library build's), or within
+    ``stack_room`` where a library kernel of the image takes that much stack anyway (GemmLayer.stack_room: the
+    quantized add's table, ResNet-8's in-place 3x3 convolution of K 144: 288 + 576 B)."""
+    fits = caller_bytes + 4 * k <= max(WIDE_STACK_BYTES, stack_room) if on_stack else True
+    return n >= 8 and 4 * k <= WIDE_MAX_BYTES and fits
+
+
+def _widen_rows(k: int, wide: str = "arg") -> list:
+    """Both rows' words, x and x + k, widened once per row pair: ``wide`` "arg" into the caller's buffer (the
+    pointer at [sp + WIDE_PTR]), "frame" into the function's frame from [sp + WIDE_PTR]; per 4 inputs at 16g the
+    halfword pairs x0 (bytes 0, 2), x1 (0, 2), x0 (1, 3), x1 (1, 3) (SXTB16, SXTB16 ROR 8).
+    r1 and r4-r11 are free here (no accumulator lives across row pairs; r1 is reloaded after)."""
+    groups = k // 4
+
+    def group(src: str, so: int, dst: str, do: int) -> list:
+        return [f"ldr r0, [{src}, #{so}]", f"ldr r12, [{src}, #{so + k}]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
+                "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12", f"str r0, [{dst}, #{do}]", f"str r12, [{dst}, #{do + 4}]",
+                f"str r2, [{dst}, #{do + 8}]", f"str lr, [{dst}, #{do + 12}]"]
+
+    out = ["ldr r3, [sp]", f"ldr r1, [sp, #{WIDE_PTR}]" if wide == "arg" else f"add r1, sp, #{WIDE_PTR}"]
+    if groups <= 16:
+        for g in range(groups):
+            out += group("r3", 4 * g, "r1", 16 * g)
+        return out
+    u = 4 if groups % 4 == 0 else (2 if groups % 2 == 0 else 1)
+    out += [f"addw r4, r1, #{16 * groups}", ".Lwide_%=:"]
+    for j in range(u):
+        out += group("r3", 4 * j, "r1", 16 * j)
+    out += [f"adds r3, #{4 * u}", f"adds r1, #{16 * u}", "cmp r1, r4", "bne .Lwide_%="]
+    return out
+
+
+def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg") -> None:
+    """The MACs of one sub-block of 4 channels over both rows, inputs widened (``_widen_rows``). Row 1's
+    accumulators start from row 0's (the starts) in their first SMLAD: no MOV. "frame" (widened in the frame,
+    r12 free): per 4 inputs and half (pairs A, then B) the 4 channels' weight words in r0, r2, r3, r12 (four
+    LDR in a row, pipelined with the row-0 input load: 1 + 1 + 1 + 1 + 2 estimated M33 cycles), 4 SMLAD of
+    row 0, the row-1 input (2), 4 SMLAD of row 1. "arg" (the caller's buffer, r12 its base, reloaded per
+    sub-block: the requantization takes r12): per 4 inputs and half both rows' input words (r0 row 0, r2 row
+    1) and two channels' weight words (r3, lr) in four LDR in a row (1 + 1 + 1 + 2), 4 SMLAD, the other two
+    channels' weights (1 + 2), 4 SMLAD. Both 32 cycles per 32 MACs (40 with the inputs widened in the loop)."""
+    wregs = ("r0", "r2", "r3", "r12")
+    w0 = 4 * b  # the first weight word
+    base, at = ("r12", 0) if wide == "arg" else ("sp", WIDE_PTR)
+    if wide == "arg":
+        out.append(f"ldr r12, [sp, #{WIDE_PTR}]")
+    for g in range(k // 4):
+        for half in (0, 4):
+            xo = at + 16 * g + 2 * half
+            first = g == 0 and half == 0  # row 1 first: it starts from row 0's accumulator (the start, no MOV)
+            if wide == "frame":  # four weight registers (r12 is free): pipelined with the row-0 input load
+                for i, c in chans:
+                    st.ld(wregs[i], w0 + 8 * b * g + 8 * c + half)
+                rows = ((xo + 4, 8), (xo, 4)) if first else ((xo, 4), (xo + 4, 8))
+                for x_off, acc in rows:
+                    out.append(f"ldr lr, [sp, #{x_off}]")
+                    src = 4 if first else acc
+                    out += [f"smlad r{acc + i}, lr, {wregs[i]}, r{src + i}" for i, _ in chans]
+                continue
+            out += [f"ldr r0, [{base}, #{xo}]", f"ldr r2, [{base}, #{xo + 4}]"]
+            for pair in (chans[:2], chans[2:]):
+                for reg, (i, c) in zip(("r3", "lr"), pair):
+                    st.ld(reg, w0 + 8 * b * g + 8 * c + half)
+                for reg, (i, c) in zip(("r3", "lr"), pair):
+                    if first:
+                        out += [f"smlad r{8 + i}, r2, {reg}, r{4 + i}", f"smlad r{4 + i}, r0, {reg}, r{4 + i}"]
+                    else:
+                        out += [f"smlad r{4 + i}, r0, {reg}, r{4 + i}", f"smlad r{8 + i}, r2, {reg}, r{8 + i}"]
+
+
+def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None) -> None:
+    """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
+    c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1). A channel's stores follow the
+    next channel's loads (the last load pipelines with them: 1 estimated cycle, not 2). With ``rights``
+    (channel c's right shift: the function is the layer's own) the shift is SSAT's immediate: no load
+    of right, no ASR."""
+    stores: list = []
+    for i, c in chans:
+        for j, r in enumerate(("r0", "r3") if rights is not None else ("r0", "r3", "r12")):
+            st.ld(r, c0 + 12 * c + 4 * j)
+        out += stores
+        for a in (f"r{4 + i}", f"r{8 + i}"):
+            out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr"]
+            if rights is None:
+                out += [f"asr {a}, {a}, r12"] + clamp_asm(a, act_min, act_max)
+            else:
+                out += clamp_asm(a, act_min, act_max, int(rights[c]))
+        stores = [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+    out += stores
+
+
+def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False,
+                         rights=None) -> list:
+    """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
+    r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
+    ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
+    word (lr, one LDR) feeds two SMLADs, one per row: per 4 inputs and 4 channels 8 + 2 LDR (+1 for x),
+    4 SXTB16, 16 SMLAD (32 MACs), against 8 LDRD for 32 MACs of one row. The stream's layout is the
+    one-row block's; r1 moves through the block with the real offsets and ends at the next block."""
+    out: list = []
+    st = _Stream(out)
+    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
+    for s in range(b // 4):
+        chans = list(enumerate(range(4 * s, 4 * s + 4)))
+        for i, c in chans:
+            st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
+        _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
+        out.append("ldr r2, [sp, #4]")
+        _pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
+    st.to(c0 + 12 * b)
+    out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
+    return out
+
+
+def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False, rights=None) -> list:
+    """One block of b (8 or 4) output channels of two rows (``_pair_block_unrolled``). For K <
+    PAIR_LOOP_K (or a block of 4) the sub-blocks of 4 channels are unrolled; from it they are one loop
+    ([sp+20] = 16s: about 20 more cycles per sub-block, for half the code of a block of 8). The stream's
+    layout is the one-row block's: sub-block s's accumulator starts are 16s bytes after sub-block 0's,
+    its weights 32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the
+    block's start. r1 ends at the next block."""
+    if k < PAIR_LOOP_K or b <= 4 or rights is not None:
+        return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights)
+    chans = [(c, c) for c in range(4)]
+    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
+    out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
+                 "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
+    st = _Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
+    for c in range(4):
+        st.ld(f"r{4 + c}", 4 * c)  # row 1's accumulators start from these in the first MACs
+    out += ["ldr lr, [sp, #20]", "add r1, lr"]
+    _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
+    out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
+    _pair_requant(out, st, c0, n, chans, act_min, act_max)
+    out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
+    out += ["ldr r1, [sp, #24]"] + adjust("r1", c0 + 12 * b)
+    out += ["ldr r2, [sp, #4]", f"adds r2, #{b}", "str r2, [sp, #4]"]
+    return out
+
+
+def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
+                  wide: str | None = None, rights=None) -> list:
+    """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows,
+    int16_t* wide):
+    the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
+    in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
+    accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
+    requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
+    [sp+8] rows left, [sp+12] d->stream, [sp+16] d->end8. ``wide``: where the two rows of a pair are widened
+    once (``_widen_rows``, ``_pair_macs_wide``): "arg" into the caller's buffer of 4K bytes (the fifth argument,
+    kept at [sp+WIDE_PTR]: a scratch tensor in the arena), "frame" into the frame from [sp+WIDE_PTR]
+    (``wide_ok``'s stack limit), None not at all. ``rights`` (the N right shifts of the layer whose own function
+    this is, or None): the two-row blocks unrolled, each channel's shift an immediate of SSAT
+    (``_pair_requant``); the single row reads them from the stream as before."""
+    wide = wide if pairs and pair_ok(k, n) else None
+    frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
+    body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
+            "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
+    if wide == "arg":  # the fifth argument, on the caller's stack
+        body += [f"ldr r12, [sp, #{frame + 36}]", f"str r12, [sp, #{WIDE_PTR}]"]
+    if pairs and pair_ok(k, n):  # N is the function's: its blocks of 8 are a loop only from two
+        body += ["cmp r3, #2", "blt .Lsingle_%=", ".Lpair_%=:"]
+        if wide:
+            body += _widen_rows(k, wide)
+        body.append("ldr r1, [sp, #12]")
+        if rights is not None:
+            for c in range(0, n - 7, 8):
+                body += _pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
+        elif n >= 8:
+            body += [".Lpblock_%=:"] + _pair_block_asm(8, k, n, act_min, act_max, wide)
+            if n >= 16:
+                body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
+        if tail:
+            body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
+        body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{n}", "subs r3, #2",
+                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
+                 ".Lsingle_%=:"]
+    body += ["ldr r3, [sp, #8]", "cmp r3, #0", "beq .Ldone_%=",
+             ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
+             ".Lblock_%=:"]
+    body += _block_asm(8, k, act_min, act_max)
+    body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lblock_%=", ".Ltail_%=:"]
+    if tail:
+        body += _block_asm(4, k, act_min, act_max)
+    body += ["ldr r0, [sp]", f"movw r3, #{k}", "add r0, r3", "str r0, [sp]", "ldr r3, [sp, #8]", "subs r3, #1",
+             "str r3, [sp, #8]", "bne .Lrow_%=", ".Ldone_%=:", f"add sp, #{frame}", "pop {r4-r11, pc}"]
+    return [l.replace("%=", name) for l in body]

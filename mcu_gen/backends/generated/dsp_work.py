@@ -1,0 +1,123 @@
+"""Where a generated DSP GEMM layer's per-call buffers go and how large they are (issue 25): the gathered
+windows of a convolution, the output rows of an in-place 1x1 convolution and the two-row GEMM's widened rows,
+either in the instruction's scratch tensor (sized by mcu_gen/plan/generated_scratch.py) or on the compute
+function's stack with the stack limits. ``layer_work`` is what emit_dsp generates from."""
+from __future__ import annotations
+
+from mcu_gen.backends.generated.dsp_gemm_asm import pair_ok, wide_ok
+from mcu_gen.backends.generated.layers import POINTWISE_OPS
+
+
+CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
+INPLACE_CHUNK_BYTES = 256  # output rows of an in-place 1x1 convolution per GEMM call (stack bytes; at least 2 rows)
+CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
+
+
+class Work:
+    """A smmlar layer's per-call buffers (issue 25: planned in the arena where the plan gave them room):
+    ``chunk`` gathered windows (conv) or output rows (in-place 1x1) of ``unit`` bytes, then, where ``wide``,
+    the GEMM's pair of rows widened once (4K bytes). ``offset``: where they start in the layer's scratch
+    tensor (argument 12, after an in-place convolution's ring of rows), None: on the compute function's stack."""
+
+    def __init__(self, chunk: int, unit: int, k: int, wide: str | None, offset: int | None):
+        self.chunk, self.unit, self.wide, self.offset = chunk, unit, wide, offset  # wide: gemm_asm_body's
+        self.wide_at = chunk * unit
+        self.bytes = self.wide_at + (4 * k if wide == "arg" else 0)
+
+
+def _conv_chunk(l, floor: int, up: bool) -> int:
+    """The windows per GEMM call of a convolution: as many as CONV_CHUNK_BYTES hold, at least ``floor``; an even
+    count where the two-row GEMM runs (``floor`` 2), so that no window of a chunk goes down the single-row path
+    (1.35 estimated M33 cycles per MAC against 1.0-1.16): one window more (``up``: a buffer in the arena's scratch)
+    or one less (on the stack, within CONV_CHUNK_BYTES). ResNet-8's / VWW's 27-tap stems: 9 -> 10 / 8."""
+    oh, ow = l.geometry[9], l.geometry[10]
+    c = max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
+    if floor == 2 and c % 2 and c < oh * ow:
+        c += 1 if up else -1
+    return c
+
+
+def call_kind(l) -> str:
+    """How the layer calls its GEMM: "conv" (gathered windows), "inplace" (1x1 over its own input), "direct"."""
+    if l.kind == "conv":
+        return "conv"
+    return "inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"
+
+
+def work_levels(l) -> list:
+    """The (chunk, wide) choices of a smmlar layer whose buffers go in its scratch tensor, best first (estimated
+    cycles: the widened rows save 8 of 40 cycles per 32 MACs, larger chunks a GEMM call per chunk): as many
+    windows / rows as CONV_CHUNK_BYTES / INPLACE_CHUNK_BYTES hold (at least the two rows of the two-row GEMM),
+    then two, each with the widened rows before without."""
+    call = call_kind(l)
+    if call == "conv":
+        oh, ow = l.geometry[9], l.geometry[10]
+        floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
+        chunks = [_conv_chunk(l, floor, True), floor]
+    elif call == "inplace":
+        chunks = [max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2)), 2]
+    else:
+        chunks = [0]
+    out = []
+    for wide in (True, False):
+        for c in chunks:
+            pairs = (c >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
+            w = wide and pairs and wide_ok(l.k, l.n, on_stack=False)
+            if (c, w) not in out and (c or w):
+                out.append((c, w))
+    return out
+
+
+def work_bytes(l, chunk: int, wide: bool) -> int:
+    return chunk * (l.k if call_kind(l) == "conv" else l.n) + (4 * l.k if wide else 0)
+
+
+def stack_work(l) -> Work:
+    """The layer's buffers on its compute function's stack (as before issue 25's arena buffers):
+    CONV_CHUNK_BYTES of windows (two where they fit CONV_PAIR_BYTES), INPLACE_CHUNK_BYTES of rows, the widened
+    rows where the stack buffers and they stay within WIDE_STACK_BYTES (``wide_ok``)."""
+    call = call_kind(l)
+    unit = l.k if call == "conv" else (l.n if call == "inplace" else 0)
+    if call == "conv":
+        oh, ow = l.geometry[9], l.geometry[10]
+        floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
+        chunk = _conv_chunk(l, floor, False)
+    elif call == "inplace":
+        chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
+    else:
+        chunk = 0
+    pairs = (chunk >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
+    return Work(chunk, unit, l.k, "frame" if pairs and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room) else None,
+                None)
+
+
+def scratch_levels(l) -> list:
+    """work_levels that do at least as well as the stack (stack_work: the widened rows first, then the larger
+    chunk): the choices worth a scratch tensor's bytes (on a tie the arena's gap, not the stack's deepest path)."""
+    s = stack_work(l)
+    return [(c, w) for c, w in work_levels(l) if (w, c) >= (s.wide is not None, s.chunk)]
+
+
+def work_plan(l) -> Work:
+    """The layer's Work: the first of ``scratch_levels`` that its scratch tensor's room (``l.scratch_room``: its
+    bytes after the ring of an in-place convolution, match.py) holds; else ``stack_work``."""
+    call = call_kind(l)
+    unit = l.k if call == "conv" else (l.n if call == "inplace" else 0)
+    room = getattr(l, "scratch_room", 0)
+    for chunk, wide in scratch_levels(l):
+        if 0 < work_bytes(l, chunk, wide) <= room:
+            return Work(chunk, unit, l.k, "arg" if wide else None, getattr(l, "scratch_at", 0))
+    return stack_work(l)
+
+
+def layer_work(l) -> Work:
+    if getattr(l, "work", None) is None:
+        l.work = work_plan(l)
+    return l.work
+
+
+def calls_pairs(l) -> bool:
+    """Whether the layer calls its GEMM with two rows or more (else no two-row code: flash)."""
+    if l.kind == "conv":
+        return layer_work(l).chunk >= 2
+    return l.rows >= 2
