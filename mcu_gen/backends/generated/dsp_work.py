@@ -44,6 +44,22 @@ def call_kind(l) -> str:
     return "inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"
 
 
+def _unit(l) -> int:
+    """Bytes per chunk entry: a window of K (conv), an output row of N (in-place 1x1), none (direct)."""
+    call = call_kind(l)
+    return l.k if call == "conv" else (l.n if call == "inplace" else 0)
+
+
+def _inplace_chunk(l) -> int:
+    """Output rows of an in-place 1x1 convolution per GEMM call: INPLACE_CHUNK_BYTES of them, an even count, at least 2."""
+    return max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
+
+
+def _pairs(l, chunk: int) -> bool:
+    """Whether the GEMM calls with ``chunk`` entries run the two-row code."""
+    return (chunk >= 2 if call_kind(l) == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
+
+
 def work_levels(l) -> list:
     """The (chunk, wide) choices of a smmlar layer whose buffers go in its scratch tensor, best first (estimated
     cycles: the widened rows save 8 of 40 cycles per 32 MACs, larger chunks a GEMM call per chunk): as many
@@ -55,40 +71,35 @@ def work_levels(l) -> list:
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
         chunks = [_conv_chunk(l, floor, True), floor]
     elif call == "inplace":
-        chunks = [max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2)), 2]
+        chunks = [_inplace_chunk(l), 2]
     else:
         chunks = [0]
     out = []
     for wide in (True, False):
         for c in chunks:
-            pairs = (c >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
-            w = wide and pairs and wide_ok(l.k, l.n, on_stack=False)
+            w = wide and _pairs(l, c) and wide_ok(l.k, l.n, on_stack=False)
             if (c, w) not in out and (c or w):
                 out.append((c, w))
     return out
 
 
 def work_bytes(l, chunk: int, wide: bool) -> int:
-    return chunk * (l.k if call_kind(l) == "conv" else l.n) + (4 * l.k if wide else 0)
+    return chunk * _unit(l) + (4 * l.k if wide else 0)
 
 
 def stack_work(l) -> Work:
     """The layer's buffers on its compute function's stack (as before issue 25's arena buffers):
     CONV_CHUNK_BYTES of windows (two where they fit CONV_PAIR_BYTES), INPLACE_CHUNK_BYTES of rows, the widened
     rows where the stack buffers and they stay within WIDE_STACK_BYTES (``wide_ok``)."""
-    call = call_kind(l)
-    unit = l.k if call == "conv" else (l.n if call == "inplace" else 0)
+    call, unit = call_kind(l), _unit(l)
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
         chunk = _conv_chunk(l, floor, False)
-    elif call == "inplace":
-        chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
     else:
-        chunk = 0
-    pairs = (chunk >= 2 if call == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
-    return Work(chunk, unit, l.k, "frame" if pairs and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room) else None,
-                None)
+        chunk = _inplace_chunk(l) if call == "inplace" else 0
+    wide = _pairs(l, chunk) and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room)
+    return Work(chunk, unit, l.k, "frame" if wide else None, None)
 
 
 def scratch_levels(l) -> list:
@@ -101,12 +112,10 @@ def scratch_levels(l) -> list:
 def work_plan(l) -> Work:
     """The layer's Work: the first of ``scratch_levels`` that its scratch tensor's room (``l.scratch_room``: its
     bytes after the ring of an in-place convolution, match.py) holds; else ``stack_work``."""
-    call = call_kind(l)
-    unit = l.k if call == "conv" else (l.n if call == "inplace" else 0)
     room = getattr(l, "scratch_room", 0)
     for chunk, wide in scratch_levels(l):
         if 0 < work_bytes(l, chunk, wide) <= room:
-            return Work(chunk, unit, l.k, "arg" if wide else None, getattr(l, "scratch_at", 0))
+            return Work(chunk, _unit(l), l.k, "arg" if wide else None, getattr(l, "scratch_at", 0))
     return stack_work(l)
 
 
