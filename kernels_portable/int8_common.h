@@ -69,6 +69,14 @@ inline int32_t wrap_add(int32_t a, int32_t b) {
 
 inline int32_t clamp_i32(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
+// Four int8 at any address as one word (memcpy: one LDR on cores that allow unaligned access, the
+// Cortex-M33/M4/M55 among them), for the kernels' 4-lanes-a-word paths.
+inline uint32_t load4(const int8_t* p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
 // An activation range [lo, hi] inside int8.
 inline bool valid_int8_range(int64_t lo, int64_t hi) { return lo >= -128 && hi <= 127 && lo <= hi; }
 

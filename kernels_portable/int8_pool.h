@@ -110,13 +110,11 @@ template <int32_t kWords>
     uint32_t a02 = 0u, a13 = 0u, b02 = 0u, b13 = 0u;
     const int8_t* end = p + static_cast<size_t>(run) * step;
     for (; p != end; p += step) {
-      uint32_t v;
-      memcpy(&v, p, 4);
+      const uint32_t v = load4(p);
       a02 = __sxtab16(a02, v);
       __asm__("sxtab16 %0, %0, %1, ror #8" : "+r"(a13) : "r"(v));
       if (kWords == 2) {
-        uint32_t u;
-        memcpy(&u, p + 4, 4);
+        const uint32_t u = load4(p + 4);
         b02 = __sxtab16(b02, u);
         __asm__("sxtab16 %0, %0, %1, ror #8" : "+r"(b13) : "r"(u));
       }
@@ -248,11 +246,6 @@ inline uint32_t min4_s8(uint32_t a, uint32_t b) {
   return __sel(b, a);
 }
 
-inline uint32_t load4(const int8_t* p) {
-  uint32_t v;
-  memcpy(&v, p, 4);  // LDR (unaligned access is allowed on these cores)
-  return v;
-}
 #endif
 
 // One window of the max pool: the channels [0, c) of the pixels first + r * row_step + col * c

@@ -70,12 +70,6 @@ void dot_rows(const int8_t* x, const int8_t* w, int32_t k, int32_t rows, int32_t
 // DSP extension (Cortex-M33/M4): per 4 inputs, x and each row's weights as two pairs of int16 (SXTB16 of
 // bytes 0, 2 and of bytes 1, 3; SADD16 adds the offsets: |x + a|, |w + b| <= 384), two SMLAD per row: one
 // pass over x for up to 4 rows, ~1.6 instructions per MAC (the plain loop: ~9).
-inline uint32_t load4(const int8_t* p) {
-  uint32_t v;
-  memcpy(&v, p, 4);  // LDR (unaligned access is allowed on these cores)
-  return v;
-}
-
 inline uint32_t sxtb16_ror8(uint32_t v) {
   uint32_t r;
   __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
