@@ -63,30 +63,35 @@ LOOP_COUNTS = [
     {"load": 100, "mac_dsp": 100, "alu": 100, "branch_cond": 100},              # ldr; smlad; subs; bne
     {"load_pipelined": 100, "load": 100, "alu": 300, "branch_cond": 100},       # ldr; ldr; add; add; subs; bne
     {"fp_ls": 100, "fp_mac": 100, "alu": 100, "branch_cond": 100},              # vldr; vfma; subs; bne
+    {"alu": 200, "load_pipelined": 100, "store": 100, "branch_cond": 100},     # add; ldr; str; subs; bne
     {"mve_ls": 100, "mve_dp_overlap": 100, "alu": 100, "branch_cond": 100},     # vldrb; vmladava; subs; bne
 ]
 # Their cycles by the Cortex-M4 TRM's Table 3-1 (P = 2), per iteration and once for the frame:
 #   1: ldr 2 (no load/store follows) + smlad 1 + subs 1 + bne 1 + P = 7
 #   2: ldr 1 (pipelined with the next ldr) + ldr 2 + add 1 + add 1 + subs 1 + bne 1 + P = 9
 #   3: vldr 2 + vfma 3 + subs 1 + bne 1 + P = 9
+#   4: add 1 + ldr 1 (pipelined with the store) + 1 (its address is the add's result: no forwarding,
+#      Cortex-M3/M4 TRM load/store timings) + str 1 + subs 1 + bne 1 + P = 8
 #   M55 4: vldrb 2 (4 beats, dual-beat) + vmladava 1 (overlapped) + subs 1 + bne 1 + P = 7
 #   frame: bx lr 1 + P, mov 1, movs 1, bl 1 + P = 8; the last iteration's bne falls through (- P)
-LOOP_CYCLES = [100 * 7 + 8 - 2, 100 * 9 + 8 - 2, 100 * 9 + 8 - 2, 100 * 7 + 8 - 2]
+LOOP_CYCLES = [100 * 7 + 8 - 2, 100 * 9 + 8 - 2, 100 * 9 + 8 - 2, 100 * 8 + 8 - 2, 100 * 7 + 8 - 2]
+LOOP_STALLS = [{}, {}, {}, {"load_pipelined": 100}, {}]
 
 
 @pytest.mark.parametrize("board", ["mps2-an505", "mps3-an547"])
 def test_hand_written_loops_are_classified_exactly(board, tmp_path, qemu_tools):
     segments, total = run_plugin(board, build_loops(tmp_path, board))
-    n_loops = 4 if board == "mps3-an547" else 3
+    n_loops = 5 if board == "mps3-an547" else 4
     assert len(segments) == n_loops
     core = get_board(board).core
-    for seg, want, want_cycles in zip(segments, LOOP_COUNTS, LOOP_CYCLES):
+    for seg, want, want_cycles, stalls in zip(segments, LOOP_COUNTS, LOOP_CYCLES, LOOP_STALLS):
         expected = dict(want)
         for k, v in FRAME.items():
             expected[k] = expected.get(k, 0) + v
         assert seg.nonzero() == expected
         assert seg.instructions == sum(expected.values())
         assert seg.taken["branch_cond"] == 99 and seg.taken["call"] == 1 and seg.taken["branch_reg"] == 1
+        assert {c: n for c, n in seg.stalls.items() if n} == stalls
         assert estimate(seg, core).cycles == want_cycles
     assert total is not None and total.counts["unknown"] == 0
     assert total.instructions == sum(total.counts.values())
@@ -118,6 +123,8 @@ def check_run_json(d: dict, board: str) -> None:
     assert d["clock_hz"] == get_board(board).clock_hz
     assert d["estimated_ms_per_inference"] == pytest.approx(cyc / d["clock_hz"] * 1e3)
     assert len(d["estimated_cycles"]) == d["n_inferences"]
+    assert "zero wait states" in d["cycle_assumptions"] and "address" in d["cycle_assumptions"]
+    assert isinstance(d["address_stalls"], int) and d["address_stalls"] >= 0
     assert sum(d["estimated_cycles_by_class"].values()) == pytest.approx(cyc, abs=len(CLASSES))
 
 

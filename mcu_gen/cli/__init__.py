@@ -206,6 +206,7 @@ def _print_cycles(r) -> None:
         lo, hi = r.estimated_cycles_range
         print(f"  estimated cycles per inference: {r.estimated_cycles_per_inference:,} ({lo:,} to {hi:,}), "
               f"{r.estimated_ms_per_inference:.3g} ms at {r.clock_hz / 1e6:g} MHz ({r.cycle_model})")
+        print(f"  the estimate assumes: {r.cycle_assumptions}")
     elif r.cycles_unavailable:
         print(f"  no cycle estimate: {r.cycles_unavailable}")
 

@@ -21,7 +21,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcu_gen.paths import BOARDS
@@ -52,18 +52,28 @@ CLASSES = ("alu", "it", "hint", "mul", "mac_dsp", "mul_long", "div", "load", "lo
 class Cost:
     """Cycles of one class: `base` per execution, `per_reg` per register moved (LDM/STM/POP/PUSH,
     VLDM/VSTM words) and `taken` more when a branch is taken (the pipeline refill P). `low` and
-    `high` are the base cycles at the ends of the range the manual gives (None: exact)."""
+    `high` are the base cycles at the ends of the range the manual gives (None: exact). `stall`
+    more when its address needs the result of the data-processing instruction just before it
+    (loads and stores: ADDRESS_STALL)."""
     base: float
     per_reg: float = 0.0
     taken: float = 0.0
     low: float | None = None
     high: float | None = None
+    stall: float = 0.0
 
 
 # Pipeline refill after a taken branch: "P ... ranges from 1 to 3 depending on the alignment and
 # width of the target instruction, and whether the processor manages to speculate the address
 # early" (Cortex-M4 TRM, DDI 0439, 3.3.1, abbreviations of Table 3-1). Nominal 2, range 1..3.
 P, P_LOW, P_HIGH = 2, 1, 3
+
+# "Any load or store that generates an address dependent on the result of a preceding data
+# processing operation will stall the pipeline for an additional cycle whilst the register bank is
+# updated. There is no forwarding path for this scenario." (Cortex-M3 TRM, DDI 0337, "Load/store
+# timings"; the Cortex-M4 TRM, DDI 0439, 3.3.2, the same.) The plugin counts such loads and stores
+# per class (an address register written by the instruction just before, within a block).
+ADDRESS_STALL = 1
 
 # Cortex-M33. Arm's Cortex-M33 TRM (100230) publishes no per-instruction timing; the M33 is, like
 # the Cortex-M4, a 3-stage single-issue Armv7E-M/Armv8-M Mainline pipeline with the DSP extension's
@@ -79,17 +89,17 @@ _M33 = {
     "mac_dsp": Cost(1),                      # SMLAD, SMUAD, SMLAxy, SMULxy, SMLAW, SMMLA, USADA8: 1
     "mul_long": Cost(1),                     # SMULL, UMULL, SMLAL, UMLAL, SMLALD, UMAAL: 1
     "div": Cost(7, low=2, high=12),          # SDIV, UDIV: 2 to 12 (early termination); midpoint 7
-    "load": Cost(2),                         # LDR/LDRH/LDRB/LDRSx: 2 ...
-    "load_pipelined": Cost(1),               # ... 1 when the next load/store single pipelines with it (note b)
-    "store": Cost(1, high=2),                # STR: the data phase overlaps the next instruction (write buffer;
+    "load": Cost(2, stall=ADDRESS_STALL),                         # LDR/LDRH/LDRB/LDRSx: 2 ...
+    "load_pipelined": Cost(1, stall=ADDRESS_STALL),               # ... 1 when the next load/store single pipelines with it (note b)
+    "store": Cost(1, high=2, stall=ADDRESS_STALL),                # STR: the data phase overlaps the next instruction (write buffer;
                                              #   M3 TRM DDI 0337 "Load/store timings"); Table 3-1 lists 2
-    "ldrd": Cost(3, low=2),                  # LDRD: 1 + N, N = 2 (2 if it pipelines with a neighbour,
+    "ldrd": Cost(3, low=2, stall=ADDRESS_STALL),                  # LDRD: 1 + N, N = 2 (2 if it pipelines with a neighbour,
                                              #   as single loads do: not in the TRM, hence only the range)
-    "strd": Cost(3),                         # STRD: 1 + N, N = 2
-    "ldm": Cost(1, per_reg=1),               # LDM, POP: 1 + N
-    "stm": Cost(1, per_reg=1),               # STM, PUSH: 1 + N
-    "pop_pc": Cost(1, per_reg=1, taken=P),   # POP {..., pc}, LDM with PC: 1 + N + P
-    "load_pc": Cost(2, taken=P),             # LDR PC: 2 + P
+    "strd": Cost(3, stall=ADDRESS_STALL),                         # STRD: 1 + N, N = 2
+    "ldm": Cost(1, per_reg=1, stall=ADDRESS_STALL),               # LDM, POP: 1 + N
+    "stm": Cost(1, per_reg=1, stall=ADDRESS_STALL),               # STM, PUSH: 1 + N
+    "pop_pc": Cost(1, per_reg=1, taken=P, stall=ADDRESS_STALL),   # POP {..., pc}, LDM with PC: 1 + N + P
+    "load_pc": Cost(2, taken=P, stall=ADDRESS_STALL),             # LDR PC: 2 + P
     "branch": Cost(1, taken=P),              # B: 1 + P
     "branch_cond": Cost(1, taken=P),         # B<cond>, CBZ/CBNZ: 1 not taken, 1 + P taken
     "call": Cost(1, taken=P),                # BL, BLX: 1 + P
@@ -99,8 +109,8 @@ _M33 = {
     "fp_alu": Cost(1),                       # VADD, VSUB, VMUL, VABS, VNEG, VCVT, VCMP, VMOV: 1
     "fp_mac": Cost(3),                       # VMLA, VMLS, VNMLA, VFMA, VFMS, VFNMA: 3
     "fp_div": Cost(14),                      # VDIV, VSQRT: 14
-    "fp_ls": Cost(2),                        # VLDR, VSTR: 2
-    "fp_lsm": Cost(1, per_reg=1),            # VLDM, VSTM, VPUSH, VPOP: 1 + N
+    "fp_ls": Cost(2, stall=ADDRESS_STALL),                        # VLDR, VSTR: 2
+    "fp_lsm": Cost(1, per_reg=1, stall=ADDRESS_STALL),            # VLDM, VSTM, VPUSH, VPOP: 1 + N
     "fp_mov": Cost(1),                       # VMOV core <-> FP, VMRS, VMSR: 1 (VMOV of two registers: 2)
     "mve_ls": Cost(1), "mve_ls_overlap": Cost(1), "mve_dp": Cost(1), "mve_dp_overlap": Cost(1),  # (no MVE)
     "system": Cost(1, high=4),               # MSR, MRS, CPS: 1-2; DSB/DMB/ISB: 1 + B (never in an inference)
@@ -128,6 +138,11 @@ _M55.update({
 # Which table a core uses (board.toml `core`). The Cortex-M4 is the M33 table's source.
 CYCLES = {"cortex-m33": _M33, "cortex-m4": _M33, "cortex-m55": _M55}
 
+# What every estimate assumes (printed beside it by `run`; docs/cycles.md "Known error").
+ASSUMPTIONS = ("Cortex-M4 TRM timings (Table 3-1; MVE: dual-beat); zero wait states (the emulated boards' "
+               "code and data memories are SRAM/TCM); taken-branch refill 2 (range 1-3); +1 per load/store "
+               "whose address needs the instruction just before; no dual issue, no other load-use stalls")
+
 
 class CyclesUnavailable(Exception):
     """Why no cycle estimate could be made (said in `run`'s report, never fatal)."""
@@ -135,11 +150,13 @@ class CyclesUnavailable(Exception):
 
 @dataclass
 class ClassCounts:
-    """Executed instructions per class over one span, with registers moved and branches taken."""
+    """Executed instructions per class over one span, with registers moved, branches taken and
+    loads / stores that waited for their address (ADDRESS_STALL)."""
     instructions: int
     counts: dict
     regs: dict
     taken: dict
+    stalls: dict = field(default_factory=dict)
 
     def nonzero(self) -> dict:
         return {c: n for c, n in self.counts.items() if n}
@@ -160,7 +177,8 @@ def cycles_by_class(c: ClassCounts, core: str) -> dict:
     out = {}
     for name in CLASSES:
         cost = table[name]
-        n = cost.base * c.counts.get(name, 0) + cost.per_reg * c.regs.get(name, 0) + cost.taken * c.taken.get(name, 0)
+        n = (cost.base * c.counts.get(name, 0) + cost.per_reg * c.regs.get(name, 0) + cost.taken * c.taken.get(name, 0)
+             + cost.stall * c.stalls.get(name, 0))
         if n:
             out[name] = round(n)
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
@@ -174,7 +192,7 @@ def estimate(c: ClassCounts, core: str) -> Estimate:
     nominal = low = high = 0.0
     for name in CLASSES:
         cost, n, regs, taken = table[name], c.counts.get(name, 0), c.regs.get(name, 0), c.taken.get(name, 0)
-        extra = cost.per_reg * regs
+        extra = cost.per_reg * regs + cost.stall * c.stalls.get(name, 0)
         nominal += cost.base * n + extra + cost.taken * taken
         refill_low = P_LOW if cost.taken else 0
         refill_high = P_HIGH if cost.taken else 0
@@ -196,11 +214,11 @@ def parse_output(text: str) -> tuple[list, ClassCounts | None]:
     segments, total = [], None
     for line in lines[1:]:
         parts = line.split()
-        if len(parts) != 2 + 3 * k or parts[0] not in ("seg", "total"):
+        if len(parts) != 2 + 4 * k or parts[0] not in ("seg", "total"):
             continue  # a line cut short when QEMU was killed
         v = [int(x) for x in parts[1:]]
         c = ClassCounts(v[0], dict(zip(CLASSES, v[1:1 + k])), dict(zip(CLASSES, v[1 + k:1 + 2 * k])),
-                        dict(zip(CLASSES, v[1 + 2 * k:])))
+                        dict(zip(CLASSES, v[1 + 2 * k:1 + 3 * k])), dict(zip(CLASSES, v[1 + 3 * k:])))
         if parts[0] == "seg":
             segments.append(c)
         else:

@@ -64,9 +64,11 @@ class RunResult:
     estimated_ms_per_inference: float | None = None  # at clock_hz
     clock_hz: int | None = None
     cycle_model: str | None = None
+    cycle_assumptions: str | None = None  # what the estimate assumes (cycles.ASSUMPTIONS)
     cycles_unavailable: str | None = None
     estimated_cycles: list = field(default_factory=list)  # per inference (None: not found)
     instruction_classes: dict = field(default_factory=dict)  # executed per class, that inference
+    address_stalls: int | None = None  # its loads / stores that waited a cycle for their address
     estimated_cycles_by_class: dict = field(default_factory=dict)  # its estimated cycles per class
     # Programs with several methods: per method its name, calls, max abs error, tolerance, verified,
     # instructions per call (max) and the instructions SELECT_METHOD took to switch to it (max).
@@ -303,7 +305,7 @@ def _verify_on_qemu(b, result: BuildResult, inputs, timeout: float, progress, cy
 
 def _cycle_fields(b, reason: str, found: list, counts: list) -> dict:
     """RunResult's estimate fields from what the plugin counted per inference (`reason` when nothing)."""
-    from mcu_gen.device.cycles import CyclesUnavailable, cycles_by_class, estimate
+    from mcu_gen.device.cycles import ASSUMPTIONS, CyclesUnavailable, cycles_by_class, estimate
 
     fields = {"clock_hz": b.clock_hz}
     try:
@@ -319,8 +321,9 @@ def _cycle_fields(b, reason: str, found: list, counts: list) -> dict:
     return {**fields, "estimated_cycles_per_inference": worst.cycles,
             "estimated_cycles_range": [worst.low, worst.high],
             "estimated_ms_per_inference": worst.cycles / b.clock_hz * 1e3,
-            "cycle_model": f"{b.core} (mcu_gen/device/cycles.py, docs/cycles.md)",
+            "cycle_model": f"{b.core} (mcu_gen/device/cycles.py, docs/cycles.md)", "cycle_assumptions": ASSUMPTIONS,
             "estimated_cycles": [e.cycles for e in ests], "instruction_classes": found[k].nonzero(),
+            "address_stalls": sum(found[k].stalls.values()),
             "estimated_cycles_by_class": cycles_by_class(found[k], b.core)}
 
 

@@ -11,7 +11,7 @@
  * Windows: every execution of the instruction at `mark` (mcu-gen passes the entry of
  * mcu_pal_ticks(), which the firmware calls right before and right after an inference) closes
  * a segment; segments of at least `min` instructions are written to `out`, one line each:
- *   seg <instructions> <count[0]> ... <count[K-1]> <regs[0]> ... <taken[0]> ...
+ *   seg <instructions> <count[0]> ... <count[K-1]> <regs[0]> ... <taken[0]> ... <stalls[0]> ...
  * The first line names the classes ("classes name0 name1 ..."); the last, written when QEMU
  * exits, holds the totals of the whole run ("total ..."). The path from the entry of
  * mcu_pal_ticks() to its SysTick read is the same in every call, so a segment holds exactly the
@@ -77,8 +77,10 @@ static const char* const kClassNames[N_CLASSES] = {
     "lob",          "fp_alu",      "fp_mac",    "fp_div",       "fp_ls",       "fp_lsm",          "fp_mov",
     "mve_ls",       "mve_ls_overlap", "mve_dp", "mve_dp_overlap", "system",    "unknown"};
 
-/* counters[0..K): executions per class, [K..2K): registers moved, [2K..3K): branches taken. */
-enum { N_COUNTERS = 3 * N_CLASSES };
+/* counters[0..K): executions per class, [K..2K): registers moved, [2K..3K): branches taken,
+   [3K..4K): address stalls (a load / store whose address needs the result of the data-processing
+   instruction just before it). */
+enum { N_COUNTERS = 4 * N_CLASSES };
 static uint64_t counters[N_COUNTERS];
 static uint64_t last_snapshot[N_COUNTERS];
 static FILE* out;
@@ -91,6 +93,8 @@ typedef struct {
   int regs;       /* registers (words) a multiple load / store moves */
   int ls_single;  /* a load / store single: takes part in load pipelining */
   int rt, rn, rm; /* its registers (-1: none), for the address dependency of pipelining */
+  int addr_mask;  /* a load / store's address registers (base, offset) as a bit mask */
+  int write_mask; /* the core registers a data-processing instruction writes, as a bit mask */
 } Decoded;
 
 static int popcount16(uint32_t v) { return __builtin_popcount(v & 0xFFFFu); }
@@ -100,7 +104,23 @@ static int is_branch_class(int c) {
 }
 
 static Decoded make(int cls) {
-  Decoded d = {cls, 0, 0, -1, -1, -1};
+  Decoded d = {cls, 0, 0, -1, -1, -1, 0, 0};
+  return d;
+}
+
+static int bit(int reg) { return reg >= 0 && reg < 15 ? 1 << reg : 0; }
+
+/* A data-processing instruction of class `cls` writing `rd` (15 or -1: none, e.g. CMP, TST). */
+static Decoded writes(int cls, int rd) {
+  Decoded d = make(cls);
+  d.write_mask = bit(rd);
+  return d;
+}
+
+/* A load / store (multiple, dual, FP) of class `cls` whose address comes from `rn`. */
+static Decoded addressed(int cls, int rn) {
+  Decoded d = make(cls);
+  d.addr_mask = bit(rn);
   return d;
 }
 
@@ -110,47 +130,59 @@ static Decoded ls_single(int load, int rt, int rn, int rm) {
   d.rt = rt;
   d.rn = rn;
   d.rm = rm;
+  d.addr_mask = bit(rn) | bit(rm);
   return d;
 }
 
 /* 16-bit Thumb (Armv8-M ARM C2.2 "16-bit T32 instruction encoding"). */
 static Decoded decode16(uint32_t hw) {
   const uint32_t top6 = hw >> 10;
-  if ((hw >> 14) == 0) return make(C_ALU);                       /* shift, add, sub, mov, cmp (imm) */
-  if (top6 == 0x10) return make((hw & 0xFFC0) == 0x4340 ? C_MUL : C_ALU); /* data processing; MULS */
+  const int r0 = (int)(hw & 7), r8 = (int)((hw >> 8) & 7);
+  if ((hw >> 14) == 0) {                                         /* shift, add, sub, mov, cmp (imm) */
+    const uint32_t op = hw >> 11;
+    if (op == 5) return make(C_ALU);                             /* CMP imm */
+    return writes(C_ALU, op >= 4 ? r8 : r0);
+  }
+  if (top6 == 0x10) {                                            /* data processing; MULS */
+    const uint32_t op = (hw >> 6) & 0xF;
+    if (op == 8 || op == 0xA || op == 0xB) return make(C_ALU);   /* TST, CMP, CMN */
+    return writes((hw & 0xFFC0) == 0x4340 ? C_MUL : C_ALU, r0);
+  }
   if (top6 == 0x11) {                                            /* special data, branch and exchange */
     if ((hw & 0xFF00) == 0x4700) return make((hw & 0x0080) ? C_CALL : C_BRANCH_REG);
     const int rd = (int)(((hw >> 4) & 8) | (hw & 7));
-    if ((hw & 0xFF00) != 0x4500 && rd == 15) return make(C_BRANCH_REG); /* ADD / MOV to PC */
-    return make(C_ALU);
+    if ((hw & 0xFF00) == 0x4500) return make(C_ALU);             /* CMP (high registers) */
+    if (rd == 15) return make(C_BRANCH_REG);                     /* ADD / MOV to PC */
+    return writes(C_ALU, rd);
   }
-  if ((hw & 0xF800) == 0x4800) return ls_single(1, (int)((hw >> 8) & 7), 15, -1); /* LDR literal */
+  if ((hw & 0xF800) == 0x4800) return ls_single(1, r8, 15, -1); /* LDR literal */
   if ((hw & 0xF000) == 0x5000) {                                 /* load/store, register offset */
     const uint32_t op = (hw >> 9) & 7;
-    return ls_single(op >= 3, (int)(hw & 7), (int)((hw >> 3) & 7), (int)((hw >> 6) & 7));
+    return ls_single(op >= 3, r0, (int)((hw >> 3) & 7), (int)((hw >> 6) & 7));
   }
   if ((hw & 0xE000) == 0x6000 || (hw & 0xF000) == 0x8000)        /* STR/LDR(B) imm, STRH/LDRH imm */
-    return ls_single((hw >> 11) & 1, (int)(hw & 7), (int)((hw >> 3) & 7), -1);
-  if ((hw & 0xF000) == 0x9000) return ls_single((hw >> 11) & 1, (int)((hw >> 8) & 7), 13, -1); /* SP-relative */
-  if ((hw & 0xF000) == 0xA000) return make(C_ALU);               /* ADR, ADD Rd, SP, #imm */
+    return ls_single((hw >> 11) & 1, r0, (int)((hw >> 3) & 7), -1);
+  if ((hw & 0xF000) == 0x9000) return ls_single((hw >> 11) & 1, r8, 13, -1); /* SP-relative */
+  if ((hw & 0xF000) == 0xA000) return writes(C_ALU, r8);         /* ADR, ADD Rd, SP, #imm */
   if ((hw & 0xF000) == 0xB000) {                                 /* miscellaneous */
     if ((hw & 0xF500) == 0xB100) return make(C_BRANCH_COND);     /* CBZ, CBNZ */
     if ((hw & 0xFE00) == 0xB400) {                               /* PUSH */
-      Decoded d = make(C_STM);
+      Decoded d = addressed(C_STM, 13);
       d.regs = popcount16(hw & 0xFF) + (int)((hw >> 8) & 1);
       return d;
     }
     if ((hw & 0xFE00) == 0xBC00) {                               /* POP */
-      Decoded d = make((hw & 0x0100) ? C_POP_PC : C_LDM);
+      Decoded d = addressed((hw & 0x0100) ? C_POP_PC : C_LDM, 13);
       d.regs = popcount16(hw & 0xFF) + (int)((hw >> 8) & 1);
       return d;
     }
     if ((hw & 0xFF00) == 0xBF00) return make((hw & 0xF) ? C_IT : C_HINT);
     if ((hw & 0xFF00) == 0xBE00 || (hw & 0xFFE0) == 0xB660) return make(C_SYSTEM); /* BKPT, CPS */
-    return make(C_ALU);                                          /* ADD/SUB SP, extend, REV */
+    if ((hw & 0xFF00) == 0xB000) return writes(C_ALU, 13);       /* ADD/SUB SP, SP, #imm */
+    return writes(C_ALU, r0);                                    /* extend, REV */
   }
   if ((hw & 0xF000) == 0xC000) {                                 /* STM, LDM */
-    Decoded d = make((hw & 0x0800) ? C_LDM : C_STM);
+    Decoded d = addressed((hw & 0x0800) ? C_LDM : C_STM, r8);
     d.regs = popcount16(hw & 0xFF);
     return d;
   }
@@ -173,8 +205,9 @@ static Decoded decode_coproc(uint32_t hw1, uint32_t hw2) {
     if (!fp) return make(C_UNKNOWN);
     if ((hw1 & 0xFFE0) == 0xEC40) return make(C_FP_MOV);         /* VMOV two core registers */
     const uint32_t p = (hw1 >> 8) & 1, w = (hw1 >> 5) & 1;
-    if (p == 1 && w == 0) return make(C_FP_LS);                  /* VLDR, VSTR */
-    Decoded d = make(C_FP_LSM);                                  /* VLDM, VSTM, VPUSH, VPOP */
+    const int rn = (int)(hw1 & 0xF);
+    if (p == 1 && w == 0) return addressed(C_FP_LS, rn);         /* VLDR, VSTR */
+    Decoded d = addressed(C_FP_LSM, rn);                         /* VLDM, VSTM, VPUSH, VPOP */
     d.regs = (int)(hw2 & 0xFF);
     return d;
   }
@@ -202,16 +235,17 @@ static Decoded decode32(uint32_t hw1, uint32_t hw2) {
       if ((hw1 & 0xFFF0) == 0xE8D0 && (hw2 & 0x00E0) == 0x0000) return make(C_TABLE_BRANCH);
       if ((hw1 & 0x0120) == 0) /* exclusive (and TT) */
         return ls_single((hw1 >> 4) & 1, (int)(hw2 >> 12), (int)(hw1 & 0xF), -1);
-      return make((hw1 & 0x10) ? C_LDRD : C_STRD);
+      return addressed((hw1 & 0x10) ? C_LDRD : C_STRD, (int)(hw1 & 0xF));
     }
-    Decoded d = make((hw1 & 0x10) ? ((hw2 & 0x8000) ? C_POP_PC : C_LDM) : C_STM);
+    Decoded d = addressed((hw1 & 0x10) ? ((hw2 & 0x8000) ? C_POP_PC : C_LDM) : C_STM, (int)(hw1 & 0xF));
     d.regs = popcount16(hw2);
     return d;
   }
-  if ((hw1 & 0xFE00) == 0xEA00) return make(C_ALU);              /* data processing, shifted register */
+  const int rd = (int)((hw2 >> 8) & 0xF);                        /* Rd of the data-processing forms */
+  if ((hw1 & 0xFE00) == 0xEA00) return writes(C_ALU, rd);        /* data processing, shifted register */
   if ((hw1 & 0xEC00) == 0xEC00) return decode_coproc(hw1, hw2);
   if ((hw1 & 0xF800) == 0xF000) {
-    if ((hw2 & 0x8000) == 0) return make(C_ALU);                 /* data processing, immediate */
+    if ((hw2 & 0x8000) == 0) return writes(C_ALU, rd);           /* data processing, immediate */
     switch (hw2 & 0xD000) {
       case 0x9000: return make(C_BRANCH);                        /* B.W */
       case 0xD000: return make(C_CALL);                          /* BL */
@@ -230,14 +264,17 @@ static Decoded decode32(uint32_t hw1, uint32_t hw2) {
     if (load && rt == 15 && ((hw1 >> 5) & 3) == 2) return make(C_LOAD_PC); /* LDR PC (POP {pc} as LDR) */
     return ls_single(load, rt, rn, rm);                          /* (PLD/PLI count as loads) */
   }
-  if ((hw1 & 0xFF00) == 0xFA00) return make(C_ALU);              /* data processing, register; parallel add/sub */
+  if ((hw1 & 0xFF00) == 0xFA00) return writes(C_ALU, rd);        /* data processing, register; parallel add/sub */
   if ((hw1 & 0xFF80) == 0xFB00) {                                /* multiply, multiply accumulate */
     const uint32_t op1 = (hw1 >> 4) & 7, op2 = (hw2 >> 4) & 3;
-    return make(op1 == 0 && op2 <= 1 ? C_MUL : C_MAC_DSP);
+    return writes(op1 == 0 && op2 <= 1 ? C_MUL : C_MAC_DSP, rd);
   }
   if ((hw1 & 0xFF80) == 0xFB80) {                                /* long multiply, divide */
     const uint32_t op1 = (hw1 >> 4) & 7;
-    return make(op1 == 1 || op1 == 3 ? C_DIV : C_MUL_LONG);
+    if (op1 == 1 || op1 == 3) return writes(C_DIV, rd);
+    Decoded d = writes(C_MUL_LONG, rd);                          /* RdHi; RdLo in bits 15:12 */
+    d.write_mask |= bit((int)(hw2 >> 12));
+    return d;
   }
   return make(C_UNKNOWN);
 }
@@ -325,6 +362,12 @@ static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
     if (d.regs > 0)
       qemu_plugin_register_vcpu_insn_exec_inline(cur, QEMU_PLUGIN_INLINE_ADD_U64, &counters[N_CLASSES + cls],
                                                  (uint64_t)d.regs);
+    /* A load / store whose address needs the result of the data-processing instruction just before
+       it waits a cycle: "There is no forwarding path for this scenario" (Cortex-M3 TRM DDI 0337,
+       "Load/store timings"; the Cortex-M4 TRM's 3.3.2 says the same). Within a block only: after a
+       taken branch the refill hides it. */
+    if (d.addr_mask & prev.write_mask)
+      qemu_plugin_register_vcpu_insn_exec_inline(cur, QEMU_PLUGIN_INLINE_ADD_U64, &counters[3 * N_CLASSES + cls], 1);
     if (i + 1 == n) {
       info->fallthrough = vaddr + length;
       info->branch_class = is_branch_class(cls) ? cls : -1;

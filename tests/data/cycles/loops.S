@@ -59,23 +59,35 @@ reset:
   bne 3b
   bl mcu_pal_ticks
 
-#ifdef WITH_MVE
-  /* loop 4: MVE: a 16-byte vector load, then a multiply-accumulate across it (beats overlap) */
+  /* loop 4: a load whose address the add just before computes (no forwarding path: a stall),
+     then a store addressed by a register the load did not write (no stall) */
   mov r0, r5
   movs r1, #100
 4:
+  add r3, r0, #4
+  ldr r2, [r3]
+  str r2, [r0]
+  subs r1, #1
+  bne 4b
+  bl mcu_pal_ticks
+
+#ifdef WITH_MVE
+  /* loop 5: MVE: a 16-byte vector load, then a multiply-accumulate across it (beats overlap) */
+  mov r0, r5
+  movs r1, #100
+5:
   vldrb.s8 q0, [r0]
   vmladava.s8 r2, q0, q0
   subs r1, #1
-  bne 4b
+  bne 5b
   bl mcu_pal_ticks
 #endif
 
   movs r0, #0x18               /* SYS_EXIT (ADP_Stopped_ApplicationExit) */
   ldr r1, =0x20026
   bkpt 0xab
-5:
-  b 5b
+6:
+  b 6b
   .ltorg
 
   .bss
