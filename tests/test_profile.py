@@ -43,6 +43,12 @@ def test_profile_takes_the_kernel_options(tmp_path, capsys, qemu_tools):
     assert rc == 0 and len(generated) >= 9
     assert [o["backend"] == "generated" for o in r["ops"]] == [k in generated for k in range(len(r["ops"]))]
     assert {o["backend"] for o in r["ops"] if o["index"] not in generated} == {"portable"}
+    # Under QEMU each operator also has the cycle model's estimate of its own instruction stream: on
+    # the M33 every instruction costs at least a cycle, and the generated layers' loads cost more.
+    assert r["cycle_model"] == "cortex-m33" and r["cycles_unavailable"] is None
+    assert all(o["estimated_cycles"] >= o["count"] for o in r["ops"])
+    assert r["estimated_total"] == sum(o["estimated_cycles"] for o in r["ops"])
+    assert r["total"] < r["estimated_total"] < 2 * r["total"]
 
 
 def test_table_format():
@@ -55,3 +61,7 @@ def test_table_format():
     assert "mcu::conv2d.out" in text and "1x8x4x4 float32" in text and "750" in text and "75.0%" in text
     assert "cmsis-nn" in text and "101.01% of it" in text
     assert r.discrepancy == pytest.approx(10 / 990)
+    assert "est. cycles" not in text and r.estimated_total is None
+    r.ops[0].estimated_cycles, r.ops[1].estimated_cycles, r.cycle_model = 900, 300, "cortex-m33"
+    text = format_table(r)
+    assert "est. cycles" in text and "900" in text and "1,200" in text and r.estimated_total == 1200

@@ -23,15 +23,16 @@ DEFAULT_RANDOM_INPUTS = 3
 
 @contextlib.contextmanager
 def open_device(board: Board, elf=None, port: str | None = None, baud: int | None = None, timeout: float = 2.0,
-                run_timeout: float = 60.0):
-    """Yields a Link: a fresh QEMU session when `port` is None (emulated boards only), else the serial port."""
+                run_timeout: float = 60.0, qemu_args: tuple = ()):
+    """Yields a Link: a fresh QEMU session when `port` is None (emulated boards only; `qemu_args` added to
+    its command line), else the serial port."""
     if port is None:
         if not board.is_qemu:
             raise RuntimeError(f"board {board.name} has no emulator: flash the firmware and give its serial port "
                                f"(--port /dev/ttyACM0 / --mcu-port)")
         from mcu_gen.device.qemu import QemuSession
 
-        session = QemuSession(board, elf, timeout=timeout, run_timeout=run_timeout)
+        session = QemuSession(board, elf, timeout=timeout, run_timeout=run_timeout, extra_args=qemu_args)
         with session as link:
             yield link
             if session.returncode is None:
