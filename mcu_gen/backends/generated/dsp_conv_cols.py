@@ -146,7 +146,7 @@ def gemm_cols_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_
     if tail:
         body += _cols_block(4, k, n, act_min, act_max, xo)
     body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{4 * sw * cin}", f"addw r2, r2, #{n}", "subs r3, #2",
-             "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "bgt .Lpair_%=",
+             "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "bne .Lpair_%=",
              f"add sp, #{frame}", "pop {r4-r11, pc}"]
     return [l.replace("%=", name) for l in body]
 
