@@ -8,8 +8,43 @@
 // `rows` as for conv_stream: each input row's address, and the saving of rows an output overwrites
 // (before_write runs after the chunk's columns are widened, before its outputs are written).
 
-// Widens `words` input words at s (4 channels each) into 2 * words words at d.
+// Widens `words` input words at s (4 channels each) into 2 * words words at d. On DSP cores 4 words per
+// iteration with each load but the second followed by a store (estimated M33 cycles: 25 per 4 words).
 inline void widen_words(const int8_t* s, uint32_t* d, int32_t words) {
+#if defined(__ARM_FEATURE_DSP)
+  if (words >= 4) {
+    const int8_t* const end = s + (words & ~3) * 4;
+    uint32_t a, b, c, t;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr    %[a], [%[s]], #16\n\t"
+        "ldr    %[b], [%[s], #-12]\n\t"
+        "sxtb16 %[t], %[a]\n\t"
+        "sxtb16 %[a], %[a], ror #8\n\t"
+        "str    %[t], [%[d]], #32\n\t"
+        "ldr    %[c], [%[s], #-8]\n\t"
+        "str    %[a], [%[d], #-28]\n\t"
+        "sxtb16 %[t], %[b]\n\t"
+        "sxtb16 %[b], %[b], ror #8\n\t"
+        "str    %[t], [%[d], #-24]\n\t"
+        "ldr    %[a], [%[s], #-4]\n\t"
+        "str    %[b], [%[d], #-20]\n\t"
+        "sxtb16 %[t], %[c]\n\t"
+        "sxtb16 %[c], %[c], ror #8\n\t"
+        "str    %[t], [%[d], #-16]\n\t"
+        "str    %[c], [%[d], #-12]\n\t"
+        "sxtb16 %[t], %[a]\n\t"
+        "sxtb16 %[a], %[a], ror #8\n\t"
+        "str    %[t], [%[d], #-8]\n\t"
+        "str    %[a], [%[d], #-4]\n\t"
+        "cmp    %[s], %[end]\n\t"
+        "bne    1b\n\t"
+        : [s] "+r"(s), [d] "+r"(d), [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [t] "=&r"(t)
+        : [end] "r"(end)
+        : "cc", "memory");
+    words &= 3;
+  }
+#endif
   for (; words >= 2; words -= 2, s += 8, d += 4) {
     const uint32_t a = load32(s), b = load32(s + 4);
     d[0] = sxtb16(a);
