@@ -8,8 +8,10 @@ column once per chunk instead of once per window of a pair (stride 1, chunk of q
 against 2 * 3 * 3 per pair).
 
 The buffer (``ColsWork``) takes the place of the layer's per-call buffers of dsp_work.layer_work, and never more
-bytes: in the scratch tensor where the plan put them (no change to the plan), else on the stack within the old
-buffers plus the old function's frame of widened rows (the stack bound does not grow)."""
+bytes than they were given: in the scratch tensor where the plan put them (the planner is offered larger levels
+first, ``cols_levels``: it grants them only where the arena's free bytes at the layer's step hold them, so the
+arena does not grow), else on the stack within the old buffers plus the old function's frame of widened rows, or
+the stack a library kernel of the image takes anyway (``stack_room``: the stack bound does not grow)."""
 from __future__ import annotations
 
 from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, _pair_requant, _Stream, adjust, pair_ok
@@ -43,16 +45,39 @@ def _row_bytes(l, chunk: int) -> int:
     return ((chunk - 1) * sw + kw) * cin * 2
 
 
+COLS_LEVEL_CHUNKS = (None, 16, 8)  # the larger conv_cols chunks offered to the planner (None: the output width)
+
+
+def cols_levels(l) -> list:
+    """For dsp_work.work_levels (the scratch the planner may give a layer, best first): per chunk of
+    COLS_LEVEL_CHUNKS (below the output width, even) the windows whose bytes with the widened rows (the level's
+    bytes, work_bytes) hold that chunk's widened columns; none where the layer does not run on conv_cols."""
+    if not cols_geometry_ok(l):
+        return []
+    ow, kh, k = l.geometry[10], l.geometry[3], l.k
+    out = []
+    for q in COLS_LEVEL_CHUNKS:
+        q = ow if q is None else q
+        b = kh * _row_bytes(l, q)
+        if q <= ow and q % 2 == 0 and b <= COLS_MAX_BYTES:
+            c = max(1, -(-b // k) - 4)  # c * k + 4k >= b
+            if c not in out:
+                out.append(c)
+    return out
+
+
 def cols_work(l) -> ColsWork | None:
     """The layer's conv_cols buffer, or None (conv_stream as before): the most pixels per call (an even count, at
     most the output width) whose columns fit the bytes of the layer's dsp_work buffers, where they are (the scratch
-    tensor), or on the stack those plus the old GEMM's frame of widened rows."""
+    tensor), or on the stack those plus the old GEMM's frame of widened rows, at least the layer's stack_room."""
     if getattr(l, "cols", False) is not False:
         return l.cols
     l.cols = None
     if cols_geometry_ok(l):
         work = layer_work(l)
         budget = work.bytes + (4 * l.k if work.wide == "frame" else 0)
+        if work.offset is None:  # on the stack: up to what a library kernel of the image takes anyway (wide_ok)
+            budget = max(budget, getattr(l, "stack_room", 0))
         ow, kh = l.geometry[10], l.geometry[3]
         best = None
         for chunk in range(2, ow + 1, 2):
