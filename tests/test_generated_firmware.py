@@ -134,3 +134,21 @@ def test_two_row_gemm_cases_on_the_m33(qemu_tools, tmp_path):
         assert f"mcu_gen_gemm_{fn}_" in source and f".Lpair_mcu_gen_gemm_{fn}_" in source
     assert ".Lsub8_mcu_gen_gemm_k324_n20_t4_" in source  # K >= PAIR_LOOP_K: one loop over the sub-blocks
     assert ".Lsub8_mcu_gen_gemm_k132_n36_t4_" not in source  # K 132 < PAIR_LOOP_K: unrolled
+
+
+def test_conv_cols_on_the_m33(qemu_tools, tmp_path):
+    """tests/models_int8/conv_cols.py on QEMU mps2-an505: the convolutions of Cin % 4 == 0 and even output width
+    on widened input columns (conv_cols: stride 1 and 2, in place over the ring of rows, a last block of 4, Cin 20,
+    no padding, 5x5, chunks that do not divide the output width), the one of odd output width on gathered windows;
+    every layer generated, bit-exact."""
+    r = run("tests/models_int8/conv_cols.py", board="mps2-an505", out=tmp_path / "cols", quantize="int8", io="int8",
+            backend="portable", kernels="auto", n_random=1)
+    assert r.verified and r.bit_exact, r
+    report = json.loads((tmp_path / "cols" / "report.json").read_text())
+    assert len(report["generated_kernels"]["layers"]) == 7 and not report["generated_kernels"]["skipped"]
+    source = (tmp_path / "cols" / "firmware" / "kernels" / "generated_kernels.cpp").read_text()
+    calls = [l for l in source.splitlines() if l.lstrip().startswith(("conv_cols<", "conv_stream<"))]
+    assert [l.lstrip().split("<")[0] for l in calls] == ["conv_cols"] * 5 + ["conv_stream"], calls
+    assert sum("RingRows" in l for l in calls[:5]) >= 2  # in place: rows read back from the ring
+    assert "mcu_gen_gemm_cols_k144_n20_t4_c16_kw3_s2_" in source and "mcu_gen_gemm_cols_k300_n8_c12_kw5_s1_" in source
+    assert ".Lsub8_mcu_gen_gemm_cols_k300_" in source  # K >= PAIR_LOOP_K: the looped sub-blocks

@@ -70,6 +70,8 @@ def work_levels(l) -> list:
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
         chunks = [_conv_chunk(l, floor, True), floor]
+        from mcu_gen.backends.generated.dsp_conv_cols import cols_levels  # (it imports this module)
+        chunks = [c for c in cols_levels(l) if c > chunks[0]] + chunks
     elif call == "inplace":
         chunks = [_inplace_chunk(l), 2]
     else:

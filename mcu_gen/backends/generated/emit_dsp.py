@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mcu_gen.backends.generated.dsp_conv_cols import cols_fn_name, cols_fn_sig, cols_work, gemm_cols_asm_body
 from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rows_asm, dw_window
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
 from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, layer_work
@@ -27,6 +28,10 @@ PRELUDE = (KERNELS_GENERATED / "dsp_prelude.h").read_text(encoding="utf-8")
 
 # The input rows of a generated convolution (direct / in place): kernels_generated/dsp_rows.h.
 ROWS_SOURCE = (KERNELS_GENERATED / "dsp_rows.h").read_text(encoding="utf-8")
+
+
+# A convolution on widened input columns (dsp_conv_cols.py): kernels_generated/dsp_cols.h.
+COLS_SOURCE = (KERNELS_GENERATED / "dsp_cols.h").read_text(encoding="utf-8")
 
 
 # The elementwise add by tables: kernels_generated/dsp_add.h.
@@ -152,7 +157,15 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
                     rights, wide: str | None) -> str:
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max, wide=wide,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights))
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights), cols=None)
+
+
+def _cols_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, cin: int, kw: int, sw: int,
+                    row_bytes: int) -> str:
+    """A conv_cols layer's GEMM (dsp_conv_cols.gemm_cols_asm_body; gemm_cols_c without the DSP extension)."""
+    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
+                  wide=None, body=gemm_cols_asm_body(name, k, n, tail, act_min, act_max, cin, kw, sw, row_bytes),
+                  cols=[n, cin, kw, sw, row_bytes])
 
 
 OWN_FN_MAX_N = 32  # a layer with K < OWN_FN_MAX_K and N up to this has its own two-row function (``_own_rights``)
@@ -186,6 +199,12 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
     pre = v["pre"]
     words, end8 = l.stream()
     call = call_kind(l)
+    cols = cols_work(l) if call == "conv" else None
+    if cols is not None:  # conv_cols: its buffer instead of work's (never more bytes, the same place)
+        v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
+                 fn=cols_fn_name(l), call="cols", chunk=cols.chunk,
+                 work_stack=cols.bytes if cols.offset is None else 0, work_offset=cols.offset, wide_at=None)
+        return render("generated/dsp_smmlar_layer.cpp.j2", **v)
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
              fn=_gemm_fn_name(l), call=call, chunk=work.chunk or None,
              work_stack=work.bytes if work.offset is None and work.bytes else 0,
@@ -218,15 +237,21 @@ def generate(program: Program, kernels) -> Generated:
     set_places(program, layers)
     by_op = {k.op: k for k in kernels}
     parts = [PRELUDE, ROWS_SOURCE]
-    fns = {}
+    fns, cols_fns = {}, {}
     for l in layers:
-        if l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
+        if l.kind == "conv" and l.requant_kind == "smmlar" and cols_work(l) is not None:
+            cols_fns.setdefault(cols_fn_name(l), cols_fn_sig(l))
+        elif l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
             name = _gemm_fn_name(l)
             pairs = calls_pairs(l) and pair_ok(l.k, l.n)
             fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, _own_rights(l),
                                   layer_work(l).wide if pairs else None))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
+    if cols_fns:
+        parts.append(COLS_SOURCE)
+    for name, sig in cols_fns.items():
+        parts.append(_cols_fn_source(name, *sig))
     if add_plans:
         parts.append(ADD_SOURCE)
     for l in layers:

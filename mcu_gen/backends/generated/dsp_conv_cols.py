@@ -1,0 +1,189 @@
+"""A 3x3 (any KH x KW) convolution of Cin % 4 == 0 on the two-row smmlar GEMM without gathered windows (issue 27):
+``conv_cols`` (kernels_generated/dsp_cols.h) widens the input columns that a chunk of output pixels of one output
+row reads straight from the input rows, once each, into int16 pairs (per window row, per input column, per 4
+channels the words SXTB16 x and SXTB16 x, ROR #8); the GEMM (``gemm_cols_asm_body``) reads both windows of a pair
+of pixels from those columns at fixed offsets: window j's tap (ky, kx) is column kx + j * stride of window row ky.
+Against conv_stream + the widened pair of rows (_widen_rows) this drops the int8 gather and widens each input
+column once per chunk instead of once per window of a pair (stride 1, chunk of q pixels: q + 2 columns of 3 rows
+against 2 * 3 * 3 per pair).
+
+The buffer (``ColsWork``) takes the place of the layer's per-call buffers of dsp_work.layer_work, and never more
+bytes than they were given: in the scratch tensor where the plan put them (the planner is offered larger levels
+first, ``cols_levels``: it grants them only where the arena's free bytes at the layer's step hold them, so the
+arena does not grow), else on the stack within the old buffers plus the old function's frame of widened rows, or
+the stack a library kernel of the image takes anyway (``stack_room``: the stack bound does not grow)."""
+from __future__ import annotations
+
+from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, _pair_requant, _Stream, adjust, pair_ok
+from mcu_gen.backends.generated.dsp_work import layer_work
+
+COLS_MAX_BYTES = 4092  # every offset in the buffer within LDR's 12-bit immediate
+
+
+class ColsWork:
+    """A ``conv_cols`` layer's buffer: ``chunk`` output pixels per GEMM call (even), ``row_bytes`` per window row
+    (the widened columns of a full chunk), ``bytes`` in all; ``offset`` in the scratch tensor, None: the stack."""
+
+    def __init__(self, chunk: int, row_bytes: int, kh: int, offset: int | None):
+        self.chunk, self.row_bytes, self.offset = chunk, row_bytes, offset
+        self.bytes = kh * row_bytes
+
+
+def cols_geometry_ok(l) -> bool:
+    """Whether a convolution layer can run on conv_cols: smmlar requantization, Cin % 4 == 0 (K = the taps: no
+    padding of the windows), an even output width (pairs never straddle two output rows), the two-row GEMM's
+    reach, at least 8 output channels."""
+    if l.kind != "conv" or l.requant_kind != "smmlar" or not l.geometry:
+        return False
+    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+    return (cin % 4 == 0 and l.k == kh * kw * cin and ow % 2 == 0 and l.n >= 8 and pair_ok(l.k, l.n)
+            and kh * kw > 1 and 1 <= sw <= kw)
+
+
+def _row_bytes(l, chunk: int) -> int:
+    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+    return ((chunk - 1) * sw + kw) * cin * 2
+
+
+COLS_LEVEL_CHUNKS = (None, 16, 8)  # the larger conv_cols chunks offered to the planner (None: the output width)
+
+
+def cols_levels(l) -> list:
+    """For dsp_work.work_levels (the scratch the planner may give a layer, best first): per chunk of
+    COLS_LEVEL_CHUNKS (below the output width, even) the windows whose bytes with the widened rows (the level's
+    bytes, work_bytes) hold that chunk's widened columns; none where the layer does not run on conv_cols."""
+    if not cols_geometry_ok(l):
+        return []
+    ow, kh, k = l.geometry[10], l.geometry[3], l.k
+    out = []
+    for q in COLS_LEVEL_CHUNKS:
+        q = ow if q is None else q
+        b = kh * _row_bytes(l, q)
+        if q <= ow and q % 2 == 0 and b <= COLS_MAX_BYTES:
+            c = max(1, -(-b // k) - 4)  # c * k + 4k >= b
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def cols_work(l) -> ColsWork | None:
+    """The layer's conv_cols buffer, or None (conv_stream as before): the most pixels per call (an even count, at
+    most the output width) whose columns fit the bytes of the layer's dsp_work buffers, where they are (the scratch
+    tensor), or on the stack those plus the old GEMM's frame of widened rows, at least the layer's stack_room."""
+    if getattr(l, "cols", False) is not False:
+        return l.cols
+    l.cols = None
+    if cols_geometry_ok(l):
+        work = layer_work(l)
+        budget = work.bytes + (4 * l.k if work.wide == "frame" else 0)
+        if work.offset is None:  # on the stack: up to what a library kernel of the image takes anyway (wide_ok)
+            budget = max(budget, getattr(l, "stack_room", 0))
+        ow, kh = l.geometry[10], l.geometry[3]
+        best = None
+        for chunk in range(2, ow + 1, 2):
+            b = kh * _row_bytes(l, chunk)
+            if b <= budget and b <= COLS_MAX_BYTES:
+                best = chunk
+        if best is not None:
+            l.cols = ColsWork(best, _row_bytes(l, best), kh, work.offset)
+    return l.cols
+
+
+def _xoff(g: int, j: int, half: int, cin: int, kw: int, sw: int, row_bytes: int) -> int:
+    """Byte offset of window j's (0, 1) half word (0: SXTB16 x, 4: ROR #8) of input group g (4 channels) in the
+    buffer: g's tap (ky, kx) and channel group, window j's column kx + j * sw."""
+    per_tap = cin // 4
+    tap, cg = divmod(g, per_tap)
+    ky, kx = divmod(tap, kw)
+    return ky * row_bytes + (kx + j * sw) * cin * 2 + cg * 8 + half
+
+
+def _cols_macs(out: list, st, b: int, k: int, chans, xo) -> None:
+    """The MACs of one sub-block of 4 channels over both windows (as dsp_gemm_asm._pair_macs_wide "arg", the
+    inputs at ``xo(g, j, half)`` from r12, the buffer, reloaded from [sp] per sub-block): per 4 inputs and half
+    both windows' words (r0, r2) and two channels' weight words (r3, lr) in four LDR in a row, 4 SMLAD, the other
+    two channels' weights, 4 SMLAD: 32 estimated M33 cycles per 32 MACs."""
+    w0 = 4 * b
+    out.append("ldr r12, [sp]")
+    for g in range(k // 4):
+        for half in (0, 4):
+            first = g == 0 and half == 0  # row 1 first: it starts from row 0's accumulator (the start, no MOV)
+            out += [f"ldr r0, [r12, #{xo(g, 0, half)}]", f"ldr r2, [r12, #{xo(g, 1, half)}]"]
+            for pair in (chans[:2], chans[2:]):
+                for reg, (i, c) in zip(("r3", "lr"), pair):
+                    st.ld(reg, w0 + 8 * b * g + 8 * c + half)
+                for reg, (i, c) in zip(("r3", "lr"), pair):
+                    if first:
+                        out += [f"smlad r{8 + i}, r2, {reg}, r{4 + i}", f"smlad r{4 + i}, r0, {reg}, r{4 + i}"]
+                    else:
+                        out += [f"smlad r{4 + i}, r0, {reg}, r{4 + i}", f"smlad r{8 + i}, r2, {reg}, r{8 + i}"]
+
+
+def _cols_block(b: int, k: int, n: int, act_min: int, act_max: int, xo) -> list:
+    """One block of b (8 or 4) channels of both windows (dsp_gemm_asm._pair_block_asm's two forms: sub-blocks of
+    4 unrolled below PAIR_LOOP_K or for a block of 4, else one loop with [sp+20] = 16s, [sp+24] the block)."""
+    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
+    if k < PAIR_LOOP_K or b <= 4:
+        out: list = []
+        st = _Stream(out)
+        for s in range(b // 4):
+            chans = list(enumerate(range(4 * s, 4 * s + 4)))
+            for i, c in chans:
+                st.ld(f"r{4 + i}", 4 * c)
+            _cols_macs(out, st, b, k, chans, xo)
+            out.append("ldr r2, [sp, #4]")
+            _pair_requant(out, st, c0, n, chans, act_min, act_max)
+        st.to(c0 + 12 * b)
+        return out + [f"adds r2, #{b}", "str r2, [sp, #4]"]
+    chans = [(c, c) for c in range(4)]
+    out = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
+           "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
+    st = _Stream(out)
+    for c in range(4):
+        st.ld(f"r{4 + c}", 4 * c)
+    out += ["ldr lr, [sp, #20]", "add r1, lr"]
+    _cols_macs(out, st, b, k, chans, xo)
+    out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
+    _pair_requant(out, st, c0, n, chans, act_min, act_max)
+    out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
+    out += ["ldr r1, [sp, #24]"] + adjust("r1", c0 + 12 * b)
+    return out + ["ldr r2, [sp, #4]", f"adds r2, #{b}", "str r2, [sp, #4]"]
+
+
+def gemm_cols_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, cin: int, kw: int,
+                       sw: int, row_bytes: int) -> list:
+    """The instructions of void name(const int8_t* cols, const GemmDesc* d, int8_t* y, int32_t pixels, int16_t*):
+    the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for an even count of pixels >= 2 whose windows
+    are read from conv_cols' widened columns (``_xoff``): pixels in pairs, the pair's columns 2 * sw * cin int16
+    after the previous pair's. Frame as gemm_asm_body's: [sp] the pair's columns, [sp+4] y, [sp+8] pixels left,
+    [sp+12] d->stream, [sp+16] d->end8, [sp+20], [sp+24] the sub-block loop's."""
+    def xo(g, j, half):
+        return _xoff(g, j, half, cin, kw, sw, row_bytes)
+
+    frame = WIDE_PTR + 8  # 36 B pushed + the frame: 8-byte aligned
+    body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
+            "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]",
+            ".Lpair_%=:", "ldr r1, [sp, #12]"]
+    if n >= 8:
+        body += [".Lpblock_%=:"] + _cols_block(8, k, n, act_min, act_max, xo)
+        if n >= 16:
+            body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
+    if tail:
+        body += _cols_block(4, k, n, act_min, act_max, xo)
+    body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{4 * sw * cin}", f"addw r2, r2, #{n}", "subs r3, #2",
+             "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "bne .Lpair_%=",
+             f"add sp, #{frame}", "pop {r4-r11, pc}"]
+    return [l.replace("%=", name) for l in body]
+
+
+def cols_fn_name(l) -> str:
+    """The GEMM function of a conv_cols layer: shared by the layers of one K, N, tail, output range and layout."""
+    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+    return (f"mcu_gen_gemm_cols_k{l.k}_n{l.n}{'_t4' if l.n % 8 == 4 else ''}_c{cin}_kw{kw}_s{sw}"
+            f"_r{l.cols.row_bytes}_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_"
+            f"{'m' if l.act_max < 0 else ''}{abs(l.act_max)}")
+
+
+def cols_fn_sig(l) -> tuple:
+    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+    return (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, cin, kw, sw, l.cols.row_bytes)
