@@ -275,6 +275,12 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=9, w=9, c=12, stride=2)),
     ("depthwise_inplace", dict(h=20, w=40, c=4, stride=2, scratch=True)),
     ("depthwise", dict(h=5, w=4, c=260)),
+    # VWW's planes (issue 27): 6x6 and 3x3 whole in the buffer, 6x6 -> 3x3 strided, an odd width strided to
+    # an odd last pixel; their channels' right shifts 6..10: one rows function in assembly per shift.
+    ("depthwise_inplace", dict(h=6, w=6, c=24)),
+    ("depthwise_inplace", dict(h=6, w=6, c=16, stride=2)),
+    ("depthwise_inplace", dict(h=3, w=3, c=20)),
+    ("depthwise_inplace", dict(h=12, w=13, c=8, stride=2)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
@@ -340,6 +346,22 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     assert rc == 0, "the generated layer did not run (the failing library kernel did)"
     np.testing.assert_array_equal(got, expected)
     assert len(np.unique(expected)) > min(10, expected.size // 2)  # a test that can tell outputs apart
+
+
+def test_planar_depthwise_has_a_rows_function_per_right_shift(failing_kernels):
+    """dsp_depthwise_asm.dw_rows_asm: the right shift is SSAT's immediate, so a layer whose channels have
+    several right shifts gets one rows function per shift, and its C++ picks it by the channel's k[9]."""
+    from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rights
+
+    p, _ = case_program("depthwise_inplace", dict(h=6, w=6, c=24))
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    l = gen.layers[0]
+    rights = dw_rights(l)
+    assert dw_plane(l) is not None and len(rights) >= 2, rights
+    for r in rights:
+        assert f"{l.name}_rows_r{r}:" in gen.source and f"#8, r10, asr #{r}" in gen.source, r
+    for r in rights[:-1]:
+        assert f"if (k[9] == {r}u) return {l.name}_rows_r{r}(p, y, n, k);" in gen.source
 
 
 def test_other_weights_reach_the_library_kernel(failing_kernels, tmp_path):

@@ -2,6 +2,8 @@
 planar path) and the planar path's per-layer row function in assembly (``dw_rows_asm``)."""
 from __future__ import annotations
 
+import numpy as np
+
 from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm
 from mcu_gen.backends.generated.layers import DepthwiseLayer
 
@@ -52,8 +54,11 @@ def dw_plane(l: DepthwiseLayer) -> tuple | None:
     return None
 
 
-# The planar rows in assembly: registers of the function below.
-_P, _Y, _K, _W, _A0, _A1, _T = "r0", "r1", "r3", ["r4", "r5", "r6", "r7", "r8", "r9"], "r10", "r11", ["r2", "r12", "lr"]
+# The planar rows in assembly: registers of the function below. r3 holds the channel's accumulator start (the
+# addend of each pixel's first MAC: no load), [sp, #8] and [sp, #12] its ra and mult (copied from the block
+# at entry), the right shift is an immediate of SSAT: one function per right shift of the layer's channels.
+_P, _Y, _S, _W, _A0, _A1, _T = "r0", "r1", "r3", ["r4", "r5", "r6", "r7", "r8", "r9"], "r10", "r11", ["r2", "r12", "lr"]
+_RA, _MULT = "[sp, #8]", "[sp, #12]"
 DW_ROWS_UNROLL = 4  # pairs of output pixels per pass of the pair loop (all of a row's pairs when at most 2x this)
 
 
@@ -63,8 +68,8 @@ def _dw_pair2_macs(r: int) -> list:
     a1 += SMLAD v, w01 + SMLABT t, w12; r0 += 8."""
     t0, t1, t2 = _T
     w = _W
-    out = [f"ldr {_A0}, [{_K}, #24]", f"ldr {t0}, [{_P}], #8", f"ldr {t1}, [{_P}, #-4]", f"ldr {t2}, [{_P}]",
-           f"smlad {_A1}, {t1}, {w[0]}, {_A0}", f"smlad {_A0}, {t0}, {w[0]}, {_A0}",
+    out = [f"ldr {t0}, [{_P}], #8", f"ldr {t1}, [{_P}, #-4]", f"ldr {t2}, [{_P}]",
+           f"smlad {_A1}, {t1}, {w[0]}, {_S}", f"smlad {_A0}, {t0}, {w[0]}, {_S}",
            f"smlabt {_A0}, {t1}, {w[1]}, {_A0}", f"smlabt {_A1}, {t2}, {w[1]}, {_A1}"]
     for k in (1, 2):
         o = k * r - 8
@@ -74,18 +79,18 @@ def _dw_pair2_macs(r: int) -> list:
     return out
 
 
-def _dw_pair_asm(r: int, c: int, two: bool, act_min: int, act_max: int, stride: int = 1) -> list:
+def _dw_pair_asm(r: int, c: int, two: bool, act_min: int, act_max: int, right: int, stride: int = 1) -> list:
     """Two output pixels (one when not ``two``) of a planar row at r0 (buffer rows ``r`` bytes apart), the
-    words (w01, w12) of tap rows 0-2 in r4-r9, the block k (r3: start at 24, ra 28, mult 32, right 36):
-    loads grouped (pipelined), 12 MACs, SMMLAR requantization; r0 += 4 (stride 2, two: 8), r1 += 2c (c)."""
+    words (w01, w12) of tap rows 0-2 in r4-r9, the start in r3: loads grouped (pipelined), 12 MACs, SMMLAR
+    requantization; r0 += 4 (stride 2, two: 8), r1 += 2c (c)."""
     t0, t1, t2 = _T
     w = _W
     if two and stride == 2:
-        return _dw_pair2_macs(r) + _dw_requant_asm(c, two, act_min, act_max)
-    out = [f"ldr {_A0}, [{_K}, #24]", f"ldr {t0}, [{_P}], #4", f"ldr {t1}, [{_P}]", f"ldr {t2}, [{_P}, #{r - 4}]"]
+        return _dw_pair2_macs(r) + _dw_requant_asm(c, two, act_min, act_max, right)
+    out = [f"ldr {t0}, [{_P}], #4", f"ldr {t1}, [{_P}]", f"ldr {t2}, [{_P}, #{r - 4}]"]
     if two:
-        out.append(f"smlatb {_A1}, {t0}, {w[0]}, {_A0}")
-    out += [f"smlad {_A0}, {t0}, {w[0]}, {_A0}", f"smlabt {_A0}, {t1}, {w[1]}, {_A0}"]
+        out.append(f"smlatb {_A1}, {t0}, {w[0]}, {_S}")
+    out += [f"smlad {_A0}, {t0}, {w[0]}, {_S}", f"smlabt {_A0}, {t1}, {w[1]}, {_A0}"]
     if two:
         out.append(f"smlad {_A1}, {t1}, {w[1]}, {_A1}")
     out += [f"ldr {t0}, [{_P}, #{r}]", f"ldr {t1}, [{_P}, #{2 * r - 4}]", f"smlad {_A0}, {t2}, {w[2]}, {_A0}"]
@@ -100,41 +105,48 @@ def _dw_pair_asm(r: int, c: int, two: bool, act_min: int, act_max: int, stride: 
     out.append(f"smlabt {_A0}, {t2}, {w[5]}, {_A0}")
     if two:
         out.append(f"smlad {_A1}, {t2}, {w[5]}, {_A1}")
-    return out + _dw_requant_asm(c, two, act_min, act_max)
+    return out + _dw_requant_asm(c, two, act_min, act_max, right)
 
 
-def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int) -> list:
-    """a0 (and a1) requantized (SMMLAR with the block's ra, mult, right) and stored c bytes apart at r1, r1 on."""
+def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int, right: int) -> list:
+    """a0 (and a1) requantized and stored c bytes apart at r1, r1 on: ra and mult loaded once for both,
+    SMMLAR t, a, mult, ra then a = t + (a >> 31) (the same as SMMLAR with ra + (a >> 31): a 2^32 step of the
+    64-bit sum), SSAT with the right shift as its immediate."""
     t0, t1, t2 = _T
-    out = []
     store = (lambda a: [f"strb {a}, [{_Y}], #{c}"]) if c <= 255 else (lambda a: [f"strb {a}, [{_Y}]"] + adjust(_Y, c))
-    out += [f"ldr {t0}, [{_K}, #28]", f"ldr {t1}, [{_K}, #32]", f"ldr {t2}, [{_K}, #36]",
-            f"add {t0}, {t0}, {_A0}, asr #31", f"smmlar {_A0}, {_A0}, {t1}, {t0}", f"asr {_A0}, {_A0}, {t2}"]
-    out += clamp_asm(_A0, act_min, act_max)
-    if two:
-        out.append(f"ldr {t0}, [{_K}, #28]")  # pipelines with the store
-    out += store(_A0)
-    if two:
-        out += [f"add {t0}, {t0}, {_A1}, asr #31", f"smmlar {_A1}, {_A1}, {t1}, {t0}", f"asr {_A1}, {_A1}, {t2}"]
-        out += clamp_asm(_A1, act_min, act_max) + store(_A1)
+    out = [f"ldr {t0}, {_RA}", f"ldr {t1}, {_MULT}"]
+    for a in ([_A0, _A1] if two else [_A0]):
+        out += [f"smmlar {t2}, {a}, {t1}, {t0}", f"add {a}, {t2}, {a}, asr #31"]
+        out += clamp_asm(a, act_min, act_max, right or None) + store(a)
     return out
 
 
-def dw_rows_asm(l: DepthwiseLayer, row: int) -> list:
-    """The body of the layer's planar rows function (DSP cores, smmlar requantization):
+def dw_rights(l: DepthwiseLayer) -> list:
+    """The right shifts of the layer's channels (smmlar), one planar rows function each."""
+    return sorted({int(r) for r in np.asarray(l.smmlar()).reshape(l.c, 3)[:, 2]})
+
+
+def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
+    """The body of the layer's planar rows function for the channels of one right shift (DSP cores, smmlar
+    requantization):
         void rows(const int16_t* p, int8_t* y, int32_t rows, const int32_t* k)
     `rows` output rows of one channel, the first from the buffer rows at p (row bytes 2 row apart), the
     next stride buffer rows on; outputs c bytes apart from y, rows ow c apart; k: the channel's block
     (dsp_prelude.h: dw_planar). The pixel pairs of a row are unrolled (DW_ROWS_UNROLL pairs a pass of a
-    loop beyond 2 DW_ROWS_UNROLL), an odd last pixel alone; y's end at [sp], the pass count at [sp, #4]."""
+    loop beyond 2 DW_ROWS_UNROLL), an odd last pixel alone; y's end at [sp], the pass count at [sp, #4],
+    the block's ra and mult at [sp, #8], [sp, #12], its start in r3."""
     if l.ow * l.c > 65535:
         raise ValueError(f"{l.name}: output rows of {l.ow * l.c} bytes (MOVW)")
+    if not 0 <= right <= 31:
+        raise ValueError(f"{l.name}: a right shift of {right} (SSAT's immediate: 0..31)")
     r, c, pairs, odd, st = 2 * row, l.c, l.ow // 2, l.ow % 2, l.stride
     if 2 * r > 4095:
         raise ValueError(f"{l.name}: planar rows of {row} entries: load offsets past 4095")
-    pair = _dw_pair_asm(r, c, True, l.act_min, l.act_max, st)
-    out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #8", f"movw r12, #{l.ow * c}",
-           "mla r2, r2, r12, r1", "str r2, [sp]", "ldm r3, {r4, r5, r6, r7, r8, r9}", ".Lrow%=:"]
+    pair = _dw_pair_asm(r, c, True, l.act_min, l.act_max, right, st)
+    out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #16", f"movw r12, #{l.ow * c}",
+           "mla r2, r2, r12, r1", "str r2, [sp]", "ldr r2, [r3, #28]", "ldr r12, [r3, #32]",
+           f"str r2, {_RA}", f"str r12, {_MULT}", "ldm r3, {r4, r5, r6, r7, r8, r9}", "ldr r3, [r3, #24]",
+           ".Lrow%=:"]
     loop, rest = (pairs // DW_ROWS_UNROLL, pairs % DW_ROWS_UNROLL) if pairs > 2 * DW_ROWS_UNROLL else (0, pairs)
     if loop:
         out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", ".Lpair%=:"]
@@ -144,10 +156,10 @@ def dw_rows_asm(l: DepthwiseLayer, row: int) -> list:
     for _ in range(rest):
         out += pair
     if odd:
-        out += _dw_pair_asm(r, c, False, l.act_min, l.act_max)
+        out += _dw_pair_asm(r, c, False, l.act_min, l.act_max, right)
     step = st * r - 4 * st * pairs - 4 * odd  # to the next output row's first buffer row
     if step:
         out += adjust(_P, step)
     out += [f"ldr {_T[0]}, [sp]", f"cmp {_Y}, {_T[0]}", "bne .Lrow%="]  # [sp]: y past the last row
-    out += ["add sp, #12", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+    out += ["add sp, #20", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
     return out

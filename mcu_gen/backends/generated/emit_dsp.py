@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rows_asm, dw_window
+from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rights, dw_rows_asm, dw_window
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
 from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, layer_work
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
@@ -132,10 +132,12 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
         block[:, 6] = wrap32((l.bias.astype(np.int64) + l.in_offset * l.weights.astype(np.int64).sum(axis=0)) * scale)
         if consts is not None:
             block[:, 7:] = np.asarray(consts, np.int64).reshape(l.c, 3)[:, [1, 0, 2]]  # ra, mult, right
-        asm = dw_rows_asm(l, row) if consts is not None else None
+        # one rows function in assembly per right shift of the channels (SSAT's immediate)
+        asm = [{"right": rt, "body": [i.replace("%=", f"_{l.name}_r{rt}") for i in dw_rows_asm(l, row, rt)]}
+               for rt in dw_rights(l)] if consts is not None else None
         v.update(plane_rows=rows_, plane_row=row, pad_value=-l.in_offset,
                  block=table("uint32_t", f"{pre}Block", block, per_line=10, align=8, fmt="hex"),
-                 rows_asm=[i.replace("%=", f"_{l.name}") for i in asm] if asm else None,
+                 rows_asm=asm,
                  extra_ring=["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else [])
         v.update(win_rows=0, ring_arg=ring, bound=bound(l, 0, 14, ring), linear_rows=False, row_runs=[],
                  checks=l.checks + v.pop("extra_ring") + [allowed(0, 14, l.inplace_ok, l)])
