@@ -594,9 +594,22 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first,
 // row of a previous window; when a window passes the buffer's end, the rows it still needs move to the
 // front. at(oy): where input row top starts in buf (row -1 of the top padding is never read).
 // n bytes (a multiple of 4) from src to dst <= src, a word at a time, first to last (the ranges may
-// overlap); newlib's memmove goes a byte at a time.
+// overlap; four words read before they are written: each of a chunk's words lies below the next
+// chunk's), four words a pass (the loads pipelined); newlib's memmove goes a byte at a time.
 inline void move_down(int8_t* dst, const int8_t* src, int32_t n) {
-  for (int32_t i = 0; i < n; i += 4) {
+  int32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    uint32_t a, b, c, d;
+    memcpy(&a, src + i, 4);
+    memcpy(&b, src + i + 4, 4);
+    memcpy(&c, src + i + 8, 4);
+    memcpy(&d, src + i + 12, 4);
+    memcpy(dst + i, &a, 4);
+    memcpy(dst + i + 4, &b, 4);
+    memcpy(dst + i + 8, &c, 4);
+    memcpy(dst + i + 12, &d, 4);
+  }
+  for (; i < n; i += 4) {
     uint32_t v;
     memcpy(&v, src + i, 4);
     memcpy(dst + i, &v, 4);

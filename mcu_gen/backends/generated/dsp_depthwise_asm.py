@@ -167,6 +167,12 @@ def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
     step = st * r - 4 * st * pairs - 4 * odd  # to the next output row's first buffer row
     if step:
         out += adjust(_P, step)
-    out += [f"ldr {_T[0]}, [sp]", f"cmp {_Y}, {_T[0]}", "bne .Lrow%="]  # [sp]: y past the last row
+    end = f"ldr {_T[0]}, [sp]"  # [sp]: y past the last row; before the row's last store (pipelined) when it ends so
+    last = max((i for i, ins in enumerate(out) if ins.startswith(("strb", "bne", ".L"))), default=-1)
+    if out[last].startswith("strb"):
+        out.insert(last, end)
+    else:
+        out.append(end)
+    out += [f"cmp {_Y}, {_T[0]}", "bne .Lrow%="]
     out += ["add sp, #20", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
     return out
