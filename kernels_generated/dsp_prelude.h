@@ -815,14 +815,18 @@ void dw_plane_rows(const int16_t* p, int8_t* y, int32_t rows, const uint32_t* k,
 // smmlar its (ra, mult, right). `buf`: kR rows of kRow int16. `rows(p, y, n, k, c)`: n output rows
 // (dw_plane_rows, or the layer's rows function in assembly): all of the channel's in one call where
 // the buffer holds every row the layer reads, else one call per fill of the buffer (DwPlane::run).
+// n entries (even, buf word-aligned) of the padding value, a word (two entries) at a time.
+inline void dw_plane_pad(int16_t* buf, int32_t n, int16_t pad) {
+  const uint32_t pad2 = static_cast<uint16_t>(pad) * 0x10001u;
+  for (int32_t i = 0; i < n; i += 2) memcpy(buf + i, &pad2, 4);
+}
+
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
           int32_t kRow, int32_t kR, int16_t kPadValue, class Rows>
 void dw_planar(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf, Rows rows) {
   static_assert(kS == 1 || kS == 2, "stride 1 or 2");
   using Plane = DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue>;
-  // the padding value in every entry, a word (two entries) at a time: kRow is even, buf word-aligned
-  const uint32_t pad2 = static_cast<uint16_t>(kPadValue) * 0x10001u;
-  for (int32_t i = 0; i < kR * kRow; i += 2) memcpy(buf + i, &pad2, 4);
+  dw_plane_pad(buf, kR * kRow, kPadValue);  // kRow is even
   for (int32_t c = 0; c < kC; ++c) {
     Plane plane(in + c, buf);
     const uint32_t* k = block + 10 * c;

@@ -348,20 +348,28 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     assert len(np.unique(expected)) > min(10, expected.size // 2)  # a test that can tell outputs apart
 
 
-def test_planar_depthwise_has_a_rows_function_per_right_shift(failing_kernels):
-    """dsp_depthwise_asm.dw_rows_asm: the right shift is SSAT's immediate, so a layer whose channels have
-    several right shifts gets one rows function per shift, and its C++ picks it by the channel's k[9]."""
-    from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rights
+def test_planar_depthwise_has_a_rows_loop_per_right_shift(failing_kernels):
+    """dsp_depthwise_asm: the right shift is SSAT's immediate, so a layer whose channels have several right
+    shifts gets one rows loop per shift, picked by the channel's block word 9: in one function for all
+    the channels where the buffer holds every row the layer reads (dw_all_asm: VWW's 6x6 planes), else one
+    rows function per shift, picked by the C++ (dw_rows_asm: the 40-wide rows sliding through the scratch)."""
+    from mcu_gen.backends.generated.dsp_depthwise_asm import dw_all_ok, dw_plane, dw_rights
 
-    p, _ = case_program("depthwise_inplace", dict(h=6, w=6, c=24))
-    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
-    l = gen.layers[0]
-    rights = dw_rights(l)
-    assert dw_plane(l) is not None and len(rights) >= 2, rights
-    for r in rights:
-        assert f"{l.name}_rows_r{r}:" in gen.source and f"#8, r10, asr #{r}" in gen.source, r
-    for r in rights[:-1]:
-        assert f"if (k[9] == {r}u) return {l.name}_rows_r{r}(p, y, n, k);" in gen.source
+    for shape, whole in ((dict(h=6, w=6, c=24), True), (dict(h=20, w=40, c=4, stride=2, scratch=True), False)):
+        p, _ = case_program("depthwise_inplace", shape)
+        gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+        l = gen.layers[0]
+        rights = dw_rights(l)
+        assert dw_plane(l) is not None and len(rights) >= 2 and dw_all_ok(l, dw_plane(l)) == whole, (shape, rights)
+        assert (f"{l.name}_all:" in gen.source) == whole
+        for r in rights:
+            assert f"#8, r10, asr #{r}" in gen.source, r
+            if whole:
+                assert f".Lsetup_{l.name}_all_r{r}:" in gen.source, r
+            else:
+                assert f"{l.name}_rows_r{r}:" in gen.source, r
+        for r in rights[1 if whole else 0:-1 if not whole else None]:
+            assert (f"cmp r2, #{r}" if whole else f"if (k[9] == {r}u) return {l.name}_rows_r{r}(p, y, n, k);") in gen.source
 
 
 def test_other_weights_reach_the_library_kernel(failing_kernels, tmp_path):

@@ -136,32 +136,33 @@ def dw_rights(l: DepthwiseLayer) -> list:
     return sorted({int(r) for r in np.asarray(l.smmlar()).reshape(l.c, 3)[:, 2]})
 
 
-def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
-    """The body of the layer's planar rows function for the channels of one right shift (DSP cores, smmlar
-    requantization):
-        void rows(const int16_t* p, int8_t* y, int32_t rows, const int32_t* k)
-    `rows` output rows of one channel, the first from the buffer rows at p (row bytes 2 row apart), the
-    next stride buffer rows on; outputs c bytes apart from y, rows ow c apart; k: the channel's block
-    (dsp_prelude.h: dw_planar). The pixel pairs of a row are unrolled (DW_ROWS_UNROLL pairs a pass of a
-    loop beyond DW_ROWS_FULL), an odd last pixel alone, each one's first loads among the previous one's stores; y's end at [sp], the pass count at [sp, #4],
-    the block's ra and mult at [sp, #8], [sp, #12], its start in r3."""
+def _check(l: DepthwiseLayer, row: int, right: int) -> None:
     if l.ow * l.c > 65535:
         raise ValueError(f"{l.name}: output rows of {l.ow * l.c} bytes (MOVW)")
     if not 0 <= right <= 31:
         raise ValueError(f"{l.name}: a right shift of {right} (SSAT's immediate: 0..31)")
-    r, c, pairs, odd, st = 2 * row, l.c, l.ow // 2, l.ow % 2, l.stride
-    if 2 * r > 4095:
+    if 4 * row > 4095:
         raise ValueError(f"{l.name}: planar rows of {row} entries: load offsets past 4095")
+
+
+# The channel's setup: y's end at [sp] (r2: the row count), ra and mult copied to the frame, the weight
+# pairs in r4-r9, the start in r3 (r3: the channel's block).
+_SETUP = ["ldr r2, [r3, #28]", "ldr r12, [r3, #32]", f"str r2, {_RA}", f"str r12, {_MULT}",
+          "ldm r3, {r4, r5, r6, r7, r8, r9}", "ldr r3, [r3, #24]"]
+
+
+def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str) -> list:
+    """The loop over the output rows of one channel (labels .Lrow/.Lpair + tag): r0 the buffer rows, r1 y,
+    [sp] y past the last row, [sp, #4] the pass count, [sp, #8] ra, [sp, #12] mult, r3 the start, r4-r9
+    the weight pairs."""
+    r, c, pairs, odd, st = 2 * row, l.c, l.ow // 2, l.ow % 2, l.stride
     am, ax, s2 = l.act_min, l.act_max, st == 2
-    out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #16", f"movw r12, #{l.ow * c}",
-           "mla r2, r2, r12, r1", "str r2, [sp]", "ldr r2, [r3, #28]", "ldr r12, [r3, #32]",
-           f"str r2, {_RA}", f"str r12, {_MULT}", "ldm r3, {r4, r5, r6, r7, r8, r9}", "ldr r3, [r3, #24]",
-           ".Lrow%=:"]
+    out = [f".Lrow{tag}:"]
     loop, rest = (pairs // DW_ROWS_UNROLL, pairs % DW_ROWS_UNROLL) if pairs > DW_ROWS_FULL else (0, pairs)
     if loop:
-        out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", ".Lpair%=:"]
+        out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", f".Lpair{tag}:"]
         out += _dw_chunk(r, c, DW_ROWS_UNROLL, False, am, ax, right, s2)
-        out += [f"ldr {_T[0]}, [sp, #4]", f"subs {_T[0]}, #1", f"str {_T[0]}, [sp, #4]", "bne .Lpair%="]
+        out += [f"ldr {_T[0]}, [sp, #4]", f"subs {_T[0]}, #1", f"str {_T[0]}, [sp, #4]", f"bne .Lpair{tag}"]
     if rest or odd:
         out += _dw_chunk(r, c, rest, bool(odd), am, ax, right, s2)
     step = st * r - 4 * st * pairs - 4 * odd  # to the next output row's first buffer row
@@ -173,6 +174,76 @@ def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
         out.insert(last, end)
     else:
         out.append(end)
-    out += [f"cmp {_Y}, {_T[0]}", "bne .Lrow%="]
-    out += ["add sp, #20", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+    return out + [f"cmp {_Y}, {_T[0]}", f"bne .Lrow{tag}"]
+
+
+def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
+    """The body of the layer's planar rows function for the channels of one right shift (DSP cores, smmlar
+    requantization):
+        void rows(const int16_t* p, int8_t* y, int32_t rows, const int32_t* k)
+    `rows` output rows of one channel, the first from the buffer rows at p (row bytes 2 row apart), the
+    next stride buffer rows on; outputs c bytes apart from y, rows ow c apart; k: the channel's block
+    (dsp_prelude.h: dw_planar). The pixel pairs of a row are unrolled (DW_ROWS_UNROLL pairs a pass of a
+    loop beyond DW_ROWS_FULL), an odd last pixel alone, each one's first loads among the previous one's
+    stores; y's end at [sp], the pass count at [sp, #4], the block's ra and mult at [sp, #8], [sp, #12],
+    its start in r3."""
+    _check(l, row, right)
+    out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #16", f"movw r12, #{l.ow * l.c}",
+           "mla r2, r2, r12, r1", "str r2, [sp]"] + _SETUP
+    out += _dw_rows_loop(l, row, right, "%=")
+    return out + ["add sp, #20", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+
+
+def dw_all_ok(l: DepthwiseLayer, plane: tuple | None) -> bool:
+    """Whether the layer's channels all run in one function in assembly (dw_all_asm): the buffer holds
+    every row the layer reads (DwPlane::kWhole) and the widening's offsets are immediates."""
+    if plane is None:
+        return False
+    rows, _, row = plane
+    return (rows >= (l.oh - 1) * l.stride + 3 and (l.w - 1) * l.c <= 4095 and 2 * rows * row <= 4095
+            and l.oh * l.ow * l.c <= 65535)
+
+
+def _widen_row_asm(l: DepthwiseLayer, d: int) -> list:
+    """One input row of one channel (r0: its first pixel, pixels c bytes apart) widened to int16 at r1 + d:
+    four LDRSB, then their four STRH (each load pipelined with the next load or store)."""
+    t = ["r2", "r3", "r12", "lr"]
+    out = []
+    for i in range(0, l.w, 4):
+        n = min(4, l.w - i)
+        out += [f"ldrsb {t[j]}, [r0, #{(i + j) * l.c}]" for j in range(n)]
+        out += [f"strh {t[j]}, [r1, #{d + 2 * (i + j)}]" for j in range(n)]
     return out
+
+
+def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
+    """The body of a layer's function for all its channels (the buffer holds every row the layer reads):
+        void all(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf)
+    per channel: its input rows widened into buf (whose padding entries hold -input_offset: dw_planar's
+    first fill), then its output rows by the rows loop of its right shift (block word 9); one call and one
+    register save for the layer, where the rows functions took one per channel. Frame: [sp] y's end,
+    [sp, #4] the pass count, [sp, #8] ra, [sp, #12] mult, [sp, #16] the channel's input, [sp, #20] its
+    output, [sp, #24] its block, [sp, #28] buf, [sp, #32] the block's end."""
+    rows, _, row = plane
+    for rt in rights:
+        _check(l, row, rt)
+    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #36", "str r0, [sp, #16]", "str r1, [sp, #20]",
+           "str r2, [sp, #24]", "str r3, [sp, #28]"] + adjust("r2", 40 * l.c) + ["str r2, [sp, #32]", ".Lch%=:",
+           "ldr r0, [sp, #16]", "ldr r1, [sp, #28]"]
+    base = 2 * (l.pad_h * row + l.pad_w)
+    for iy in range(l.h):
+        out += _widen_row_asm(l, base + 2 * iy * row)
+        if iy + 1 < l.h:
+            out += adjust("r0", l.w * l.c)
+    out += ["ldr r3, [sp, #24]", "ldr r2, [r3, #36]"]
+    for rt in rights[1:]:  # the first right shift's loop right after
+        out += [f"cmp r2, #{rt}", f"beq .Lsetup%=_r{rt}"]
+    for rt in rights:
+        tag = f"%=_r{rt}"
+        out += [f".Lsetup{tag}:", "ldr r0, [sp, #28]", "ldr r1, [sp, #20]", f"movw r12, #{l.oh * l.ow * l.c}",
+                "add r2, r1, r12", "str r2, [sp]"] + _SETUP + _dw_rows_loop(l, row, rt, tag)
+        out += ["b .Lnext%="] if rt != rights[-1] else []
+    out += [".Lnext%=:", "ldr r0, [sp, #16]", "ldr r1, [sp, #20]", "ldr r3, [sp, #24]", "ldr r2, [sp, #32]",
+            "adds r0, #1", "adds r1, #1", "adds r3, #40", "str r0, [sp, #16]", "str r1, [sp, #20]",
+            "str r3, [sp, #24]", "cmp r3, r2", "bne .Lch%="]
+    return out + ["add sp, #36", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
