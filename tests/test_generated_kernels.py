@@ -127,14 +127,16 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, in
     return p
 
 
-def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False, scratch=False) -> Program:
+def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False, scratch=False,
+                      one_shift=False) -> Program:
     """scratch: in place, the variant's scratch tensor of H * W int8 as the planner sizes it (the generated
-    DSP layer keeps its window of input rows there), else an empty one (the window on the stack)."""
+    DSP layer keeps its window of input rows there), else an empty one (the window on the stack). one_shift:
+    every channel's right shift 8 (the planar assembly without its branch by right shift)."""
     p = Program()
     x = p.add(TensorValue((1, c, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
     wt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
     bias = rng.integers(-5000, 5000, c).astype(np.int32)
-    mults, shifts = _requant_params(rng, c, -10, -6, left_shift=left_shift)
+    mults, shifts = _requant_params(rng, c, -8 if one_shift else -10, -7 if one_shift else -6, left_shift=left_shift)
     oh, ow = (h + 2 * pad - 3) // stride + 1, (w + 2 * pad - 3) // stride + 1
     out = p.add(TensorValue((1, c, oh, ow), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
     args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
@@ -281,6 +283,8 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=6, w=6, c=16, stride=2)),
     ("depthwise_inplace", dict(h=3, w=3, c=20)),
     ("depthwise_inplace", dict(h=12, w=13, c=8, stride=2)),
+    ("depthwise_inplace", dict(h=5, w=7, c=8, one_shift=True)),  # one right shift: no branch by shift
+    ("depthwise_inplace", dict(h=16, w=48, c=4, scratch=True, one_shift=True)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
