@@ -1,5 +1,7 @@
 """The generated DSP 3x3 depthwise layers' geometry choices (the window of rows of an in-place layer, the
-planar path) and the planar path's per-layer row function in assembly (``dw_rows_asm``)."""
+planar path) and the planar path's assembly: per right shift of the channels a rows function
+(``dw_rows_asm``), or, where the buffer holds every row the layer reads, one function for all the channels
+(``dw_all_asm``)."""
 from __future__ import annotations
 
 import numpy as np

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu_gen.backends.generated.dsp_depthwise_asm import dw_all_asm, dw_all_ok, dw_plane, dw_rights, dw_rows_asm, dw_window
+from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_plane, dw_rights, dw_rows_asm,
+                                                           dw_window)
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
 from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, layer_work
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
@@ -137,7 +138,8 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
         whole = consts is not None and dw_all_ok(l, plane)
         asm = [{"right": rt, "body": [i.replace("%=", f"_{l.name}_r{rt}") for i in dw_rows_asm(l, row, rt)]}
                for rt in dw_rights(l)] if consts is not None and not whole else None
-        v["all_asm"] = [i.replace("%=", f"_{l.name}_all") for i in dw_all_asm(l, plane, dw_rights(l))] if whole else None
+        if whole:
+            v["all_asm"] = [i.replace("%=", f"_{l.name}_all") for i in dw_all_asm(l, plane, dw_rights(l))]
         v.update(plane_rows=rows_, plane_row=row, pad_value=-l.in_offset,
                  block=table("uint32_t", f"{pre}Block", block, per_line=10, align=8, fmt="hex"),
                  rows_asm=asm,
