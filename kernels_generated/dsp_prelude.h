@@ -594,9 +594,22 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first,
 // row of a previous window; when a window passes the buffer's end, the rows it still needs move to the
 // front. at(oy): where input row top starts in buf (row -1 of the top padding is never read).
 // n bytes (a multiple of 4) from src to dst <= src, a word at a time, first to last (the ranges may
-// overlap); newlib's memmove goes a byte at a time.
+// overlap; four words read before they are written: each of a chunk's words lies below the next
+// chunk's), four words a pass (the loads pipelined); newlib's memmove goes a byte at a time.
 inline void move_down(int8_t* dst, const int8_t* src, int32_t n) {
-  for (int32_t i = 0; i < n; i += 4) {
+  int32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    uint32_t a, b, c, d;
+    memcpy(&a, src + i, 4);
+    memcpy(&b, src + i + 4, 4);
+    memcpy(&c, src + i + 8, 4);
+    memcpy(&d, src + i + 12, 4);
+    memcpy(dst + i, &a, 4);
+    memcpy(dst + i + 4, &b, 4);
+    memcpy(dst + i + 8, &c, 4);
+    memcpy(dst + i + 12, &d, 4);
+  }
+  for (; i < n; i += 4) {
     uint32_t v;
     memcpy(&v, src + i, 4);
     memcpy(dst + i, &v, 4);
@@ -653,6 +666,37 @@ struct DwWindow {
 // `buf` holds kR >= 3 rows; rows are copied when first read; when a window passes the buffer's end,
 // the rows it still needs move to the front (as DwWindow; the output may lie over the input: output
 // row oy overwrites input rows <= oy of this channel only, which are copied before it is written).
+// d[i] = x[i kC] for i in [kI, kW): one channel's input row widened to int16. On the DSP cores four
+// LDRSB at immediate offsets, then their four STRH (each load pipelined with the next load or store: 2
+// estimated M33 cycles an entry, where GCC's loop of LDRSB, STRH pairs took about 3).
+template <int32_t kW, int32_t kC, int32_t kI = 0>
+inline void widen_row(int16_t* d, const int8_t* x) {
+#if defined(__ARM_FEATURE_DSP)
+  if constexpr (kI + 4 <= kW && (kI + 3) * kC <= 4095) {
+    int32_t a, b, c, e;
+    __asm__ volatile(
+        "ldrsb %[a], [%[x], %[o0]]\n\t"
+        "ldrsb %[b], [%[x], %[o1]]\n\t"
+        "ldrsb %[c], [%[x], %[o2]]\n\t"
+        "ldrsb %[e], [%[x], %[o3]]\n\t"
+        "strh %[a], [%[d], %[p0]]\n\t"
+        "strh %[b], [%[d], %[p1]]\n\t"
+        "strh %[c], [%[d], %[p2]]\n\t"
+        "strh %[e], [%[d], %[p3]]"
+        : [a] "=&r"(a), [b] "=&r"(b), [c] "=&r"(c), [e] "=&r"(e)
+        : [x] "r"(x), [d] "r"(d), [o0] "n"(kI * kC), [o1] "n"((kI + 1) * kC), [o2] "n"((kI + 2) * kC),
+          [o3] "n"((kI + 3) * kC), [p0] "n"(2 * kI), [p1] "n"(2 * kI + 2), [p2] "n"(2 * kI + 4), [p3] "n"(2 * kI + 6)
+        : "memory");
+    widen_row<kW, kC, kI + 4>(d, x);
+    return;
+  }
+#endif
+  if constexpr (kI < kW) {
+    d[kI] = x[kI * kC];
+    widen_row<kW, kC, kI + 1>(d, x);
+  }
+}
+
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kS, int32_t kPH, int32_t kPW, int32_t kRow,
           int32_t kR, int16_t kPadValue>
 struct DwPlane {
@@ -664,13 +708,10 @@ struct DwPlane {
   int32_t filled;  // the rows [base, filled) are in buf
 
   DwPlane(const int8_t* input, int16_t* rows) : in(input), buf(rows), base(-kPH), filled(-kPH) {
-    if (kWhole) {  // the padding rows keep -input_offset from dw_planar's first fill: the input rows only
+    if constexpr (kWhole) {  // the padding rows keep -input_offset from dw_planar's first fill: the input rows only
       int16_t* d = buf + kPH * kRow + kPW;
       const int8_t* x = in;
-      for (int32_t iy = 0; iy < kH; ++iy, d += kRow, x += kW * kC) {
-#pragma GCC unroll 8
-        for (int32_t i = 0; i < kW; ++i) d[i] = x[i * kC];
-      }
+      for (int32_t iy = 0; iy < kH; ++iy, d += kRow, x += kW * kC) widen_row<kW, kC>(d, x);
       filled = kH;
     }
   }
@@ -681,9 +722,7 @@ struct DwPlane {
       for (int32_t i = 0; i < kW; ++i) d[i] = kPadValue;
       return;
     }
-    const int8_t* x = in + iy * kW * kC;
-#pragma GCC unroll 8
-    for (int32_t i = 0; i < kW; ++i) d[i] = x[i * kC];
+    widen_row<kW, kC>(d, in + iy * kW * kC);
   }
 
   const int16_t* at(int32_t oy) {
@@ -776,16 +815,22 @@ void dw_plane_rows(const int16_t* p, int8_t* y, int32_t rows, const uint32_t* k,
 // smmlar its (ra, mult, right). `buf`: kR rows of kRow int16. `rows(p, y, n, k, c)`: n output rows
 // (dw_plane_rows, or the layer's rows function in assembly): all of the channel's in one call where
 // the buffer holds every row the layer reads, else one call per fill of the buffer (DwPlane::run).
+// n entries (even, buf word-aligned) of the padding value, a word (two entries) at a time.
+inline void dw_plane_pad(int16_t* buf, int32_t n, int16_t pad) {
+  const uint32_t pad2 = static_cast<uint16_t>(pad) * 0x10001u;
+  for (int32_t i = 0; i < n; i += 2) memcpy(buf + i, &pad2, 4);
+}
+
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
           int32_t kRow, int32_t kR, int16_t kPadValue, class Rows>
 void dw_planar(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf, Rows rows) {
   static_assert(kS == 1 || kS == 2, "stride 1 or 2");
   using Plane = DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue>;
-  for (int32_t i = 0; i < kR * kRow; ++i) buf[i] = kPadValue;
+  dw_plane_pad(buf, kR * kRow, kPadValue);  // kRow is even
   for (int32_t c = 0; c < kC; ++c) {
     Plane plane(in + c, buf);
     const uint32_t* k = block + 10 * c;
-    if (Plane::kWhole) {
+    if constexpr (Plane::kWhole) {
       rows(plane.at(0), out + c, kOH, k, c);
     } else {
       for (int32_t oy = 0; oy < kOH;) {

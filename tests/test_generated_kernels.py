@@ -127,14 +127,16 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, in
     return p
 
 
-def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False, scratch=False) -> Program:
+def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False, scratch=False,
+                      one_shift=False) -> Program:
     """scratch: in place, the variant's scratch tensor of H * W int8 as the planner sizes it (the generated
-    DSP layer keeps its window of input rows there), else an empty one (the window on the stack)."""
+    DSP layer keeps its window of input rows there), else an empty one (the window on the stack). one_shift:
+    every channel's right shift 8 (the planar assembly without its branch by right shift)."""
     p = Program()
     x = p.add(TensorValue((1, c, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
     wt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
     bias = rng.integers(-5000, 5000, c).astype(np.int32)
-    mults, shifts = _requant_params(rng, c, -10, -6, left_shift=left_shift)
+    mults, shifts = _requant_params(rng, c, -8 if one_shift else -10, -7 if one_shift else -6, left_shift=left_shift)
     oh, ow = (h + 2 * pad - 3) // stride + 1, (w + 2 * pad - 3) // stride + 1
     out = p.add(TensorValue((1, c, oh, ow), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
     args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
@@ -275,6 +277,14 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=9, w=9, c=12, stride=2)),
     ("depthwise_inplace", dict(h=20, w=40, c=4, stride=2, scratch=True)),
     ("depthwise", dict(h=5, w=4, c=260)),
+    # VWW's planes (issue 27): 6x6 and 3x3 whole in the buffer, 6x6 -> 3x3 strided, an odd width strided to
+    # an odd last pixel; their channels' right shifts 6..10: one rows function in assembly per shift.
+    ("depthwise_inplace", dict(h=6, w=6, c=24)),
+    ("depthwise_inplace", dict(h=6, w=6, c=16, stride=2)),
+    ("depthwise_inplace", dict(h=3, w=3, c=20)),
+    ("depthwise_inplace", dict(h=12, w=13, c=8, stride=2)),
+    ("depthwise_inplace", dict(h=5, w=7, c=8, one_shift=True)),  # one right shift: no branch by shift
+    ("depthwise_inplace", dict(h=16, w=48, c=4, scratch=True, one_shift=True)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
@@ -340,6 +350,30 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     assert rc == 0, "the generated layer did not run (the failing library kernel did)"
     np.testing.assert_array_equal(got, expected)
     assert len(np.unique(expected)) > min(10, expected.size // 2)  # a test that can tell outputs apart
+
+
+def test_planar_depthwise_has_a_rows_loop_per_right_shift(failing_kernels):
+    """dsp_depthwise_asm: the right shift is SSAT's immediate, so a layer whose channels have several right
+    shifts gets one rows loop per shift, picked by the channel's block word 9: in one function for all
+    the channels where the buffer holds every row the layer reads (dw_all_asm: VWW's 6x6 planes), else one
+    rows function per shift, picked by the C++ (dw_rows_asm: the 40-wide rows sliding through the scratch)."""
+    from mcu_gen.backends.generated.dsp_depthwise_asm import dw_all_ok, dw_plane, dw_rights
+
+    for shape, whole in ((dict(h=6, w=6, c=24), True), (dict(h=20, w=40, c=4, stride=2, scratch=True), False)):
+        p, _ = case_program("depthwise_inplace", shape)
+        gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+        l = gen.layers[0]
+        rights = dw_rights(l)
+        assert dw_plane(l) is not None and len(rights) >= 2 and dw_all_ok(l, dw_plane(l)) == whole, (shape, rights)
+        assert (f"{l.name}_all:" in gen.source) == whole
+        for r in rights:
+            assert f"#8, r10, asr #{r}" in gen.source, r
+            if whole:
+                assert f".Lsetup_{l.name}_all_r{r}:" in gen.source, r
+            else:
+                assert f"{l.name}_rows_r{r}:" in gen.source, r
+        for r in rights[1 if whole else 0:-1 if not whole else None]:
+            assert (f"cmp r2, #{r}" if whole else f"if (k[9] == {r}u) return {l.name}_rows_r{r}(p, y, n, k);") in gen.source
 
 
 def test_other_weights_reach_the_library_kernel(failing_kernels, tmp_path):

@@ -1,6 +1,10 @@
 """The generated DSP 3x3 depthwise layers' geometry choices (the window of rows of an in-place layer, the
-planar path) and the planar path's per-layer row function in assembly (``dw_rows_asm``)."""
+planar path) and the planar path's assembly: per right shift of the channels a rows function
+(``dw_rows_asm``), or, where the buffer holds every row the layer reads, one function for all the channels
+(``dw_all_asm``)."""
 from __future__ import annotations
+
+import numpy as np
 
 from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm
 from mcu_gen.backends.generated.layers import DepthwiseLayer
@@ -52,102 +56,196 @@ def dw_plane(l: DepthwiseLayer) -> tuple | None:
     return None
 
 
-# The planar rows in assembly: registers of the function below.
-_P, _Y, _K, _W, _A0, _A1, _T = "r0", "r1", "r3", ["r4", "r5", "r6", "r7", "r8", "r9"], "r10", "r11", ["r2", "r12", "lr"]
-DW_ROWS_UNROLL = 4  # pairs of output pixels per pass of the pair loop (all of a row's pairs when at most 2x this)
+# The planar rows in assembly: registers of the function below. r3 holds the channel's accumulator start (the
+# addend of each pixel's first MAC: no load), [sp, #8] and [sp, #12] its ra and mult (copied from the block
+# at entry), the right shift is an immediate of SSAT: one function per right shift of the layer's channels.
+_P, _Y, _S, _W, _A0, _A1, _T = "r0", "r1", "r3", ["r4", "r5", "r6", "r7", "r8", "r9"], "r10", "r11", ["r2", "r12", "lr"]
+_RA, _MULT = "[sp, #8]", "[sp, #12]"
+DW_ROWS_UNROLL = 8  # pairs of output pixels per pass of the pair loop (all of a row's pairs when at most 12)
+DW_ROWS_FULL = 12  # rows of up to this many pairs unrolled whole (VWW's 24-pixel rows: 2 KB a function more than
+# a loop of 4 pairs, 0.5 estimated cycles an output less)
 
 
-def _dw_pair2_macs(r: int) -> list:
-    """Stride 2: the 12 MACs of two output pixels at r0 (pixel 0 reads entries 0..2, pixel 1 entries 2..4 of
-    each buffer row): per row the words u, v, t at 0, 4, 8 bytes, a0 += SMLAD u, w01 + SMLABT v, w12 and
-    a1 += SMLAD v, w01 + SMLABT t, w12; r0 += 8."""
+def _dw_first(stride2: bool, r: int) -> list:
+    """The first three words a pixel pair (one pixel: stride 1's form) reads, r0 moved past them: row 0's
+    u = [x0 x1], v = [x2 x3] and row 1's u (stride 1), row 0's three words (stride 2)."""
+    t0, t1, t2 = _T
+    if stride2:
+        return [f"ldr {t0}, [{_P}], #8", f"ldr {t1}, [{_P}, #-4]", f"ldr {t2}, [{_P}]"]
+    return [f"ldr {t0}, [{_P}], #4", f"ldr {t1}, [{_P}]", f"ldr {t2}, [{_P}, #{r - 4}]"]
+
+
+def _dw_pair_macs(r: int, two: bool, stride2: bool) -> list:
+    """After _dw_first's loads (in r2, r12, lr): the rest of the loads (grouped, each but a group's last
+    pipelined) and the MACs of one output pixel (a0) or two (a0, a1), the start r3 their first MACs' addend.
+    Stride 1, per row of taps: a0 += SMLAD u, w01 + SMLABT v, w12; a1 += SMLATB u, w01 + SMLAD v, w12.
+    Stride 2 (pixel 1 two entries on), per row the words u, v, t: a0 += SMLAD u, w01 + SMLABT v, w12,
+    a1 += SMLAD v, w01 + SMLABT t, w12."""
     t0, t1, t2 = _T
     w = _W
-    out = [f"ldr {_A0}, [{_K}, #24]", f"ldr {t0}, [{_P}], #8", f"ldr {t1}, [{_P}, #-4]", f"ldr {t2}, [{_P}]",
-           f"smlad {_A1}, {t1}, {w[0]}, {_A0}", f"smlad {_A0}, {t0}, {w[0]}, {_A0}",
-           f"smlabt {_A0}, {t1}, {w[1]}, {_A0}", f"smlabt {_A1}, {t2}, {w[1]}, {_A1}"]
-    for k in (1, 2):
-        o = k * r - 8
-        out += [f"ldr {t0}, [{_P}, #{o}]", f"ldr {t1}, [{_P}, #{o + 4}]", f"ldr {t2}, [{_P}, #{o + 8}]",
-                f"smlad {_A0}, {t0}, {w[2 * k]}, {_A0}", f"smlabt {_A0}, {t1}, {w[2 * k + 1]}, {_A0}",
-                f"smlad {_A1}, {t1}, {w[2 * k]}, {_A1}", f"smlabt {_A1}, {t2}, {w[2 * k + 1]}, {_A1}"]
+    if two and stride2:
+        out = [f"smlad {_A1}, {t1}, {w[0]}, {_S}", f"smlad {_A0}, {t0}, {w[0]}, {_S}",
+               f"smlabt {_A0}, {t1}, {w[1]}, {_A0}", f"smlabt {_A1}, {t2}, {w[1]}, {_A1}"]
+        for k in (1, 2):
+            o = k * r - 8
+            out += [f"ldr {t0}, [{_P}, #{o}]", f"ldr {t1}, [{_P}, #{o + 4}]", f"ldr {t2}, [{_P}, #{o + 8}]",
+                    f"smlad {_A0}, {t0}, {w[2 * k]}, {_A0}", f"smlabt {_A0}, {t1}, {w[2 * k + 1]}, {_A0}",
+                    f"smlad {_A1}, {t1}, {w[2 * k]}, {_A1}", f"smlabt {_A1}, {t2}, {w[2 * k + 1]}, {_A1}"]
+        return out
+    out = ([f"smlatb {_A1}, {t0}, {w[0]}, {_S}"] if two else []) + [f"smlad {_A0}, {t0}, {w[0]}, {_S}",
+                                                                      f"smlabt {_A0}, {t1}, {w[1]}, {_A0}"]
+    out += [f"smlad {_A1}, {t1}, {w[1]}, {_A1}"] if two else []
+    out += [f"smlad {_A0}, {t2}, {w[2]}, {_A0}"] + ([f"smlatb {_A1}, {t2}, {w[2]}, {_A1}"] if two else [])
+    out += [f"ldr {t0}, [{_P}, #{r}]", f"ldr {t1}, [{_P}, #{2 * r - 4}]", f"ldr {t2}, [{_P}, #{2 * r}]"]
+    out += [f"smlabt {_A0}, {t0}, {w[3]}, {_A0}"] + ([f"smlad {_A1}, {t0}, {w[3]}, {_A1}"] if two else [])
+    out += [f"smlad {_A0}, {t1}, {w[4]}, {_A0}"] + ([f"smlatb {_A1}, {t1}, {w[4]}, {_A1}"] if two else [])
+    out += [f"smlabt {_A0}, {t2}, {w[5]}, {_A0}"] + ([f"smlad {_A1}, {t2}, {w[5]}, {_A1}"] if two else [])
     return out
 
 
-def _dw_pair_asm(r: int, c: int, two: bool, act_min: int, act_max: int, stride: int = 1) -> list:
-    """Two output pixels (one when not ``two``) of a planar row at r0 (buffer rows ``r`` bytes apart), the
-    words (w01, w12) of tap rows 0-2 in r4-r9, the block k (r3: start at 24, ra 28, mult 32, right 36):
-    loads grouped (pipelined), 12 MACs, SMMLAR requantization; r0 += 4 (stride 2, two: 8), r1 += 2c (c)."""
+def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int, right: int, following: list | None) -> list:
+    """a0 (and a1) requantized and stored c bytes apart at r1, r1 on: ra and mult loaded once for both,
+    SMMLAR t, a, mult, ra then a = t + (a >> 31) (the same as SMMLAR with ra + (a >> 31): a 2^32 step of the
+    64-bit sum), SSAT with the right shift as its immediate. ``following``: the next pixels' first three
+    loads, placed among the stores (each load then pipelined with a load or a store)."""
     t0, t1, t2 = _T
-    w = _W
-    if two and stride == 2:
-        return _dw_pair2_macs(r) + _dw_requant_asm(c, two, act_min, act_max)
-    out = [f"ldr {_A0}, [{_K}, #24]", f"ldr {t0}, [{_P}], #4", f"ldr {t1}, [{_P}]", f"ldr {t2}, [{_P}, #{r - 4}]"]
-    if two:
-        out.append(f"smlatb {_A1}, {t0}, {w[0]}, {_A0}")
-    out += [f"smlad {_A0}, {t0}, {w[0]}, {_A0}", f"smlabt {_A0}, {t1}, {w[1]}, {_A0}"]
-    if two:
-        out.append(f"smlad {_A1}, {t1}, {w[1]}, {_A1}")
-    out += [f"ldr {t0}, [{_P}, #{r}]", f"ldr {t1}, [{_P}, #{2 * r - 4}]", f"smlad {_A0}, {t2}, {w[2]}, {_A0}"]
-    if two:
-        out.append(f"smlatb {_A1}, {t2}, {w[2]}, {_A1}")
-    out.append(f"smlabt {_A0}, {t0}, {w[3]}, {_A0}")
-    if two:
-        out.append(f"smlad {_A1}, {t0}, {w[3]}, {_A1}")
-    out += [f"ldr {t2}, [{_P}, #{2 * r}]", f"smlad {_A0}, {t1}, {w[4]}, {_A0}"]
-    if two:
-        out.append(f"smlatb {_A1}, {t1}, {w[4]}, {_A1}")
-    out.append(f"smlabt {_A0}, {t2}, {w[5]}, {_A0}")
-    if two:
-        out.append(f"smlad {_A1}, {t2}, {w[5]}, {_A1}")
-    return out + _dw_requant_asm(c, two, act_min, act_max)
-
-
-def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int) -> list:
-    """a0 (and a1) requantized (SMMLAR with the block's ra, mult, right) and stored c bytes apart at r1, r1 on."""
-    t0, t1, t2 = _T
-    out = []
     store = (lambda a: [f"strb {a}, [{_Y}], #{c}"]) if c <= 255 else (lambda a: [f"strb {a}, [{_Y}]"] + adjust(_Y, c))
-    out += [f"ldr {t0}, [{_K}, #28]", f"ldr {t1}, [{_K}, #32]", f"ldr {t2}, [{_K}, #36]",
-            f"add {t0}, {t0}, {_A0}, asr #31", f"smmlar {_A0}, {_A0}, {t1}, {t0}", f"asr {_A0}, {_A0}, {t2}"]
-    out += clamp_asm(_A0, act_min, act_max)
-    if two:
-        out.append(f"ldr {t0}, [{_K}, #28]")  # pipelines with the store
-    out += store(_A0)
-    if two:
-        out += [f"add {t0}, {t0}, {_A1}, asr #31", f"smmlar {_A1}, {_A1}, {t1}, {t0}", f"asr {_A1}, {_A1}, {t2}"]
-        out += clamp_asm(_A1, act_min, act_max) + store(_A1)
+    accs = [_A0, _A1] if two else [_A0]
+    out = [f"ldr {t0}, {_RA}", f"ldr {t1}, {_MULT}"]
+    for a in accs:
+        out += [f"smmlar {t2}, {a}, {t1}, {t0}", f"add {a}, {t2}, {a}, asr #31"]
+    for a in accs:
+        out += clamp_asm(a, act_min, act_max, right or None)
+    nxt = list(following or [])
+    if len(accs) == 2:
+        return out + nxt[:2] + store(_A0) + nxt[2:] + store(_A1)
+    return out + nxt + store(_A0)
+
+
+def _dw_chunk(r: int, c: int, pairs: int, odd: bool, act_min: int, act_max: int, right: int, stride2: bool) -> list:
+    """`pairs` pixel pairs (and the odd last pixel) in a row: each pair's requantization holds the next
+    one's first loads."""
+    units = [True] * pairs + ([False] if odd else [])
+    out = _dw_first(stride2 and units[0], r)
+    for i, two in enumerate(units):
+        nxt = _dw_first(stride2 and units[i + 1], r) if i + 1 < len(units) else None
+        out += _dw_pair_macs(r, two, stride2) + _dw_requant_asm(c, two, act_min, act_max, right, nxt)
     return out
 
 
-def dw_rows_asm(l: DepthwiseLayer, row: int) -> list:
-    """The body of the layer's planar rows function (DSP cores, smmlar requantization):
+def dw_rights(l: DepthwiseLayer) -> list:
+    """The right shifts of the layer's channels (smmlar), one planar rows function each."""
+    return sorted({int(r) for r in np.asarray(l.smmlar()).reshape(l.c, 3)[:, 2]})
+
+
+def _check(l: DepthwiseLayer, row: int, right: int) -> None:
+    if l.ow * l.c > 65535:
+        raise ValueError(f"{l.name}: output rows of {l.ow * l.c} bytes (MOVW)")
+    if not 0 <= right <= 31:
+        raise ValueError(f"{l.name}: a right shift of {right} (SSAT's immediate: 0..31)")
+    if 4 * row > 4095:
+        raise ValueError(f"{l.name}: planar rows of {row} entries: load offsets past 4095")
+
+
+# The channel's setup: y's end at [sp] (r2: the row count), ra and mult copied to the frame, the weight
+# pairs in r4-r9, the start in r3 (r3: the channel's block).
+_SETUP = ["ldr r2, [r3, #28]", "ldr r12, [r3, #32]", f"str r2, {_RA}", f"str r12, {_MULT}",
+          "ldm r3, {r4, r5, r6, r7, r8, r9}", "ldr r3, [r3, #24]"]
+
+
+def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str) -> list:
+    """The loop over the output rows of one channel (labels .Lrow/.Lpair + tag): r0 the buffer rows, r1 y,
+    [sp] y past the last row, [sp, #4] the pass count, [sp, #8] ra, [sp, #12] mult, r3 the start, r4-r9
+    the weight pairs."""
+    r, c, pairs, odd, st = 2 * row, l.c, l.ow // 2, l.ow % 2, l.stride
+    am, ax, s2 = l.act_min, l.act_max, st == 2
+    out = [f".Lrow{tag}:"]
+    loop, rest = (pairs // DW_ROWS_UNROLL, pairs % DW_ROWS_UNROLL) if pairs > DW_ROWS_FULL else (0, pairs)
+    if loop:
+        out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", f".Lpair{tag}:"]
+        out += _dw_chunk(r, c, DW_ROWS_UNROLL, False, am, ax, right, s2)
+        out += [f"ldr {_T[0]}, [sp, #4]", f"subs {_T[0]}, #1", f"str {_T[0]}, [sp, #4]", f"bne .Lpair{tag}"]
+    if rest or odd:
+        out += _dw_chunk(r, c, rest, bool(odd), am, ax, right, s2)
+    step = st * r - 4 * st * pairs - 4 * odd  # to the next output row's first buffer row
+    if step:
+        out += adjust(_P, step)
+    end = f"ldr {_T[0]}, [sp]"  # [sp]: y past the last row; before the row's last store (pipelined) when it ends so
+    last = max((i for i, ins in enumerate(out) if ins.startswith(("strb", "bne", ".L"))), default=-1)
+    if out[last].startswith("strb"):
+        out.insert(last, end)
+    else:
+        out.append(end)
+    return out + [f"cmp {_Y}, {_T[0]}", f"bne .Lrow{tag}"]
+
+
+def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
+    """The body of the layer's planar rows function for the channels of one right shift (DSP cores, smmlar
+    requantization):
         void rows(const int16_t* p, int8_t* y, int32_t rows, const int32_t* k)
     `rows` output rows of one channel, the first from the buffer rows at p (row bytes 2 row apart), the
     next stride buffer rows on; outputs c bytes apart from y, rows ow c apart; k: the channel's block
     (dsp_prelude.h: dw_planar). The pixel pairs of a row are unrolled (DW_ROWS_UNROLL pairs a pass of a
-    loop beyond 2 DW_ROWS_UNROLL), an odd last pixel alone; y's end at [sp], the pass count at [sp, #4]."""
-    if l.ow * l.c > 65535:
-        raise ValueError(f"{l.name}: output rows of {l.ow * l.c} bytes (MOVW)")
-    r, c, pairs, odd, st = 2 * row, l.c, l.ow // 2, l.ow % 2, l.stride
-    if 2 * r > 4095:
-        raise ValueError(f"{l.name}: planar rows of {row} entries: load offsets past 4095")
-    pair = _dw_pair_asm(r, c, True, l.act_min, l.act_max, st)
-    out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #8", f"movw r12, #{l.ow * c}",
-           "mla r2, r2, r12, r1", "str r2, [sp]", "ldm r3, {r4, r5, r6, r7, r8, r9}", ".Lrow%=:"]
-    loop, rest = (pairs // DW_ROWS_UNROLL, pairs % DW_ROWS_UNROLL) if pairs > 2 * DW_ROWS_UNROLL else (0, pairs)
-    if loop:
-        out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", ".Lpair%=:"]
-        for _ in range(DW_ROWS_UNROLL):
-            out += pair
-        out += [f"ldr {_T[0]}, [sp, #4]", f"subs {_T[0]}, #1", f"str {_T[0]}, [sp, #4]", "bne .Lpair%="]
-    for _ in range(rest):
-        out += pair
-    if odd:
-        out += _dw_pair_asm(r, c, False, l.act_min, l.act_max)
-    step = st * r - 4 * st * pairs - 4 * odd  # to the next output row's first buffer row
-    if step:
-        out += adjust(_P, step)
-    out += [f"ldr {_T[0]}, [sp]", f"cmp {_Y}, {_T[0]}", "bne .Lrow%="]  # [sp]: y past the last row
-    out += ["add sp, #12", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+    loop beyond DW_ROWS_FULL), an odd last pixel alone, each one's first loads among the previous one's
+    stores; y's end at [sp], the pass count at [sp, #4], the block's ra and mult at [sp, #8], [sp, #12],
+    its start in r3."""
+    _check(l, row, right)
+    out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #16", f"movw r12, #{l.ow * l.c}",
+           "mla r2, r2, r12, r1", "str r2, [sp]"] + _SETUP
+    out += _dw_rows_loop(l, row, right, "%=")
+    return out + ["add sp, #20", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+
+
+def dw_all_ok(l: DepthwiseLayer, plane: tuple | None) -> bool:
+    """Whether the layer's channels all run in one function in assembly (dw_all_asm): the buffer holds
+    every row the layer reads (DwPlane::kWhole) and the widening's offsets are immediates."""
+    if plane is None:
+        return False
+    rows, _, row = plane
+    return (rows >= (l.oh - 1) * l.stride + 3 and (l.w - 1) * l.c <= 4095 and 2 * rows * row <= 4095
+            and l.oh * l.ow * l.c <= 65535)
+
+
+def _widen_row_asm(l: DepthwiseLayer, d: int) -> list:
+    """One input row of one channel (r0: its first pixel, pixels c bytes apart) widened to int16 at r1 + d:
+    four LDRSB, then their four STRH (each load pipelined with the next load or store)."""
+    t = ["r2", "r3", "r12", "lr"]
+    out = []
+    for i in range(0, l.w, 4):
+        n = min(4, l.w - i)
+        out += [f"ldrsb {t[j]}, [r0, #{(i + j) * l.c}]" for j in range(n)]
+        out += [f"strh {t[j]}, [r1, #{d + 2 * (i + j)}]" for j in range(n)]
     return out
+
+
+def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
+    """The body of a layer's function for all its channels (the buffer holds every row the layer reads):
+        void all(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf)
+    per channel: its input rows widened into buf (whose padding entries hold -input_offset: dw_planar's
+    first fill), then its output rows by the rows loop of its right shift (block word 9); one call and one
+    register save for the layer, where the rows functions took one per channel. Frame: [sp] y's end,
+    [sp, #4] the pass count, [sp, #8] ra, [sp, #12] mult, [sp, #16] the channel's input, [sp, #20] its
+    output, [sp, #24] its block, [sp, #28] buf, [sp, #32] the block's end."""
+    rows, _, row = plane
+    for rt in rights:
+        _check(l, row, rt)
+    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #36", "str r0, [sp, #16]", "str r1, [sp, #20]",
+           "str r2, [sp, #24]", "str r3, [sp, #28]"] + adjust("r2", 40 * l.c) + ["str r2, [sp, #32]", ".Lch%=:",
+           "ldr r0, [sp, #16]", "ldr r1, [sp, #28]"]
+    base = 2 * (l.pad_h * row + l.pad_w)
+    for iy in range(l.h):
+        out += _widen_row_asm(l, base + 2 * iy * row)
+        if iy + 1 < l.h:
+            out += adjust("r0", l.w * l.c)
+    out += ["ldr r3, [sp, #24]", "ldr r2, [r3, #36]"]
+    for rt in rights[1:]:  # the first right shift's loop right after
+        out += [f"cmp r2, #{rt}", f"beq .Lsetup%=_r{rt}"]
+    for rt in rights:
+        tag = f"%=_r{rt}"
+        out += [f".Lsetup{tag}:", "ldr r0, [sp, #28]", "ldr r1, [sp, #20]", f"movw r12, #{l.oh * l.ow * l.c}",
+                "add r2, r1, r12", "str r2, [sp]"] + _SETUP + _dw_rows_loop(l, row, rt, tag)
+        out += ["b .Lnext%="] if rt != rights[-1] else []
+    out += [".Lnext%=:", "ldr r0, [sp, #16]", "ldr r1, [sp, #20]", "ldr r3, [sp, #24]", "ldr r2, [sp, #32]",
+            "adds r0, #1", "adds r1, #1", "adds r3, #40", "str r0, [sp, #16]", "str r1, [sp, #20]",
+            "str r3, [sp, #24]", "cmp r3, r2", "bne .Lch%="]
+    return out + ["add sp, #36", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]

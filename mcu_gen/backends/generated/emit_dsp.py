@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_gen.backends.generated.dsp_conv_cols import cols_fn_name, cols_fn_sig, cols_work, gemm_cols_asm_body
-from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rows_asm, dw_window
+from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_plane, dw_rights, dw_rows_asm,
+                                                           dw_window)
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
 from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, layer_work
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
@@ -126,7 +127,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
     win_rows, ring, _ = win
     plane = dw_plane(l)
-    v["planar"] = plane is not None
+    v["planar"], v["all_asm"] = plane is not None, None
     if plane is not None:  # one channel at a time on int16 rows (dsp_prelude.h: dw_planar)
         rows_, ring, row = plane
         w = l.weights.astype(np.int64).reshape(3, 3, l.c) * scale  # [ky][kx][c]
@@ -137,10 +138,16 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
         block[:, 6] = wrap32((l.bias.astype(np.int64) + l.in_offset * l.weights.astype(np.int64).sum(axis=0)) * scale)
         if consts is not None:
             block[:, 7:] = np.asarray(consts, np.int64).reshape(l.c, 3)[:, [1, 0, 2]]  # ra, mult, right
-        asm = dw_rows_asm(l, row) if consts is not None else None
+        # one rows function in assembly per right shift of the channels (SSAT's immediate), or where the buffer
+        # holds every row the layer reads, one function for all the channels (widening included)
+        whole = consts is not None and dw_all_ok(l, plane)
+        asm = [{"right": rt, "body": [i.replace("%=", f"_{l.name}_r{rt}") for i in dw_rows_asm(l, row, rt)]}
+               for rt in dw_rights(l)] if consts is not None and not whole else None
+        if whole:
+            v["all_asm"] = [i.replace("%=", f"_{l.name}_all") for i in dw_all_asm(l, plane, dw_rights(l))]
         v.update(plane_rows=rows_, plane_row=row, pad_value=-l.in_offset,
                  block=table("uint32_t", f"{pre}Block", block, per_line=10, align=8, fmt="hex"),
-                 rows_asm=[i.replace("%=", f"_{l.name}") for i in asm] if asm else None,
+                 rows_asm=asm,
                  extra_ring=["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else [])
         v.update(win_rows=0, ring_arg=ring, bound=bound(l, 0, 14, ring), linear_rows=False, row_runs=[],
                  checks=l.checks + v.pop("extra_ring") + [allowed(0, 14, l.inplace_ok, l)])
