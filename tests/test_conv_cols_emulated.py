@@ -12,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from mcu_gen.backends.generated.dsp_conv_cols import COLS_MAX_BYTES, gemm_cols_asm_body
+from mcu_gen.backends.generated.dsp_conv_cols import gemm_cols_asm_body
+from mcu_gen.backends.generated.dsp_work import COLS_MAX_BYTES
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_gemm_asm_emulated import (D0, M32, SP_TOP, STREAM0, X0, Y0, Machine, expected,  # noqa: E402

@@ -14,11 +14,8 @@ arena does not grow), else on the stack within the old buffers plus the old func
 the stack a library kernel of the image takes anyway (``stack_room``: the stack bound does not grow)."""
 from __future__ import annotations
 
-from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, _pair_requant, _Stream, adjust, pair_ok
-from mcu_gen.backends.generated.dsp_work import layer_work
-
-COLS_MAX_BYTES = 4092  # every offset in the buffer within LDR's 12-bit immediate
-
+from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, _pair_requant, _Stream, adjust
+from mcu_gen.backends.generated.dsp_work import COLS_MAX_BYTES, cols_geometry_ok, cols_row_bytes, layer_work
 
 class ColsWork:
     """A ``conv_cols`` layer's buffer: ``chunk`` output pixels per GEMM call (even), ``row_bytes`` per window row
@@ -27,43 +24,6 @@ class ColsWork:
     def __init__(self, chunk: int, row_bytes: int, kh: int, offset: int | None):
         self.chunk, self.row_bytes, self.offset = chunk, row_bytes, offset
         self.bytes = kh * row_bytes
-
-
-def cols_geometry_ok(l) -> bool:
-    """Whether a convolution layer can run on conv_cols: smmlar requantization, Cin % 4 == 0 (K = the taps: no
-    padding of the windows), an even output width (pairs never straddle two output rows), the two-row GEMM's
-    reach, at least 8 output channels."""
-    if l.kind != "conv" or l.requant_kind != "smmlar" or not l.geometry:
-        return False
-    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
-    return (cin % 4 == 0 and l.k == kh * kw * cin and ow % 2 == 0 and l.n >= 8 and pair_ok(l.k, l.n)
-            and kh * kw > 1 and 1 <= sw <= kw)
-
-
-def _row_bytes(l, chunk: int) -> int:
-    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
-    return ((chunk - 1) * sw + kw) * cin * 2
-
-
-COLS_LEVEL_CHUNKS = (None, 16, 8)  # the larger conv_cols chunks offered to the planner (None: the output width)
-
-
-def cols_levels(l) -> list:
-    """For dsp_work.work_levels (the scratch the planner may give a layer, best first): per chunk of
-    COLS_LEVEL_CHUNKS (below the output width, even) the windows whose bytes with the widened rows (the level's
-    bytes, work_bytes) hold that chunk's widened columns; none where the layer does not run on conv_cols."""
-    if not cols_geometry_ok(l):
-        return []
-    ow, kh, k = l.geometry[10], l.geometry[3], l.k
-    out = []
-    for q in COLS_LEVEL_CHUNKS:
-        q = ow if q is None else q
-        b = kh * _row_bytes(l, q)
-        if q <= ow and q % 2 == 0 and b <= COLS_MAX_BYTES:
-            c = max(1, -(-b // k) - 4)  # c * k + 4k >= b
-            if c not in out:
-                out.append(c)
-    return out
 
 
 def cols_work(l) -> ColsWork | None:
@@ -81,11 +41,11 @@ def cols_work(l) -> ColsWork | None:
         ow, kh = l.geometry[10], l.geometry[3]
         best = None
         for chunk in range(2, ow + 1, 2):
-            b = kh * _row_bytes(l, chunk)
+            b = kh * cols_row_bytes(l, chunk)
             if b <= budget and b <= COLS_MAX_BYTES:
                 best = chunk
         if best is not None:
-            l.cols = ColsWork(best, _row_bytes(l, best), kh, work.offset)
+            l.cols = ColsWork(best, cols_row_bytes(l, best), kh, work.offset)
     return l.cols
 
 

@@ -70,7 +70,6 @@ def work_levels(l) -> list:
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
         chunks = [_conv_chunk(l, floor, True), floor]
-        from mcu_gen.backends.generated.dsp_conv_cols import cols_levels  # (it imports this module)
         chunks = [c for c in cols_levels(l) if c > chunks[0]] + chunks
     elif call == "inplace":
         chunks = [_inplace_chunk(l), 2]
@@ -132,3 +131,45 @@ def calls_pairs(l) -> bool:
     if l.kind == "conv":
         return layer_work(l).chunk >= 2
     return l.rows >= 2
+
+
+# -- conv_cols (dsp_conv_cols.py): which layers run on widened input columns, and the scratch they are offered
+COLS_MAX_BYTES = 4092  # every offset in the buffer within LDR's 12-bit immediate
+
+
+def cols_geometry_ok(l) -> bool:
+    """Whether a convolution layer can run on conv_cols: smmlar requantization, Cin % 4 == 0 (K = the taps: no
+    padding of the windows), an even output width (pairs never straddle two output rows), the two-row GEMM's
+    reach, at least 8 output channels."""
+    if l.kind != "conv" or l.requant_kind != "smmlar" or not l.geometry:
+        return False
+    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+    return (cin % 4 == 0 and l.k == kh * kw * cin and ow % 2 == 0 and l.n >= 8 and pair_ok(l.k, l.n)
+            and kh * kw > 1 and 1 <= sw <= kw)
+
+
+def cols_row_bytes(l, chunk: int) -> int:
+    """Bytes of one window row's widened input columns for `chunk` output pixels (dsp_conv_cols)."""
+    h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
+    return ((chunk - 1) * sw + kw) * cin * 2
+
+
+COLS_LEVEL_CHUNKS = (None, 16, 8)  # the larger conv_cols chunks offered to the planner (None: the output width)
+
+
+def cols_levels(l) -> list:
+    """For dsp_work.work_levels (the scratch the planner may give a layer, best first): per chunk of
+    COLS_LEVEL_CHUNKS (below the output width, even) the windows whose bytes with the widened rows (the level's
+    bytes, work_bytes) hold that chunk's widened columns; none where the layer does not run on conv_cols."""
+    if not cols_geometry_ok(l):
+        return []
+    ow, kh, k = l.geometry[10], l.geometry[3], l.k
+    out = []
+    for q in COLS_LEVEL_CHUNKS:
+        q = ow if q is None else q
+        b = kh * cols_row_bytes(l, q)
+        if q <= ow and q % 2 == 0 and b <= COLS_MAX_BYTES:
+            c = max(1, -(-b // k) - 4)  # c * k + 4k >= b
+            if c not in out:
+                out.append(c)
+    return out
