@@ -333,6 +333,133 @@ __attribute__((noinline)) void conv_stream(Rows rows, int8_t* out, const GemmDes
   }
 }
 
+inline void store32(void* p, uint32_t v) { memcpy(p, &v, 4); }
+
+// A window tap of conv_stream_widened's order past the rows' whole words: the last kLeft bytes of each of the kKH
+// rows (row-major), then zeros (the taps K has beyond kKH * kSpan).
+template <int32_t kKH, int32_t kSpan, int32_t kK>
+inline int32_t left_tap(const int8_t* const* src, int32_t t) {
+  constexpr int32_t kLeft = kSpan % 4, kLeftAt = kKH * (kSpan / 4) * 4;
+  const int32_t q = t - kLeftAt;
+  if (kLeft == 0 || q >= kKH * kLeft) return 0;
+  return src[q / (kLeft ? kLeft : 1)][kSpan - kLeft + q % (kLeft ? kLeft : 1)];
+}
+
+// A convolution (groups 1) of small windows (dsp_work.pre_widened: K < PRE_MAX_K, e.g. the 3-channel stems) on
+// the smmlar GEMM, its windows widened as they are gathered: kChunk (even) windows at a time into `buf` (kChunk *
+// 2 kK bytes: the layer's scratch tensor or the caller's stack), a pair of output pixels in kK words laid out as
+// the GEMM's _widen_rows lays out its two rows (group g of 4 taps at word 4g: the first pixel's SXTB16 (taps 0,
+// 2), the second's, the first's SXTB16 ROR 8 (1, 3), the second's), which the GEMM ("pre": dsp_gemm_asm.py)
+// reads without widening. Taps in the order of dsp_work.pre_order (the layer's weights are reordered to match):
+// per window row its whole words (one unaligned load and two SXTB16 each, no byte copies), then the last
+// kSpan % 4 bytes of every row, then zeros. Taps outside the input are the zero point (x + input_offset = 0, as
+// the folded start assumes): a window row above or below reads `outside`, one across the left or right edge is
+// copied into `edge` first. `rows`: as for conv_stream (the ring of an in-place convolution).
+template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
+__attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* buf_at) {
+  constexpr int32_t kSpan = kKW * kCin, kWhole = kSpan / 4, kLeftAt = kKH * kWhole * 4;
+  static_assert(kChunk >= 2 && kChunk % 2 == 0, "pairs of windows");
+  static_assert(kLeftAt <= kK && kKH * kSpan <= kK && kK % 4 == 0, "the taps fit K");
+  int8_t* const buf = static_cast<int8_t*>(__builtin_assume_aligned(buf_at, 4));
+  alignas(4) int8_t outside[kSpan];   // a window row above or below the input
+  alignas(4) int8_t edge[kKH][kSpan];  // the window rows across the left or right edge
+  memset(outside, kZeroPoint, kSpan);
+  int32_t n = 0, first = 0;  // windows gathered, and the first pixel they are for
+  for (int32_t oy = 0; oy < kOH; ++oy) {
+    // the output row's input rows (null: above or below the input), again after each GEMM call (an in-place
+    // convolution's rows move to its ring before outputs overwrite them)
+    const int8_t* rowp[kKH];
+    const auto fetch = [&]() {
+      for (int32_t ky = 0; ky < kKH; ++ky) {
+        const int32_t iy = oy * kSH - kPH + ky;
+        rowp[ky] = iy < 0 || iy >= kH ? nullptr : rows.row(iy);
+      }
+    };
+    fetch();
+    for (int32_t ox = 0; ox < kOW; ++ox) {
+      const int32_t ix0 = ox * kSW - kPW;
+      const int8_t* src[kKH];
+      if (ix0 >= 0 && ix0 + kKW <= kW) {
+#pragma GCC unroll 16
+        for (int32_t ky = 0; ky < kKH; ++ky) src[ky] = rowp[ky] ? rowp[ky] + ix0 * kCin : outside;
+      } else {
+        for (int32_t ky = 0; ky < kKH; ++ky) {
+          if (!rowp[ky]) {
+            src[ky] = outside;
+            continue;
+          }
+          for (int32_t kx = 0; kx < kKW; ++kx) {
+            const int32_t ix = ix0 + kx;
+            if (ix < 0 || ix >= kW) {
+              memset(edge[ky] + kx * kCin, kZeroPoint, kCin);
+            } else {
+              memcpy(edge[ky] + kx * kCin, rowp[ky] + ix * kCin, kCin);
+            }
+          }
+          src[ky] = edge[ky];
+        }
+      }
+      int8_t* dst = buf + (n >> 1) * 4 * kK + 4 * (n & 1);
+#pragma GCC unroll 16
+      for (int32_t ky = 0; ky < kKH; ++ky) {
+#pragma GCC unroll 16
+        for (int32_t j = 0; j < kWhole; ++j, dst += 16) {
+          const uint32_t v = load32(src[ky] + 4 * j);
+          store32(dst, sxtb16(v));
+          store32(dst + 8, sxtb16_ror8(v));
+        }
+      }
+#pragma GCC unroll 16
+      for (int32_t t = kLeftAt; t < kK; t += 4, dst += 16) {
+        store32(dst, pair(left_tap<kKH, kSpan, kK>(src, t), left_tap<kKH, kSpan, kK>(src, t + 2)));
+        store32(dst + 8, pair(left_tap<kKH, kSpan, kK>(src, t + 1), left_tap<kKH, kSpan, kK>(src, t + 3)));
+      }
+      if (++n == kChunk) {
+        rows.before_write(first, first + n);
+        fn(buf, &d, out + first * kN, n, nullptr);
+        first += n;
+        n = 0;
+        fetch();
+      }
+    }
+  }
+  if (n) {
+    rows.before_write(first, first + n);
+    if (n > 1) fn(buf, &d, out + first * kN, n & ~1, nullptr);
+    if (n & 1) {  // the last window: a pair with itself, its outputs through `last`
+      int8_t* const p = buf + (n >> 1) * 4 * kK;
+      for (int32_t g = 0; g < kK / 4; ++g) {
+        memcpy(p + 16 * g + 4, p + 16 * g, 4);
+        memcpy(p + 16 * g + 12, p + 16 * g + 8, 4);
+      }
+      int8_t last[2 * kN];
+      fn(p, &d, last, 2, nullptr);
+      memcpy(out + (first + n - 1) * kN, last, kN);
+    }
+  }
+}
+
+// gemm_stream_c over pairs of rows widened by the caller (conv_stream_widened's layout; the "pre" assembly on the
+// DSP cores): each row of a pair narrowed back to int8 (the widened halves are sign-extended bytes), then
+// gemm_stream_c. rows even.
+template <int32_t kK, int32_t kN, bool kTail, int32_t kActMin, int32_t kActMax>
+void gemm_stream_pre_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* /*wide*/) {
+  int8_t row[kK];
+  for (int32_t r = 0; r + 1 < rows; r += 2, x += 4 * kK) {
+    for (int32_t h = 0; h < 2; ++h, y += kN) {
+      for (int32_t g = 0; g < kK / 4; ++g) {
+        const uint32_t v02 = load32(x + 16 * g + 4 * h), v13 = load32(x + 16 * g + 8 + 4 * h);
+        row[4 * g] = static_cast<int8_t>(v02 & 0xFFu);
+        row[4 * g + 2] = static_cast<int8_t>((v02 >> 16) & 0xFFu);
+        row[4 * g + 1] = static_cast<int8_t>(v13 & 0xFFu);
+        row[4 * g + 3] = static_cast<int8_t>((v13 >> 16) & 0xFFu);
+      }
+      gemm_stream_c<kK, kTail, kActMin, kActMax>(row, d, y, 1, nullptr);
+    }
+  }
+}
+
 // One row: y[n] = requant(init[n] + sum_k x[k] * w[n][k]) for n < kN.
 template <int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 inline void gemm_row(const int8_t* x_row, int8_t* y, const uint32_t* weights, const Requant& q) {

@@ -188,9 +188,11 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg") -> 
     channels' weights (1 + 2), 4 SMLAD. Both 32 cycles per 32 MACs (40 with the inputs widened in the loop)."""
     wregs = ("r0", "r2", "r3", "r12")
     w0 = 4 * b  # the first weight word
-    base, at = ("r12", 0) if wide == "arg" else ("sp", WIDE_PTR)
+    base, at = ("sp", WIDE_PTR) if wide == "frame" else ("r12", 0)
     if wide == "arg":
         out.append(f"ldr r12, [sp, #{WIDE_PTR}]")
+    elif wide == "pre":  # the caller widened the pair: x ([sp]) points at it
+        out.append("ldr r12, [sp]")
     for g in range(k // 4):
         for half in (0, 4):
             xo = at + 16 * g + 2 * half
@@ -300,6 +302,7 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     this is, or None): the two-row blocks unrolled, each channel's shift an immediate of SSAT
     (``_pair_requant``); the single row reads them from the stream as before."""
     wide = wide if pairs and pair_ok(k, n) else None
+    pre = wide == "pre"
     frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
             "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
@@ -307,7 +310,7 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
         body += [f"ldr r12, [sp, #{frame + 36}]", f"str r12, [sp, #{WIDE_PTR}]"]
     if pairs and pair_ok(k, n):  # N is the function's: its blocks of 8 are a loop only from two
         body += ["cmp r3, #2", "blt .Lsingle_%=", ".Lpair_%=:"]
-        if wide:
+        if wide and not pre:
             body += _widen_rows(k, wide)
         body.append("ldr r1, [sp, #12]")
         if rights is not None:
@@ -319,9 +322,12 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
                 body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
         if tail:
             body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
-        body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{n}", "subs r3, #2",
-                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
+        body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{(4 if pre else 2) * k}", f"addw r2, r2, #{n}",
+                 "subs r3, #2", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
                  ".Lsingle_%=:"]
+    if pre:  # rows come in pairs only (conv_stream_widened): no single row
+        body += [".Ldone_%=:", f"add sp, #{frame}", "pop {r4-r11, pc}"]
+        return [l.replace("%=", name) for l in body]
     body += ["ldr r3, [sp, #8]", "cmp r3, #0", "beq .Ldone_%=",
              ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
              ".Lblock_%=:"]

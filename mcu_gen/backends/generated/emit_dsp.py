@@ -9,7 +9,7 @@ import numpy as np
 
 from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rows_asm, dw_window
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
-from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, layer_work
+from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, layer_work, pre_order
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
 from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, AddLayer, DepthwiseLayer,
@@ -151,7 +151,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
 
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
                     rights, wide: str | None) -> str:
-    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max, wide=wide,
+    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, n=n, tail=tail, act_min=act_min, act_max=act_max, wide=wide,
                   body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights))
 
 
@@ -174,7 +174,7 @@ def _own_rights(l):
 def _gemm_fn_name(l) -> str:
     tail = l.n % 8 == 4
     pairs = calls_pairs(l) and pair_ok(l.k, l.n)
-    wide = {"arg": "_w", "frame": "_wf"}.get(layer_work(l).wide, "") if pairs else ""
+    wide = {"arg": "_w", "frame": "_wf", "pre": "_p"}.get(layer_work(l).wide, "") if pairs else ""
     own = f"_i{l.instruction}" if _own_rights(l) is not None else ""
     return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}{wide}"
             f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{own}")
@@ -184,10 +184,10 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
     work = layer_work(l)
     v = _gemm_values(l)
     pre = v["pre"]
-    words, end8 = l.stream()
+    words, end8 = l.stream(pre_order(l) if work.wide == "pre" else None)
     call = call_kind(l)
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
-             fn=_gemm_fn_name(l), call=call, chunk=work.chunk or None,
+             fn=_gemm_fn_name(l), call=call, chunk=work.chunk or None, wide_mode=work.wide,
              work_stack=work.bytes if work.offset is None and work.bytes else 0,
              work_offset=work.offset if work.offset is not None else None,
              wide_at=work.wide_at if work.wide == "arg" else None)
