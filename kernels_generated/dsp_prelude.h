@@ -345,6 +345,27 @@ inline int32_t left_tap(const int8_t* const* src, int32_t t) {
   return src[q / (kLeft ? kLeft : 1)][kSpan - kLeft + q % (kLeft ? kLeft : 1)];
 }
 
+// One window of conv_stream_widened (its rows at src[0..kKH)) widened into its lane of a pair at dst: group g of
+// 4 taps at dst + 16g (SXTB16: taps 0, 2) and dst + 16g + 8 (SXTB16 ROR 8: taps 1, 3).
+template <int32_t kKH, int32_t kSpan, int32_t kK>
+__attribute__((always_inline)) inline void widen_window(const int8_t* const* src, int8_t* dst) {
+  constexpr int32_t kWhole = kSpan / 4, kLeftAt = kKH * kWhole * 4;
+#pragma GCC unroll 16
+  for (int32_t ky = 0; ky < kKH; ++ky) {
+#pragma GCC unroll 16
+    for (int32_t j = 0; j < kWhole; ++j, dst += 16) {
+      const uint32_t v = load32(src[ky] + 4 * j);
+      store32(dst, sxtb16(v));
+      store32(dst + 8, sxtb16_ror8(v));
+    }
+  }
+#pragma GCC unroll 16
+  for (int32_t t = kLeftAt; t < kK; t += 4, dst += 16) {
+    store32(dst, pair(left_tap<kKH, kSpan, kK>(src, t), left_tap<kKH, kSpan, kK>(src, t + 2)));
+    store32(dst + 8, pair(left_tap<kKH, kSpan, kK>(src, t + 1), left_tap<kKH, kSpan, kK>(src, t + 3)));
+  }
+}
+
 // A convolution (groups 1) of small windows (dsp_work.pre_widened: K < PRE_MAX_K, e.g. the 3-channel stems) on
 // the smmlar GEMM, its windows widened as they are gathered: kChunk (even) windows at a time into `buf` (kChunk *
 // 2 kK bytes: the layer's scratch tensor or the caller's stack), a pair of output pixels in kK words laid out as
@@ -354,11 +375,14 @@ inline int32_t left_tap(const int8_t* const* src, int32_t t) {
 // per window row its whole words (one unaligned load and two SXTB16 each, no byte copies), then the last
 // kSpan % 4 bytes of every row, then zeros. Taps outside the input are the zero point (x + input_offset = 0, as
 // the folded start assumes): a window row above or below reads `outside`, one across the left or right edge is
-// copied into `edge` first. `rows`: as for conv_stream (the ring of an in-place convolution).
+// copied into `edge` first; the windows inside the input in runs whose row pointers only step.
+// `rows`: as for conv_stream (an in-place convolution's ring: the row pointers are fetched again after each call).
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
           int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
 __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* buf_at) {
-  constexpr int32_t kSpan = kKW * kCin, kWhole = kSpan / 4, kLeftAt = kKH * kWhole * 4;
+  constexpr int32_t kSpan = kKW * kCin, kLeftAt = kKH * (kSpan / 4) * 4;
+  constexpr int32_t kX0 = (kPW + kSW - 1) / kSW;       // the first output column whose window is inside the input
+  constexpr int32_t kX1 = (kW - kKW + kPW) / kSW + 1;  // one past the last
   static_assert(kChunk >= 2 && kChunk % 2 == 0, "pairs of windows");
   static_assert(kLeftAt <= kK && kKH * kSpan <= kK && kK % 4 == 0, "the taps fit K");
   int8_t* const buf = static_cast<int8_t*>(__builtin_assume_aligned(buf_at, 4));
@@ -370,20 +394,26 @@ __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const
     // the output row's input rows (null: above or below the input), again after each GEMM call (an in-place
     // convolution's rows move to its ring before outputs overwrite them)
     const int8_t* rowp[kKH];
-    const auto fetch = [&]() {
-      for (int32_t ky = 0; ky < kKH; ++ky) {
-        const int32_t iy = oy * kSH - kPH + ky;
-        rowp[ky] = iy < 0 || iy >= kH ? nullptr : rows.row(iy);
-      }
-    };
-    fetch();
-    for (int32_t ox = 0; ox < kOW; ++ox) {
-      const int32_t ix0 = ox * kSW - kPW;
-      const int8_t* src[kKH];
-      if (ix0 >= 0 && ix0 + kKW <= kW) {
+    bool all_rows = true;
+    for (int32_t ky = 0; ky < kKH; ++ky) {
+      const int32_t iy = oy * kSH - kPH + ky;
+      all_rows = all_rows && iy >= 0 && iy < kH;
+      rowp[ky] = iy < 0 || iy >= kH ? nullptr : rows.row(iy);
+    }
+    for (int32_t ox = 0; ox < kOW;) {
+      if (all_rows && ox >= kX0 && ox < kX1) {  // a run of windows inside the input, up to the chunk's end
+        const int32_t end = kX1 < ox + kChunk - n ? kX1 : ox + kChunk - n;
+        const int8_t* src[kKH];
 #pragma GCC unroll 16
-        for (int32_t ky = 0; ky < kKH; ++ky) src[ky] = rowp[ky] ? rowp[ky] + ix0 * kCin : outside;
+        for (int32_t ky = 0; ky < kKH; ++ky) src[ky] = rowp[ky] + (ox * kSW - kPW) * kCin;
+        for (; ox < end; ++ox, ++n) {
+          widen_window<kKH, kSpan, kK>(src, buf + (n >> 1) * 4 * kK + 4 * (n & 1));
+#pragma GCC unroll 16
+          for (int32_t ky = 0; ky < kKH; ++ky) src[ky] += kSW * kCin;
+        }
       } else {
+        const int32_t ix0 = ox * kSW - kPW;
+        const int8_t* src[kKH];
         for (int32_t ky = 0; ky < kKH; ++ky) {
           if (!rowp[ky]) {
             src[ky] = outside;
@@ -399,28 +429,19 @@ __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const
           }
           src[ky] = edge[ky];
         }
+        widen_window<kKH, kSpan, kK>(src, buf + (n >> 1) * 4 * kK + 4 * (n & 1));
+        ++ox;
+        ++n;
       }
-      int8_t* dst = buf + (n >> 1) * 4 * kK + 4 * (n & 1);
-#pragma GCC unroll 16
-      for (int32_t ky = 0; ky < kKH; ++ky) {
-#pragma GCC unroll 16
-        for (int32_t j = 0; j < kWhole; ++j, dst += 16) {
-          const uint32_t v = load32(src[ky] + 4 * j);
-          store32(dst, sxtb16(v));
-          store32(dst + 8, sxtb16_ror8(v));
-        }
-      }
-#pragma GCC unroll 16
-      for (int32_t t = kLeftAt; t < kK; t += 4, dst += 16) {
-        store32(dst, pair(left_tap<kKH, kSpan, kK>(src, t), left_tap<kKH, kSpan, kK>(src, t + 2)));
-        store32(dst + 8, pair(left_tap<kKH, kSpan, kK>(src, t + 1), left_tap<kKH, kSpan, kK>(src, t + 3)));
-      }
-      if (++n == kChunk) {
+      if (n == kChunk) {
         rows.before_write(first, first + n);
         fn(buf, &d, out + first * kN, n, nullptr);
         first += n;
         n = 0;
-        fetch();
+        for (int32_t ky = 0; ky < kKH; ++ky) {
+          const int32_t iy = oy * kSH - kPH + ky;
+          rowp[ky] = iy < 0 || iy >= kH ? nullptr : rows.row(iy);
+        }
       }
     }
   }
