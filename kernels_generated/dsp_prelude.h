@@ -279,6 +279,41 @@ void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmF
   }
 }
 
+// The in-place pointwise variant with the GEMM writing straight over its input (dsp_work: where the GEMM widens
+// each pair of rows before it writes the pair's outputs; no row buffer, no copies, one call): N <= K, the pairs in
+// order (pair r's outputs end at (r + 2) N <= (r + 2) K, where the rows not read yet start); N > K, the GEMM steps
+// back from the last pair (its ``back`` mode: pair r's outputs start at r N >= r K, the rows read already and this
+// pair's, widened). An odd row (the first when N > K, else the last) through `row` on the stack.
+template <int32_t kRows, int32_t kK, int32_t kN>
+void gemm_inplace_direct(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int16_t* wide) {
+  constexpr int32_t kPairs = kRows / 2 * 2;
+  constexpr int32_t kOdd = kRows % 2 ? (kN > kK ? 0 : kRows - 1) : -1;  // the row outside the pairs
+  if (kN > kK) {
+    if (kPairs) fn(in + (kRows - 2) * kK, &d, out + (kRows - 2) * kN, kPairs, wide);
+  } else if (kPairs) {
+    fn(in, &d, out, kPairs, wide);
+  }
+  if (kOdd >= 0) {
+    int8_t row[kN];
+    fn(in + kOdd * kK, &d, row, 1, wide);
+    memcpy(out + kOdd * kN, row, kN);
+  }
+}
+
+// gemm_stream_c for gemm_inplace_direct (the DSP cores' GEMM in its ``back`` mode or forward with widened pairs):
+// each pair of rows copied out before its outputs are written, the pairs backwards when kBack.
+template <int32_t kK, int32_t kN, bool kTail, bool kBack, int32_t kActMin, int32_t kActMax>
+void gemm_stream_direct_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* /*wide*/) {
+  int8_t pair_rows[2 * kK];
+  for (int32_t r = 0; r + 1 < rows; r += 2) {
+    memcpy(pair_rows, x, 2 * kK);
+    gemm_stream_c<kK, kTail, kActMin, kActMax>(pair_rows, d, y, 2, nullptr);
+    x += kBack ? -2 * kK : 2 * kK;
+    y += kBack ? -2 * kN : 2 * kN;
+  }
+  if (rows % 2) gemm_stream_c<kK, kTail, kActMin, kActMax>(x, d, y, 1, nullptr);  // its outputs elsewhere
+}
+
 // A convolution (groups 1) on the smmlar GEMM: windows of up to kChunk output pixels are gathered
 // into `patch` (kChunk * kK bytes: the layer's scratch tensor where the plan gave it room, else the
 // caller's stack; `wide` as for gemm_stream_inplace) in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so

@@ -288,7 +288,7 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
 
 
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
-                  wide: str | None = None, rights=None) -> list:
+                  wide: str | None = None, rights=None, back: bool = False) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows,
     int16_t* wide):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
@@ -300,7 +300,10 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     kept at [sp+WIDE_PTR]: a scratch tensor in the arena), "frame" into the frame from [sp+WIDE_PTR]
     (``wide_ok``'s stack limit), None not at all. ``rights`` (the N right shifts of the layer whose own function
     this is, or None): the two-row blocks unrolled, each channel's shift an immediate of SSAT
-    (``_pair_requant``); the single row reads them from the stream as before."""
+    (``_pair_requant``); the single row reads them from the stream as before. ``back`` (widened pairs only: an
+    in-place 1x1 layer that widens, N > K, writing its outputs over its input, gemm_inplace_direct): the pairs from
+    x, y backwards (the next pair 2K bytes before, its outputs 2N before); each pair is read whole (widened) before
+    its outputs are written, which overwrite only the pair's and later rows' inputs."""
     wide = wide if pairs and pair_ok(k, n) else None
     pre = wide == "pre"
     frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
@@ -322,8 +325,10 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
                 body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
         if tail:
             body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
-        body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{(4 if pre else 2) * k}", f"addw r2, r2, #{n}",
-                 "subs r3, #2", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
+        assert not back or (wide and not pre)
+        step_x, step_y = (f"subw r0, r0, #{2 * k}", f"subw r2, r2, #{3 * n}") if back else \
+            (f"addw r0, r0, #{(4 if pre else 2) * k}", f"addw r2, r2, #{n}")  # r2: y + N after the blocks
+        body += ["ldm sp, {r0, r2, r3}", step_x, step_y, "subs r3, #2", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
                  ".Lsingle_%=:"]
     if pre:  # rows come in pairs only (conv_stream_widened): no single row
         body += [".Ldone_%=:", f"add sp, #{frame}", "pop {r4-r11, pc}"]

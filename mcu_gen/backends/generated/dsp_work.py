@@ -93,6 +93,18 @@ def _inplace_chunk(l) -> int:
     return max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
 
 
+def inplace_direct_ok(l) -> bool:
+    """Whether an in-place 1x1 layer can have its GEMM write straight over its input (gemm_inplace_direct in
+    kernels_generated/dsp_prelude.h: no row buffer, no copies, one call): pairs of rows widened (wide_ok: N >= 8)
+    before their outputs are written, the pairs backwards where N > K (SUBW of 3N)."""
+    return call_kind(l) == "inplace" and l.rows >= 2 and pair_ok(l.k, l.n) and l.n >= 8 and 3 * l.n <= 4095
+
+
+def inplace_direct(l) -> bool:
+    """Whether the layer's Work is gemm_inplace_direct's (an in-place layer with no rows per call)."""
+    return call_kind(l) == "inplace" and not layer_work(l).chunk
+
+
 def _pairs(l, chunk: int) -> bool:
     """Whether the GEMM calls with ``chunk`` entries run the two-row code."""
     return (chunk >= 2 if call_kind(l) == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
@@ -112,6 +124,8 @@ def work_levels(l) -> list:
         chunks = [_conv_chunk(l, floor, True), floor]
     elif call == "inplace":
         chunks = [_inplace_chunk(l), 2]
+        if inplace_direct_ok(l) and wide_ok(l.k, l.n, on_stack=False):  # widened, straight over the input
+            return [(0, True)] + [(c, False) for c in dict.fromkeys(chunks)]
     else:
         chunks = [0]
     out = []
@@ -147,6 +161,9 @@ def stack_work(l) -> Work:
     else:
         chunk = _inplace_chunk(l) if call == "inplace" else 0
     wide = _pairs(l, chunk) and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room)
+    if inplace_direct_ok(l) and wide_ok(l.k, l.n, 0, stack_room=l.stack_room) and \
+            4 * l.k <= chunk * unit + (4 * l.k if wide else 0):  # no more stack than the rows took
+        return Work(0, unit, l.k, "frame", None)
     return Work(chunk, unit, l.k, "frame" if wide else None, None)
 
 

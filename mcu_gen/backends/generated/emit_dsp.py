@@ -9,7 +9,7 @@ import numpy as np
 
 from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rows_asm, dw_window
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
-from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, layer_work, pre_order
+from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, inplace_direct, layer_work, pre_order
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
 from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, AddLayer, DepthwiseLayer,
@@ -150,9 +150,11 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
 
 
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
-                    rights, wide: str | None) -> str:
-    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, n=n, tail=tail, act_min=act_min, act_max=act_max, wide=wide,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights))
+                    rights, wide: str | None, direct: bool = False) -> str:
+    back = direct and n > k
+    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, n=n, tail=tail, act_min=act_min, act_max=act_max,
+                  wide=wide, direct=direct, back=back,
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights, back))
 
 
 OWN_FN_MAX_N = 32  # a layer with K < OWN_FN_MAX_K and N up to this has its own two-row function (``_own_rights``)
@@ -176,6 +178,8 @@ def _gemm_fn_name(l) -> str:
     pairs = calls_pairs(l) and pair_ok(l.k, l.n)
     wide = {"arg": "_w", "frame": "_wf", "pre": "_p"}.get(layer_work(l).wide, "") if pairs else ""
     own = f"_i{l.instruction}" if _own_rights(l) is not None else ""
+    if pairs and inplace_direct(l):  # over its own input (gemm_inplace_direct): backwards where N > K
+        wide += "_b" if l.n > l.k else "_d"
     return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}{wide}"
             f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{own}")
 
@@ -224,7 +228,7 @@ def generate(program: Program, kernels) -> Generated:
             name = _gemm_fn_name(l)
             pairs = calls_pairs(l) and pair_ok(l.k, l.n)
             fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, _own_rights(l),
-                                  layer_work(l).wide if pairs else None))
+                                  layer_work(l).wide if pairs else None, pairs and inplace_direct(l)))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
     if add_plans:
