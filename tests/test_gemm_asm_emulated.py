@@ -456,11 +456,14 @@ def test_gemm_asm_pre_widened_pairs(k, n, rows, own):
 @pytest.mark.parametrize("k,n,rows,wide,own", [(8, 16, 6, "arg", True), (16, 32, 4, "frame", True),
                                                (32, 64, 4, "arg", False), (64, 128, 2, "frame", False),
                                                (32, 16, 6, "arg", False), (16, 16, 4, "frame", True),
-                                               (64, 8, 4, "arg", False), (12, 20, 4, "arg", False)])
+                                               (64, 8, 4, "arg", False), (12, 20, 4, "arg", False),
+                                               (8, 16, 10, "arg", True), (16, 16, 10, "frame", True),
+                                               (20, 12, 8, "frame", True), (32, 8, 6, "arg", True)])
 def test_gemm_asm_writes_over_its_input(k, n, rows, wide, own):
     """An in-place 1x1 layer's GEMM over its own input (gemm_inplace_direct): the rows at X0, the outputs from X0 too;
     N > K from the last pair backwards (``back``), else forwards; every pair widened before its outputs overwrite
-    it: the outputs equal the reference on the original rows."""
+    it: the outputs equal the reference on the original rows. The layer's own functions (``own``) run four rows at a
+    time first (_quad_block over the rows widened in the frame), forwards or backwards."""
     rng = np.random.default_rng(k * 3 + n + rows)
     tail = n % 8 == 4
     words, end8 = random_stream(rng, k, n)

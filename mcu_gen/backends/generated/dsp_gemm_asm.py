@@ -287,37 +287,40 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
     return out
 
 
-def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights) -> list:
+def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: int | None = None) -> list:
     """One block of b (8 or 4) output channels of four rows in the "pre" mode (conv_stream_widened's pairs: rows 0, 1
     at x, rows 2, 3 at x + 4K; x in [sp]), in sub-blocks of 2 channels: r4-r7 channel 0's accumulators of rows 0-3,
     r8-r11 channel 1's, r0 / r3 the two weight words, r2 / lr input words, r12 x. Per 4 inputs and half (pairs A, then
     B) both weight words and rows 0, 1 in four LDR in a row (1 + 1 + 1 + 2 estimated M33 cycles), 4 SMLAD, rows 2, 3
     (1 + 2), 4 SMLAD: 16 cycles per 16 MACs, as the two-row block; but a channel's (mult, ra) and accumulator start
     are loaded once per four outputs, not two (about 1 cycle less per output: the 27-tap stems). Each shift an
-    SSAT immediate (the layer's own function: ``rights``)."""
+    SSAT immediate (the layer's own function: ``rights``). ``at``: the four rows widened in the frame from [sp + at]
+    (``_widen_quad``: the same layout) instead of at x."""
     out: list = []
     st = _Stream(out)
     w0 = 4 * b
+    base, off = ("r12", 0) if at is None else ("sp", at)
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     for s in range(b // 2):
         ca, cb = 2 * s, 2 * s + 1
         st.ld("r4", 4 * ca)
         st.ld("r8", 4 * cb)
-        out.append("ldr r12, [sp]")
+        if at is None:
+            out.append("ldr r12, [sp]")
         for g in range(k // 4):
             for half in (0, 4):
-                xo = 16 * g + 2 * half
+                xo = off + 16 * g + 2 * half
                 st.ld("r0", w0 + 8 * b * g + 8 * ca + half)
                 st.ld("r3", w0 + 8 * b * g + 8 * cb + half)
                 if g == 0 and half == 0:  # rows 1-3 start from row 0's accumulators (the starts) before row 0
-                    out += [f"ldr r2, [r12, #{xo}]", f"ldr lr, [r12, #{xo + 4}]",
+                    out += [f"ldr r2, [{base}, #{xo}]", f"ldr lr, [{base}, #{xo + 4}]",
                             "smlad r5, lr, r0, r4", "smlad r9, lr, r3, r8",
-                            f"ldr lr, [r12, #{4 * k + xo}]", "smlad r6, lr, r0, r4", "smlad r10, lr, r3, r8",
-                            f"ldr lr, [r12, #{4 * k + xo + 4}]", "smlad r7, lr, r0, r4", "smlad r11, lr, r3, r8",
+                            f"ldr lr, [{base}, #{4 * k + xo}]", "smlad r6, lr, r0, r4", "smlad r10, lr, r3, r8",
+                            f"ldr lr, [{base}, #{4 * k + xo + 4}]", "smlad r7, lr, r0, r4", "smlad r11, lr, r3, r8",
                             "smlad r4, r2, r0, r4", "smlad r8, r2, r3, r8"]
                     continue
-                for pair_at, (a0, a1) in ((xo, (4, 5)), (4 * k + xo, (6, 7))):
-                    out += [f"ldr r2, [r12, #{pair_at}]", f"ldr lr, [r12, #{pair_at + 4}]",
+                for pair_at, (a0, a1) in ((xo, (4, 5)), (4 * k + xo, (6, 7))):  # rows 0, 1; rows 2, 3
+                    out += [f"ldr r2, [{base}, #{pair_at}]", f"ldr lr, [{base}, #{pair_at + 4}]",
                             f"smlad r{a0}, r2, r0, r{a0}", f"smlad r{a0 + 4}, r2, r3, r{a0 + 4}",
                             f"smlad r{a1}, lr, r0, r{a1}", f"smlad r{a1 + 4}, lr, r3, r{a1 + 4}"]
         out.append("ldr r2, [sp, #4]")
@@ -336,10 +339,28 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights) -> l
     return out
 
 
+QUAD_FRAME_MAX_K = 32  # the four rows widened in the frame (8K bytes of stack) up to this K
+
+
 def quad_ok(k: int, n: int, wide: str | None, rights) -> bool:
-    """Whether the GEMM runs rows four at a time first (``_quad_block``): the layer's own function in the "pre" mode,
-    with the offsets in reach (8K and 3N as ADDW immediates)."""
-    return wide == "pre" and rights is not None and 8 * k <= 4095 and 4 * n <= 4095
+    """Whether the GEMM runs rows four at a time first (``_quad_block``): the layer's own function (``rights``) with
+    widened rows: "pre" (the caller's pairs), else widened into the frame (``_widen_quad``, K <= QUAD_FRAME_MAX_K:
+    at most 256 B more stack); the offsets in reach (8K, 5N as ADDW / SUBW immediates)."""
+    return rights is not None and wide in ("pre", "frame", "arg") and 8 * k <= 4095 and 5 * n <= 4095 and \
+        (wide == "pre" or k <= QUAD_FRAME_MAX_K)
+
+
+def _widen_quad(k: int, at: int) -> list:
+    """Rows x .. x + 3K ([sp]) widened into the frame from [sp + at] as two of conv_stream_widened's pairs (rows 0, 1,
+    then rows 2, 3 at + 4K): per 4 inputs and pair 2 LDR, 4 SXTB16, 4 STR. r1 and r4-r11 are free here."""
+    out = ["ldr r3, [sp]", f"add r1, sp, #{at}"]
+    for pair in (0, 1):
+        for g in range(k // 4):
+            so, do = 2 * k * pair + 4 * g, 4 * k * pair + 16 * g
+            out += [f"ldr r0, [r3, #{so}]", f"ldr r12, [r3, #{so + k}]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
+                    "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12", f"str r0, [r1, #{do}]", f"str r12, [r1, #{do + 4}]",
+                    f"str r2, [r1, #{do + 8}]", f"str lr, [r1, #{do + 12}]"]
+    return out
 
 
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
@@ -361,18 +382,32 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     its outputs are written, which overwrite only the pair's and later rows' inputs."""
     wide = wide if pairs and pair_ok(k, n) else None
     pre = wide == "pre"
+    quads = pairs and pair_ok(k, n) and quad_ok(k, n, wide, rights)
+    quad_at = None if pre or not quads else WIDE_PTR + (8 if wide == "arg" else 0)  # the four rows in the frame
     frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
+    if quad_at is not None:
+        frame = max(frame, quad_at + 8 * k)
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
             "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
     if wide == "arg":  # the fifth argument, on the caller's stack
         body += [f"ldr r12, [sp, #{frame + 36}]", f"str r12, [sp, #{WIDE_PTR}]"]
-    if pairs and pair_ok(k, n) and quad_ok(k, n, wide, rights):  # four rows at a time, then pairs
-        body += ["cmp r3, #4", "blt .Lpairs_%=", ".Lquad_%=:", "ldr r1, [sp, #12]"]
+    if quads:  # four rows at a time, then pairs; backwards: from the last four rows (x, y: the last pair's)
+        body += ["cmp r3, #4", "blt .Lpairs_%="]
+        if back:
+            body += ["ldm sp, {r0, r2}", f"subw r0, r0, #{2 * k}", f"subw r2, r2, #{2 * n}", "str r0, [sp]",
+                     "str r2, [sp, #4]"]
+        body += [".Lquad_%=:"] + (_widen_quad(k, quad_at) if quad_at is not None else []) + ["ldr r1, [sp, #12]"]
         for c in range(0, n - 3, 8):
             b = 8 if c + 8 <= n else 4
-            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b])
-        body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{8 * k}", f"addw r2, r2, #{3 * n}", "subs r3, #4",
-                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #4", "bge .Lquad_%=", ".Lpairs_%=:"]
+            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b], quad_at)
+        step_x, step_y = (f"subw r0, r0, #{4 * k}", f"subw r2, r2, #{5 * n}") if back else \
+            (f"addw r0, r0, #{(8 if pre else 4) * k}", f"addw r2, r2, #{3 * n}")  # r2: y + N after the blocks
+        body += ["ldm sp, {r0, r2, r3}", step_x, step_y, "subs r3, #4",
+                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #4", "bge .Lquad_%="]
+        if back:
+            body += ["ldm sp, {r0, r2}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{2 * n}", "str r0, [sp]",
+                     "str r2, [sp, #4]"]
+        body += [".Lpairs_%=:"]
     if pairs and pair_ok(k, n):  # N is the function's: its blocks of 8 are a loop only from two
         body += ["cmp r3, #2", "blt .Lsingle_%=", ".Lpair_%=:"]
         if wide and not pre:
