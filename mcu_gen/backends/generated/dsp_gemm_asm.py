@@ -364,7 +364,7 @@ def _widen_quad(k: int, at: int) -> list:
 
 
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
-                  wide: str | None = None, rights=None, back: bool = False) -> list:
+                  wide: str | None = None, rights=None, back: bool = False, pair_rows: bool = True) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows,
     int16_t* wide):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
@@ -379,7 +379,9 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     (``_pair_requant``); the single row reads them from the stream as before. ``back`` (widened pairs only: an
     in-place 1x1 layer that widens, N > K, writing its outputs over its input, gemm_inplace_direct): the pairs from
     x, y backwards (the next pair 2K bytes before, its outputs 2N before); each pair is read whole (widened) before
-    its outputs are written, which overwrite only the pair's and later rows' inputs."""
+    its outputs are written, which overwrite only the pair's and later rows' inputs. ``pair_rows`` False (with
+    quads: the caller never passes 2 or 3 rows left over, gemm_inplace_direct of a multiple of 4 rows): no two-row
+    code (flash)."""
     wide = wide if pairs and pair_ok(k, n) else None
     pre = wide == "pre"
     quads = pairs and pair_ok(k, n) and quad_ok(k, n, wide, rights)
@@ -408,7 +410,7 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
             body += ["ldm sp, {r0, r2}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{2 * n}", "str r0, [sp]",
                      "str r2, [sp, #4]"]
         body += [".Lpairs_%=:"]
-    if pairs and pair_ok(k, n):  # N is the function's: its blocks of 8 are a loop only from two
+    if pairs and pair_ok(k, n) and (pair_rows or not quads):  # N is the function's: its blocks of 8 are a loop only from two
         body += ["cmp r3, #2", "blt .Lsingle_%=", ".Lpair_%=:"]
         if wide and not pre:
             body += _widen_rows(k, wide)

@@ -150,11 +150,11 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
 
 
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
-                    rights, wide: str | None, direct: bool = False) -> str:
+                    rights, wide: str | None, direct: bool = False, pair_rows: bool = True) -> str:
     back = direct and n > k
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, n=n, tail=tail, act_min=act_min, act_max=act_max,
                   wide=wide, direct=direct, back=back,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights, back))
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights, back, pair_rows))
 
 
 OWN_FN_MAX_N = 32  # a layer with K < OWN_FN_MAX_K and N up to this has its own two-row function (``_own_rights``)
@@ -171,6 +171,12 @@ def _own_rights(l):
     if not (calls_pairs(l) and pair_ok(l.k, l.n)) or l.k >= OWN_FN_MAX_K or l.n > OWN_FN_MAX_N:
         return None
     return tuple(int(r) for r in l.smmlar()[:, 2])
+
+
+def _pair_rows(l) -> bool:
+    """Whether the layer's GEMM function needs its two-row code: not the own function (four rows at a time) of an
+    in-place layer over its input (gemm_inplace_direct) whose paired rows are a multiple of 4 (VWW's 48x48, 24x24)."""
+    return not (_own_rights(l) is not None and inplace_direct(l) and l.rows // 2 * 2 % 4 == 0)
 
 
 def _gemm_fn_name(l) -> str:
@@ -228,7 +234,8 @@ def generate(program: Program, kernels) -> Generated:
             name = _gemm_fn_name(l)
             pairs = calls_pairs(l) and pair_ok(l.k, l.n)
             fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, _own_rights(l),
-                                  layer_work(l).wide if pairs else None, pairs and inplace_direct(l)))
+                                  layer_work(l).wide if pairs else None, pairs and inplace_direct(l),
+                                  _pair_rows(l)))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
     if add_plans:
