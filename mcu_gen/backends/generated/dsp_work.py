@@ -14,7 +14,7 @@ CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolut
 INPLACE_CHUNK_BYTES = 256  # output rows of an in-place 1x1 convolution per GEMM call (stack bytes; at least 2 rows)
 CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
 PRE_MAX_K = 36  # convolutions of K below this gather their windows widened (``pre_widened``: the 3-channel stems)
-PRE_CHUNK_BYTES = 576  # widened windows (2K bytes each) per GEMM call in the arena's scratch, at most
+PRE_CHUNK_BYTES = (1152, 576)  # widened windows (2K bytes each) per GEMM call in the arena's scratch: the choices
 
 
 class Work:
@@ -117,7 +117,8 @@ def work_levels(l) -> list:
     then two, each with the widened rows before without."""
     call = call_kind(l)
     if pre_widened(l):  # no widened rows besides the windows: (chunk, False), the most windows first
-        return [(c, False) for c in dict.fromkeys([_pre_chunk(l, PRE_CHUNK_BYTES), _pre_chunk(l, _pre_stack(l)), 2])]
+        sizes = [*PRE_CHUNK_BYTES, _pre_stack(l)]
+        return [(c, False) for c in dict.fromkeys([*(_pre_chunk(l, b) for b in sizes), 2])]
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
