@@ -380,6 +380,18 @@ inline int32_t left_tap(const int8_t* const* src, int32_t t) {
   return src[q / (kLeft ? kLeft : 1)][kSpan - kLeft + q % (kLeft ? kLeft : 1)];
 }
 
+// pair() at run time: lo's and hi's low halfwords in one word (PKHBT on the DSP cores).
+inline uint32_t pack16(int32_t lo, int32_t hi) {
+#if defined(__ARM_FEATURE_DSP)
+  if (!(__builtin_constant_p(hi) && hi == 0)) {
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;
+  }
+#endif
+  return pair(lo, hi);
+}
+
 // One window of conv_stream_widened (its rows at src[0..kKH)) widened into its lane of a pair at dst: group g of
 // 4 taps at dst + 16g (SXTB16: taps 0, 2) and dst + 16g + 8 (SXTB16 ROR 8: taps 1, 3).
 template <int32_t kKH, int32_t kSpan, int32_t kK>
@@ -396,9 +408,17 @@ __attribute__((always_inline)) inline void widen_window(const int8_t* const* src
   }
 #pragma GCC unroll 16
   for (int32_t t = kLeftAt; t < kK; t += 4, dst += 16) {
-    store32(dst, pair(left_tap<kKH, kSpan, kK>(src, t), left_tap<kKH, kSpan, kK>(src, t + 2)));
-    store32(dst + 8, pair(left_tap<kKH, kSpan, kK>(src, t + 1), left_tap<kKH, kSpan, kK>(src, t + 3)));
+    store32(dst, pack16(left_tap<kKH, kSpan, kK>(src, t), left_tap<kKH, kSpan, kK>(src, t + 2)));
+    store32(dst + 8, pack16(left_tap<kKH, kSpan, kK>(src, t + 1), left_tap<kKH, kSpan, kK>(src, t + 3)));
   }
+}
+
+// widen_window, then the window's rows one window on (kStep bytes).
+template <int32_t kKH, int32_t kSpan, int32_t kK, int32_t kStep>
+__attribute__((always_inline)) inline void widen_step(const int8_t** src, int8_t* dst) {
+  widen_window<kKH, kSpan, kK>(src, dst);
+#pragma GCC unroll 16
+  for (int32_t ky = 0; ky < kKH; ++ky) src[ky] += kStep;
 }
 
 // A convolution (groups 1) of small windows (dsp_work.pre_widened: K < PRE_MAX_K, e.g. the 3-channel stems) on
@@ -441,11 +461,21 @@ __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const
         const int8_t* src[kKH];
 #pragma GCC unroll 16
         for (int32_t ky = 0; ky < kKH; ++ky) src[ky] = rowp[ky] + (ox * kSW - kPW) * kCin;
-        for (; ox < end; ++ox, ++n) {
-          widen_window<kKH, kSpan, kK>(src, buf + (n >> 1) * 4 * kK + 4 * (n & 1));
-#pragma GCC unroll 16
-          for (int32_t ky = 0; ky < kKH; ++ky) src[ky] += kSW * kCin;
+        int8_t* dst = buf + (n >> 1) * 4 * kK + 4 * (n & 1);
+        int32_t left = end - ox;
+        const bool second = n & 1;
+        ox = end;
+        n += left;
+        if (second) {  // the second window of a pair first
+          widen_step<kKH, kSpan, kK, kSW * kCin>(src, dst);
+          dst += 4 * kK - 4;
+          --left;
         }
+        for (; left >= 2; left -= 2, dst += 4 * kK) {  // whole pairs
+          widen_step<kKH, kSpan, kK, kSW * kCin>(src, dst);
+          widen_step<kKH, kSpan, kK, kSW * kCin>(src, dst + 4);
+        }
+        if (left) widen_step<kKH, kSpan, kK, kSW * kCin>(src, dst);
       } else {
         const int32_t ix0 = ox * kSW - kPW;
         const int8_t* src[kKH];
