@@ -470,7 +470,9 @@ def test_gemm_asm_writes_over_its_input(k, n, rows, wide, own):
     rights = _own(words, end8, k, n) if own else None
     x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
     back = n > k
-    body = gemm_asm_body("f", k, n, tail, -128, 127, True, wide, rights, back)
+    pair_rows = not (own and rows % 4 == 0)  # emit_dsp._pair_rows: four rows at a time only
+    body = gemm_asm_body("f", k, n, tail, -128, 127, True, wide, rights, back, pair_rows)
+    assert (".Lpair_f:" in body) == pair_rows
     x_at, y_at = (X0 + (rows - 2) * k, X0 + (rows - 2) * n) if back else (X0, X0)
     mem, _ = _run_at(body, x.tobytes(), x_at, y_at, rows, words, end8, (X0, X0 + rows * max(k, n)), False)
     y = np.frombuffer(bytes(mem[X0:X0 + rows * n]), np.int8).astype(np.int64).reshape(rows, n)
