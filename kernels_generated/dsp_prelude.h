@@ -399,11 +399,13 @@ __attribute__((always_inline)) inline void widen_window(const int8_t* const* src
   constexpr int32_t kWhole = kSpan / 4, kLeftAt = kKH * kWhole * 4;
 #pragma GCC unroll 16
   for (int32_t ky = 0; ky < kKH; ++ky) {
+    uint32_t v[kWhole > 0 ? kWhole : 1];  // a row's words loaded together (the loads pipeline)
+#pragma GCC unroll 16
+    for (int32_t j = 0; j < kWhole; ++j) v[j] = load32(src[ky] + 4 * j);
 #pragma GCC unroll 16
     for (int32_t j = 0; j < kWhole; ++j, dst += 16) {
-      const uint32_t v = load32(src[ky] + 4 * j);
-      store32(dst, sxtb16(v));
-      store32(dst + 8, sxtb16_ror8(v));
+      store32(dst, sxtb16(v[j]));
+      store32(dst + 8, sxtb16_ror8(v[j]));
     }
   }
 #pragma GCC unroll 16

@@ -67,10 +67,24 @@ def pre_order(l) -> np.ndarray:
 
 
 def _pre_chunk(l, limit: int) -> int:
-    """Widened windows (2K bytes each) per call of a ``pre_widened`` convolution within ``limit`` bytes: even, at
-    least 2, no more than its output pixels (rounded up to even)."""
+    """Widened windows (2K bytes each) per call of a ``pre_widened`` convolution within ``limit`` bytes: a multiple of
+    4 (the own GEMM's four rows at a time), else even; at least 2, no more than its output pixels (rounded up)."""
     oh, ow = l.geometry[9], l.geometry[10]
-    return max(2, min(limit // (2 * l.k), (oh * ow + 1) // 2 * 2) // 2 * 2)
+    c = min(limit // (2 * l.k), (oh * ow + 1) // 2 * 2)
+    return c // 4 * 4 if c >= 4 else max(2, c // 2 * 2)
+
+
+def quads_only(l) -> bool:
+    """Whether every call of the layer's GEMM has a multiple of 4 rows, or 1 (so that its own function, four rows at a
+    time, needs no two-row code): an in-place 1x1 layer over its input (gemm_inplace_direct) whose paired rows are a
+    multiple of 4, or a ``pre_widened`` convolution of an even pixel count whose chunk and last chunk are."""
+    work = layer_work(l)
+    if call_kind(l) == "inplace":
+        return not work.chunk and l.rows // 2 * 2 % 4 == 0
+    if work.wide == "pre":
+        pixels = l.geometry[9] * l.geometry[10]
+        return work.chunk % 4 == 0 and pixels % work.chunk % 4 == 0 and pixels % 2 == 0
+    return False
 
 
 def call_kind(l) -> str:

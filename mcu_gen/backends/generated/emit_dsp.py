@@ -9,7 +9,8 @@ import numpy as np
 
 from mcu_gen.backends.generated.dsp_depthwise_asm import dw_plane, dw_rows_asm, dw_window
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
-from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, inplace_direct, layer_work, pre_order
+from mcu_gen.backends.generated.dsp_work import (call_kind, calls_pairs, inplace_direct, layer_work, pre_order,
+                                                 quads_only)
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
 from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, AddLayer, DepthwiseLayer,
@@ -174,9 +175,10 @@ def _own_rights(l):
 
 
 def _pair_rows(l) -> bool:
-    """Whether the layer's GEMM function needs its two-row code: not the own function (four rows at a time) of an
-    in-place layer over its input (gemm_inplace_direct) whose paired rows are a multiple of 4 (VWW's 48x48, 24x24)."""
-    return not (_own_rights(l) is not None and inplace_direct(l) and l.rows // 2 * 2 % 4 == 0)
+    """Whether the layer's GEMM function needs its two-row code: not the own function (four rows at a time) of a layer
+    whose calls all have a multiple of 4 rows or 1 (dsp_work.quads_only: VWW's 48x48, 24x24 in-place layers, the
+    stems' chunks of 20 windows)."""
+    return not (_own_rights(l) is not None and quads_only(l))
 
 
 def _gemm_fn_name(l) -> str:
