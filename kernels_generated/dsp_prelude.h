@@ -279,6 +279,41 @@ void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmF
   }
 }
 
+// The in-place pointwise variant with the GEMM writing straight over its input (dsp_work: where the GEMM widens
+// each pair of rows before it writes the pair's outputs; no row buffer, no copies, one call): N <= K, the pairs in
+// order (pair r's outputs end at (r + 2) N <= (r + 2) K, where the rows not read yet start); N > K, the GEMM steps
+// back from the last pair (its ``back`` mode: pair r's outputs start at r N >= r K, the rows read already and this
+// pair's, widened). An odd row (the first when N > K, else the last) through `row` on the stack.
+template <int32_t kRows, int32_t kK, int32_t kN>
+void gemm_inplace_direct(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int16_t* wide) {
+  constexpr int32_t kPairs = kRows / 2 * 2;
+  constexpr int32_t kOdd = kRows % 2 ? (kN > kK ? 0 : kRows - 1) : -1;  // the row outside the pairs
+  if (kN > kK) {
+    if (kPairs) fn(in + (kRows - 2) * kK, &d, out + (kRows - 2) * kN, kPairs, wide);
+  } else if (kPairs) {
+    fn(in, &d, out, kPairs, wide);
+  }
+  if (kOdd >= 0) {
+    int8_t row[kN];
+    fn(in + kOdd * kK, &d, row, 1, wide);
+    memcpy(out + kOdd * kN, row, kN);
+  }
+}
+
+// gemm_stream_c for gemm_inplace_direct (the DSP cores' GEMM in its ``back`` mode or forward with widened pairs):
+// each pair of rows copied out before its outputs are written, the pairs backwards when kBack.
+template <int32_t kK, int32_t kN, bool kTail, bool kBack, int32_t kActMin, int32_t kActMax>
+void gemm_stream_direct_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* /*wide*/) {
+  int8_t pair_rows[2 * kK];
+  for (int32_t r = 0; r + 1 < rows; r += 2) {
+    memcpy(pair_rows, x, 2 * kK);
+    gemm_stream_c<kK, kTail, kActMin, kActMax>(pair_rows, d, y, 2, nullptr);
+    x += kBack ? -2 * kK : 2 * kK;
+    y += kBack ? -2 * kN : 2 * kN;
+  }
+  if (rows % 2) gemm_stream_c<kK, kTail, kActMin, kActMax>(x, d, y, 1, nullptr);  // its outputs elsewhere
+}
+
 // A convolution (groups 1) on the smmlar GEMM: windows of up to kChunk output pixels are gathered
 // into `patch` (kChunk * kK bytes: the layer's scratch tensor where the plan gave it room, else the
 // caller's stack; `wide` as for gemm_stream_inplace) in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so
@@ -330,6 +365,186 @@ __attribute__((noinline)) void conv_stream(Rows rows, int8_t* out, const GemmDes
   if (n) {
     rows.before_write(first, first + n);
     fn(patch, &d, out + first * kN, n, wide);
+  }
+}
+
+inline void store32(void* p, uint32_t v) { memcpy(p, &v, 4); }
+
+// A window tap of conv_stream_widened's order past the rows' whole words: the last kLeft bytes of each of the kKH
+// rows (row-major), then zeros (the taps K has beyond kKH * kSpan).
+template <int32_t kKH, int32_t kSpan, int32_t kK>
+inline int32_t left_tap(const int8_t* const* src, int32_t t) {
+  constexpr int32_t kLeft = kSpan % 4, kLeftAt = kKH * (kSpan / 4) * 4;
+  const int32_t q = t - kLeftAt;
+  if (kLeft == 0 || q >= kKH * kLeft) return 0;
+  return src[q / (kLeft ? kLeft : 1)][kSpan - kLeft + q % (kLeft ? kLeft : 1)];
+}
+
+// pair() at run time: lo's and hi's low halfwords in one word (PKHBT on the DSP cores).
+inline uint32_t pack16(int32_t lo, int32_t hi) {
+#if defined(__ARM_FEATURE_DSP)
+  if (!(__builtin_constant_p(hi) && hi == 0)) {
+    uint32_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;
+  }
+#endif
+  return pair(lo, hi);
+}
+
+// One window of conv_stream_widened (its rows at src[0..kKH)) widened into its lane of a pair at dst: group g of
+// 4 taps at dst + 16g (SXTB16: taps 0, 2) and dst + 16g + 8 (SXTB16 ROR 8: taps 1, 3).
+template <int32_t kKH, int32_t kSpan, int32_t kK>
+__attribute__((always_inline)) inline void widen_window(const int8_t* const* src, int8_t* dst) {
+  constexpr int32_t kWhole = kSpan / 4, kLeftAt = kKH * kWhole * 4;
+#pragma GCC unroll 16
+  for (int32_t ky = 0; ky < kKH; ++ky) {
+    uint32_t v[kWhole > 0 ? kWhole : 1];  // a row's words loaded together (the loads pipeline)
+#pragma GCC unroll 16
+    for (int32_t j = 0; j < kWhole; ++j) v[j] = load32(src[ky] + 4 * j);
+#pragma GCC unroll 16
+    for (int32_t j = 0; j < kWhole; ++j, dst += 16) {
+      store32(dst, sxtb16(v[j]));
+      store32(dst + 8, sxtb16_ror8(v[j]));
+    }
+  }
+#pragma GCC unroll 16
+  for (int32_t t = kLeftAt; t < kK; t += 4, dst += 16) {
+    store32(dst, pack16(left_tap<kKH, kSpan, kK>(src, t), left_tap<kKH, kSpan, kK>(src, t + 2)));
+    store32(dst + 8, pack16(left_tap<kKH, kSpan, kK>(src, t + 1), left_tap<kKH, kSpan, kK>(src, t + 3)));
+  }
+}
+
+// widen_window, then the window's rows one window on (kStep bytes).
+template <int32_t kKH, int32_t kSpan, int32_t kK, int32_t kStep>
+__attribute__((always_inline)) inline void widen_step(const int8_t** src, int8_t* dst) {
+  widen_window<kKH, kSpan, kK>(src, dst);
+#pragma GCC unroll 16
+  for (int32_t ky = 0; ky < kKH; ++ky) src[ky] += kStep;
+}
+
+// A convolution (groups 1) of small windows (dsp_work.pre_widened: K < PRE_MAX_K, e.g. the 3-channel stems) on
+// the smmlar GEMM, its windows widened as they are gathered: kChunk (even) windows at a time into `buf` (kChunk *
+// 2 kK bytes: the layer's scratch tensor or the caller's stack), a pair of output pixels in kK words laid out as
+// the GEMM's _widen_rows lays out its two rows (group g of 4 taps at word 4g: the first pixel's SXTB16 (taps 0,
+// 2), the second's, the first's SXTB16 ROR 8 (1, 3), the second's), which the GEMM ("pre": dsp_gemm_asm.py)
+// reads without widening. Taps in the order of dsp_work.pre_order (the layer's weights are reordered to match):
+// per window row its whole words (one unaligned load and two SXTB16 each, no byte copies), then the last
+// kSpan % 4 bytes of every row, then zeros. Taps outside the input are the zero point (x + input_offset = 0, as
+// the folded start assumes): a window row above or below reads `outside`, one across the left or right edge is
+// copied into `edge` first; the windows inside the input in runs whose row pointers only step.
+// `rows`: as for conv_stream (an in-place convolution's ring: the row pointers are fetched again after each call).
+template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
+__attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* buf_at) {
+  constexpr int32_t kSpan = kKW * kCin, kLeftAt = kKH * (kSpan / 4) * 4;
+  constexpr int32_t kX0 = (kPW + kSW - 1) / kSW;       // the first output column whose window is inside the input
+  constexpr int32_t kX1 = (kW - kKW + kPW) / kSW + 1;  // one past the last
+  static_assert(kChunk >= 2 && kChunk % 2 == 0, "pairs of windows");
+  static_assert(kLeftAt <= kK && kKH * kSpan <= kK && kK % 4 == 0, "the taps fit K");
+  int8_t* const buf = static_cast<int8_t*>(__builtin_assume_aligned(buf_at, 4));
+  alignas(4) int8_t outside[kSpan];   // a window row above or below the input
+  alignas(4) int8_t edge[kKH][kSpan];  // the window rows across the left or right edge
+  memset(outside, kZeroPoint, kSpan);
+  int32_t n = 0, first = 0;  // windows gathered, and the first pixel they are for
+  for (int32_t oy = 0; oy < kOH; ++oy) {
+    // the output row's input rows (null: above or below the input), again after each GEMM call (an in-place
+    // convolution's rows move to its ring before outputs overwrite them)
+    const int8_t* rowp[kKH];
+    bool all_rows = true;
+    for (int32_t ky = 0; ky < kKH; ++ky) {
+      const int32_t iy = oy * kSH - kPH + ky;
+      all_rows = all_rows && iy >= 0 && iy < kH;
+      rowp[ky] = iy < 0 || iy >= kH ? nullptr : rows.row(iy);
+    }
+    for (int32_t ox = 0; ox < kOW;) {
+      if (all_rows && ox >= kX0 && ox < kX1) {  // a run of windows inside the input, up to the chunk's end
+        const int32_t end = kX1 < ox + kChunk - n ? kX1 : ox + kChunk - n;
+        const int8_t* src[kKH];
+#pragma GCC unroll 16
+        for (int32_t ky = 0; ky < kKH; ++ky) src[ky] = rowp[ky] + (ox * kSW - kPW) * kCin;
+        int8_t* dst = buf + (n >> 1) * 4 * kK + 4 * (n & 1);
+        int32_t left = end - ox;
+        const bool second = n & 1;
+        ox = end;
+        n += left;
+        if (second) {  // the second window of a pair first
+          widen_step<kKH, kSpan, kK, kSW * kCin>(src, dst);
+          dst += 4 * kK - 4;
+          --left;
+        }
+        for (; left >= 2; left -= 2, dst += 4 * kK) {  // whole pairs
+          widen_step<kKH, kSpan, kK, kSW * kCin>(src, dst);
+          widen_step<kKH, kSpan, kK, kSW * kCin>(src, dst + 4);
+        }
+        if (left) widen_step<kKH, kSpan, kK, kSW * kCin>(src, dst);
+      } else {
+        const int32_t ix0 = ox * kSW - kPW;
+        const int8_t* src[kKH];
+        for (int32_t ky = 0; ky < kKH; ++ky) {
+          if (!rowp[ky]) {
+            src[ky] = outside;
+            continue;
+          }
+          for (int32_t kx = 0; kx < kKW; ++kx) {
+            const int32_t ix = ix0 + kx;
+            if (ix < 0 || ix >= kW) {
+              memset(edge[ky] + kx * kCin, kZeroPoint, kCin);
+            } else {
+              memcpy(edge[ky] + kx * kCin, rowp[ky] + ix * kCin, kCin);
+            }
+          }
+          src[ky] = edge[ky];
+        }
+        widen_window<kKH, kSpan, kK>(src, buf + (n >> 1) * 4 * kK + 4 * (n & 1));
+        ++ox;
+        ++n;
+      }
+      if (n == kChunk) {
+        rows.before_write(first, first + n);
+        fn(buf, &d, out + first * kN, n, nullptr);
+        first += n;
+        n = 0;
+        for (int32_t ky = 0; ky < kKH; ++ky) {
+          const int32_t iy = oy * kSH - kPH + ky;
+          rowp[ky] = iy < 0 || iy >= kH ? nullptr : rows.row(iy);
+        }
+      }
+    }
+  }
+  if (n) {
+    rows.before_write(first, first + n);
+    if (n > 1) fn(buf, &d, out + first * kN, n & ~1, nullptr);
+    if (n & 1) {  // the last window: a pair with itself, its outputs through `last`
+      int8_t* const p = buf + (n >> 1) * 4 * kK;
+      for (int32_t g = 0; g < kK / 4; ++g) {
+        memcpy(p + 16 * g + 4, p + 16 * g, 4);
+        memcpy(p + 16 * g + 12, p + 16 * g + 8, 4);
+      }
+      int8_t last[2 * kN];
+      fn(p, &d, last, 2, nullptr);
+      memcpy(out + (first + n - 1) * kN, last, kN);
+    }
+  }
+}
+
+// gemm_stream_c over pairs of rows widened by the caller (conv_stream_widened's layout; the "pre" assembly on the
+// DSP cores): each row of a pair narrowed back to int8 (the widened halves are sign-extended bytes), then
+// gemm_stream_c. rows even.
+template <int32_t kK, int32_t kN, bool kTail, int32_t kActMin, int32_t kActMax>
+void gemm_stream_pre_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* /*wide*/) {
+  int8_t row[kK];
+  for (int32_t r = 0; r + 1 < rows; r += 2, x += 4 * kK) {
+    for (int32_t h = 0; h < 2; ++h, y += kN) {
+      for (int32_t g = 0; g < kK / 4; ++g) {
+        const uint32_t v02 = load32(x + 16 * g + 4 * h), v13 = load32(x + 16 * g + 8 + 4 * h);
+        row[4 * g] = static_cast<int8_t>(v02 & 0xFFu);
+        row[4 * g + 2] = static_cast<int8_t>((v02 >> 16) & 0xFFu);
+        row[4 * g + 1] = static_cast<int8_t>(v13 & 0xFFu);
+        row[4 * g + 3] = static_cast<int8_t>((v13 >> 16) & 0xFFu);
+      }
+      gemm_stream_c<kK, kTail, kActMin, kActMax>(row, d, y, 1, nullptr);
+    }
   }
 }
 

@@ -382,3 +382,99 @@ def test_two_row_blocks_cost_what_the_generator_says():
         per_mac[wide] = cycles / (2 * k * n)
     assert per_mac[None] < 1.22 and per_mac["frame"] < 1.08 and per_mac["arg"] < 1.08, per_mac
     assert k >= PAIR_LOOP_K and WIDE_PTR == 28
+
+
+def widen_pairs(x: np.ndarray) -> bytes:
+    """Rows x (int8, an even count) as conv_stream_widened lays out pairs of windows for the GEMM's "pre" mode: per
+    pair and group g of 4 inputs at word 4g the first row's (x0, x2), the second's, the first's (x1, x3), the
+    second's, each an int16 pair."""
+    rows, k = x.shape
+    out = np.zeros((rows // 2, k // 4, 4), np.uint32)
+    for p in range(rows // 2):
+        for g in range(k // 4):
+            for h in range(2):
+                v = [int(t) for t in x[2 * p + h, 4 * g:4 * g + 4]]
+                out[p, g, h] = (v[0] & 0xFFFF) | (v[2] & 0xFFFF) << 16
+                out[p, g, 2 + h] = (v[1] & 0xFFFF) | (v[3] & 0xFFFF) << 16
+    return out.astype("<u4").tobytes()
+
+
+def _own(words: list, end8: int, k: int, n: int) -> list:
+    b8 = 8 + 4 * k + 24
+    rights = [words[i * b8 + 8 + 4 * k + 3 * c + 2] for i in range(n // 8) for c in range(8)]
+    if n % 8 == 4:
+        rights += [words[end8 + 4 + 2 * k + 3 * c + 2] for c in range(4)]
+    return rights
+
+
+def _run_at(body: list, data: bytes, x_at: int, y_at: int, rows: int, words: list, end8: int, region: tuple,
+            readonly: bool):
+    """Runs the function on memory holding `data` at X0 (read only, or the read-write region of an in-place layer)."""
+    k_mem = 4096
+    mem = bytearray(WIDE0 + k_mem)
+    mem[X0:X0 + len(data)] = data
+    for i, w in enumerate(words):
+        mem[STREAM0 + 4 * i:STREAM0 + 4 * i + 4] = (w & M32).to_bytes(4, "little")
+    mem[D0:D0 + 4] = STREAM0.to_bytes(4, "little")
+    mem[D0 + 4:D0 + 8] = (STREAM0 + 4 * end8).to_bytes(4, "little")
+    mem[SP_TOP:SP_TOP + 4] = WIDE0.to_bytes(4, "little")
+    lo, hi = region
+    readable = [(D0, D0 + 8), (STREAM0, STREAM0 + 4 * len(words)), (SP_TOP, SP_TOP + 4)]
+    writable = [(SP_TOP - 8192, SP_TOP), (WIDE0, WIDE0 + k_mem)]
+    if readonly:
+        readable.append((X0, X0 + len(data)))
+        writable.append((lo, hi))
+    else:
+        writable.append((X0, X0 + max(len(data), hi - X0)))
+    m = Machine(mem, readable=readable, writable=writable)
+    run(body, m, (x_at, D0, y_at, rows))
+    assert m.reg("sp") == SP_TOP
+    return mem, m.cycles
+
+
+@pytest.mark.parametrize("k,n,rows,own", [(28, 8, 10, True), (28, 16, 6, False), (16, 32, 4, True), (12, 12, 2, False),
+                                          (32, 64, 4, False), (28, 8, 0, True), (28, 16, 8, True), (28, 12, 6, True)])
+def test_gemm_asm_pre_widened_pairs(k, n, rows, own):
+    """The "pre" mode (conv_stream_widened's windows, widened by the caller): the same outputs as the GEMM on the
+    int8 rows, reading nothing but the widened pairs (4K bytes each) and writing nothing but the outputs and the
+    frame; cheaper than widening in the function (the 27-tap stems)."""
+    rng = np.random.default_rng(k * 7 + n + rows)
+    tail = n % 8 == 4
+    words, end8 = random_stream(rng, k, n)
+    rights = _own(words, end8, k, n) if own else None
+    x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    pair_rows = not (own and rows % 4 == 0)  # dsp_work.quads_only: chunks of a multiple of 4 windows
+    body = gemm_asm_body("f", k, n, tail, -128, 127, True, "pre", rights, pair_rows=pair_rows)
+    assert not any(l.startswith("sxtb16") for l in body) and (".Lpair_f:" in body) == pair_rows
+    mem, cycles = _run_at(body, widen_pairs(x), X0, Y0, rows, words, end8, (Y0, Y0 + rows * n), True)
+    y = np.frombuffer(bytes(mem[Y0:Y0 + rows * n]), np.int8).astype(np.int64).reshape(rows, n)
+    assert np.array_equal(y, expected(x, words, end8, k, n, tail, -128, 127))
+    if rows >= 4:
+        _, arg_cycles = call(gemm_asm_body("f", k, n, tail, -128, 127, True, "arg", rights), x, words, end8, n)
+        assert cycles < arg_cycles
+
+
+@pytest.mark.parametrize("k,n,rows,wide,own", [(8, 16, 6, "arg", True), (16, 32, 4, "frame", True),
+                                               (32, 64, 4, "arg", False), (64, 128, 2, "frame", False),
+                                               (32, 16, 6, "arg", False), (16, 16, 4, "frame", True),
+                                               (64, 8, 4, "arg", False), (12, 20, 4, "arg", False),
+                                               (8, 16, 10, "arg", True), (16, 16, 10, "frame", True),
+                                               (20, 12, 8, "frame", True), (32, 8, 6, "arg", True)])
+def test_gemm_asm_writes_over_its_input(k, n, rows, wide, own):
+    """An in-place 1x1 layer's GEMM over its own input (gemm_inplace_direct): the rows at X0, the outputs from X0 too;
+    N > K from the last pair backwards (``back``), else forwards; every pair widened before its outputs overwrite
+    it: the outputs equal the reference on the original rows. The layer's own functions (``own``) run four rows at a
+    time first (_quad_block over the rows widened in the frame), forwards or backwards."""
+    rng = np.random.default_rng(k * 3 + n + rows)
+    tail = n % 8 == 4
+    words, end8 = random_stream(rng, k, n)
+    rights = _own(words, end8, k, n) if own else None
+    x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    back = n > k
+    pair_rows = not (own and rows % 4 == 0)  # emit_dsp._pair_rows: four rows at a time only
+    body = gemm_asm_body("f", k, n, tail, -128, 127, True, wide, rights, back, pair_rows)
+    assert (".Lpair_f:" in body) == pair_rows
+    x_at, y_at = (X0 + (rows - 2) * k, X0 + (rows - 2) * n) if back else (X0, X0)
+    mem, _ = _run_at(body, x.tobytes(), x_at, y_at, rows, words, end8, (X0, X0 + rows * max(k, n)), False)
+    y = np.frombuffer(bytes(mem[X0:X0 + rows * n]), np.int8).astype(np.int64).reshape(rows, n)
+    assert np.array_equal(y, expected(x, words, end8, k, n, tail, -128, 127))

@@ -256,6 +256,9 @@ CASES = [  # (kind, shape parameters)
     ("pointwise_inplace_right", dict(h=2, w=5, cin=4, cout=12)),
     ("pointwise_inplace_right", dict(h=5, w=5, cin=32, cout=64)),  # chunks of 4 rows from the last, a lone row
     ("pointwise_inplace_right", dict(h=5, w=5, cin=64, cout=32)),  # chunks of 8 rows in order
+    # The GEMM straight over its input (gemm_inplace_direct): from the last pair (N > K), an odd first row; in order
+    ("pointwise_inplace_right", dict(h=3, w=5, cin=8, cout=16)),
+    ("pointwise_inplace_right", dict(h=4, w=3, cin=16, cout=16)),
     ("depthwise", dict(h=25, w=5, c=64)),  # KWS DS-CNN
     ("depthwise", dict(h=9, w=8, c=8, stride=2)),  # MobileNet's strided layers
     ("depthwise", dict(h=1, w=3, c=4)),  # every pixel a border pixel, above and below
@@ -287,6 +290,15 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=16, w=48, c=4, scratch=True, one_shift=True)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
+    # Windows widened as they are gathered (dsp_work.pre_widened, K < 36; conv_stream_widened): an odd last window
+    # (25 pixels in chunks of 6), stride 1 with a last block of 4, rows of 3 taps (no whole word), of 6 (one word and
+    # two last bytes), a strided 1x1 of 16 channels (whole words only), padding on every side
+    ("conv", dict(h=9, w=9, cin=3, cout=16, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    ("conv", dict(h=7, w=6, cin=3, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv", dict(h=8, w=9, cin=1, cout=8, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv", dict(h=5, w=7, cin=2, cout=8, kh=3, kw=3, stride=(1, 2), pad=(0, 1))),
+    ("conv", dict(h=9, w=7, cin=16, cout=32, kh=1, kw=1, stride=(2, 2), pad=(0, 0))),
+    ("conv_inplace", dict(h=13, w=7, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
     # K 108: the two-row GEMM without widened rows (two windows + widened rows > WIDE_STACK_BYTES), its
     # sub-blocks unrolled (K < PAIR_LOOP_K), a last block of 4
@@ -341,7 +353,7 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     assert len(gen.layers) == 1, gen.skipped
     if kind.endswith("_scratch"):  # the buffers in the scratch tensor (work_plan's first choice), not on the stack
         work = gen.layers[0].work
-        assert work.offset is not None and work.wide == "arg" and "int8_t work[" not in gen.source, vars(work)
+        assert work.offset is not None and work.wide in ("arg", "pre") and "int8_t work[" not in gen.source, vars(work)
         kind = kind.removesuffix("_scratch")
     assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "pointwise_inplace_right", "depthwise", "depthwise_inplace", "conv",
                                                        "conv_inplace", "linear", "linear_bias"))

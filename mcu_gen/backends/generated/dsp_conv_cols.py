@@ -14,7 +14,7 @@ arena does not grow), else on the stack within the old buffers plus the old func
 the stack a library kernel of the image takes anyway (``stack_room``: the stack bound does not grow)."""
 from __future__ import annotations
 
-from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, _pair_requant, _Stream, adjust
+from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, pair_requant, Stream, adjust
 from mcu_gen.backends.generated.dsp_work import COLS_MAX_BYTES, cols_geometry_ok, cols_row_bytes, layer_work
 
 class ColsWork:
@@ -85,26 +85,26 @@ def _cols_block(b: int, k: int, n: int, act_min: int, act_max: int, xo) -> list:
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     if k < PAIR_LOOP_K or b <= 4:
         out: list = []
-        st = _Stream(out)
+        st = Stream(out)
         for s in range(b // 4):
             chans = list(enumerate(range(4 * s, 4 * s + 4)))
             for i, c in chans:
                 st.ld(f"r{4 + i}", 4 * c)
             _cols_macs(out, st, b, k, chans, xo)
             out.append("ldr r2, [sp, #4]")
-            _pair_requant(out, st, c0, n, chans, act_min, act_max)
+            pair_requant(out, st, c0, n, chans, act_min, act_max)
         st.to(c0 + 12 * b)
         return out + [f"adds r2, #{b}", "str r2, [sp, #4]"]
     chans = [(c, c) for c in range(4)]
     out = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
            "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
-    st = _Stream(out)
+    st = Stream(out)
     for c in range(4):
         st.ld(f"r{4 + c}", 4 * c)
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
     _cols_macs(out, st, b, k, chans, xo)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
-    _pair_requant(out, st, c0, n, chans, act_min, act_max)
+    pair_requant(out, st, c0, n, chans, act_min, act_max)
     out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
     out += ["ldr r1, [sp, #24]"] + adjust("r1", c0 + 12 * b)
     return out + ["ldr r2, [sp, #4]", f"adds r2, #{b}", "str r2, [sp, #4]"]

@@ -48,7 +48,7 @@ def adjust(reg: str, delta: int) -> list:
     return out
 
 
-class _Stream:
+class Stream:
     """Addresses in the weight stream for the two-row block: r1 moves inside the block (ADDW/SUBW) only
     when an offset leaves LDR's immediate range; `pos` is r1's offset from the block's start."""
 
@@ -188,9 +188,11 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg") -> 
     channels' weights (1 + 2), 4 SMLAD. Both 32 cycles per 32 MACs (40 with the inputs widened in the loop)."""
     wregs = ("r0", "r2", "r3", "r12")
     w0 = 4 * b  # the first weight word
-    base, at = ("r12", 0) if wide == "arg" else ("sp", WIDE_PTR)
+    base, at = ("sp", WIDE_PTR) if wide == "frame" else ("r12", 0)
     if wide == "arg":
         out.append(f"ldr r12, [sp, #{WIDE_PTR}]")
+    elif wide == "pre":  # the caller widened the pair: x ([sp]) points at it
+        out.append("ldr r12, [sp]")
     for g in range(k // 4):
         for half in (0, 4):
             xo = at + 16 * g + 2 * half
@@ -215,7 +217,7 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg") -> 
                         out += [f"smlad r{4 + i}, r0, {reg}, r{4 + i}", f"smlad r{8 + i}, r2, {reg}, r{8 + i}"]
 
 
-def _pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None) -> None:
+def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None) -> None:
     """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
     c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1). A channel's stores follow the
     next channel's loads (the last load pipelines with them: 1 estimated cycle, not 2). With ``rights``
@@ -245,7 +247,7 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
     4 SXTB16, 16 SMLAD (32 MACs), against 8 LDRD for 32 MACs of one row. The stream's layout is the
     one-row block's; r1 moves through the block with the real offsets and ends at the next block."""
     out: list = []
-    st = _Stream(out)
+    st = Stream(out)
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     for s in range(b // 4):
         chans = list(enumerate(range(4 * s, 4 * s + 4)))
@@ -253,7 +255,7 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
             st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
         _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
         out.append("ldr r2, [sp, #4]")
-        _pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
+        pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
     st.to(c0 + 12 * b)
     out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
     return out
@@ -272,21 +274,97 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
                  "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
-    st = _Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
+    st = Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
     for c in range(4):
         st.ld(f"r{4 + c}", 4 * c)  # row 1's accumulators start from these in the first MACs
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
     _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
-    _pair_requant(out, st, c0, n, chans, act_min, act_max)
+    pair_requant(out, st, c0, n, chans, act_min, act_max)
     out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
     out += ["ldr r1, [sp, #24]"] + adjust("r1", c0 + 12 * b)
     out += ["ldr r2, [sp, #4]", f"adds r2, #{b}", "str r2, [sp, #4]"]
     return out
 
 
+def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: int | None = None) -> list:
+    """One block of b (8 or 4) output channels of four rows in the "pre" mode (conv_stream_widened's pairs: rows 0, 1
+    at x, rows 2, 3 at x + 4K; x in [sp]), in sub-blocks of 2 channels: r4-r7 channel 0's accumulators of rows 0-3,
+    r8-r11 channel 1's, r0 / r3 the two weight words, r2 / lr input words, r12 x. Per 4 inputs and half (pairs A, then
+    B) both weight words and rows 0, 1 in four LDR in a row (1 + 1 + 1 + 2 estimated M33 cycles), 4 SMLAD, rows 2, 3
+    (1 + 2), 4 SMLAD: 16 cycles per 16 MACs, as the two-row block; but a channel's (mult, ra) and accumulator start
+    are loaded once per four outputs, not two (about 1 cycle less per output: the 27-tap stems). Each shift an
+    SSAT immediate (the layer's own function: ``rights``). ``at``: the four rows widened in the frame from [sp + at]
+    (``_widen_quad``: the same layout) instead of at x."""
+    out: list = []
+    st = Stream(out)
+    w0 = 4 * b
+    base, off = ("r12", 0) if at is None else ("sp", at)
+    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
+    for s in range(b // 2):
+        ca, cb = 2 * s, 2 * s + 1
+        st.ld("r4", 4 * ca)
+        st.ld("r8", 4 * cb)
+        if at is None:
+            out.append("ldr r12, [sp]")
+        for g in range(k // 4):
+            for half in (0, 4):
+                xo = off + 16 * g + 2 * half
+                st.ld("r0", w0 + 8 * b * g + 8 * ca + half)
+                st.ld("r3", w0 + 8 * b * g + 8 * cb + half)
+                if g == 0 and half == 0:  # rows 1-3 start from row 0's accumulators (the starts) before row 0
+                    out += [f"ldr r2, [{base}, #{xo}]", f"ldr lr, [{base}, #{xo + 4}]",
+                            "smlad r5, lr, r0, r4", "smlad r9, lr, r3, r8",
+                            f"ldr lr, [{base}, #{4 * k + xo}]", "smlad r6, lr, r0, r4", "smlad r10, lr, r3, r8",
+                            f"ldr lr, [{base}, #{4 * k + xo + 4}]", "smlad r7, lr, r0, r4", "smlad r11, lr, r3, r8",
+                            "smlad r4, r2, r0, r4", "smlad r8, r2, r3, r8"]
+                    continue
+                for pair_at, (a0, a1) in ((xo, (4, 5)), (4 * k + xo, (6, 7))):  # rows 0, 1; rows 2, 3
+                    out += [f"ldr r2, [{base}, #{pair_at}]", f"ldr lr, [{base}, #{pair_at + 4}]",
+                            f"smlad r{a0}, r2, r0, r{a0}", f"smlad r{a0 + 4}, r2, r3, r{a0 + 4}",
+                            f"smlad r{a1}, lr, r0, r{a1}", f"smlad r{a1 + 4}, lr, r3, r{a1 + 4}"]
+        out.append("ldr r2, [sp, #4]")
+        stores: list = []
+        for c, accs in ((ca, (4, 5, 6, 7)), (cb, (8, 9, 10, 11))):
+            st.ld("r0", c0 + 12 * c)
+            st.ld("r3", c0 + 12 * c + 4)
+            out += stores
+            for a in accs:
+                out += [f"add lr, r3, r{a}, asr #31", f"smmlar r{a}, r{a}, r0, lr"]
+                out += clamp_asm(f"r{a}", act_min, act_max, int(rights[c]))
+            stores = [f"strb r{a}, [r2, #{j * n + c}]" for j, a in enumerate(accs)]
+        out += stores
+    st.to(c0 + 12 * b)
+    out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
+    return out
+
+
+QUAD_FRAME_MAX_K = 32  # the four rows widened in the frame (8K bytes of stack) up to this K
+
+
+def quad_ok(k: int, n: int, wide: str | None, rights) -> bool:
+    """Whether the GEMM runs rows four at a time first (``_quad_block``): the layer's own function (``rights``) with
+    widened rows: "pre" (the caller's pairs), else widened into the frame (``_widen_quad``, K <= QUAD_FRAME_MAX_K:
+    at most 256 B more stack); the offsets in reach (8K, 5N as ADDW / SUBW immediates)."""
+    return rights is not None and wide in ("pre", "frame", "arg") and 8 * k <= 4095 and 5 * n <= 4095 and \
+        (wide == "pre" or k <= QUAD_FRAME_MAX_K)
+
+
+def _widen_quad(k: int, at: int) -> list:
+    """Rows x .. x + 3K ([sp]) widened into the frame from [sp + at] as two of conv_stream_widened's pairs (rows 0, 1,
+    then rows 2, 3 at + 4K): per 4 inputs and pair 2 LDR, 4 SXTB16, 4 STR. r1 and r4-r11 are free here."""
+    out = ["ldr r3, [sp]", f"add r1, sp, #{at}"]
+    for pair in (0, 1):
+        for g in range(k // 4):
+            so, do = 2 * k * pair + 4 * g, 4 * k * pair + 16 * g
+            out += [f"ldr r0, [r3, #{so}]", f"ldr r12, [r3, #{so + k}]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
+                    "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12", f"str r0, [r1, #{do}]", f"str r12, [r1, #{do + 4}]",
+                    f"str r2, [r1, #{do + 8}]", f"str lr, [r1, #{do + 12}]"]
+    return out
+
+
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
-                  wide: str | None = None, rights=None) -> list:
+                  wide: str | None = None, rights=None, back: bool = False, pair_rows: bool = True) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows,
     int16_t* wide):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
@@ -298,16 +376,43 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     kept at [sp+WIDE_PTR]: a scratch tensor in the arena), "frame" into the frame from [sp+WIDE_PTR]
     (``wide_ok``'s stack limit), None not at all. ``rights`` (the N right shifts of the layer whose own function
     this is, or None): the two-row blocks unrolled, each channel's shift an immediate of SSAT
-    (``_pair_requant``); the single row reads them from the stream as before."""
+    (``pair_requant``); the single row reads them from the stream as before. ``back`` (widened pairs only: an
+    in-place 1x1 layer that widens, N > K, writing its outputs over its input, gemm_inplace_direct): the pairs from
+    x, y backwards (the next pair 2K bytes before, its outputs 2N before); each pair is read whole (widened) before
+    its outputs are written, which overwrite only the pair's and later rows' inputs. ``pair_rows`` False (with
+    quads: the caller never passes 2 or 3 rows left over, gemm_inplace_direct of a multiple of 4 rows): no two-row
+    code (flash)."""
     wide = wide if pairs and pair_ok(k, n) else None
+    pre = wide == "pre"
+    quads = pairs and pair_ok(k, n) and quad_ok(k, n, wide, rights)
+    quad_at = None if pre or not quads else WIDE_PTR + (8 if wide == "arg" else 0)  # the four rows in the frame
     frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
+    if quad_at is not None:
+        frame = max(frame, quad_at + 8 * k)
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
             "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
     if wide == "arg":  # the fifth argument, on the caller's stack
         body += [f"ldr r12, [sp, #{frame + 36}]", f"str r12, [sp, #{WIDE_PTR}]"]
-    if pairs and pair_ok(k, n):  # N is the function's: its blocks of 8 are a loop only from two
+    if quads:  # four rows at a time, then pairs; backwards: from the last four rows (x, y: the last pair's)
+        body += ["cmp r3, #4", "blt .Lpairs_%="]
+        if back:
+            body += ["ldm sp, {r0, r2}", f"subw r0, r0, #{2 * k}", f"subw r2, r2, #{2 * n}", "str r0, [sp]",
+                     "str r2, [sp, #4]"]
+        body += [".Lquad_%=:"] + (_widen_quad(k, quad_at) if quad_at is not None else []) + ["ldr r1, [sp, #12]"]
+        for c in range(0, n - 3, 8):
+            b = 8 if c + 8 <= n else 4
+            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b], quad_at)
+        step_x, step_y = (f"subw r0, r0, #{4 * k}", f"subw r2, r2, #{5 * n}") if back else \
+            (f"addw r0, r0, #{(8 if pre else 4) * k}", f"addw r2, r2, #{3 * n}")  # r2: y + N after the blocks
+        body += ["ldm sp, {r0, r2, r3}", step_x, step_y, "subs r3, #4",
+                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #4", "bge .Lquad_%="]
+        if back:
+            body += ["ldm sp, {r0, r2}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{2 * n}", "str r0, [sp]",
+                     "str r2, [sp, #4]"]
+        body += [".Lpairs_%=:"]
+    if pairs and pair_ok(k, n) and (pair_rows or not quads):  # N is the function's: its blocks of 8 are a loop only from two
         body += ["cmp r3, #2", "blt .Lsingle_%=", ".Lpair_%=:"]
-        if wide:
+        if wide and not pre:
             body += _widen_rows(k, wide)
         body.append("ldr r1, [sp, #12]")
         if rights is not None:
@@ -319,9 +424,14 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
                 body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
         if tail:
             body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
-        body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{n}", "subs r3, #2",
-                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
+        assert not back or (wide and not pre)
+        step_x, step_y = (f"subw r0, r0, #{2 * k}", f"subw r2, r2, #{3 * n}") if back else \
+            (f"addw r0, r0, #{(4 if pre else 2) * k}", f"addw r2, r2, #{n}")  # r2: y + N after the blocks
+        body += ["ldm sp, {r0, r2, r3}", step_x, step_y, "subs r3, #2", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #2", "bge .Lpair_%=",
                  ".Lsingle_%=:"]
+    if pre:  # rows come in pairs only (conv_stream_widened): no single row
+        body += [".Ldone_%=:", f"add sp, #{frame}", "pop {r4-r11, pc}"]
+        return [l.replace("%=", name) for l in body]
     body += ["ldr r3, [sp, #8]", "cmp r3, #0", "beq .Ldone_%=",
              ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
              ".Lblock_%=:"]

@@ -4,6 +4,8 @@ either in the instruction's scratch tensor (sized by mcu_gen/plan/generated_scra
 function's stack with the stack limits. ``layer_work`` is what emit_dsp generates from."""
 from __future__ import annotations
 
+import numpy as np
+
 from mcu_gen.backends.generated.dsp_gemm_asm import pair_ok, wide_ok
 from mcu_gen.backends.generated.layers import POINTWISE_OPS
 
@@ -11,6 +13,8 @@ from mcu_gen.backends.generated.layers import POINTWISE_OPS
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
 INPLACE_CHUNK_BYTES = 256  # output rows of an in-place 1x1 convolution per GEMM call (stack bytes; at least 2 rows)
 CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
+PRE_MAX_K = 36  # convolutions of K below this gather their windows widened (``pre_widened``: the 3-channel stems)
+PRE_CHUNK_BYTES = (1152, 576)  # widened windows (2K bytes each) per GEMM call in the arena's scratch: the choices
 
 
 class Work:
@@ -37,6 +41,52 @@ def _conv_chunk(l, floor: int, up: bool) -> int:
     return c
 
 
+def pre_widened(l) -> bool:
+    """Whether a convolution gathers its windows already widened into int16 pairs (conv_stream_widened in
+    kernels_generated/dsp_prelude.h, the GEMM's "pre" mode): small K (the 3-channel 3x3 stems, K 27 -> 28; 1x1
+    shortcuts of stride 2), where copying a window's few bytes and widening them again in the GEMM (11 estimated
+    cycles per 4 taps and pair of windows) cost more than the MACs' requantization. Each word of a window row is then
+    one load and two SXTB16 (taps reordered: ``pre_order``)."""
+    if l.kind != "conv" or l.k >= PRE_MAX_K or not pair_ok(l.k, l.n):
+        return False
+    oh, ow = l.geometry[9], l.geometry[10]
+    return oh * ow >= 2
+
+
+def pre_order(l) -> np.ndarray:
+    """The taps of a ``pre_widened`` convolution in the order conv_stream_widened writes them, as indices into the
+    layer's (ky, kx, c) taps: per window row its whole words (4 * (kw * cin // 4) taps), then the last kw * cin % 4
+    taps of every row, then the taps K has beyond kh * kw * cin (zero weights)."""
+    kh, kw, cin = l.geometry[3], l.geometry[4], l.geometry[2]
+    span = kw * cin
+    whole = span // 4 * 4
+    order = [ky * span + t for ky in range(kh) for t in range(whole)]
+    order += [ky * span + t for ky in range(kh) for t in range(whole, span)]
+    order += list(range(kh * span, l.k))
+    return np.array(order, np.int64)
+
+
+def _pre_chunk(l, limit: int) -> int:
+    """Widened windows (2K bytes each) per call of a ``pre_widened`` convolution within ``limit`` bytes: a multiple of
+    4 (the own GEMM's four rows at a time), else even; at least 2, no more than its output pixels (rounded up)."""
+    oh, ow = l.geometry[9], l.geometry[10]
+    c = min(limit // (2 * l.k), (oh * ow + 1) // 2 * 2)
+    return c // 4 * 4 if c >= 4 else max(2, c // 2 * 2)
+
+
+def quads_only(l) -> bool:
+    """Whether every call of the layer's GEMM has a multiple of 4 rows, or 1 (so that its own function, four rows at a
+    time, needs no two-row code): an in-place 1x1 layer over its input (gemm_inplace_direct) whose paired rows are a
+    multiple of 4, or a ``pre_widened`` convolution of an even pixel count whose chunk and last chunk are."""
+    work = layer_work(l)
+    if call_kind(l) == "inplace":
+        return not work.chunk and l.rows // 2 * 2 % 4 == 0
+    if work.wide == "pre":
+        pixels = l.geometry[9] * l.geometry[10]
+        return work.chunk % 4 == 0 and pixels % work.chunk % 4 == 0 and pixels % 2 == 0
+    return False
+
+
 def call_kind(l) -> str:
     """How the layer calls its GEMM: "conv" (gathered windows), "inplace" (1x1 over its own input), "direct"."""
     if l.kind == "conv":
@@ -47,12 +97,26 @@ def call_kind(l) -> str:
 def _unit(l) -> int:
     """Bytes per chunk entry: a window of K (conv), an output row of N (in-place 1x1), none (direct)."""
     call = call_kind(l)
-    return l.k if call == "conv" else (l.n if call == "inplace" else 0)
+    if call == "conv":
+        return 2 * l.k if pre_widened(l) else l.k
+    return l.n if call == "inplace" else 0
 
 
 def _inplace_chunk(l) -> int:
     """Output rows of an in-place 1x1 convolution per GEMM call: INPLACE_CHUNK_BYTES of them, an even count, at least 2."""
     return max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
+
+
+def inplace_direct_ok(l) -> bool:
+    """Whether an in-place 1x1 layer can have its GEMM write straight over its input (gemm_inplace_direct in
+    kernels_generated/dsp_prelude.h: no row buffer, no copies, one call): pairs of rows widened (wide_ok: N >= 8)
+    before their outputs are written, the pairs backwards where N > K (SUBW of 3N)."""
+    return call_kind(l) == "inplace" and l.rows >= 2 and pair_ok(l.k, l.n) and l.n >= 8 and 3 * l.n <= 4095
+
+
+def inplace_direct(l) -> bool:
+    """Whether the layer's Work is gemm_inplace_direct's (an in-place layer with no rows per call)."""
+    return call_kind(l) == "inplace" and not layer_work(l).chunk
 
 
 def _pairs(l, chunk: int) -> bool:
@@ -66,6 +130,9 @@ def work_levels(l) -> list:
     windows / rows as CONV_CHUNK_BYTES / INPLACE_CHUNK_BYTES hold (at least the two rows of the two-row GEMM),
     then two, each with the widened rows before without."""
     call = call_kind(l)
+    if pre_widened(l):  # no widened rows besides the windows: (chunk, False), the most windows first
+        sizes = [*PRE_CHUNK_BYTES, _pre_stack(l)]
+        return [(c, False) for c in dict.fromkeys([*(_pre_chunk(l, b) for b in sizes), 2])]
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
@@ -73,6 +140,8 @@ def work_levels(l) -> list:
         chunks = [c for c in cols_levels(l) if c > chunks[0]] + chunks
     elif call == "inplace":
         chunks = [_inplace_chunk(l), 2]
+        if inplace_direct_ok(l) and wide_ok(l.k, l.n, on_stack=False):  # widened, straight over the input
+            return [(0, True)] + [(c, False) for c in dict.fromkeys(chunks)]
     else:
         chunks = [0]
     out = []
@@ -88,11 +157,19 @@ def work_bytes(l, chunk: int, wide: bool) -> int:
     return chunk * _unit(l) + (4 * l.k if wide else 0)
 
 
+def _pre_stack(l) -> int:
+    """Stack bytes of a ``pre_widened`` convolution's windows: what its gathered windows and widened rows took
+    there before (CONV_CHUNK_BYTES and 4K), so that the stack bound does not grow."""
+    return CONV_CHUNK_BYTES + 4 * l.k
+
+
 def stack_work(l) -> Work:
     """The layer's buffers on its compute function's stack (as before issue 25's arena buffers):
     CONV_CHUNK_BYTES of windows (two where they fit CONV_PAIR_BYTES), INPLACE_CHUNK_BYTES of rows, the widened
     rows where the stack buffers and they stay within WIDE_STACK_BYTES (``wide_ok``)."""
     call, unit = call_kind(l), _unit(l)
+    if pre_widened(l):
+        return Work(_pre_chunk(l, _pre_stack(l)), unit, l.k, "pre", None)
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
@@ -100,6 +177,9 @@ def stack_work(l) -> Work:
     else:
         chunk = _inplace_chunk(l) if call == "inplace" else 0
     wide = _pairs(l, chunk) and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room)
+    if inplace_direct_ok(l) and wide_ok(l.k, l.n, 0, stack_room=l.stack_room) and \
+            4 * l.k <= chunk * unit + (4 * l.k if wide else 0):  # no more stack than the rows took
+        return Work(0, unit, l.k, "frame", None)
     return Work(chunk, unit, l.k, "frame" if wide else None, None)
 
 
@@ -107,6 +187,8 @@ def scratch_levels(l) -> list:
     """work_levels that do at least as well as the stack (stack_work: the widened rows first, then the larger
     chunk): the choices worth a scratch tensor's bytes (on a tie the arena's gap, not the stack's deepest path)."""
     s = stack_work(l)
+    if pre_widened(l):
+        return [(c, w) for c, w in work_levels(l) if c >= s.chunk]
     return [(c, w) for c, w in work_levels(l) if (w, c) >= (s.wide is not None, s.chunk)]
 
 
@@ -116,7 +198,8 @@ def work_plan(l) -> Work:
     room = getattr(l, "scratch_room", 0)
     for chunk, wide in scratch_levels(l):
         if 0 < work_bytes(l, chunk, wide) <= room:
-            return Work(chunk, _unit(l), l.k, "arg" if wide else None, getattr(l, "scratch_at", 0))
+            mode = "pre" if pre_widened(l) else ("arg" if wide else None)
+            return Work(chunk, _unit(l), l.k, mode, getattr(l, "scratch_at", 0))
     return stack_work(l)
 
 
@@ -141,8 +224,8 @@ def cols_geometry_ok(l) -> bool:
     """Whether a convolution layer can run on conv_cols: smmlar requantization, Cin % 4 == 0 (K = the taps: no
     padding of the windows), an even output width (pairs never straddle two output rows), the two-row GEMM's
     reach, at least 8 output channels."""
-    if l.kind != "conv" or l.requant_kind != "smmlar" or not l.geometry:
-        return False
+    if l.kind != "conv" or l.requant_kind != "smmlar" or not l.geometry or pre_widened(l):
+        return False  # (a small-K layer whose windows are gathered widened stays on conv_stream_widened)
     h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
     return (cin % 4 == 0 and l.k == kh * kw * cin and ow % 2 == 0 and l.n >= 8 and pair_ok(l.k, l.n)
             and kh * kw > 1 and 1 <= sw <= kw)

@@ -11,7 +11,8 @@ from mcu_gen.backends.generated.dsp_conv_cols import cols_fn_name, cols_fn_sig, 
 from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_plane, dw_rights, dw_rows_asm,
                                                            dw_window)
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
-from mcu_gen.backends.generated.dsp_work import call_kind, calls_pairs, layer_work
+from mcu_gen.backends.generated.dsp_work import (call_kind, calls_pairs, inplace_direct, layer_work, pre_order,
+                                                 quads_only)
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
 from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, AddLayer, DepthwiseLayer,
@@ -162,16 +163,19 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
 
 
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
-                    rights, wide: str | None) -> str:
-    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max, wide=wide,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights), cols=None)
+                    rights, wide: str | None, direct: bool = False, pair_rows: bool = True) -> str:
+    back = direct and n > k
+    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, n=n, tail=tail, act_min=act_min, act_max=act_max,
+                  wide=wide, direct=direct, back=back, cols=None,
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights, back, pair_rows))
 
 
 def _cols_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, cin: int, kw: int, sw: int,
                     row_bytes: int) -> str:
     """A conv_cols layer's GEMM (dsp_conv_cols.gemm_cols_asm_body; gemm_cols_c without the DSP extension)."""
-    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, tail=tail, act_min=act_min, act_max=act_max,
-                  wide=None, body=gemm_cols_asm_body(name, k, n, tail, act_min, act_max, cin, kw, sw, row_bytes),
+    return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, n=n, tail=tail, act_min=act_min, act_max=act_max,
+                  wide=None, direct=False, back=False,
+                  body=gemm_cols_asm_body(name, k, n, tail, act_min, act_max, cin, kw, sw, row_bytes),
                   cols=[n, cin, kw, sw, row_bytes])
 
 
@@ -191,11 +195,20 @@ def _own_rights(l):
     return tuple(int(r) for r in l.smmlar()[:, 2])
 
 
+def _pair_rows(l) -> bool:
+    """Whether the layer's GEMM function needs its two-row code: not the own function (four rows at a time) of a layer
+    whose calls all have a multiple of 4 rows or 1 (dsp_work.quads_only: VWW's 48x48, 24x24 in-place layers, the
+    stems' chunks of 20 windows)."""
+    return not (_own_rights(l) is not None and quads_only(l))
+
+
 def _gemm_fn_name(l) -> str:
     tail = l.n % 8 == 4
     pairs = calls_pairs(l) and pair_ok(l.k, l.n)
-    wide = {"arg": "_w", "frame": "_wf"}.get(layer_work(l).wide, "") if pairs else ""
+    wide = {"arg": "_w", "frame": "_wf", "pre": "_p"}.get(layer_work(l).wide, "") if pairs else ""
     own = f"_i{l.instruction}" if _own_rights(l) is not None else ""
+    if pairs and inplace_direct(l):  # over its own input (gemm_inplace_direct): backwards where N > K
+        wide += "_b" if l.n > l.k else "_d"
     return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}{wide}"
             f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{own}")
 
@@ -204,7 +217,7 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
     work = layer_work(l)
     v = _gemm_values(l)
     pre = v["pre"]
-    words, end8 = l.stream()
+    words, end8 = l.stream(pre_order(l) if work.wide == "pre" else None)
     call = call_kind(l)
     cols = cols_work(l) if call == "conv" else None
     if cols is not None:  # conv_cols: its buffer instead of work's (never more bytes, the same place)
@@ -213,7 +226,7 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
                  work_stack=cols.bytes if cols.offset is None else 0, work_offset=cols.offset, wide_at=None)
         return render("generated/dsp_smmlar_layer.cpp.j2", **v)
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
-             fn=_gemm_fn_name(l), call=call, chunk=work.chunk or None,
+             fn=_gemm_fn_name(l), call=call, chunk=work.chunk or None, wide_mode=work.wide,
              work_stack=work.bytes if work.offset is None and work.bytes else 0,
              work_offset=work.offset if work.offset is not None else None,
              wide_at=work.wide_at if work.wide == "arg" else None)
@@ -252,7 +265,8 @@ def generate(program: Program, kernels) -> Generated:
             name = _gemm_fn_name(l)
             pairs = calls_pairs(l) and pair_ok(l.k, l.n)
             fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, _own_rights(l),
-                                  layer_work(l).wide if pairs else None))
+                                  layer_work(l).wide if pairs else None, pairs and inplace_direct(l),
+                                  _pair_rows(l)))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
     if cols_fns:

@@ -83,15 +83,17 @@ class GemmLayer(_RequantChoice):
         """Flash of the pre-widened weight copy (the program keeps its int8 weights too)."""
         return 2 * self.n * self.k
 
-    def packed_weights(self) -> np.ndarray:
+    def packed_weights(self, order=None) -> np.ndarray:
         """int16 weights in inner-loop order: for each block of 8 output channels (a last block of
         4 when n % 8 == 4), for each group of 4 inputs k..k+3, for each channel of the block:
         w[k], w[k+2], w[k+1], w[k+3] — the two int16 pairs that SMLAD multiplies with SXTB16(x)
-        and SXTB16(x ror 8)."""
+        and SXTB16(x ror 8). ``order``: the inputs in this order (indices into k), e.g. the taps of a
+        convolution that gathers its windows widened (dsp_work.pre_order)."""
+        weights = self.weights if order is None else self.weights[:, order]
         blocks, n0 = [], 0
         while n0 < self.n:
             b = 8 if n0 + 8 <= self.n else 4
-            w = self.weights[n0:n0 + b].reshape(b, self.k // 4, 4).transpose(1, 0, 2)[..., [0, 2, 1, 3]]
+            w = weights[n0:n0 + b].reshape(b, self.k // 4, 4).transpose(1, 0, 2)[..., [0, 2, 1, 3]]
             blocks.append(np.ascontiguousarray(w).reshape(-1))
             n0 += b
         return np.concatenate(blocks).astype(np.int16)
@@ -100,12 +102,12 @@ class GemmLayer(_RequantChoice):
         """Per output channel, the largest |accumulator| any int8 input can produce."""
         return np.abs(self.acc_init.astype(np.int64)) + 128 * np.abs(self.weights.astype(np.int64)).sum(axis=1)
 
-    def stream(self):
+    def stream(self, order=None):
         """(uint32 words, words before the last block of 4) of the smmlar GEMM: per block of 8
         output channels (a last block of 4 when n % 8 == 4): the doubled accumulator starts, the
-        block's doubled weights as packed_weights() orders them, then (mult, ra, right) per channel."""
+        block's doubled weights as packed_weights(order) orders them, then (mult, ra, right) per channel."""
         consts = self.smmlar()
-        w = self.packed_weights().astype(np.int64) * 2
+        w = self.packed_weights(order).astype(np.int64) * 2
         pairs = (w[0::2] & 0xFFFF) | ((w[1::2] & 0xFFFF) << 16)
         init = self.acc_init.astype(np.int64) * 2
         words, n0, pos, end8 = [], 0, 0, None
