@@ -99,8 +99,6 @@ def test_every_generated_layer_case_runs_its_dsp_assembly_on_qemu(qemu_tools, tm
     every output bit-exact with the host integer reference on its own random input."""
     import sys
 
-    import numpy as np
-
     from mcu_gen.program import pte
 
     sys.path.insert(0, os.path.dirname(__file__))
@@ -121,15 +119,21 @@ def test_every_generated_layer_case_runs_its_dsp_assembly_on_qemu(qemu_tools, tm
     assert kinds >= {"pointwise", "depthwise", "conv", "linear"}, kinds
 
 
+def _all_generated_bit_exact(model: str, out, n_layers: int) -> str:
+    """Runs `model` int8 on QEMU mps2-an505 (portable backend, generated kernels): bit-exact, its n_layers layers
+    all generated, none skipped; returns the generated source."""
+    r = run(model, board="mps2-an505", out=out, quantize="int8", io="int8", backend="portable", kernels="auto",
+            n_random=1)
+    assert r.verified and r.bit_exact, r
+    report = json.loads((out / "report.json").read_text())
+    assert len(report["generated_kernels"]["layers"]) == n_layers and not report["generated_kernels"]["skipped"]
+    return (out / "firmware" / "kernels" / "generated_kernels.cpp").read_text()
+
+
 def test_two_row_gemm_cases_on_the_m33(qemu_tools, tmp_path):
     """tests/models_int8/gemm_pairs.py on QEMU mps2-an505: every layer generated, two-row GEMM functions
     with a last block of 4 (K 16, 12, 20, 132 and the 3x3 convolution's 324), bit-exact."""
-    r = run("tests/models_int8/gemm_pairs.py", board="mps2-an505", out=tmp_path / "pairs", quantize="int8", io="int8",
-            backend="portable", kernels="auto", n_random=1)
-    assert r.verified and r.bit_exact, r
-    report = json.loads((tmp_path / "pairs" / "report.json").read_text())
-    assert len(report["generated_kernels"]["layers"]) == 5 and not report["generated_kernels"]["skipped"]
-    source = (tmp_path / "pairs" / "firmware" / "kernels" / "generated_kernels.cpp").read_text()
+    source = _all_generated_bit_exact("tests/models_int8/gemm_pairs.py", tmp_path / "pairs", 5)
     for fn in ("k16_n12_t4", "k132_n36_t4", "k324_n20_t4"):
         assert f"mcu_gen_gemm_{fn}_" in source and f".Lpair_mcu_gen_gemm_{fn}_" in source
     assert ".Lsub8_mcu_gen_gemm_k324_n20_t4_" in source  # K >= PAIR_LOOP_K: one loop over the sub-blocks
@@ -141,12 +145,7 @@ def test_conv_cols_on_the_m33(qemu_tools, tmp_path):
     on widened input columns (conv_cols: stride 1 and 2, in place over the ring of rows, a last block of 4, Cin 20,
     no padding, 5x5, chunks that do not divide the output width), the one of odd output width on gathered windows;
     every layer generated, bit-exact."""
-    r = run("tests/models_int8/conv_cols.py", board="mps2-an505", out=tmp_path / "cols", quantize="int8", io="int8",
-            backend="portable", kernels="auto", n_random=1)
-    assert r.verified and r.bit_exact, r
-    report = json.loads((tmp_path / "cols" / "report.json").read_text())
-    assert len(report["generated_kernels"]["layers"]) == 7 and not report["generated_kernels"]["skipped"]
-    source = (tmp_path / "cols" / "firmware" / "kernels" / "generated_kernels.cpp").read_text()
+    source = _all_generated_bit_exact("tests/models_int8/conv_cols.py", tmp_path / "cols", 7)
     calls = [l for l in source.splitlines() if l.lstrip().startswith(("conv_cols<", "conv_stream<"))]
     assert [l.lstrip().split("<")[0] for l in calls] == ["conv_cols"] * 5 + ["conv_stream"], calls
     assert sum("RingRows" in l for l in calls[:5]) >= 2  # in place: rows read back from the ring

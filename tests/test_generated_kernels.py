@@ -303,6 +303,8 @@ CASES = [  # (kind, shape parameters)
     # K 108: the two-row GEMM without widened rows (two windows + widened rows > WIDE_STACK_BYTES), its
     # sub-blocks unrolled (K < PAIR_LOOP_K), a last block of 4
     ("conv", dict(h=5, w=6, cin=12, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    # small K with Cin % 4 == 0 and an even output width: both conv_cols and the widened gather could take it
+    ("conv", dict(h=7, w=8, cin=4, cout=8, kh=2, kw=2, stride=(1, 1), pad=(0, 1))),
     ("conv_left", dict(h=8, w=8, cin=8, cout=4, kh=1, kw=1, stride=(2, 2), pad=(0, 0))),  # strided 1x1 shortcut
     # Row by row over the input (mcu::quantized_conv2d_rows_inplace): saved rows read from the ring.
     ("conv_inplace", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
