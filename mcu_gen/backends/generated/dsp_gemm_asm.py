@@ -433,9 +433,11 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
             for c in range(0, n - 7, 8):
                 body += _pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
         elif n >= 8:
-            body += [".Lpblock_%=:"] + _pair_block_asm(8, k, n, act_min, act_max, wide)
-            if n >= 16:
-                body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
+            block = _pair_block_asm(8, k, n, act_min, act_max, wide)
+            if n >= 16:  # the loop's end8 load before the block's y store, where it pipelines (1 cycle, not 2)
+                assert block[-2:] == ["adds r2, #8", "str r2, [sp, #4]"]
+                block = block[:-1] + ["ldr r3, [sp, #16]", "str r2, [sp, #4]", "cmp r1, r3", "bne .Lpblock_%="]
+            body += [".Lpblock_%=:"] + block
         if tail:
             body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
         assert not back or (wide and not pre)
