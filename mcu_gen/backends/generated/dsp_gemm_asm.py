@@ -92,7 +92,7 @@ def _mac_pair(out: list, started: set, i: int, x0: str, x1: str, w: str) -> None
         out += [f"smlad {a1}, {x1}, {w}, {a0}", f"smlad {a0}, {x0}, {w}, {a0}"]
 
 
-def _pair_macs(out: list, st, b: int, k: int, chans) -> None:
+def _pair_macs(out: list, st, b: int, k: int, chans, based: bool = False) -> None:
     """The MACs of one sub-block of 4 channels over both rows: ``chans`` pairs (i, c), accumulators
     r{4+i} (row 0, holding the start) and r{8+i} (row 1), channel c's weights at stream offset
     w0 + 8bg + 8c (pair A), + 4 (pair B). Per 4 inputs the two rows' words (r0, r3) are widened once
@@ -109,7 +109,7 @@ def _pair_macs(out: list, st, b: int, k: int, chans) -> None:
         return w0 + 8 * b * g + 8 * c
 
     (i0, c0), (i1, c1), (i2, c2), (i3, c3) = chans
-    out += ["ldr lr, [sp]", "ldr r0, [lr]", f"ldr r3, [lr, #{k}]"]
+    out += ([] if based else macs_base(None)) + ["ldr r0, [lr]", f"ldr r3, [lr, #{k}]"]
     st.ld("r12", wa(0, c0) + 4)
     for g in range(groups):
         out += ["sxtb16 r2, r0, ror #8", "sxtb16 lr, r3, ror #8", "sxtb16 r0, r0", "sxtb16 r3, r3"]
@@ -152,6 +152,22 @@ def wide_ok(k: int, n: int, caller_bytes: int = 0, on_stack: bool = True, stack_
     return n >= 8 and 4 * k <= WIDE_MAX_BYTES and fits
 
 
+def widen_groups(src: str, so: int, k: int, dst: str, do: int, count: int) -> list:
+    """``count`` groups of 4 inputs of the two rows [src + so] and [src + so + k] widened to [dst + do] (per group
+    16 bytes: ``_widen_rows``' layout). Each group's loads are issued between the previous group's stores, where
+    they pipeline (1 + 1 estimated M33 cycles, not 1 + 2 before the SXTB16s): 10 cycles per group, the first 11;
+    the last group loads nothing beyond its own words."""
+    out = [f"ldr r0, [{src}, #{so}]", f"ldr r12, [{src}, #{so + k}]"]
+    for g in range(count):
+        at = do + 16 * g
+        out += ["sxtb16 r2, r0, ror #8", "sxtb16 r0, r0", "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12",
+                f"str r0, [{dst}, #{at}]", f"str r12, [{dst}, #{at + 4}]"]
+        if g + 1 < count:
+            out += [f"ldr r0, [{src}, #{so + 4 * (g + 1)}]", f"ldr r12, [{src}, #{so + 4 * (g + 1) + k}]"]
+        out += [f"str r2, [{dst}, #{at + 8}]", f"str lr, [{dst}, #{at + 12}]"]
+    return out
+
+
 def _widen_rows(k: int, wide: str = "arg") -> list:
     """Both rows' words, x and x + k, widened once per row pair: ``wide`` "arg" into the caller's buffer (the
     pointer at [sp + WIDE_PTR]), "frame" into the function's frame from [sp + WIDE_PTR]; per 4 inputs at 16g the
@@ -159,25 +175,25 @@ def _widen_rows(k: int, wide: str = "arg") -> list:
     r1 and r4-r11 are free here (no accumulator lives across row pairs; r1 is reloaded after)."""
     groups = k // 4
 
-    def group(src: str, so: int, dst: str, do: int) -> list:
-        return [f"ldr r0, [{src}, #{so}]", f"ldr r12, [{src}, #{so + k}]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
-                "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12", f"str r0, [{dst}, #{do}]", f"str r12, [{dst}, #{do + 4}]",
-                f"str r2, [{dst}, #{do + 8}]", f"str lr, [{dst}, #{do + 12}]"]
-
     out = ["ldr r3, [sp]", f"ldr r1, [sp, #{WIDE_PTR}]" if wide == "arg" else f"add r1, sp, #{WIDE_PTR}"]
     if groups <= 16:
-        for g in range(groups):
-            out += group("r3", 4 * g, "r1", 16 * g)
-        return out
-    u = 4 if groups % 4 == 0 else (2 if groups % 2 == 0 else 1)
-    out += [f"addw r4, r1, #{16 * groups}", ".Lwide_%=:"]
-    for j in range(u):
-        out += group("r3", 4 * j, "r1", 16 * j)
+        return out + widen_groups("r3", 0, k, "r1", 0, groups)
+    u = next(u for u in (8, 4, 2, 1) if groups % u == 0)  # (no load beyond the pair: the last group prefetches none)
+    out += [f"addw r4, r1, #{16 * groups}", ".Lwide_%=:"] + widen_groups("r3", 0, k, "r1", 0, u)
     out += [f"adds r3, #{4 * u}", f"adds r1, #{16 * u}", "cmp r1, r4", "bne .Lwide_%="]
     return out
 
 
-def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg") -> None:
+def macs_base(wide: str | None) -> list:
+    """The load of the x base register of a sub-block's MACs (``_pair_macs``: lr = x; ``_pair_macs_wide``: r12 =
+    the widened rows, none in the "frame" mode). The blocks issue it before the accumulator starts (``based``): it
+    pipelines with their loads (1 estimated M33 cycle, not 2 before the MACs' first load from it)."""
+    if wide is None:
+        return ["ldr lr, [sp]"]
+    return {"arg": [f"ldr r12, [sp, #{WIDE_PTR}]"], "pre": ["ldr r12, [sp]"]}.get(wide, [])
+
+
+def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg", based: bool = False) -> None:
     """The MACs of one sub-block of 4 channels over both rows, inputs widened (``_widen_rows``). Row 1's
     accumulators start from row 0's (the starts) in their first SMLAD: no MOV. "frame" (widened in the frame,
     r12 free): per 4 inputs and half (pairs A, then B) the 4 channels' weight words in r0, r2, r3, r12 (four
@@ -189,10 +205,8 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg") -> 
     wregs = ("r0", "r2", "r3", "r12")
     w0 = 4 * b  # the first weight word
     base, at = ("sp", WIDE_PTR) if wide == "frame" else ("r12", 0)
-    if wide == "arg":
-        out.append(f"ldr r12, [sp, #{WIDE_PTR}]")
-    elif wide == "pre":  # the caller widened the pair: x ([sp]) points at it
-        out.append("ldr r12, [sp]")
+    if not based:  # "pre": the caller widened the pair, x ([sp]) points at it
+        out += macs_base(wide)
     for g in range(k // 4):
         for half in (0, 4):
             xo = at + 16 * g + 2 * half
@@ -251,9 +265,10 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     for s in range(b // 4):
         chans = list(enumerate(range(4 * s, 4 * s + 4)))
+        out += macs_base(wide)  # before the starts: pipelined with them
         for i, c in chans:
             st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
-        _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
+        _pair_macs_wide(out, st, b, k, chans, wide, True) if wide else _pair_macs(out, st, b, k, chans, True)
         out.append("ldr r2, [sp, #4]")
         pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
     st.to(c0 + 12 * b)
@@ -274,11 +289,13 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
                  "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
+    if wide:  # (r12's base load between the ADD and the starts: no +1 on the first start's load from r1)
+        out += macs_base(wide)
     st = Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
     for c in range(4):
         st.ld(f"r{4 + c}", 4 * c)  # row 1's accumulators start from these in the first MACs
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
-    _pair_macs_wide(out, st, b, k, chans, wide) if wide else _pair_macs(out, st, b, k, chans)
+    _pair_macs_wide(out, st, b, k, chans, wide, True) if wide else _pair_macs(out, st, b, k, chans)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
     pair_requant(out, st, c0, n, chans, act_min, act_max)
     out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
@@ -352,14 +369,11 @@ def quad_ok(k: int, n: int, wide: str | None, rights) -> bool:
 
 def _widen_quad(k: int, at: int) -> list:
     """Rows x .. x + 3K ([sp]) widened into the frame from [sp + at] as two of conv_stream_widened's pairs (rows 0, 1,
-    then rows 2, 3 at + 4K): per 4 inputs and pair 2 LDR, 4 SXTB16, 4 STR. r1 and r4-r11 are free here."""
+    then rows 2, 3 at + 4K): per 4 inputs and pair 2 LDR, 4 SXTB16, 4 STR (``widen_groups``). r1 and r4-r11 are free
+    here."""
     out = ["ldr r3, [sp]", f"add r1, sp, #{at}"]
     for pair in (0, 1):
-        for g in range(k // 4):
-            so, do = 2 * k * pair + 4 * g, 4 * k * pair + 16 * g
-            out += [f"ldr r0, [r3, #{so}]", f"ldr r12, [r3, #{so + k}]", "sxtb16 r2, r0, ror #8", "sxtb16 r0, r0",
-                    "sxtb16 lr, r12, ror #8", "sxtb16 r12, r12", f"str r0, [r1, #{do}]", f"str r12, [r1, #{do + 4}]",
-                    f"str r2, [r1, #{do + 8}]", f"str lr, [r1, #{do + 12}]"]
+        out += widen_groups("r3", 2 * k * pair, k, "r1", 4 * k * pair, k // 4)
     return out
 
 
@@ -419,9 +433,11 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
             for c in range(0, n - 7, 8):
                 body += _pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
         elif n >= 8:
-            body += [".Lpblock_%=:"] + _pair_block_asm(8, k, n, act_min, act_max, wide)
-            if n >= 16:
-                body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
+            block = _pair_block_asm(8, k, n, act_min, act_max, wide)
+            if n >= 16:  # the loop's end8 load before the block's y store, where it pipelines (1 cycle, not 2)
+                assert block[-2:] == ["adds r2, #8", "str r2, [sp, #4]"]
+                block = block[:-1] + ["ldr r3, [sp, #16]", "str r2, [sp, #4]", "cmp r1, r3", "bne .Lpblock_%="]
+            body += [".Lpblock_%=:"] + block
         if tail:
             body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
         assert not back or (wide and not pre)
