@@ -14,7 +14,7 @@ arena does not grow), else on the stack within the old buffers plus the old func
 the stack a library kernel of the image takes anyway (``stack_room``: the stack bound does not grow)."""
 from __future__ import annotations
 
-from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, pair_requant, Stream, adjust
+from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, Stream, adjust, pair_group_macs, pair_requant
 from mcu_gen.backends.generated.dsp_work import COLS_MAX_BYTES, cols_geometry_ok, cols_row_bytes, layer_work
 
 class ColsWork:
@@ -69,14 +69,7 @@ def _cols_macs(out: list, st, b: int, k: int, chans, xo) -> None:
         for half in (0, 4):
             first = g == 0 and half == 0  # row 1 first: it starts from row 0's accumulator (the start, no MOV)
             out += [f"ldr r0, [r12, #{xo(g, 0, half)}]", f"ldr r2, [r12, #{xo(g, 1, half)}]"]
-            for pair in (chans[:2], chans[2:]):
-                for reg, (i, c) in zip(("r3", "lr"), pair):
-                    st.ld(reg, w0 + 8 * b * g + 8 * c + half)
-                for reg, (i, c) in zip(("r3", "lr"), pair):
-                    if first:
-                        out += [f"smlad r{8 + i}, r2, {reg}, r{4 + i}", f"smlad r{4 + i}, r0, {reg}, r{4 + i}"]
-                    else:
-                        out += [f"smlad r{4 + i}, r0, {reg}, r{4 + i}", f"smlad r{8 + i}, r2, {reg}, r{8 + i}"]
+            pair_group_macs(out, st, chans, lambda c: w0 + 8 * b * g + 8 * c + half, first)
 
 
 def _cols_block(b: int, k: int, n: int, act_min: int, act_max: int, xo) -> list:

@@ -221,14 +221,21 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg", bas
                     out += [f"smlad r{acc + i}, lr, {wregs[i]}, r{src + i}" for i, _ in chans]
                 continue
             out += [f"ldr r0, [{base}, #{xo}]", f"ldr r2, [{base}, #{xo + 4}]"]
-            for pair in (chans[:2], chans[2:]):
-                for reg, (i, c) in zip(("r3", "lr"), pair):
-                    st.ld(reg, w0 + 8 * b * g + 8 * c + half)
-                for reg, (i, c) in zip(("r3", "lr"), pair):
-                    if first:
-                        out += [f"smlad r{8 + i}, r2, {reg}, r{4 + i}", f"smlad r{4 + i}, r0, {reg}, r{4 + i}"]
-                    else:
-                        out += [f"smlad r{4 + i}, r0, {reg}, r{4 + i}", f"smlad r{8 + i}, r2, {reg}, r{8 + i}"]
+            pair_group_macs(out, st, chans, lambda c: w0 + 8 * b * g + 8 * c + half, first)
+
+
+def pair_group_macs(out: list, st, chans, w_at, first: bool) -> None:
+    """One group of 2 inputs for a sub-block of 4 channels (chans: (i, c) pairs) over two rows whose input words
+    are in r0 (row 0) and r2 (row 1): per two channels their weight words (r3, lr, at stream offset w_at(c)), then
+    4 SMLAD. In the first group (``first``) row 1's accumulators start from row 0's (the starts: no MOV)."""
+    for pair in (chans[:2], chans[2:]):
+        for reg, (i, c) in zip(("r3", "lr"), pair):
+            st.ld(reg, w_at(c))
+        for reg, (i, c) in zip(("r3", "lr"), pair):
+            if first:
+                out += [f"smlad r{8 + i}, r2, {reg}, r{4 + i}", f"smlad r{4 + i}, r0, {reg}, r{4 + i}"]
+            else:
+                out += [f"smlad r{4 + i}, r0, {reg}, r{4 + i}", f"smlad r{8 + i}, r2, {reg}, r{8 + i}"]
 
 
 def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None) -> None:
