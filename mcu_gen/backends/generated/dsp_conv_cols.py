@@ -14,7 +14,7 @@ arena does not grow), else on the stack within the old buffers plus the old func
 the stack a library kernel of the image takes anyway (``stack_room``: the stack bound does not grow)."""
 from __future__ import annotations
 
-from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, WIDE_PTR, Stream, adjust, pair_group_macs, pair_requant
+from mcu_gen.backends.generated.dsp_gemm_asm import WIDE_PTR, pair_block_asm
 from mcu_gen.backends.generated.dsp_work import COLS_MAX_BYTES, cols_geometry_ok, cols_row_bytes, layer_work
 
 class ColsWork:
@@ -58,51 +58,6 @@ def _xoff(g: int, j: int, half: int, cin: int, kw: int, sw: int, row_bytes: int)
     return ky * row_bytes + (kx + j * sw) * cin * 2 + cg * 8 + half
 
 
-def _cols_macs(out: list, st, b: int, k: int, chans, xo) -> None:
-    """The MACs of one sub-block of 4 channels over both windows (as dsp_gemm_asm._pair_macs_wide "arg", the
-    inputs at ``xo(g, j, half)`` from r12, the buffer, reloaded from [sp] per sub-block): per 4 inputs and half
-    both windows' words (r0, r2) and two channels' weight words (r3, lr) in four LDR in a row, 4 SMLAD, the other
-    two channels' weights, 4 SMLAD: 32 estimated M33 cycles per 32 MACs."""
-    w0 = 4 * b
-    out.append("ldr r12, [sp]")
-    for g in range(k // 4):
-        for half in (0, 4):
-            first = g == 0 and half == 0  # row 1 first: it starts from row 0's accumulator (the start, no MOV)
-            out += [f"ldr r0, [r12, #{xo(g, 0, half)}]", f"ldr r2, [r12, #{xo(g, 1, half)}]"]
-            pair_group_macs(out, st, chans, lambda c: w0 + 8 * b * g + 8 * c + half, first)
-
-
-def _cols_block(b: int, k: int, n: int, act_min: int, act_max: int, xo) -> list:
-    """One block of b (8 or 4) channels of both windows (dsp_gemm_asm._pair_block_asm's two forms: sub-blocks of
-    4 unrolled below PAIR_LOOP_K or for a block of 4, else one loop with [sp+20] = 16s, [sp+24] the block)."""
-    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
-    if k < PAIR_LOOP_K or b <= 4:
-        out: list = []
-        st = Stream(out)
-        for s in range(b // 4):
-            chans = list(enumerate(range(4 * s, 4 * s + 4)))
-            for i, c in chans:
-                st.ld(f"r{4 + i}", 4 * c)
-            _cols_macs(out, st, b, k, chans, xo)
-            out.append("ldr r2, [sp, #4]")
-            pair_requant(out, st, c0, n, chans, act_min, act_max)
-        st.to(c0 + 12 * b)
-        return out + [f"adds r2, #{b}", "str r2, [sp, #4]"]
-    chans = [(c, c) for c in range(4)]
-    out = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
-           "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
-    st = Stream(out)
-    for c in range(4):
-        st.ld(f"r{4 + c}", 4 * c)
-    out += ["ldr lr, [sp, #20]", "add r1, lr"]
-    _cols_macs(out, st, b, k, chans, xo)
-    out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
-    pair_requant(out, st, c0, n, chans, act_min, act_max)
-    out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
-    out += ["ldr r1, [sp, #24]"] + adjust("r1", c0 + 12 * b)
-    return out + ["ldr r2, [sp, #4]", f"adds r2, #{b}", "str r2, [sp, #4]"]
-
-
 def gemm_cols_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, cin: int, kw: int,
                        sw: int, row_bytes: int) -> list:
     """The instructions of void name(const int8_t* cols, const GemmDesc* d, int8_t* y, int32_t pixels, int16_t*):
@@ -118,11 +73,11 @@ def gemm_cols_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_
             "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]",
             ".Lpair_%=:", "ldr r1, [sp, #12]"]
     if n >= 8:
-        body += [".Lpblock_%=:"] + _cols_block(8, k, n, act_min, act_max, xo)
+        body += [".Lpblock_%=:"] + pair_block_asm(8, k, n, act_min, act_max, "pre", None, xo)
         if n >= 16:
             body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
     if tail:
-        body += _cols_block(4, k, n, act_min, act_max, xo)
+        body += pair_block_asm(4, k, n, act_min, act_max, "pre", None, xo)
     body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{4 * sw * cin}", f"addw r2, r2, #{n}", "subs r3, #2",
              "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "bne .Lpair_%=",
              f"add sp, #{frame}", "pop {r4-r11, pc}"]

@@ -193,7 +193,8 @@ def macs_base(wide: str | None) -> list:
     return {"arg": [f"ldr r12, [sp, #{WIDE_PTR}]"], "pre": ["ldr r12, [sp]"]}.get(wide, [])
 
 
-def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg", based: bool = False) -> None:
+def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg", based: bool = False,
+                    xoff=None) -> None:
     """The MACs of one sub-block of 4 channels over both rows, inputs widened (``_widen_rows``). Row 1's
     accumulators start from row 0's (the starts) in their first SMLAD: no MOV. "frame" (widened in the frame,
     r12 free): per 4 inputs and half (pairs A, then B) the 4 channels' weight words in r0, r2, r3, r12 (four
@@ -201,7 +202,9 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg", bas
     row 0, the row-1 input (2), 4 SMLAD of row 1. "arg" (the caller's buffer, r12 its base, reloaded per
     sub-block: the requantization takes r12): per 4 inputs and half both rows' input words (r0 row 0, r2 row
     1) and two channels' weight words (r3, lr) in four LDR in a row (1 + 1 + 1 + 2), 4 SMLAD, the other two
-    channels' weights (1 + 2), 4 SMLAD. Both 32 cycles per 32 MACs (40 with the inputs widened in the loop)."""
+    channels' weights (1 + 2), 4 SMLAD. Both 32 cycles per 32 MACs (40 with the inputs widened in the loop).
+    ``xoff(g, j, half)`` ("arg", "pre"): the byte offset from r12 of row j's word `half` of input group g where
+    the rows are not ``_widen_rows``' layout (conv_cols' widened columns)."""
     wregs = ("r0", "r2", "r3", "r12")
     w0 = 4 * b  # the first weight word
     base, at = ("sp", WIDE_PTR) if wide == "frame" else ("r12", 0)
@@ -220,11 +223,12 @@ def _pair_macs_wide(out: list, st, b: int, k: int, chans, wide: str = "arg", bas
                     src = 4 if first else acc
                     out += [f"smlad r{acc + i}, lr, {wregs[i]}, r{src + i}" for i, _ in chans]
                 continue
-            out += [f"ldr r0, [{base}, #{xo}]", f"ldr r2, [{base}, #{xo + 4}]"]
-            pair_group_macs(out, st, chans, lambda c: w0 + 8 * b * g + 8 * c + half, first)
+            x0, x1 = (xo, xo + 4) if xoff is None else (xoff(g, 0, half), xoff(g, 1, half))
+            out += [f"ldr r0, [{base}, #{x0}]", f"ldr r2, [{base}, #{x1}]"]
+            _pair_group_macs(out, st, chans, lambda c: w0 + 8 * b * g + 8 * c + half, first)
 
 
-def pair_group_macs(out: list, st, chans, w_at, first: bool) -> None:
+def _pair_group_macs(out: list, st, chans, w_at, first: bool) -> None:
     """One group of 2 inputs for a sub-block of 4 channels (chans: (i, c) pairs) over two rows whose input words
     are in r0 (row 0) and r2 (row 1): per two channels their weight words (r3, lr, at stream offset w_at(c)), then
     4 SMLAD. In the first group (``first``) row 1's accumulators start from row 0's (the starts: no MOV)."""
@@ -260,7 +264,7 @@ def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: i
 
 
 def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False,
-                         rights=None) -> list:
+                         rights=None, xoff=None) -> list:
     """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
     r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
     ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
@@ -275,7 +279,7 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
         out += macs_base(wide)  # before the starts: pipelined with them
         for i, c in chans:
             st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
-        _pair_macs_wide(out, st, b, k, chans, wide, True) if wide else _pair_macs(out, st, b, k, chans, True)
+        _pair_macs_wide(out, st, b, k, chans, wide, True, xoff) if wide else _pair_macs(out, st, b, k, chans, True)
         out.append("ldr r2, [sp, #4]")
         pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
     st.to(c0 + 12 * b)
@@ -283,15 +287,17 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
     return out
 
 
-def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False, rights=None) -> list:
-    """One block of b (8 or 4) output channels of two rows (``_pair_block_unrolled``). For K <
+def pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False, rights=None,
+                   xoff=None) -> list:
+    """One block of b (8 or 4) output channels of two rows (``_pair_block_unrolled``; ``xoff``: see
+    ``_pair_macs_wide``, dsp_conv_cols' windows). For K <
     PAIR_LOOP_K (or a block of 4) the sub-blocks of 4 channels are unrolled; from it they are one loop
     ([sp+20] = 16s: about 20 more cycles per sub-block, for half the code of a block of 8). The stream's
     layout is the one-row block's: sub-block s's accumulator starts are 16s bytes after sub-block 0's,
     its weights 32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the
     block's start. r1 ends at the next block."""
     if k < PAIR_LOOP_K or b <= 4 or rights is not None:
-        return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights)
+        return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights, xoff)
     chans = [(c, c) for c in range(4)]
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
     out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
@@ -302,7 +308,7 @@ def _pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bo
     for c in range(4):
         st.ld(f"r{4 + c}", 4 * c)  # row 1's accumulators start from these in the first MACs
     out += ["ldr lr, [sp, #20]", "add r1, lr"]
-    _pair_macs_wide(out, st, b, k, chans, wide, True) if wide else _pair_macs(out, st, b, k, chans)
+    _pair_macs_wide(out, st, b, k, chans, wide, True, xoff) if wide else _pair_macs(out, st, b, k, chans)
     out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
     pair_requant(out, st, c0, n, chans, act_min, act_max)
     out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
@@ -389,7 +395,7 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows,
     int16_t* wide):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
-    in pairs (``_pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
+    in pairs (``pair_block_asm``, when ``pair_ok``), then a last single row: registers r4-r11 the 8
     accumulators, r0 x, r1 the stream, r12/lr the activation pairs, r2/r3 a weight pair (during the
     requantization r0/r3/r12 the channel's constants and r2 y). Frame: [sp] x row, [sp+4] y,
     [sp+8] rows left, [sp+12] d->stream, [sp+16] d->end8. ``wide``: where the two rows of a pair are widened
@@ -438,15 +444,15 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
         body.append("ldr r1, [sp, #12]")
         if rights is not None:
             for c in range(0, n - 7, 8):
-                body += _pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
+                body += pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
         elif n >= 8:
-            block = _pair_block_asm(8, k, n, act_min, act_max, wide)
+            block = pair_block_asm(8, k, n, act_min, act_max, wide)
             if n >= 16:  # the loop's end8 load before the block's y store, where it pipelines (1 cycle, not 2)
                 assert block[-2:] == ["adds r2, #8", "str r2, [sp, #4]"]
                 block = block[:-1] + ["ldr r3, [sp, #16]", "str r2, [sp, #4]", "cmp r1, r3", "bne .Lpblock_%="]
             body += [".Lpblock_%=:"] + block
         if tail:
-            body += _pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
+            body += pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
         assert not back or (wide and not pre)
         step_x, step_y = (f"subw r0, r0, #{2 * k}", f"subw r2, r2, #{3 * n}") if back else \
             (f"addw r0, r0, #{(4 if pre else 2) * k}", f"addw r2, r2, #{n}")  # r2: y + N after the blocks
