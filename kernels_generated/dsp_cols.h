@@ -109,11 +109,7 @@ void gemm_cols_c(const int8_t* cols, const GemmDesc* d, int8_t* y, int32_t pixel
     for (int32_t k = 0; k < kK; k += 4) {
       const int32_t tap = k / kCin, c = k % kCin;
       const int32_t off = (tap / kKW) * kRowBytes + (tap % kKW + (p % 2) * kSW) * kCin * 2 + c * 2;
-      const uint32_t a = load32(pair + off), b = load32(pair + off + 4);
-      window[k] = static_cast<int8_t>(a & 0xFFu);
-      window[k + 2] = static_cast<int8_t>((a >> 16) & 0xFFu);
-      window[k + 1] = static_cast<int8_t>(b & 0xFFu);
-      window[k + 3] = static_cast<int8_t>((b >> 16) & 0xFFu);
+      narrow_group(window + k, load32(pair + off), load32(pair + off + 4));
     }
     gemm_stream_c<kK, kTail, kActMin, kActMax>(window, d, y, 1, nullptr);
   }

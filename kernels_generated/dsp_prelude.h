@@ -529,20 +529,23 @@ __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const
 }
 
 // gemm_stream_c over pairs of rows widened by the caller (conv_stream_widened's layout; the "pre" assembly on the
-// DSP cores): each row of a pair narrowed back to int8 (the widened halves are sign-extended bytes), then
-// gemm_stream_c. rows even.
+// DSP cores): each row of a pair narrowed back to int8 (narrow_group), then gemm_stream_c. rows even.
+// Four int8 inputs back from their widened words (the widened halves are sign-extended bytes): `even` = SXTB16 x
+// (inputs 0, 2), `odd` = SXTB16 x, ROR #8 (inputs 1, 3).
+inline void narrow_group(int8_t* d, uint32_t even, uint32_t odd) {
+  d[0] = static_cast<int8_t>(even & 0xFFu);
+  d[2] = static_cast<int8_t>((even >> 16) & 0xFFu);
+  d[1] = static_cast<int8_t>(odd & 0xFFu);
+  d[3] = static_cast<int8_t>((odd >> 16) & 0xFFu);
+}
+
 template <int32_t kK, int32_t kN, bool kTail, int32_t kActMin, int32_t kActMax>
 void gemm_stream_pre_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* /*wide*/) {
   int8_t row[kK];
   for (int32_t r = 0; r + 1 < rows; r += 2, x += 4 * kK) {
     for (int32_t h = 0; h < 2; ++h, y += kN) {
-      for (int32_t g = 0; g < kK / 4; ++g) {
-        const uint32_t v02 = load32(x + 16 * g + 4 * h), v13 = load32(x + 16 * g + 8 + 4 * h);
-        row[4 * g] = static_cast<int8_t>(v02 & 0xFFu);
-        row[4 * g + 2] = static_cast<int8_t>((v02 >> 16) & 0xFFu);
-        row[4 * g + 1] = static_cast<int8_t>(v13 & 0xFFu);
-        row[4 * g + 3] = static_cast<int8_t>((v13 >> 16) & 0xFFu);
-      }
+      for (int32_t g = 0; g < kK / 4; ++g)
+        narrow_group(row + 4 * g, load32(x + 16 * g + 4 * h), load32(x + 16 * g + 8 + 4 * h));
       gemm_stream_c<kK, kTail, kActMin, kActMax>(row, d, y, 1, nullptr);
     }
   }
