@@ -14,7 +14,7 @@ arena does not grow), else on the stack within the old buffers plus the old func
 the stack a library kernel of the image takes anyway (``stack_room``: the stack bound does not grow)."""
 from __future__ import annotations
 
-from mcu_gen.backends.generated.dsp_gemm_asm import WIDE_PTR, pair_block_asm
+from mcu_gen.backends.generated.dsp_gemm_asm import WIDE_PTR, pair_block_asm, pair_blocks8
 from mcu_gen.backends.generated.dsp_work import COLS_MAX_BYTES, cols_geometry_ok, cols_row_bytes, layer_work
 
 class ColsWork:
@@ -64,18 +64,16 @@ def gemm_cols_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for an even count of pixels >= 2 whose windows
     are read from conv_cols' widened columns (``_xoff``): pixels in pairs, the pair's columns 2 * sw * cin int16
     after the previous pair's. Frame as gemm_asm_body's: [sp] the pair's columns, [sp+4] y, [sp+8] pixels left,
-    [sp+12] d->stream, [sp+16] d->end8, [sp+20], [sp+24] the sub-block loop's."""
+    [sp+12] d->stream, [sp+16] d->end8."""
     def xo(g, j, half):
         return _xoff(g, j, half, cin, kw, sw, row_bytes)
 
     frame = WIDE_PTR + 8  # 36 B pushed + the frame: 8-byte aligned
     body = ["push {r4-r11, lr}", f"sub sp, #{frame}", "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]",
-            "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]",
-            ".Lpair_%=:", "ldr r1, [sp, #12]"]
+            "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
+    body += [".Lpair_%=:", "ldr r1, [sp, #12]"]
     if n >= 8:
-        body += [".Lpblock_%=:"] + pair_block_asm(8, k, n, act_min, act_max, "pre", None, xo)
-        if n >= 16:
-            body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lpblock_%="]
+        body += pair_blocks8(k, n, act_min, act_max, "pre", xo)
     if tail:
         body += pair_block_asm(4, k, n, act_min, act_max, "pre", None, xo)
     body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{4 * sw * cin}", f"addw r2, r2, #{n}", "subs r3, #2",

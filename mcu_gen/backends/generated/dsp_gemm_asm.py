@@ -242,12 +242,14 @@ def _pair_group_macs(out: list, st, chans, w_at, first: bool) -> None:
                 out += [f"smlad r{4 + i}, r0, {reg}, r{4 + i}", f"smlad r{8 + i}, r2, {reg}, r{8 + i}"]
 
 
-def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None) -> None:
+def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None,
+                 step: int | None = None) -> None:
     """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
     c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1). A channel's stores follow the
     next channel's loads (the last load pipelines with them: 1 estimated cycle, not 2). With ``rights``
     (channel c's right shift: the function is the layer's own) the shift is SSAT's immediate: no load
-    of right, no ASR."""
+    of right, no ASR. ``step``: the last channel is channel 0 of y, whose row-0 store post-increments r2 by
+    step (the block's y advance without an ADDS)."""
     stores: list = []
     for i, c in chans:
         for j, r in enumerate(("r0", "r3") if rights is not None else ("r0", "r3", "r12")):
@@ -260,6 +262,9 @@ def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: i
             else:
                 out += clamp_asm(a, act_min, act_max, int(rights[c]))
         stores = [f"strb r{4 + i}, [r2, #{c}]", f"strb r{8 + i}, [r2, #{n + c}]"]
+    if step is not None:
+        assert c == 0
+        stores = [stores[1], f"strb r{4 + i}, [r2], #{step}"]
     out += stores
 
 
@@ -270,51 +275,125 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
     ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
     word (lr, one LDR) feeds two SMLADs, one per row: per 4 inputs and 4 channels 8 + 2 LDR (+1 for x),
     4 SXTB16, 16 SMLAD (32 MACs), against 8 LDRD for 32 MACs of one row. The stream's layout is the
-    one-row block's; r1 moves through the block with the real offsets and ends at the next block."""
+    one-row block's; r1 moves through the block with the real offsets and ends at the next block. The
+    sub-blocks from the last, channel 0 requantized last: its store moves y on to the next block."""
     out: list = []
     st = Stream(out)
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
-    for s in range(b // 4):
+    for s in reversed(range(b // 4)):
         chans = list(enumerate(range(4 * s, 4 * s + 4)))
         out += macs_base(wide)  # before the starts: pipelined with them
         for i, c in chans:
             st.ld(f"r{4 + i}", 4 * c)  # row 1's accumulators start from these in the first MACs
         _pair_macs_wide(out, st, b, k, chans, wide, True, xoff) if wide else _pair_macs(out, st, b, k, chans, True)
         out.append("ldr r2, [sp, #4]")
-        pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
+        if s:
+            pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
+        else:
+            pair_requant(out, st, c0, n, chans[::-1], act_min, act_max, rights, b)
     st.to(c0 + 12 * b)
-    out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
+    out.append("str r2, [sp, #4]")
     return out
 
 
 def pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False, rights=None,
                    xoff=None) -> list:
-    """One block of b (8 or 4) output channels of two rows (``_pair_block_unrolled``; ``xoff``: see
-    ``_pair_macs_wide``, dsp_conv_cols' windows). For K <
-    PAIR_LOOP_K (or a block of 4) the sub-blocks of 4 channels are unrolled; from it they are one loop
-    ([sp+20] = 16s: about 20 more cycles per sub-block, for half the code of a block of 8). The stream's
-    layout is the one-row block's: sub-block s's accumulator starts are 16s bytes after sub-block 0's,
-    its weights 32s, its constants 48s, so r1 steps by 16s between the three. [sp+24] holds the
-    block's start. r1 ends at the next block."""
-    if k < PAIR_LOOP_K or b <= 4 or rights is not None:
-        return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights, xoff)
-    chans = [(c, c) for c in range(4)]
-    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
-    out: list = ["str r1, [sp, #24]", "movs r3, #0", "str r3, [sp, #20]", f".Lsub{b}_%=:",
-                 "ldr r1, [sp, #24]", "ldr r3, [sp, #20]", "add r1, r3"]
-    if wide:  # (r12's base load between the ADD and the starts: no +1 on the first start's load from r1)
-        out += macs_base(wide)
-    st = Stream(out)  # offsets of sub-block 0; r1 = its base + 16s, 32s, 48s in the three parts
-    for c in range(4):
-        st.ld(f"r{4 + c}", 4 * c)  # row 1's accumulators start from these in the first MACs
-    out += ["ldr lr, [sp, #20]", "add r1, lr"]
-    _pair_macs_wide(out, st, b, k, chans, wide, True, xoff) if wide else _pair_macs(out, st, b, k, chans)
-    out += ["ldr lr, [sp, #20]", "add r1, lr", "ldr r2, [sp, #4]", "add r2, r2, lr, lsr #2"]
-    pair_requant(out, st, c0, n, chans, act_min, act_max)
-    out += ["ldr r3, [sp, #20]", "adds r3, #16", "str r3, [sp, #20]", f"cmp r3, #{4 * b}", f"blt .Lsub{b}_%="]
-    out += ["ldr r1, [sp, #24]"] + adjust("r1", c0 + 12 * b)
-    out += ["ldr r2, [sp, #4]", f"adds r2, #{b}", "str r2, [sp, #4]"]
-    return out
+    """One block of b (8 or 4) output channels of two rows, its sub-blocks of 4 channels unrolled
+    (``_pair_block_unrolled``; ``xoff``: see ``_pair_macs_wide``, dsp_conv_cols' windows). r1 ends at the next
+    block, [sp+4] (y) advanced by b. The blocks of 8 of a row pair: ``pair_blocks8``."""
+    return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights, xoff)
+
+
+def pair_blocks8(k: int, n: int, act_min: int, act_max: int, wide=None, xoff=None) -> list:
+    """All the blocks of 8 channels of a row pair (n >= 8; r1 the first block's start, ends at the last block's
+    end; [sp+4] y, advanced by 8 per block; [sp+16] end8). Below PAIR_LOOP_K a loop over ``pair_block_asm``'s
+    unrolled block (the loop's end8 load before the block's y store, where it pipelines); from it the two
+    sub-blocks of 4 channels share one copy of their MACs (``_pair_blocks8_looped``: flash)."""
+    if k >= PAIR_LOOP_K:
+        return _pair_blocks8_looped(k, n, act_min, act_max, wide, xoff)
+    block = pair_block_asm(8, k, n, act_min, act_max, wide, None, xoff)
+    if n < 16:
+        return block
+    assert block[-1] == "str r2, [sp, #4]"
+    return [".Lpblock_%=:"] + block[:-1] + ["ldr r3, [sp, #16]", "str r2, [sp, #4]", "cmp r1, r3",
+                                            "bne .Lpblock_%="]
+
+
+def _reach(st: Stream, lo: int, hi: int, then: int | None = None) -> list:
+    """The ADDW / SUBW that let LDR reach stream offsets lo..hi from r1 (none when it does), r1 left where the
+    fewest instructions get it there and, when ``then`` is given, on to ``then`` after."""
+    reach = range(hi - 4095, lo + 256)
+    options = [st.pos] if st.pos in reach else [min(max(st.pos, reach[0]), reach[-1])]
+    if then is not None and then in reach:
+        options.append(then)
+    cost = [len(adjust("r1", p - st.pos)) + (len(adjust("r1", then - p)) if then is not None else 0) for p in options]
+    p = options[cost.index(min(cost))]
+    moves = adjust("r1", p - st.pos)
+    st.pos = p
+    return moves
+
+
+def _pair_blocks8_looped(k: int, n: int, act_min: int, act_max: int, wide=None, xoff=None) -> list:
+    """The blocks of 8 channels of a row pair for K >= PAIR_LOOP_K: per block the MACs of sub-block s (4 channels,
+    weights 32s bytes after sub-block 0's in the stream) are one copy, entered with r1 = block + 32s; the
+    accumulator starts before them (sub-block s's at block + 16s) and the requantization after them (constants
+    at block + 48s + c0, outputs at y + 4s) are each sub-block's own code, with s in their immediates: no offset
+    kept in the frame or added at run time. Which sub-block the MACs belong to is the carry flag, which they leave
+    alone (LDR, SXTB16, SMLAD, ADDW / SUBW): the flag-setting ADDS / SUBS that moves r1 to sub-block 1's weights
+    sets it one way (``up``: ADDS, C = 0), the compares before sub-block 0 (one per row pair, and the block loop's:
+    r1 below end8) the other. Layout: [sub-block 1's requantization, the block's end] [sub-block 0's starts]
+    [MACs; BCC / BCS to the first part] [sub-block 0's requantization, sub-block 1's starts; B to the MACs]: per
+    block 3 taken branches (the loop's own included) and 2 not taken; r1 moved between the parts by the fewest
+    ADDW / SUBW (``_reach``)."""
+    b = 8
+    c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c from the block's start
+    chans0, chans1 = [(c, c) for c in range(4)], [(c, 4 + c) for c in range(4)]
+
+    macs: list = []
+    st = Stream(macs)  # offsets from the sub-block's weights: r1 = block + 32s
+    if wide:
+        _pair_macs_wide(macs, st, b, k, chans0, wide, True, xoff)
+    else:
+        _pair_macs(macs, st, b, k, chans0)
+    pos_m = st.pos
+
+    def starts(out: list, st: Stream, at: int):  # the x base first: pipelined with the starts
+        out += macs_base(wide) if wide else []
+        for c in range(4):
+            st.ld(f"r{4 + c}", at + 4 * c)
+
+    # sub-block 0's requantization (r1 = block + pos_m): r1 moved before the y load (no address stall)
+    st0 = Stream([])
+    st0.pos = pos_m
+    mid = _reach(st0, c0, c0 + 44) + ["ldr r2, [sp, #4]"]
+    st0.out = mid
+    pair_requant(mid, st0, c0, n, chans0, act_min, act_max)
+    # sub-block 1's starts (block + 16), then r1 to block + 32 by one ADDS (C = 0) or SUBS (C = 1) of 1..255,
+    # any ADDW / SUBW before the last two stores
+    up = st0.pos < 33
+    target = min(st0.pos, 31) if up else min(st0.pos, 271)
+    stores = mid[-2:]
+    del mid[-2:]
+    mid += adjust("r1", target - st0.pos) + stores
+    st0.pos = target
+    starts(mid, st0, 16)
+    mid += [f"adds r1, #{32 - target}" if up else f"subs r1, #{target - 32}", "b .Lsub8_%="]
+    st0.pos = 32
+    # sub-block 1's requantization (r1 = block + 32 + pos_m), then the block's end (r1 to the next block: c0 + 64)
+    st1 = Stream([])
+    st1.pos = pos_m
+    end = [".Lsub8e_%=:"] + _reach(st1, c0 + 16, c0 + 60, c0 + 64) + ["ldr r2, [sp, #4]"]
+    st1.out = end
+    pair_requant(end, st1, c0 - 32, n, chans1, act_min, act_max)  # channel 4 + c at c0 + 48 + 12c - 32
+    end += adjust("r1", c0 + 64 - st1.pos)
+    loop_cmp = "cmp r3, r1" if up else "cmp r1, r3"  # r1 < end8: C = 1 (CMP end8, r1) or 0 (CMP r1, end8)
+    end += ["adds r2, #8", "ldr r3, [sp, #16]", "str r2, [sp, #4]", loop_cmp, "beq .Lpdone_%="]
+    # sub-block 0's starts (r1 = block)
+    first: list = [".Lpblock_%=:"]
+    starts(first, Stream(first), 0)
+    entry = ["cmp r1, #0" if up else "cmn r1, #0", "b .Lpblock_%="]  # C = 1 / C = 0 for sub-block 0
+    branch = "bcc .Lsub8e_%=" if up else "bcs .Lsub8e_%="
+    return entry + end + first + [".Lsub8_%=:"] + macs + [branch] + mid + [".Lpdone_%=:"]
 
 
 def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: int | None = None) -> list:
@@ -331,7 +410,7 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
     w0 = 4 * b
     base, off = ("r12", 0) if at is None else ("sp", at)
     c0 = 4 * b + 2 * b * k  # (mult, ra, right) of channel c at c0 + 12c
-    for s in range(b // 2):
+    for s in reversed(range(b // 2)):  # from the last sub-block, channel 0 last: its store moves y on by b
         ca, cb = 2 * s, 2 * s + 1
         st.ld("r4", 4 * ca)
         st.ld("r8", 4 * cb)
@@ -355,7 +434,7 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
                             f"smlad r{a1}, lr, r0, r{a1}", f"smlad r{a1 + 4}, lr, r3, r{a1 + 4}"]
         out.append("ldr r2, [sp, #4]")
         stores: list = []
-        for c, accs in ((ca, (4, 5, 6, 7)), (cb, (8, 9, 10, 11))):
+        for c, accs in ((cb, (8, 9, 10, 11)), (ca, (4, 5, 6, 7))):
             st.ld("r0", c0 + 12 * c)
             st.ld("r3", c0 + 12 * c + 4)
             out += stores
@@ -363,9 +442,11 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
                 out += [f"add lr, r3, r{a}, asr #31", f"smmlar r{a}, r{a}, r0, lr"]
                 out += clamp_asm(f"r{a}", act_min, act_max, int(rights[c]))
             stores = [f"strb r{a}, [r2, #{j * n + c}]" for j, a in enumerate(accs)]
+        if s == 0:
+            stores = stores[1:] + [f"strb r4, [r2], #{b}"]
         out += stores
     st.to(c0 + 12 * b)
-    out += [f"adds r2, #{b}", "str r2, [sp, #4]"]
+    out.append("str r2, [sp, #4]")
     return out
 
 
@@ -446,11 +527,7 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
             for c in range(0, n - 7, 8):
                 body += pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
         elif n >= 8:
-            block = pair_block_asm(8, k, n, act_min, act_max, wide)
-            if n >= 16:  # the loop's end8 load before the block's y store, where it pipelines (1 cycle, not 2)
-                assert block[-2:] == ["adds r2, #8", "str r2, [sp, #4]"]
-                block = block[:-1] + ["ldr r3, [sp, #16]", "str r2, [sp, #4]", "cmp r1, r3", "bne .Lpblock_%="]
-            body += [".Lpblock_%=:"] + block
+            body += pair_blocks8(k, n, act_min, act_max, wide)
         if tail:
             body += pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
         assert not back or (wide and not pre)
