@@ -397,7 +397,7 @@ def test_two_row_blocks_cost_what_the_generator_says():
     assert k >= PAIR_LOOP_K and WIDE_PTR == 28
 
 
-@pytest.mark.parametrize("k,n,rows,bound", [(128, 128, 36, 9.3), (256, 256, 8, 9.95)])
+@pytest.mark.parametrize("k,n,rows,bound", [(128, 128, 36, 9.25), (256, 256, 8, 9.9)])
 def test_shared_pointwise_overhead_per_output(k, n, rows, bound):
     """Estimated M33 cycles above one per MAC per output of the shared two-row GEMM over the caller's widened rows
     (VWW's K 128, N 128 pointwise layers, 36 rows; its K 256 layer, whose sub-blocks share their MACs: K >=
@@ -411,8 +411,9 @@ def test_shared_pointwise_overhead_per_output(k, n, rows, bound):
     y, cycles = call(body, x, words, end8, n)
     assert np.array_equal(y, expected(x, words, end8, k, n, False, -128, 127))
     over = (cycles - rows * k * n) / (rows * n)
-    # K 128: 9.24 (9.30 with the block's y advanced by an ADDS, 9.70 before the base load moved and the widening
-    # pipelined); K 256: 9.86 (12.41 with the sub-blocks' offsets in the frame, added at run time)
+    # K 128: 9.21 (9.30 with the block's y advanced by an ADDS and ADDS in the widening loop, 9.70 before the base
+    # load moved and the widening pipelined); K 256: 9.83 (12.41 with the sub-blocks' offsets in the frame, added
+    # at run time)
     assert over < bound, over
 
 
