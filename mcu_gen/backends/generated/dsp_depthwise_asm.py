@@ -133,6 +133,141 @@ def _dw_chunk(r: int, c: int, pairs: int, odd: bool, act_min: int, act_max: int,
     return out
 
 
+# Stride 1 in 2x2 blocks (two output rows x two pixels: dw_rows2_ok): the four input rows' words u = [x0 x1],
+# v = [x2 x3] feed four accumulators, 8 loads and one ra, mult for 4 outputs where the pairs took 12 and two. The
+# six registers below hold a block's words, its start (loaded from the frame: no register is left for it) and its
+# accumulators, their roles moving within a block and back: on entry u0, v0, start, u1, v1 loaded (F free).
+_U0, _V0, _S2, _U1, _V1, _F = "r10", "r2", "r3", "r11", "r12", "lr"
+_FRAME2 = {"ra": _RA, "mult": _MULT, "start": "[sp, #16]"}  # dw_rows_asm's frame (the start at [sp, #16])
+_FRAME_ALL = {"ra": _RA, "mult": _MULT, "start": "[sp, #36]"}  # dw_all_asm's
+DW_BLOCKS_UNROLL = 8  # blocks (pixel pairs) of a row pair a pass of the block loop (all when at most DW_ROWS_FULL)
+
+
+def _dw_block_first(r: int, xb: int, start: str) -> list:
+    """A block's (or a two-row pixel's) first five loads at byte xb of the rows at r0: rows 0 and 1's u, v and
+    the start, in the order their registers come free in the previous block's stores (_dw_block_requant)."""
+    return [f"ldr {_U0}, [{_P}, #{xb}]", f"ldr {_U1}, [{_P}, #{xb + r}]", f"ldr {_V1}, [{_P}, #{xb + r + 4}]",
+            f"ldr {_V0}, [{_P}, #{xb + 4}]", f"ldr {_S2}, {start}"]
+
+
+def _dw_block_macs(r: int, xb: int) -> list:
+    """After _dw_block_first: the 24 MACs and the 4 loads of rows 2 and 3 (two at a time, all the registers
+    left) of one 2x2 block: top p0 (in r10), p1 (lr); bottom q0 (r3, the start's register), q1 (r2)."""
+    w = _W
+    u0, v0, s, u1, v1, f = _U0, _V0, _S2, _U1, _V1, _F
+    return [f"smlatb {f}, {u0}, {w[0]}, {s}", f"smlad {u0}, {u0}, {w[0]}, {s}",
+            f"smlabt {u0}, {v0}, {w[1]}, {u0}", f"smlad {f}, {v0}, {w[1]}, {f}",
+            f"smlatb {v0}, {u1}, {w[0]}, {s}", f"smlad {s}, {u1}, {w[0]}, {s}",
+            f"smlad {u0}, {u1}, {w[2]}, {u0}", f"smlatb {f}, {u1}, {w[2]}, {f}",
+            f"smlabt {u0}, {v1}, {w[3]}, {u0}", f"smlad {f}, {v1}, {w[3]}, {f}",
+            f"smlabt {s}, {v1}, {w[1]}, {s}", f"smlad {v0}, {v1}, {w[1]}, {v0}",
+            f"ldr {u1}, [{_P}, #{xb + 2 * r}]", f"ldr {v1}, [{_P}, #{xb + 2 * r + 4}]",
+            f"smlad {u0}, {u1}, {w[4]}, {u0}", f"smlatb {f}, {u1}, {w[4]}, {f}",
+            f"smlad {s}, {u1}, {w[2]}, {s}", f"smlatb {v0}, {u1}, {w[2]}, {v0}",
+            f"smlabt {u0}, {v1}, {w[5]}, {u0}", f"smlad {f}, {v1}, {w[5]}, {f}",
+            f"smlabt {s}, {v1}, {w[3]}, {s}", f"smlad {v0}, {v1}, {w[3]}, {v0}",
+            f"ldr {u1}, [{_P}, #{xb + 3 * r}]", f"ldr {v1}, [{_P}, #{xb + 3 * r + 4}]",
+            f"smlad {s}, {u1}, {w[4]}, {s}", f"smlatb {v0}, {u1}, {w[4]}, {v0}",
+            f"smlabt {s}, {v1}, {w[5]}, {s}", f"smlad {v0}, {v1}, {w[5]}, {v0}"]
+
+
+def _dw_block_requant(yb: int, orow: int, c: int, act_min: int, act_max: int, right: int, ra: str, mult: str,
+                      following: list) -> list:
+    """The block's four outputs requantized and stored at r1 + yb (+ c, + orow, + orow + c): ra in r11, mult in
+    r12; p0 first by SMMLAR with ra + (p0 >> 31) (the same sum as SMMLAR, then + (a >> 31)), stored, and r10 the
+    others' SMMLAR result (ra loaded again). ``following``: up to 5 loads (the next block's first loads),
+    three after the last SMMLAR and one after each of the first two stores, each pipelined with a load or
+    store; their registers are free by then (r10, r11, r12, then r2, r3)."""
+    t, ra_r, m_r = _U0, _U1, _V1
+    out = [f"ldr {ra_r}, {ra}", f"ldr {m_r}, {mult}", f"add {ra_r}, {ra_r}, {t}, asr #31",
+           f"smmlar {t}, {t}, {m_r}, {ra_r}"] + clamp_asm(t, act_min, act_max, right or None)
+    out += [f"ldr {ra_r}, {ra}", f"strb {t}, [{_Y}, #{yb}]"]
+    for a in (_F, _S2, _V0):
+        out += [f"smmlar {t}, {a}, {m_r}, {ra_r}", f"add {a}, {t}, {a}, asr #31"]
+    for a in (_F, _S2, _V0):
+        out += clamp_asm(a, act_min, act_max, right or None)
+    nxt = list(following)
+    stores = [f"strb {_V0}, [{_Y}, #{yb + orow + c}]", f"strb {_S2}, [{_Y}, #{yb + orow}]",
+              f"strb {_F}, [{_Y}, #{yb + c}]"]
+    out += nxt[:3]
+    nxt = nxt[3:]
+    for st in stores:
+        out.append(st)
+        if nxt:
+            out.append(nxt.pop(0))
+    return out
+
+
+def _dw_col2(r: int, xb: int, yb: int, orow: int, act_min: int, act_max: int, right: int, ra: str,
+             mult: str, end: list) -> list:
+    """After _dw_block_first: an odd last pixel of a row pair (two outputs: p0 in r10, q0 in r3), stored at
+    r1 + yb and r1 + yb + orow; ``end``: a load placed before the last store."""
+    w = _W
+    u0, v0, s, u1, v1, f = _U0, _V0, _S2, _U1, _V1, _F
+    out = [f"smlad {u0}, {u0}, {w[0]}, {s}", f"smlabt {u0}, {v0}, {w[1]}, {u0}", f"smlad {s}, {u1}, {w[0]}, {s}",
+           f"smlad {u0}, {u1}, {w[2]}, {u0}", f"smlabt {u0}, {v1}, {w[3]}, {u0}", f"smlabt {s}, {v1}, {w[1]}, {s}",
+           f"ldr {u1}, [{_P}, #{xb + 2 * r}]", f"ldr {v1}, [{_P}, #{xb + 2 * r + 4}]",
+           f"ldr {v0}, [{_P}, #{xb + 3 * r}]", f"ldr {f}, [{_P}, #{xb + 3 * r + 4}]",
+           f"smlad {u0}, {u1}, {w[4]}, {u0}", f"smlabt {u0}, {v1}, {w[5]}, {u0}",
+           f"smlad {s}, {u1}, {w[2]}, {s}", f"smlabt {s}, {v1}, {w[3]}, {s}",
+           f"smlad {s}, {v0}, {w[4]}, {s}", f"smlabt {s}, {f}, {w[5]}, {s}",
+           f"ldr {u1}, {ra}", f"ldr {v1}, {mult}",
+           f"smmlar {v0}, {u0}, {v1}, {u1}", f"add {u0}, {v0}, {u0}, asr #31",
+           f"smmlar {v0}, {s}, {v1}, {u1}", f"add {s}, {v0}, {s}, asr #31"]
+    out += clamp_asm(u0, act_min, act_max, right or None) + clamp_asm(s, act_min, act_max, right or None)
+    return out + [f"strb {u0}, [{_Y}, #{yb}]"] + list(end) + [f"strb {s}, [{_Y}, #{yb + orow}]"]
+
+
+def _dw_blocks(l: DepthwiseLayer, r: int, blocks: int, odd: bool, right: int, frame: dict, end: list) -> list:
+    """`blocks` 2x2 blocks (and an odd last pixel's two outputs) of a row pair at r0, r1 (unmoved: offsets),
+    each block's stores holding the next one's first loads; ``end``: loads for after the last block."""
+    c, orow, am, ax = l.c, l.ow * l.c, l.act_min, l.act_max
+    ra, mult, start = frame["ra"], frame["mult"], frame["start"]
+    units = blocks + int(odd)
+    out = _dw_block_first(r, 0, start) if units else []
+    for i in range(blocks):
+        xb, yb = 4 * i, 2 * c * i
+        nxt = _dw_block_first(r, xb + 4, start) if i + 1 < units else list(end)
+        out += _dw_block_macs(r, xb) + _dw_block_requant(yb, orow, c, am, ax, right, ra, mult, nxt)
+    if odd:
+        out += _dw_col2(r, 4 * blocks, 2 * c * blocks, orow, am, ax, right, ra, mult, end)
+    return out
+
+
+def dw_rows2_ok(l: DepthwiseLayer, row: int) -> bool:
+    """Whether the stride-1 planar rows run in 2x2 blocks (_dw_rows2_loop): every load and store offset of a
+    pass within LDR / STRB's 4095."""
+    if l.stride != 1 or l.ow < 2:
+        return False
+    r, c, orow = 2 * row, l.c, l.ow * l.c
+    blocks = l.ow // 2
+    per_pass = DW_BLOCKS_UNROLL if blocks > DW_ROWS_FULL else blocks
+    xb = 4 * per_pass + 4 * (l.ow % 2)
+    return xb + 3 * r + 4 <= 4095 and 2 * c * per_pass + c + orow <= 4095
+
+
+def _dw_rows2_loop(l: DepthwiseLayer, row: int, right: int, tag: str, frame: dict) -> list:
+    """The loop over row pairs (label .Lrq + tag) up to y's pair end at [sp]: per pair the blocks (a loop of
+    DW_BLOCKS_UNROLL blocks, label .Lbk + tag, where a row has more than DW_ROWS_FULL; its count at [sp, #4]),
+    r0 and r1 on by two rows at the end."""
+    r, c, blocks, odd = 2 * row, l.c, l.ow // 2, l.ow % 2
+    loop, rest = (blocks // DW_BLOCKS_UNROLL, blocks % DW_BLOCKS_UNROLL) if blocks > DW_ROWS_FULL else (0, blocks)
+    t = _T[0]
+    out = [f".Lrq{tag}:"]
+    if loop:
+        out += [f"movs {t}, #{loop}", f"str {t}, [sp, #4]", f".Lbk{tag}:"]
+        out += _dw_blocks(l, r, DW_BLOCKS_UNROLL, False, right, frame, [f"ldr {_U1}, [sp, #4]"])
+        out += adjust(_P, 4 * DW_BLOCKS_UNROLL) + adjust(_Y, 2 * c * DW_BLOCKS_UNROLL)
+        out += [f"subs {_U1}, #1", f"str {_U1}, [sp, #4]", f"bne .Lbk{tag}"]
+    end = [f"ldr {_U1}, [sp]"]
+    if rest or odd:
+        out += _dw_blocks(l, r, rest, bool(odd), right, frame, end)
+    else:
+        out += end
+    out += adjust(_P, 2 * r - 4 * DW_BLOCKS_UNROLL * loop) + adjust(_Y, 2 * l.ow * c - 2 * c * DW_BLOCKS_UNROLL * loop)
+    return out + [f"cmp {_Y}, {_U1}", f"bne .Lrq{tag}"]
+
+
 def dw_rights(l: DepthwiseLayer) -> list:
     """The right shifts of the layer's channels (smmlar), one planar rows function each."""
     return sorted({int(r) for r in np.asarray(l.smmlar()).reshape(l.c, 3)[:, 2]})
@@ -190,6 +325,14 @@ def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
     stores; y's end at [sp], the pass count at [sp, #4], the block's ra and mult at [sp, #8], [sp, #12],
     its start in r3."""
     _check(l, row, right)
+    if dw_rows2_ok(l, row):  # stride 1: row pairs in 2x2 blocks up to [sp] (y at the last even row), then an odd last row
+        out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #24", f"movw r12, #{l.ow * l.c}",
+               "mla lr, r2, r12, r1", "str lr, [sp, #20]", "bic r2, r2, #1", "mla r2, r2, r12, r1", "str r2, [sp]"]
+        out += _SETUP + ["str r3, [sp, #16]", "ldr r2, [sp]", "cmp r1, r2", "beq .Lodd%="]
+        out += _dw_rows2_loop(l, row, right, "%=", _FRAME2)
+        out += [".Lodd%=:", "ldr r2, [sp, #20]", "cmp r1, r2", "beq .Ldone%=", "str r2, [sp]", "ldr r3, [sp, #16]"]
+        out += _dw_rows_loop(l, row, right, "%=")
+        return out + [".Ldone%=:", "add sp, #28", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
     out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #16", f"movw r12, #{l.ow * l.c}",
            "mla r2, r2, r12, r1", "str r2, [sp]"] + _SETUP
     out += _dw_rows_loop(l, row, right, "%=")
@@ -229,7 +372,7 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
     rows, _, row = plane
     for rt in rights:
         _check(l, row, rt)
-    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #36", "str r0, [sp, #16]", "str r1, [sp, #20]",
+    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #40", "str r0, [sp, #16]", "str r1, [sp, #20]",
            "str r2, [sp, #24]", "str r3, [sp, #28]"] + adjust("r2", 40 * l.c) + ["str r2, [sp, #32]", ".Lch%=:",
            "ldr r0, [sp, #16]", "ldr r1, [sp, #28]"]
     base = 2 * (l.pad_h * row + l.pad_w)
@@ -240,12 +383,23 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
     out += ["ldr r3, [sp, #24]", "ldr r2, [r3, #36]"]
     for rt in rights[1:]:  # the first right shift's loop right after
         out += [f"cmp r2, #{rt}", f"beq .Lsetup%=_r{rt}"]
+    two = dw_rows2_ok(l, row)
     for rt in rights:
         tag = f"%=_r{rt}"
-        out += [f".Lsetup{tag}:", "ldr r0, [sp, #28]", "ldr r1, [sp, #20]", f"movw r12, #{l.oh * l.ow * l.c}",
-                "add r2, r1, r12", "str r2, [sp]"] + _SETUP + _dw_rows_loop(l, row, rt, tag)
+        out += [f".Lsetup{tag}:", "ldr r0, [sp, #28]", "ldr r1, [sp, #20]"]
+        if two:  # row pairs in 2x2 blocks, then an odd last row
+            pairs = l.oh // 2
+            out += ([f"movw r12, #{2 * pairs * l.ow * l.c}", "add r2, r1, r12", "str r2, [sp]"] if pairs else [])
+            out += _SETUP + ["str r3, [sp, #36]"]
+            out += _dw_rows2_loop(l, row, rt, tag, _FRAME_ALL) if pairs else []
+            if l.oh % 2:
+                out += [f"movw r12, #{l.ow * l.c}", "add r2, r1, r12", "str r2, [sp]", "ldr r3, [sp, #36]"]
+                out += _dw_rows_loop(l, row, rt, tag)
+        else:
+            out += [f"movw r12, #{l.oh * l.ow * l.c}", "add r2, r1, r12", "str r2, [sp]"] + _SETUP
+            out += _dw_rows_loop(l, row, rt, tag)
         out += ["b .Lnext%="] if rt != rights[-1] else []
     out += [".Lnext%=:", "ldr r0, [sp, #16]", "ldr r1, [sp, #20]", "ldr r3, [sp, #24]", "ldr r2, [sp, #32]",
             "adds r0, #1", "adds r1, #1", "adds r3, #40", "str r0, [sp, #16]", "str r1, [sp, #20]",
             "str r3, [sp, #24]", "cmp r3, r2", "bne .Lch%="]
-    return out + ["add sp, #36", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+    return out + ["add sp, #40", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
