@@ -140,7 +140,8 @@ def _dw_chunk(r: int, c: int, pairs: int, odd: bool, act_min: int, act_max: int,
 _U0, _V0, _S2, _U1, _V1, _F = "r10", "r2", "r3", "r11", "r12", "lr"
 _FRAME2 = {"ra": _RA, "mult": _MULT, "start": "[sp, #16]"}  # dw_rows_asm's frame (the start at [sp, #16])
 _FRAME_ALL = {"ra": _RA, "mult": _MULT, "start": "[sp, #36]"}  # dw_all_asm's
-DW_BLOCKS_UNROLL = 8  # blocks (pixel pairs) of a row pair a pass of the block loop (all when at most DW_ROWS_FULL)
+DW_BLOCKS_UNROLL = 6  # blocks (pixel pairs) of a row pair a pass of the block loop (all when at most DW_BLOCKS_FULL)
+DW_BLOCKS_FULL = 6  # row pairs of up to this many blocks unrolled whole
 
 
 def _dw_block_first(r: int, xb: int, start: str) -> list:
@@ -234,24 +235,25 @@ def _dw_blocks(l: DepthwiseLayer, r: int, blocks: int, odd: bool, right: int, fr
     return out
 
 
-def dw_rows2_ok(l: DepthwiseLayer, row: int) -> bool:
-    """Whether the stride-1 planar rows run in 2x2 blocks (_dw_rows2_loop): every load and store offset of a
-    pass within LDR / STRB's 4095."""
-    if l.stride != 1 or l.ow < 2:
+def dw_rows2_ok(l: DepthwiseLayer, plane: tuple) -> bool:
+    """Whether the stride-1 planar rows run in 2x2 blocks (_dw_rows2_loop): the buffer holds the four rows of
+    two output rows (DwPlane<kPairs>), every load and store offset of a pass within LDR / STRB's 4095."""
+    rows, _, row = plane
+    if l.stride != 1 or l.ow < 2 or rows < 4:
         return False
     r, c, orow = 2 * row, l.c, l.ow * l.c
     blocks = l.ow // 2
-    per_pass = DW_BLOCKS_UNROLL if blocks > DW_ROWS_FULL else blocks
+    per_pass = DW_BLOCKS_UNROLL if blocks > DW_BLOCKS_FULL else blocks
     xb = 4 * per_pass + 4 * (l.ow % 2)
     return xb + 3 * r + 4 <= 4095 and 2 * c * per_pass + c + orow <= 4095
 
 
 def _dw_rows2_loop(l: DepthwiseLayer, row: int, right: int, tag: str, frame: dict) -> list:
     """The loop over row pairs (label .Lrq + tag) up to y's pair end at [sp]: per pair the blocks (a loop of
-    DW_BLOCKS_UNROLL blocks, label .Lbk + tag, where a row has more than DW_ROWS_FULL; its count at [sp, #4]),
+    DW_BLOCKS_UNROLL blocks, label .Lbk + tag, where a row has more than DW_BLOCKS_FULL; its count at [sp, #4]),
     r0 and r1 on by two rows at the end."""
     r, c, blocks, odd = 2 * row, l.c, l.ow // 2, l.ow % 2
-    loop, rest = (blocks // DW_BLOCKS_UNROLL, blocks % DW_BLOCKS_UNROLL) if blocks > DW_ROWS_FULL else (0, blocks)
+    loop, rest = (blocks // DW_BLOCKS_UNROLL, blocks % DW_BLOCKS_UNROLL) if blocks > DW_BLOCKS_FULL else (0, blocks)
     t = _T[0]
     out = [f".Lrq{tag}:"]
     if loop:
@@ -288,17 +290,18 @@ _SETUP = ["ldr r2, [r3, #28]", "ldr r12, [r3, #32]", f"str r2, {_RA}", f"str r12
           "ldm r3, {r4, r5, r6, r7, r8, r9}", "ldr r3, [r3, #24]"]
 
 
-def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str) -> list:
+def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str, compact: bool = False) -> list:
     """The loop over the output rows of one channel (labels .Lrow/.Lpair + tag): r0 the buffer rows, r1 y,
     [sp] y past the last row, [sp, #4] the pass count, [sp, #8] ra, [sp, #12] mult, r3 the start, r4-r9
     the weight pairs."""
     r, c, pairs, odd, st = 2 * row, l.c, l.ow // 2, l.ow % 2, l.stride
     am, ax, s2 = l.act_min, l.act_max, st == 2
     out = [f".Lrow{tag}:"]
-    loop, rest = (pairs // DW_ROWS_UNROLL, pairs % DW_ROWS_UNROLL) if pairs > DW_ROWS_FULL else (0, pairs)
+    unroll = 1 if compact else DW_ROWS_UNROLL
+    loop, rest = (pairs // unroll, pairs % unroll) if pairs > (1 if compact else DW_ROWS_FULL) else (0, pairs)
     if loop:
         out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", f".Lpair{tag}:"]
-        out += _dw_chunk(r, c, DW_ROWS_UNROLL, False, am, ax, right, s2)
+        out += _dw_chunk(r, c, unroll, False, am, ax, right, s2)
         out += [f"ldr {_T[0]}, [sp, #4]", f"subs {_T[0]}, #1", f"str {_T[0]}, [sp, #4]", f"bne .Lpair{tag}"]
     if rest or odd:
         out += _dw_chunk(r, c, rest, bool(odd), am, ax, right, s2)
@@ -314,7 +317,7 @@ def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str) -> list:
     return out + [f"cmp {_Y}, {_T[0]}", f"bne .Lrow{tag}"]
 
 
-def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
+def dw_rows_asm(l: DepthwiseLayer, plane: tuple, right: int) -> list:
     """The body of the layer's planar rows function for the channels of one right shift (DSP cores, smmlar
     requantization):
         void rows(const int16_t* p, int8_t* y, int32_t rows, const int32_t* k)
@@ -324,14 +327,16 @@ def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
     loop beyond DW_ROWS_FULL), an odd last pixel alone, each one's first loads among the previous one's
     stores; y's end at [sp], the pass count at [sp, #4], the block's ra and mult at [sp, #8], [sp, #12],
     its start in r3."""
+    row = plane[2]
     _check(l, row, right)
-    if dw_rows2_ok(l, row):  # stride 1: row pairs in 2x2 blocks up to [sp] (y at the last even row), then an odd last row
+    if dw_rows2_ok(l, plane):  # stride 1: row pairs in 2x2 blocks up to [sp] (y at the last even row), then an odd last
+        # row (the layer's last, DwPlane<kPairs> serving an even count before it: a loop over its pixel pairs)
         out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #24", f"movw r12, #{l.ow * l.c}",
                "mla lr, r2, r12, r1", "str lr, [sp, #20]", "bic r2, r2, #1", "mla r2, r2, r12, r1", "str r2, [sp]"]
         out += _SETUP + ["str r3, [sp, #16]", "ldr r2, [sp]", "cmp r1, r2", "beq .Lodd%="]
         out += _dw_rows2_loop(l, row, right, "%=", _FRAME2)
         out += [".Lodd%=:", "ldr r2, [sp, #20]", "cmp r1, r2", "beq .Ldone%=", "str r2, [sp]", "ldr r3, [sp, #16]"]
-        out += _dw_rows_loop(l, row, right, "%=")
+        out += _dw_rows_loop(l, row, right, "%=", compact=True)
         return out + [".Ldone%=:", "add sp, #28", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
     out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #16", f"movw r12, #{l.ow * l.c}",
            "mla r2, r2, r12, r1", "str r2, [sp]"] + _SETUP
@@ -383,7 +388,7 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
     out += ["ldr r3, [sp, #24]", "ldr r2, [r3, #36]"]
     for rt in rights[1:]:  # the first right shift's loop right after
         out += [f"cmp r2, #{rt}", f"beq .Lsetup%=_r{rt}"]
-    two = dw_rows2_ok(l, row)
+    two = dw_rows2_ok(l, plane)
     for rt in rights:
         tag = f"%=_r{rt}"
         out += [f".Lsetup{tag}:", "ldr r0, [sp, #28]", "ldr r1, [sp, #20]"]
