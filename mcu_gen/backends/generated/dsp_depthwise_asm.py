@@ -248,6 +248,84 @@ def dw_rows2_ok(l: DepthwiseLayer, plane: tuple) -> bool:
     return xb + 3 * r + 4 <= 4095 and 2 * c * per_pass + c + orow <= 4095
 
 
+def _mnemonic(ins: str) -> str:
+    return ins.split(None, 1)[0]
+
+
+def _addr_regs(ins: str) -> set:
+    return set(ins.split("[", 1)[1].split("]")[0].replace(" ", "").split(",")[:1]) if "[" in ins else set()
+
+
+def static_cycles(code: list) -> int:
+    """Estimated M33 cycles of a straight run of this module's instructions (mcu_gen.device.cycles' model): a
+    single load 1 when the next instruction is a load / store single not addressed by its result, else 2; a
+    store 1; LDM / PUSH / POP 1 + N; a branch 3 (taken); +1 for a load / store addressed by the register the
+    data-processing instruction just before wrote; everything else 1."""
+    ins = [i for i in code if not i.endswith(":")]
+    single = ("ldr", "ldrb", "ldrh", "ldrsb", "ldrsh", "str", "strb", "strh")
+    total, prev_written = 0, None
+    for k, i in enumerate(ins):
+        m = _mnemonic(i)
+        if m in single:
+            if m.startswith("ldr"):
+                rt = i.split(None, 1)[1].split(",")[0].strip()
+                nxt = ins[k + 1] if k + 1 < len(ins) else ""
+                total += 1 if nxt and _mnemonic(nxt) in single and rt not in _addr_regs(nxt) else 2
+            else:
+                total += 1
+            total += 1 if prev_written is not None and prev_written in _addr_regs(i) else 0
+            prev_written = None
+            continue
+        if m in ("ldm", "push", "pop", "ldmia", "stm", "stmia"):
+            total += 1 + i.count(",") + 1 - (1 if m in ("ldm", "ldmia", "stm", "stmia") else 0)
+        elif m.startswith("b") and m not in ("bic", "bics"):
+            total += 3
+        else:
+            total += 1
+        prev_written = i.split(None, 1)[1].split(",")[0].strip() if " " in i and not m.startswith(("cmp", "b")) else None
+    return total
+
+
+def dw_rows2_gain(l: DepthwiseLayer, plane: tuple, rights: list) -> tuple:
+    """(estimated cycles saved by the 2x2 blocks, estimated bytes of code they add) for the layer: static_cycles of
+    a row pair of blocks against two rows of pixel pairs (per channel, per row pair), and 4 bytes an instruction
+    over the rows code of each right shift (the odd last row's code counted where there is one)."""
+    row, r, c, blocks = plane[2], 2 * plane[2], l.c, l.ow // 2
+    right = rights[0]
+    new = _dw_rows2_loop(l, row, right, "", _FRAME2)
+    loop = blocks // DW_BLOCKS_UNROLL if blocks > DW_BLOCKS_FULL else 0
+    new_c = static_cycles(new)
+    if loop:
+        body = _dw_blocks(l, r, DW_BLOCKS_UNROLL, False, right, _FRAME2, [f"ldr {_U1}, [sp, #4]"])
+        new_c += (loop - 1) * (static_cycles(body) + 6)
+    old = _dw_rows_loop(l, row, right, "")
+    pairs = l.ow // 2
+    old_loop = pairs // DW_ROWS_UNROLL if pairs > DW_ROWS_FULL else 0
+    old_c = static_cycles(old)
+    if old_loop:
+        old_c += (old_loop - 1) * (static_cycles(_dw_chunk(r, c, DW_ROWS_UNROLL, False, l.act_min, l.act_max, right,
+                                                           False)) + 6)
+    odd_code = len(_dw_rows_loop(l, row, right, "", compact=True)) if l.oh % 2 else 0
+    saved = c * (l.oh // 2) * (2 * old_c - new_c)
+    extra = 4 * len(rights) * (len(new) + odd_code - len(old))
+    return saved, extra
+
+
+# The 2x2 blocks where they save at least this many estimated cycles a byte of code they add (dw_rows2_gain's
+# estimates; measured on the M33 model, VWW: the 48x48x8 layer 23.3 k cycles for 0.7 KB, 24x24x32 13.5 k for none,
+# the 6x6x128 ones 7.8 k for 0.9 KB (3 right shifts) or 0.6 KB (2); left out: 12x12x64 14 k for 1.7 KB, 3x3x256 5.4 k
+# for 1.1 KB. KWS's 25x5x64 layers: 17 k for 1.0 to 1.4 KB each.)
+DW_BLOCKS_CYCLES_PER_BYTE = 8
+
+
+def dw_blocks(l: DepthwiseLayer, plane: tuple | None) -> bool:
+    """Whether the layer's planar rows run in 2x2 blocks: possible (dw_rows2_ok) and worth their code."""
+    if plane is None or l.smmlar() is None or not dw_rows2_ok(l, plane):
+        return False
+    saved, extra = dw_rows2_gain(l, plane, dw_rights(l))
+    return extra <= 0 or saved >= DW_BLOCKS_CYCLES_PER_BYTE * extra
+
+
 def _dw_rows2_loop(l: DepthwiseLayer, row: int, right: int, tag: str, frame: dict) -> list:
     """The loop over row pairs (label .Lrq + tag) up to y's pair end at [sp]: per pair the blocks (a loop of
     DW_BLOCKS_UNROLL blocks, label .Lbk + tag, where a row has more than DW_BLOCKS_FULL; its count at [sp, #4]),
@@ -329,15 +407,16 @@ def dw_rows_asm(l: DepthwiseLayer, plane: tuple, right: int) -> list:
     its start in r3."""
     row = plane[2]
     _check(l, row, right)
-    if dw_rows2_ok(l, plane):  # stride 1: row pairs in 2x2 blocks up to [sp] (y at the last even row), then an odd last
+    if dw_blocks(l, plane):  # stride 1: row pairs in 2x2 blocks up to [sp] (y at the last even row), then an odd last
         # row (the layer's last, DwPlane<kPairs> serving an even count before it: a loop over its pixel pairs)
         out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #24", f"movw r12, #{l.ow * l.c}",
                "mla lr, r2, r12, r1", "str lr, [sp, #20]", "bic r2, r2, #1", "mla r2, r2, r12, r1", "str r2, [sp]"]
         out += _SETUP + ["str r3, [sp, #16]", "ldr r2, [sp]", "cmp r1, r2", "beq .Lodd%="]
-        out += _dw_rows2_loop(l, row, right, "%=", _FRAME2)
-        out += [".Lodd%=:", "ldr r2, [sp, #20]", "cmp r1, r2", "beq .Ldone%=", "str r2, [sp]", "ldr r3, [sp, #16]"]
-        out += _dw_rows_loop(l, row, right, "%=", compact=True)
-        return out + [".Ldone%=:", "add sp, #28", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+        out += _dw_rows2_loop(l, row, right, "%=", _FRAME2) + [".Lodd%=:"]
+        if l.oh % 2:  # an even row count (DwPlane<kPairs>) but for the last call of an odd number of rows
+            out += ["ldr r2, [sp, #20]", "cmp r1, r2", "beq .Ldone%=", "str r2, [sp]", "ldr r3, [sp, #16]"]
+            out += _dw_rows_loop(l, row, right, "%=", compact=True) + [".Ldone%=:"]
+        return out + ["add sp, #28", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
     out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #16", f"movw r12, #{l.ow * l.c}",
            "mla r2, r2, r12, r1", "str r2, [sp]"] + _SETUP
     out += _dw_rows_loop(l, row, right, "%=")
@@ -388,7 +467,7 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
     out += ["ldr r3, [sp, #24]", "ldr r2, [r3, #36]"]
     for rt in rights[1:]:  # the first right shift's loop right after
         out += [f"cmp r2, #{rt}", f"beq .Lsetup%=_r{rt}"]
-    two = dw_rows2_ok(l, plane)
+    two = dw_blocks(l, plane)
     for rt in rights:
         tag = f"%=_r{rt}"
         out += [f".Lsetup{tag}:", "ldr r0, [sp, #28]", "ldr r1, [sp, #20]"]
