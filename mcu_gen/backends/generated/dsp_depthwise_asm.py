@@ -478,7 +478,7 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
             out += _dw_rows2_loop(l, row, rt, tag, _FRAME_ALL) if pairs else []
             if l.oh % 2:
                 out += [f"movw r12, #{l.ow * l.c}", "add r2, r1, r12", "str r2, [sp]", "ldr r3, [sp, #36]"]
-                out += _dw_rows_loop(l, row, rt, tag)
+                out += _dw_rows_loop(l, row, rt, tag, compact=True)  # once a channel: a loop over its pixel pairs
         else:
             out += [f"movw r12, #{l.oh * l.ow * l.c}", "add r2, r1, r12", "str r2, [sp]"] + _SETUP
             out += _dw_rows_loop(l, row, rt, tag)
