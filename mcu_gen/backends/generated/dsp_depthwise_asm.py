@@ -1,7 +1,8 @@
 """The generated DSP 3x3 depthwise layers' geometry choices (the window of rows of an in-place layer, the
 planar path) and the planar path's assembly: per right shift of the channels a rows function
 (``dw_rows_asm``), or, where the buffer holds every row the layer reads, one function for all the channels
-(``dw_all_asm``)."""
+(``dw_all_asm``); their output rows in pixel pairs, or at stride 1 where it pays for its code (``dw_blocks``) two
+rows at a time in 2x2 blocks."""
 from __future__ import annotations
 
 import numpy as np
@@ -282,7 +283,8 @@ def static_cycles(code: list) -> int:
             total += 3
         else:
             total += 1
-        prev_written = i.split(None, 1)[1].split(",")[0].strip() if " " in i and not m.startswith(("cmp", "b")) else None
+        written = " " in i and not m.startswith(("cmp", "b"))  # the first operand of a data-processing instruction
+        prev_written = i.split(None, 1)[1].split(",")[0].strip() if written else None
     return total
 
 
@@ -404,7 +406,9 @@ def dw_rows_asm(l: DepthwiseLayer, plane: tuple, right: int) -> list:
     (dsp_prelude.h: dw_planar). The pixel pairs of a row are unrolled (DW_ROWS_UNROLL pairs a pass of a
     loop beyond DW_ROWS_FULL), an odd last pixel alone, each one's first loads among the previous one's
     stores; y's end at [sp], the pass count at [sp, #4], the block's ra and mult at [sp, #8], [sp, #12],
-    its start in r3."""
+    its start in r3. In 2x2 blocks (dw_blocks): the row pairs up to [sp] (y at the last even row), the start at
+    [sp, #16], y's end at [sp, #20] for an odd last row (the layer's last: DwPlane<kPairs> calls with an even
+    count before it, so a layer of an even row count has no code for it)."""
     row = plane[2]
     _check(l, row, right)
     if dw_blocks(l, plane):  # stride 1: row pairs in 2x2 blocks up to [sp] (y at the last even row), then an odd last
@@ -452,7 +456,8 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
     first fill), then its output rows by the rows loop of its right shift (block word 9); one call and one
     register save for the layer, where the rows functions took one per channel. Frame: [sp] y's end,
     [sp, #4] the pass count, [sp, #8] ra, [sp, #12] mult, [sp, #16] the channel's input, [sp, #20] its
-    output, [sp, #24] its block, [sp, #28] buf, [sp, #32] the block's end."""
+    output, [sp, #24] its block, [sp, #28] buf, [sp, #32] the block's end, [sp, #36] the start of the 2x2
+    blocks (dw_blocks: the row pairs, then an odd last row by a loop over its pixel pairs)."""
     rows, _, row = plane
     for rt in rights:
         _check(l, row, rt)
