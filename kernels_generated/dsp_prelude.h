@@ -915,10 +915,13 @@ inline void widen_row(int16_t* d, const int8_t* x) {
   }
 }
 
+// kPairs: the rows function takes output rows two at a time (dsp_depthwise_asm.dw_rows2_ok): at() keeps the four
+// rows of two output rows and run() serves an even count but for the layer's last rows.
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kS, int32_t kPH, int32_t kPW, int32_t kRow,
-          int32_t kR, int16_t kPadValue>
+          int32_t kR, int16_t kPadValue, bool kPairs = false>
 struct DwPlane {
   static_assert(kR >= 3 && kRow % 2 == 0, "three rows of whole words");
+  static_assert(!kPairs || kR >= 3 + kS, "the rows of two output rows");
   static constexpr bool kWhole = kR >= (kOH - 1) * kS + 3;  // every row the layer reads, copied once
   const int8_t* in;  // the input at the channel
   int16_t* buf;
@@ -946,7 +949,7 @@ struct DwPlane {
   const int16_t* at(int32_t oy) {
     const int32_t top = oy * kS - kPH;
     if (kWhole) return buf + (top + kPH) * kRow;
-    const int32_t end = top + 3;
+    const int32_t end = top + (kPairs && oy + 1 < kOH ? 3 + kS : 3);
     if (end > base + kR) {
       if (filled > top) {  // whole words (kRow even): move_down
         move_down(static_cast<int8_t*>(static_cast<void*>(buf)),
@@ -967,7 +970,8 @@ struct DwPlane {
     const int32_t end = base + kR < kLast + 1 ? base + kR : kLast + 1;
     for (; filled < end; ++filled) fill(filled);
     const int32_t n = (filled - 3 + kPH) / kS - oy + 1;
-    return n < kOH - oy ? n : kOH - oy;
+    if (n >= kOH - oy) return kOH - oy;
+    return kPairs ? n & ~1 : n;
   }
 };
 
@@ -1040,10 +1044,10 @@ inline void dw_plane_pad(int16_t* buf, int32_t n, int16_t pad) {
 }
 
 template <int32_t kH, int32_t kW, int32_t kC, int32_t kOH, int32_t kOW, int32_t kS, int32_t kPH, int32_t kPW,
-          int32_t kRow, int32_t kR, int16_t kPadValue, class Rows>
+          int32_t kRow, int32_t kR, int16_t kPadValue, bool kPairs = false, class Rows>
 void dw_planar(const int8_t* in, int8_t* out, const uint32_t* block, int16_t* buf, Rows rows) {
   static_assert(kS == 1 || kS == 2, "stride 1 or 2");
-  using Plane = DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue>;
+  using Plane = DwPlane<kH, kW, kC, kOH, kS, kPH, kPW, kRow, kR, kPadValue, kPairs>;
   dw_plane_pad(buf, kR * kRow, kPadValue);  // kRow is even
   for (int32_t c = 0; c < kC; ++c) {
     Plane plane(in + c, buf);

@@ -288,6 +288,11 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=12, w=13, c=8, stride=2)),
     ("depthwise_inplace", dict(h=5, w=7, c=8, one_shift=True)),  # one right shift: no branch by shift
     ("depthwise_inplace", dict(h=16, w=48, c=4, scratch=True, one_shift=True)),
+    # Stride 1 in 2x2 blocks (dsp_depthwise_asm.dw_blocks): all channels in one function with an odd last row and
+    # an odd last pixel, rows sliding through the scratch (DwPlane<kPairs>: even row counts) in a loop of blocks with
+    # an odd last pixel and the layer's odd last row.
+    ("depthwise_inplace", dict(h=7, w=5, c=96, one_shift=True)),
+    ("depthwise_inplace", dict(h=33, w=25, c=8, scratch=True)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     # Windows widened as they are gathered (dsp_work.pre_widened, K < 36; conv_stream_widened): an odd last window
@@ -388,6 +393,27 @@ def test_planar_depthwise_has_a_rows_loop_per_right_shift(failing_kernels):
                 assert f"{l.name}_rows_r{r}:" in gen.source, r
         for r in rights[1 if whole else 0:-1 if not whole else None]:
             assert (f"cmp r2, #{r}" if whole else f"if (k[9] == {r}u) return {l.name}_rows_r{r}(p, y, n, k);") in gen.source
+
+
+def test_planar_depthwise_in_2x2_blocks(failing_kernels):
+    """Stride 1 planar layers whose 2x2 blocks pay for their code (dw_blocks): the row-pair loop in the function for
+    all the channels (with its odd last row and pixel) and in the rows function (a loop of blocks, the odd last
+    row by a loop over pixel pairs, the rows function's calls of an even count: DwPlane<..., true>); a layer of
+    few channels and four right shifts keeps the pixel pairs."""
+    from mcu_gen.backends.generated.dsp_depthwise_asm import dw_blocks, dw_plane
+
+    for shape, whole, blocks in ((dict(h=7, w=5, c=96, one_shift=True), True, True),
+                                 (dict(h=33, w=25, c=8, scratch=True), False, True),
+                                 (dict(h=6, w=6, c=24), True, False)):
+        p, _ = case_program("depthwise_inplace", shape)
+        gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+        l = gen.layers[0]
+        assert dw_blocks(l, dw_plane(l)) == blocks, shape
+        assert (".Lrq_" in gen.source) == blocks and (f"{l.name}_all:" in gen.source) == whole, shape
+        if blocks and not whole:
+            assert ".Lbk_" in gen.source and ".Lodd_" in gen.source and ", true>(in, out" in gen.source
+        if blocks and whole:
+            assert ".Lrow_" in gen.source  # the odd last row
 
 
 def test_other_weights_reach_the_library_kernel(failing_kernels, tmp_path):

@@ -1,7 +1,8 @@
 """The generated DSP 3x3 depthwise layers' geometry choices (the window of rows of an in-place layer, the
 planar path) and the planar path's assembly: per right shift of the channels a rows function
 (``dw_rows_asm``), or, where the buffer holds every row the layer reads, one function for all the channels
-(``dw_all_asm``)."""
+(``dw_all_asm``); their output rows in pixel pairs, or at stride 1 where it pays for its code (``dw_blocks``) two
+rows at a time in 2x2 blocks."""
 from __future__ import annotations
 
 import numpy as np
@@ -133,6 +134,222 @@ def _dw_chunk(r: int, c: int, pairs: int, odd: bool, act_min: int, act_max: int,
     return out
 
 
+# Stride 1 in 2x2 blocks (two output rows x two pixels: dw_rows2_ok): the four input rows' words u = [x0 x1],
+# v = [x2 x3] feed four accumulators, 8 loads and one ra, mult for 4 outputs where the pairs took 12 and two. The
+# six registers below hold a block's words, its start (loaded from the frame: no register is left for it) and its
+# accumulators, their roles moving within a block and back: on entry u0, v0, start, u1, v1 loaded (F free).
+_U0, _V0, _S2, _U1, _V1, _F = "r10", "r2", "r3", "r11", "r12", "lr"
+_FRAME2 = {"ra": _RA, "mult": _MULT, "start": "[sp, #16]"}  # dw_rows_asm's frame (the start at [sp, #16])
+_FRAME_ALL = {"ra": _RA, "mult": _MULT, "start": "[sp, #36]"}  # dw_all_asm's
+DW_BLOCKS_UNROLL = 6  # blocks (pixel pairs) of a row pair a pass of the block loop (all when at most DW_BLOCKS_FULL)
+DW_BLOCKS_FULL = 6  # row pairs of up to this many blocks unrolled whole
+
+
+def _dw_block_first(r: int, xb: int, start: str) -> list:
+    """A block's (or a two-row pixel's) first five loads at byte xb of the rows at r0: rows 0 and 1's u, v and
+    the start, in the order their registers come free in the previous block's stores (_dw_block_requant)."""
+    return [f"ldr {_U0}, [{_P}, #{xb}]", f"ldr {_U1}, [{_P}, #{xb + r}]", f"ldr {_V1}, [{_P}, #{xb + r + 4}]",
+            f"ldr {_V0}, [{_P}, #{xb + 4}]", f"ldr {_S2}, {start}"]
+
+
+def _dw_block_macs(r: int, xb: int) -> list:
+    """After _dw_block_first: the 24 MACs and the 4 loads of rows 2 and 3 (two at a time, all the registers
+    left) of one 2x2 block: top p0 (in r10), p1 (lr); bottom q0 (r3, the start's register), q1 (r2)."""
+    w = _W
+    u0, v0, s, u1, v1, f = _U0, _V0, _S2, _U1, _V1, _F
+    return [f"smlatb {f}, {u0}, {w[0]}, {s}", f"smlad {u0}, {u0}, {w[0]}, {s}",
+            f"smlabt {u0}, {v0}, {w[1]}, {u0}", f"smlad {f}, {v0}, {w[1]}, {f}",
+            f"smlatb {v0}, {u1}, {w[0]}, {s}", f"smlad {s}, {u1}, {w[0]}, {s}",
+            f"smlad {u0}, {u1}, {w[2]}, {u0}", f"smlatb {f}, {u1}, {w[2]}, {f}",
+            f"smlabt {u0}, {v1}, {w[3]}, {u0}", f"smlad {f}, {v1}, {w[3]}, {f}",
+            f"smlabt {s}, {v1}, {w[1]}, {s}", f"smlad {v0}, {v1}, {w[1]}, {v0}",
+            f"ldr {u1}, [{_P}, #{xb + 2 * r}]", f"ldr {v1}, [{_P}, #{xb + 2 * r + 4}]",
+            f"smlad {u0}, {u1}, {w[4]}, {u0}", f"smlatb {f}, {u1}, {w[4]}, {f}",
+            f"smlad {s}, {u1}, {w[2]}, {s}", f"smlatb {v0}, {u1}, {w[2]}, {v0}",
+            f"smlabt {u0}, {v1}, {w[5]}, {u0}", f"smlad {f}, {v1}, {w[5]}, {f}",
+            f"smlabt {s}, {v1}, {w[3]}, {s}", f"smlad {v0}, {v1}, {w[3]}, {v0}",
+            f"ldr {u1}, [{_P}, #{xb + 3 * r}]", f"ldr {v1}, [{_P}, #{xb + 3 * r + 4}]",
+            f"smlad {s}, {u1}, {w[4]}, {s}", f"smlatb {v0}, {u1}, {w[4]}, {v0}",
+            f"smlabt {s}, {v1}, {w[5]}, {s}", f"smlad {v0}, {v1}, {w[5]}, {v0}"]
+
+
+def _dw_block_requant(yb: int, orow: int, c: int, act_min: int, act_max: int, right: int, ra: str, mult: str,
+                      following: list) -> list:
+    """The block's four outputs requantized and stored at r1 + yb (+ c, + orow, + orow + c): ra in r11, mult in
+    r12; p0 first by SMMLAR with ra + (p0 >> 31) (the same sum as SMMLAR, then + (a >> 31)), stored, and r10 the
+    others' SMMLAR result (ra loaded again). ``following``: up to 5 loads (the next block's first loads),
+    three after the last SMMLAR and one after each of the first two stores, each pipelined with a load or
+    store; their registers are free by then (r10, r11, r12, then r2, r3)."""
+    t, ra_r, m_r = _U0, _U1, _V1
+    out = [f"ldr {ra_r}, {ra}", f"ldr {m_r}, {mult}", f"add {ra_r}, {ra_r}, {t}, asr #31",
+           f"smmlar {t}, {t}, {m_r}, {ra_r}"] + clamp_asm(t, act_min, act_max, right or None)
+    out += [f"ldr {ra_r}, {ra}", f"strb {t}, [{_Y}, #{yb}]"]
+    for a in (_F, _S2, _V0):
+        out += [f"smmlar {t}, {a}, {m_r}, {ra_r}", f"add {a}, {t}, {a}, asr #31"]
+    for a in (_F, _S2, _V0):
+        out += clamp_asm(a, act_min, act_max, right or None)
+    nxt = list(following)
+    stores = [f"strb {_V0}, [{_Y}, #{yb + orow + c}]", f"strb {_S2}, [{_Y}, #{yb + orow}]",
+              f"strb {_F}, [{_Y}, #{yb + c}]"]
+    out += nxt[:3]
+    nxt = nxt[3:]
+    for st in stores:
+        out.append(st)
+        if nxt:
+            out.append(nxt.pop(0))
+    return out
+
+
+def _dw_col2(r: int, xb: int, yb: int, orow: int, act_min: int, act_max: int, right: int, ra: str,
+             mult: str, end: list) -> list:
+    """After _dw_block_first: an odd last pixel of a row pair (two outputs: p0 in r10, q0 in r3), stored at
+    r1 + yb and r1 + yb + orow; ``end``: a load placed before the last store."""
+    w = _W
+    u0, v0, s, u1, v1, f = _U0, _V0, _S2, _U1, _V1, _F
+    out = [f"smlad {u0}, {u0}, {w[0]}, {s}", f"smlabt {u0}, {v0}, {w[1]}, {u0}", f"smlad {s}, {u1}, {w[0]}, {s}",
+           f"smlad {u0}, {u1}, {w[2]}, {u0}", f"smlabt {u0}, {v1}, {w[3]}, {u0}", f"smlabt {s}, {v1}, {w[1]}, {s}",
+           f"ldr {u1}, [{_P}, #{xb + 2 * r}]", f"ldr {v1}, [{_P}, #{xb + 2 * r + 4}]",
+           f"ldr {v0}, [{_P}, #{xb + 3 * r}]", f"ldr {f}, [{_P}, #{xb + 3 * r + 4}]",
+           f"smlad {u0}, {u1}, {w[4]}, {u0}", f"smlabt {u0}, {v1}, {w[5]}, {u0}",
+           f"smlad {s}, {u1}, {w[2]}, {s}", f"smlabt {s}, {v1}, {w[3]}, {s}",
+           f"smlad {s}, {v0}, {w[4]}, {s}", f"smlabt {s}, {f}, {w[5]}, {s}",
+           f"ldr {u1}, {ra}", f"ldr {v1}, {mult}",
+           f"smmlar {v0}, {u0}, {v1}, {u1}", f"add {u0}, {v0}, {u0}, asr #31",
+           f"smmlar {v0}, {s}, {v1}, {u1}", f"add {s}, {v0}, {s}, asr #31"]
+    out += clamp_asm(u0, act_min, act_max, right or None) + clamp_asm(s, act_min, act_max, right or None)
+    return out + [f"strb {u0}, [{_Y}, #{yb}]"] + list(end) + [f"strb {s}, [{_Y}, #{yb + orow}]"]
+
+
+def _dw_blocks(l: DepthwiseLayer, r: int, blocks: int, odd: bool, right: int, frame: dict, end: list) -> list:
+    """`blocks` 2x2 blocks (and an odd last pixel's two outputs) of a row pair at r0, r1 (unmoved: offsets),
+    each block's stores holding the next one's first loads; ``end``: loads for after the last block."""
+    c, orow, am, ax = l.c, l.ow * l.c, l.act_min, l.act_max
+    ra, mult, start = frame["ra"], frame["mult"], frame["start"]
+    units = blocks + int(odd)
+    out = _dw_block_first(r, 0, start) if units else []
+    for i in range(blocks):
+        xb, yb = 4 * i, 2 * c * i
+        nxt = _dw_block_first(r, xb + 4, start) if i + 1 < units else list(end)
+        out += _dw_block_macs(r, xb) + _dw_block_requant(yb, orow, c, am, ax, right, ra, mult, nxt)
+    if odd:
+        out += _dw_col2(r, 4 * blocks, 2 * c * blocks, orow, am, ax, right, ra, mult, end)
+    return out
+
+
+def dw_rows2_ok(l: DepthwiseLayer, plane: tuple) -> bool:
+    """Whether the stride-1 planar rows run in 2x2 blocks (_dw_rows2_loop): the buffer holds the four rows of
+    two output rows (DwPlane<kPairs>), every load and store offset of a pass within LDR / STRB's 4095."""
+    rows, _, row = plane
+    if l.stride != 1 or l.ow < 2 or rows < 4:
+        return False
+    r, c, orow = 2 * row, l.c, l.ow * l.c
+    blocks = l.ow // 2
+    per_pass = DW_BLOCKS_UNROLL if blocks > DW_BLOCKS_FULL else blocks
+    xb = 4 * per_pass + 4 * (l.ow % 2)
+    return xb + 3 * r + 4 <= 4095 and 2 * c * per_pass + c + orow <= 4095
+
+
+def _mnemonic(ins: str) -> str:
+    return ins.split(None, 1)[0]
+
+
+def _addr_regs(ins: str) -> set:
+    return set(ins.split("[", 1)[1].split("]")[0].replace(" ", "").split(",")[:1]) if "[" in ins else set()
+
+
+def static_cycles(code: list) -> int:
+    """Estimated M33 cycles of a straight run of this module's instructions (mcu_gen.device.cycles' model): a
+    single load 1 when the next instruction is a load / store single not addressed by its result, else 2; a
+    store 1; LDM / PUSH / POP 1 + N; a branch 3 (taken); +1 for a load / store addressed by the register the
+    data-processing instruction just before wrote; everything else 1."""
+    ins = [i for i in code if not i.endswith(":")]
+    single = ("ldr", "ldrb", "ldrh", "ldrsb", "ldrsh", "str", "strb", "strh")
+    total, prev_written = 0, None
+    for k, i in enumerate(ins):
+        m = _mnemonic(i)
+        if m in single:
+            if m.startswith("ldr"):
+                rt = i.split(None, 1)[1].split(",")[0].strip()
+                nxt = ins[k + 1] if k + 1 < len(ins) else ""
+                total += 1 if nxt and _mnemonic(nxt) in single and rt not in _addr_regs(nxt) else 2
+            else:
+                total += 1
+            total += 1 if prev_written is not None and prev_written in _addr_regs(i) else 0
+            prev_written = None
+            continue
+        if m in ("ldm", "push", "pop", "ldmia", "stm", "stmia"):
+            total += 1 + i.count(",") + 1 - (1 if m in ("ldm", "ldmia", "stm", "stmia") else 0)
+        elif m.startswith("b") and m not in ("bic", "bics"):
+            total += 3
+        else:
+            total += 1
+        written = " " in i and not m.startswith(("cmp", "b"))  # the first operand of a data-processing instruction
+        prev_written = i.split(None, 1)[1].split(",")[0].strip() if written else None
+    return total
+
+
+def dw_rows2_gain(l: DepthwiseLayer, plane: tuple, rights: list) -> tuple:
+    """(estimated cycles saved by the 2x2 blocks, estimated bytes of code they add) for the layer: static_cycles of
+    a row pair of blocks against two rows of pixel pairs (per channel, per row pair), and 4 bytes an instruction
+    over the rows code of each right shift (the odd last row's code counted where there is one)."""
+    row, r, c, blocks = plane[2], 2 * plane[2], l.c, l.ow // 2
+    right = rights[0]
+    new = _dw_rows2_loop(l, row, right, "", _FRAME2)
+    loop = blocks // DW_BLOCKS_UNROLL if blocks > DW_BLOCKS_FULL else 0
+    new_c = static_cycles(new)
+    if loop:
+        body = _dw_blocks(l, r, DW_BLOCKS_UNROLL, False, right, _FRAME2, [f"ldr {_U1}, [sp, #4]"])
+        new_c += (loop - 1) * (static_cycles(body) + 6)
+    old = _dw_rows_loop(l, row, right, "")
+    pairs = l.ow // 2
+    old_loop = pairs // DW_ROWS_UNROLL if pairs > DW_ROWS_FULL else 0
+    old_c = static_cycles(old)
+    if old_loop:
+        old_c += (old_loop - 1) * (static_cycles(_dw_chunk(r, c, DW_ROWS_UNROLL, False, l.act_min, l.act_max, right,
+                                                           False)) + 6)
+    odd_code = len(_dw_rows_loop(l, row, right, "", compact=True)) if l.oh % 2 else 0
+    saved = c * (l.oh // 2) * (2 * old_c - new_c)
+    extra = 4 * len(rights) * (len(new) + odd_code - len(old))
+    return saved, extra
+
+
+# The 2x2 blocks where they save at least this many estimated cycles a byte of code they add (dw_rows2_gain's
+# estimates; measured on the M33 model, VWW: the 48x48x8 layer 23.3 k cycles for 0.7 KB, 24x24x32 13.5 k for none,
+# the 6x6x128 ones 7.8 k for 0.9 KB (3 right shifts) or 0.6 KB (2); left out: 12x12x64 14 k for 1.7 KB, 3x3x256 5.4 k
+# for 1.1 KB. KWS's 25x5x64 layers: 17 k for 1.0 to 1.4 KB each.)
+DW_BLOCKS_CYCLES_PER_BYTE = 8
+
+
+def dw_blocks(l: DepthwiseLayer, plane: tuple | None) -> bool:
+    """Whether the layer's planar rows run in 2x2 blocks: possible (dw_rows2_ok) and worth their code."""
+    if plane is None or l.smmlar() is None or not dw_rows2_ok(l, plane):
+        return False
+    saved, extra = dw_rows2_gain(l, plane, dw_rights(l))
+    return extra <= 0 or saved >= DW_BLOCKS_CYCLES_PER_BYTE * extra
+
+
+def _dw_rows2_loop(l: DepthwiseLayer, row: int, right: int, tag: str, frame: dict) -> list:
+    """The loop over row pairs (label .Lrq + tag) up to y's pair end at [sp]: per pair the blocks (a loop of
+    DW_BLOCKS_UNROLL blocks, label .Lbk + tag, where a row has more than DW_BLOCKS_FULL; its count at [sp, #4]),
+    r0 and r1 on by two rows at the end."""
+    r, c, blocks, odd = 2 * row, l.c, l.ow // 2, l.ow % 2
+    loop, rest = (blocks // DW_BLOCKS_UNROLL, blocks % DW_BLOCKS_UNROLL) if blocks > DW_BLOCKS_FULL else (0, blocks)
+    t = _T[0]
+    out = [f".Lrq{tag}:"]
+    if loop:
+        out += [f"movs {t}, #{loop}", f"str {t}, [sp, #4]", f".Lbk{tag}:"]
+        out += _dw_blocks(l, r, DW_BLOCKS_UNROLL, False, right, frame, [f"ldr {_U1}, [sp, #4]"])
+        out += adjust(_P, 4 * DW_BLOCKS_UNROLL) + adjust(_Y, 2 * c * DW_BLOCKS_UNROLL)
+        out += [f"subs {_U1}, #1", f"str {_U1}, [sp, #4]", f"bne .Lbk{tag}"]
+    end = [f"ldr {_U1}, [sp]"]
+    if rest or odd:
+        out += _dw_blocks(l, r, rest, bool(odd), right, frame, end)
+    else:
+        out += end
+    out += adjust(_P, 2 * r - 4 * DW_BLOCKS_UNROLL * loop) + adjust(_Y, 2 * l.ow * c - 2 * c * DW_BLOCKS_UNROLL * loop)
+    return out + [f"cmp {_Y}, {_U1}", f"bne .Lrq{tag}"]
+
+
 def dw_rights(l: DepthwiseLayer) -> list:
     """The right shifts of the layer's channels (smmlar), one planar rows function each."""
     return sorted({int(r) for r in np.asarray(l.smmlar()).reshape(l.c, 3)[:, 2]})
@@ -153,17 +370,18 @@ _SETUP = ["ldr r2, [r3, #28]", "ldr r12, [r3, #32]", f"str r2, {_RA}", f"str r12
           "ldm r3, {r4, r5, r6, r7, r8, r9}", "ldr r3, [r3, #24]"]
 
 
-def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str) -> list:
+def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str, compact: bool = False) -> list:
     """The loop over the output rows of one channel (labels .Lrow/.Lpair + tag): r0 the buffer rows, r1 y,
     [sp] y past the last row, [sp, #4] the pass count, [sp, #8] ra, [sp, #12] mult, r3 the start, r4-r9
     the weight pairs."""
     r, c, pairs, odd, st = 2 * row, l.c, l.ow // 2, l.ow % 2, l.stride
     am, ax, s2 = l.act_min, l.act_max, st == 2
     out = [f".Lrow{tag}:"]
-    loop, rest = (pairs // DW_ROWS_UNROLL, pairs % DW_ROWS_UNROLL) if pairs > DW_ROWS_FULL else (0, pairs)
+    unroll = 1 if compact else DW_ROWS_UNROLL
+    loop, rest = (pairs // unroll, pairs % unroll) if pairs > (1 if compact else DW_ROWS_FULL) else (0, pairs)
     if loop:
         out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", f".Lpair{tag}:"]
-        out += _dw_chunk(r, c, DW_ROWS_UNROLL, False, am, ax, right, s2)
+        out += _dw_chunk(r, c, unroll, False, am, ax, right, s2)
         out += [f"ldr {_T[0]}, [sp, #4]", f"subs {_T[0]}, #1", f"str {_T[0]}, [sp, #4]", f"bne .Lpair{tag}"]
     if rest or odd:
         out += _dw_chunk(r, c, rest, bool(odd), am, ax, right, s2)
@@ -179,7 +397,7 @@ def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str) -> list:
     return out + [f"cmp {_Y}, {_T[0]}", f"bne .Lrow{tag}"]
 
 
-def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
+def dw_rows_asm(l: DepthwiseLayer, plane: tuple, right: int) -> list:
     """The body of the layer's planar rows function for the channels of one right shift (DSP cores, smmlar
     requantization):
         void rows(const int16_t* p, int8_t* y, int32_t rows, const int32_t* k)
@@ -188,8 +406,21 @@ def dw_rows_asm(l: DepthwiseLayer, row: int, right: int) -> list:
     (dsp_prelude.h: dw_planar). The pixel pairs of a row are unrolled (DW_ROWS_UNROLL pairs a pass of a
     loop beyond DW_ROWS_FULL), an odd last pixel alone, each one's first loads among the previous one's
     stores; y's end at [sp], the pass count at [sp, #4], the block's ra and mult at [sp, #8], [sp, #12],
-    its start in r3."""
+    its start in r3. In 2x2 blocks (dw_blocks): the row pairs up to [sp] (y at the last even row), the start at
+    [sp, #16], y's end at [sp, #20] for an odd last row (the layer's last: DwPlane<kPairs> calls with an even
+    count before it, so a layer of an even row count has no code for it)."""
+    row = plane[2]
     _check(l, row, right)
+    if dw_blocks(l, plane):  # stride 1: row pairs in 2x2 blocks up to [sp] (y at the last even row), then an odd last
+        # row (the layer's last, DwPlane<kPairs> serving an even count before it: a loop over its pixel pairs)
+        out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #24", f"movw r12, #{l.ow * l.c}",
+               "mla lr, r2, r12, r1", "str lr, [sp, #20]", "bic r2, r2, #1", "mla r2, r2, r12, r1", "str r2, [sp]"]
+        out += _SETUP + ["str r3, [sp, #16]", "ldr r2, [sp]", "cmp r1, r2", "beq .Lodd%="]
+        out += _dw_rows2_loop(l, row, right, "%=", _FRAME2) + [".Lodd%=:"]
+        if l.oh % 2:  # an even row count (DwPlane<kPairs>) but for the last call of an odd number of rows
+            out += ["ldr r2, [sp, #20]", "cmp r1, r2", "beq .Ldone%=", "str r2, [sp]", "ldr r3, [sp, #16]"]
+            out += _dw_rows_loop(l, row, right, "%=", compact=True) + [".Ldone%=:"]
+        return out + ["add sp, #28", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
     out = ["push {r2, r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #16", f"movw r12, #{l.ow * l.c}",
            "mla r2, r2, r12, r1", "str r2, [sp]"] + _SETUP
     out += _dw_rows_loop(l, row, right, "%=")
@@ -225,11 +456,12 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
     first fill), then its output rows by the rows loop of its right shift (block word 9); one call and one
     register save for the layer, where the rows functions took one per channel. Frame: [sp] y's end,
     [sp, #4] the pass count, [sp, #8] ra, [sp, #12] mult, [sp, #16] the channel's input, [sp, #20] its
-    output, [sp, #24] its block, [sp, #28] buf, [sp, #32] the block's end."""
+    output, [sp, #24] its block, [sp, #28] buf, [sp, #32] the block's end, [sp, #36] the start of the 2x2
+    blocks (dw_blocks: the row pairs, then an odd last row by a loop over its pixel pairs)."""
     rows, _, row = plane
     for rt in rights:
         _check(l, row, rt)
-    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #36", "str r0, [sp, #16]", "str r1, [sp, #20]",
+    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", "sub sp, #40", "str r0, [sp, #16]", "str r1, [sp, #20]",
            "str r2, [sp, #24]", "str r3, [sp, #28]"] + adjust("r2", 40 * l.c) + ["str r2, [sp, #32]", ".Lch%=:",
            "ldr r0, [sp, #16]", "ldr r1, [sp, #28]"]
     base = 2 * (l.pad_h * row + l.pad_w)
@@ -240,12 +472,23 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
     out += ["ldr r3, [sp, #24]", "ldr r2, [r3, #36]"]
     for rt in rights[1:]:  # the first right shift's loop right after
         out += [f"cmp r2, #{rt}", f"beq .Lsetup%=_r{rt}"]
+    two = dw_blocks(l, plane)
     for rt in rights:
         tag = f"%=_r{rt}"
-        out += [f".Lsetup{tag}:", "ldr r0, [sp, #28]", "ldr r1, [sp, #20]", f"movw r12, #{l.oh * l.ow * l.c}",
-                "add r2, r1, r12", "str r2, [sp]"] + _SETUP + _dw_rows_loop(l, row, rt, tag)
+        out += [f".Lsetup{tag}:", "ldr r0, [sp, #28]", "ldr r1, [sp, #20]"]
+        if two:  # row pairs in 2x2 blocks, then an odd last row
+            pairs = l.oh // 2
+            out += ([f"movw r12, #{2 * pairs * l.ow * l.c}", "add r2, r1, r12", "str r2, [sp]"] if pairs else [])
+            out += _SETUP + ["str r3, [sp, #36]"]
+            out += _dw_rows2_loop(l, row, rt, tag, _FRAME_ALL) if pairs else []
+            if l.oh % 2:
+                out += [f"movw r12, #{l.ow * l.c}", "add r2, r1, r12", "str r2, [sp]", "ldr r3, [sp, #36]"]
+                out += _dw_rows_loop(l, row, rt, tag, compact=True)  # once a channel: a loop over its pixel pairs
+        else:
+            out += [f"movw r12, #{l.oh * l.ow * l.c}", "add r2, r1, r12", "str r2, [sp]"] + _SETUP
+            out += _dw_rows_loop(l, row, rt, tag)
         out += ["b .Lnext%="] if rt != rights[-1] else []
     out += [".Lnext%=:", "ldr r0, [sp, #16]", "ldr r1, [sp, #20]", "ldr r3, [sp, #24]", "ldr r2, [sp, #32]",
             "adds r0, #1", "adds r1, #1", "adds r3, #40", "str r0, [sp, #16]", "str r1, [sp, #20]",
             "str r3, [sp, #24]", "cmp r3, r2", "bne .Lch%="]
-    return out + ["add sp, #36", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+    return out + ["add sp, #40", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]

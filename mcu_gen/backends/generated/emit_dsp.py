@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_gen.backends.generated.dsp_conv_cols import cols_fn_name, cols_fn_sig, cols_work, gemm_cols_asm_body
-from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_plane, dw_rights, dw_rows_asm,
-                                                           dw_window)
+from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_blocks, dw_plane, dw_rights,
+                                                           dw_rows_asm, dw_window)
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
 from mcu_gen.backends.generated.dsp_work import (call_kind, calls_pairs, inplace_direct, layer_work, pre_order,
                                                  quads_only)
@@ -142,11 +142,12 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
         # one rows function in assembly per right shift of the channels (SSAT's immediate), or where the buffer
         # holds every row the layer reads, one function for all the channels (widening included)
         whole = consts is not None and dw_all_ok(l, plane)
-        asm = [{"right": rt, "body": [i.replace("%=", f"_{l.name}_r{rt}") for i in dw_rows_asm(l, row, rt)]}
+        asm = [{"right": rt, "body": [i.replace("%=", f"_{l.name}_r{rt}") for i in dw_rows_asm(l, plane, rt)]}
                for rt in dw_rights(l)] if consts is not None and not whole else None
         if whole:
             v["all_asm"] = [i.replace("%=", f"_{l.name}_all") for i in dw_all_asm(l, plane, dw_rights(l))]
         v.update(plane_rows=rows_, plane_row=row, pad_value=-l.in_offset,
+                 plane_pairs=asm is not None and dw_blocks(l, plane),  # DwPlane<kPairs>: even row counts
                  block=table("uint32_t", f"{pre}Block", block, per_line=10, align=8, fmt="hex"),
                  rows_asm=asm,
                  extra_ring=["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else [])
