@@ -166,6 +166,15 @@ def regions_section(r: dict) -> list:
     return lines + [""]
 
 
+def _embedded_text(r: dict) -> str:
+    """What the generated layers' own weights leave out of the program in the image (external constants)."""
+    left = r["pte_bytes"] - r.get("embedded_pte_bytes", r["pte_bytes"])
+    if left <= 0:
+        return ", beside the program's int8 weights"
+    return (f"; the program in the image is {r['embedded_pte_bytes']:,} bytes, {left:,} fewer than model.pte: the "
+            "weights only these layers read are external constants there (docs/generated_kernels.md, \"Flash\")")
+
+
 def markdown(r: dict) -> str:
     lines = [
         f"# mcu-gen build: {r.get('model', '?')} for {r['board']}",
@@ -205,7 +214,7 @@ def markdown(r: dict) -> str:
         lines += ["## Generated kernels", "",
                   f"mcu-gen's per-layer int8 kernels (`--kernels {gen.get('mode', 'auto')}`; docs/generated_kernels.md). "
                   f"Their {what} weights take **{gen.get(key, 0):,} bytes of flash** "
-                  "(included in the firmware flash above), beside the program's int8 weights.", "",
+                  "(included in the firmware flash above)" + _embedded_text(r) + ".", "",
                   f"| # | kind | shape | MACs | requantization | {what} weight bytes |", "|---|---|---|---|---|---|"]
         for l in gen.get("layers", []):
             lines.append(f"| {l['instruction']} | {l['kind']} | {l['shape']} | {l['macs']:,} | {l['requant']} | "
