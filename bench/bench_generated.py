@@ -15,7 +15,7 @@ per-class model, `estimated_cycles_per_inference` of `mcu-gen run`; an estimate 
 error described there, e.g. zero flash wait states), never with instruction counts. Without an
 estimate (no QEMU plugin, no host C compiler) those columns say why not.
 "flash" is the firmware's flash bytes; "pre-widened" the int16 weight copies the generated
-layers keep (also in flash, beside the program's int8 weights). "RAM" is the deployable image's
+layers keep (in flash; the program the image embeds leaves those weights out: docs/generated_kernels.md, "Flash"). "RAM" is the deployable image's
 RAM (.data + .bss + the stack measured on the device, as `mcu-gen run` prints it): the generated
 layers need every program value decoded at load (20 bytes each) and their own stack buffers.
 """

@@ -1078,11 +1078,38 @@ inline bool tensor_is(const KernelContext& ctx, int32_t i, DType dtype, std::ini
   for (uint8_t o : order) if (v.dim_order[d++] != o) return false;
   return true;
 }
+#if defined(MCU_EXTERNAL_CONSTANTS) && MCU_EXTERNAL_CONSTANTS > 0
+// The key of a constant whose data the generated layer holds itself (the program embedded in this firmware has
+// it as an external constant, no data: mcu_gen/backends/generated/external.py): "mcu-gen:", the CRC-32 of the
+// constant's bytes in 8 lowercase hex digits, ":", its size in bytes in decimal.
+inline bool external_key_is(const char* key, int32_t length, uint32_t nbytes, uint32_t crc) {
+  char want[32] = "mcu-gen:";
+  int32_t n = 8;
+  for (int32_t shift = 28; shift >= 0; shift -= 4) want[n++] = "0123456789abcdef"[(crc >> shift) & 15u];
+  want[n++] = ':';
+  char digits[10];
+  int32_t d = 0;
+  do {
+    digits[d++] = static_cast<char>('0' + nbytes % 10u);
+    nbytes /= 10u;
+  } while (nbytes != 0);
+  while (d > 0) want[n++] = digits[--d];
+  return key != nullptr && length == n && memcmp(key, want, static_cast<size_t>(n)) == 0;
+}
+#endif
 inline bool constant_is(const KernelContext& ctx, int32_t i, uint32_t nbytes, uint32_t crc) {
   if (ctx.is_none(i)) return false;
   const TensorRef v = ctx.tensor(i);
   const uint32_t size = v.dtype == DType::Int32 ? 4u * static_cast<uint32_t>(v.numel) : static_cast<uint32_t>(v.numel);
-  return size == nbytes && crc32(static_cast<const uint8_t*>(v.data), nbytes) == crc;
+  if (size != nbytes) return false;
+#if defined(MCU_EXTERNAL_CONSTANTS) && MCU_EXTERNAL_CONSTANTS > 0
+  if (v.data == nullptr) {  // an external constant: its key names the bytes this layer was generated from
+    int32_t length = 0;
+    const char* key = ctx.external_key(i, &length);
+    return external_key_is(key, length, nbytes, crc);
+  }
+#endif
+  return crc32(static_cast<const uint8_t*>(v.data), nbytes) == crc;
 }
 inline bool int_is(const KernelContext& ctx, int32_t i, int64_t value) { return ctx.int_arg(i) == value; }
 inline bool list_is(const KernelContext& ctx, int32_t i, std::initializer_list<int64_t> items) {

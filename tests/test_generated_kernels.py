@@ -23,8 +23,10 @@ import pytest
 
 from mcu_gen.backends import generated, kernels
 from mcu_gen.backends.generated.exactness import add_dsp_plan, smmlar_consts
+from mcu_gen.backends.generated.external import EXTERNAL_MIN_BYTES, external_constants, external_key, owners_source
 from mcu_gen.backends.generated.layers import ADD_OPS, CONV_ROWS_INPLACE, AddLayer, GemmLayer
 from mcu_gen.firmware import host
+from mcu_gen.firmware.size_report import pte_split
 from mcu_gen.plan import inplace_pass, planner
 from mcu_gen.program import pte
 from mcu_gen.program.ir import Instruction, Program, TensorValue
@@ -212,27 +214,34 @@ def failing_kernels(tmp_path_factory):
     return kernels.find_kernels(d, backend="test")
 
 
-def run_generated(program: Program, gen: generated.Generated, lib: dict, tmp_path: Path, x: np.ndarray):
-    """Runs `program` natively with `gen`'s kernel file; returns (returncode, output or None)."""
+def run_generated(program: Program, gen: generated.Generated, lib: dict, tmp_path: Path, x: np.ndarray,
+                  external=None, owners=(), stdout: list | None = None):
+    """Runs `program` natively with `gen`'s kernel file; returns (returncode, output or None). `external`
+    (value index -> key) and `owners`: the program written with those external constants, the build with
+    kExternalOwners (MCU_EXTERNAL_CONSTANTS), as a firmware embeds it (generated/external.py); `stdout`
+    gets the runner's output."""
     cxx = shutil.which("g++") or shutil.which("c++")
     if cxx is None:
         pytest.skip("no host C++ compiler (g++)")
     sel = [lib[op] for op in program.operators]
     src = tmp_path / generated.GENERATED_FILE
-    src.write_text(gen.source)
+    src.write_text(gen.source + owners_source(list(owners)))
     flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=0", "-DMCU_INSTRUCTION_CACHE=8",  # no value cache: bound at load
                              "-I", str(KERNELS_PORTABLE)]
+    flags += [f"-DMCU_EXTERNAL_CONSTANTS={len(owners)}"] if owners else []
     exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",
                             generated.hooked_kernels(sel, gen), tmp_path / "cache", host.HostRunError,
                             extra_sources=[src, host.RUNTIME_CORE / "src" / "crc32.cpp"])
     out_t = program.tensor(program.outputs[0])
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "p.pte").write_bytes(pte.write(program))
+        (tmp / "p.pte").write_bytes(pte.write(program, external))
         xin = x.transpose(0, 2, 3, 1) if x.ndim == 4 else x  # NHWC memory
         (tmp / "in_0.bin").write_bytes(np.ascontiguousarray(xin).tobytes())
         r = subprocess.run([str(exe), str(tmp / "p.pte"), str(max(program.arena_size, 16)), str(tmp),
                             str(tmp / "in_0.bin")], capture_output=True, text=True, timeout=60)
+        if stdout is not None:
+            stdout.append(r.stdout)
         if r.returncode != 0:
             return r.returncode, None
         y = np.frombuffer((tmp / "out_0.bin").read_bytes(), np.int8)
@@ -425,6 +434,45 @@ def test_other_weights_reach_the_library_kernel(failing_kernels, tmp_path):
     w.data.flat[5] ^= 1  # one weight differs from what the layer was generated for
     rc, _ = run_generated(p, gen, failing_kernels, tmp_path, np.zeros((1, 8, 3, 3), np.int8))
     assert rc != 0
+
+
+@pytest.mark.parametrize("kind,shape", [("pointwise_inplace", dict(h=3, w=5, cin=32, cout=32)),
+                                        ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+                                        ("depthwise_inplace", dict(h=6, w=6, c=24)),
+                                        ("linear", dict(rows=3, k=32, n=16))])
+def test_external_weights_run_only_on_their_generated_layer(kind, shape, failing_kernels, tmp_path):
+    """The program a firmware embeds (generated/external.py): the weights only a generated layer reads are
+    external constants (a key, no data). The layer matches them by key and runs bit-exact (the library kernel
+    here always fails); the same program with the key of other bytes, or on a build whose layers do not hold
+    them (no kExternalOwners: MCU_EXTERNAL_CONSTANTS 0), is rejected at load (UnsupportedProgram), and no
+    library kernel ever runs on a tensor without data."""
+    p, x = case_program(kind, shape)
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert len(gen.layers) == 1, gen.skipped
+    external, owners = external_constants(p, gen.layers)
+    w = p.instructions[0].args[1]
+    assert w in external and owners == [gen.layers[0].name], (external, owners)
+    assert all(p.values[v].nbytes >= EXTERNAL_MIN_BYTES for v in external)
+    full, embedded = pte.write(p), pte.write(p, external)
+    # the weights' bytes are gone from the program's constant segment
+    assert pte_split(full)["segment"] - pte_split(embedded)["segment"] >= p.values[w].nbytes
+    with pytest.raises(pte.PteError, match="external"):
+        pte.read(embedded)  # the host's reader refuses it: not a program to run elsewhere (model.pte is)
+    expected = run_int8_reference(p, [x])[0]
+    rc, got = run_generated(p, gen, failing_kernels, tmp_path, x, external=external, owners=owners)
+    assert rc == 0, "the generated layer did not run on its external weights"
+    np.testing.assert_array_equal(got, expected)
+    out = []
+    wrong = {v: f"mcu-gen:{int(key.split(':')[1], 16) ^ 1:08x}:{p.values[v].nbytes}" for v, key in external.items()}
+    assert all(external[v] == external_key(p.values[v]) != wrong[v] for v in external)
+    rc, _ = run_generated(p, gen, failing_kernels, tmp_path, x, external=wrong, owners=owners, stdout=out)
+    assert rc != 0 and "load-error" in out[-1] and "UnsupportedProgram" in out[-1], out
+    empty = {v: "" for v in external}  # an external constant without a key: not one (ExecuTorch requires a name)
+    rc, _ = run_generated(p, gen, failing_kernels, tmp_path, x, external=empty, owners=owners, stdout=out)
+    assert rc != 0 and "load-error" in out[-1] and "UnsupportedProgram" in out[-1], out
+    (tmp_path / "none").mkdir()
+    rc, _ = run_generated(p, gen, failing_kernels, tmp_path / "none", x, external=external, stdout=out)
+    assert rc != 0 and "load-error" in out[-1] and "UnsupportedProgram" in out[-1], out
 
 
 def test_a_program_planned_otherwise_reaches_the_library_kernel(failing_kernels, tmp_path):

@@ -303,6 +303,14 @@ def misaligned_constant() -> bytes:
     return _patched(add_const_program(), edit)
 
 
+def external_constant() -> bytes:
+    """The constant w as an external constant (a key, no data: the form a firmware with generated layers embeds)
+    on a firmware that holds no external data (no MCU_EXTERNAL_CONSTANTS)."""
+    p = add_const_program()
+    w = p.instructions[0].args[1]
+    return pte.write(p, {w: "mcu-gen:00000000:16"})
+
+
 def constant_out_of_bounds() -> bytes:
     """The constant's offset lies past the end of the segment."""
     def edit(f):
@@ -400,6 +408,7 @@ REJECTIONS = [
     ("constant out of bounds", constant_out_of_bounds, "ConstantOutOfBounds"),
     ("arena tensor out of bounds", arena_out_of_bounds, "ArenaOutOfBounds"),
     ("tensor in another memory", unsupported_memory_id, "UnsupportedProgram"),
+    ("external constant", external_constant, "UnsupportedProgram"),
     ("tensor in memory 0", memory_id_zero, "UnsupportedProgram"),
     ("value tag out of range", tag_out_of_range, "InvalidProgram"),
     ("root offset past the end", root_past_the_end, "InvalidProgram"),

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcu_gen.backends import kernels as kernel_registry
+from mcu_gen.backends.generated.external import external_constants, owners_source
 from mcu_gen.plan import check as plan_check
 from mcu_gen.plan import inplace_pass, planner
 from mcu_gen.program import pte
@@ -372,7 +373,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         if gen.layers:
             gen = gen.regenerate()
         check_program_plan(program, available)  # the plan over several arenas, run on the host again
-    precheck_fits(b, program, data)
+    embedded, owners = _embedded_program(program, data, gen)
+    precheck_fits(b, program, embedded)
     name = spec.name if spec is not None else Path(pte_path).stem
     out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"
     out.mkdir(parents=True, exist_ok=True)
@@ -392,7 +394,8 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
                              framework=framework, cmsis_nn_root=backend_choice.root, npu_build=npu_build,
                              value_cache=cache, instruction_cache=icache, bound_table=bound_table,
                              upload=upload, frame_bytes=frame_bytes,
-                             stack_bytes=stack_bytes, generated_source=gen.source, debug=debug)
+                             stack_bytes=stack_bytes, generated_source=gen.source + owners_source(owners),
+                             debug=debug, embedded=embedded, external_owners=len(owners))
     elf = None
     stop = npu_build.stop_message(out) if npu_build is not None and not npu_build.has_driver and compile else None
     if stop is not None:
@@ -409,11 +412,11 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
                 built = build_framework_project(project)
             except PioError as e:
                 raise BuildError(str(e)) from None
-        elf, usage = install_elf(built, out, project, b, program, data)
+        elf, usage = install_elf(built, out, project, b, program, embedded)
     report = build_report(out, name, b, program, data, usage, sel, upload=upload, frame_bytes=frame_bytes,
                           quantize=quantize, io=io, spec=spec, backend_choice=backend_choice, kernels=kernels,
                           gen=gen, num_values=num_values, cache=cache, num_instructions=num_instructions,
-                          icache=icache, bound_calls=bound_calls, npu_build=npu_build)
+                          icache=icache, bound_calls=bound_calls, npu_build=npu_build, embedded=embedded)
     write_reports(out, report)
     if stop is not None:
         raise BuildError(stop)
@@ -422,6 +425,19 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     if elf is not None and framework == "baremetal" and stack_bytes is None and b.emulator.kind != "native":
         reserve_static_stack(result)  # the stack the image can use, bounded from its code, is what it reserves
     return result
+
+
+def _embedded_program(program: Program, data: bytes, gen) -> tuple:
+    """(the bytes the image embeds, the generated layers that hold constants for it): the program with the
+    constants only generated layers read as external constants (mcu_gen/backends/generated/external.py), or
+    `data` itself when there are none, or when `data` is a .pte kept as it came (another writer's value
+    numbering, which the host's view of the device must keep)."""
+    if not gen.layers:
+        return data, []
+    external, owners = external_constants(program, gen.layers)
+    if not external or pte.write(program) != data:
+        return data, []
+    return pte.write(program, external), owners
 
 
 def install_elf(built: Path, out: Path, project: Path, b: Board, program: Program, data: bytes):

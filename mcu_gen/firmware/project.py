@@ -118,12 +118,16 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                    npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
                    instruction_cache: int = DEFAULT_INSTRUCTION_CACHE, upload: bool = False, bound_table=(),
                    frame_bytes: int | None = None, stack_bytes: int | None = None,
-                   generated_source: str = "", debug: bool = False) -> Path:
+                   generated_source: str = "", debug: bool = False, embedded: bytes | None = None,
+                   external_owners: int = 0) -> Path:
     """Write a self-contained firmware project (CMake + PlatformIO) into dest.
     upload: give the firmware a program-upload buffer (LOAD_PROGRAM_*; `upload_size` sets its size, else
     upload_buffer_size()); without it the image has none and the upload requests answer BadRequest.
     bound_table: (instruction, generated layer function) of each generated layer after the instruction cache:
     a flash table the loader checks (MCU_BOUND_TABLE) in an image without uploads, else MCU_BOUND_CALLS RAM pairs.
+    embedded: the program bytes the image embeds when they are not `data` (its external constants held by the
+    generated layers, `external_owners` of them: MCU_EXTERNAL_CONSTANTS); `data` stays the program's identity
+    (program_id) and what uploads are sized for.
     debug: compile in the profiling and debugging requests (RUN_PROFILED, RUN_RANGE, READ_VALUE: `mcu-gen
     profile` / `debug`); an image with uploads always has them, the deployable default has none.
     frame_bytes: protocol frame payload (frame_payload()); stack_bytes: the stack the link reserves.
@@ -178,14 +182,15 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
             firmware_version=f"mcu-gen {__version__}",
         )
     )
+    image = embedded if embedded is not None else data  # the program bytes in flash
     (dest / "src" / "main.cpp").write_text(env.get_template("firmware/main.cpp.j2").render(quant_io=quant_io(program),
-                                                                                    pte_size=len(data)))
+                                                                                    pte_size=len(image)))
     extra_arenas = arena_sections(board, program)
     (dest / "include" / "mcu_arenas.inc").write_text(
         env.get_template("firmware/mcu_arenas.inc.j2").render(extra_arenas=extra_arenas))
     (dest / "src" / "model_pte.c").write_text(
         env.get_template("firmware/model_pte.c.j2").render(
-            pte_size=len(data), pte_lines=c_array_lines(data), pte_sha256=hashlib.sha256(data).hexdigest()
+            pte_size=len(image), pte_lines=c_array_lines(image), pte_sha256=hashlib.sha256(image).hexdigest()
         )
     )
     kernels, operator_order = _in_operator_order(kernels, data, program, upload_size, npu_build)
@@ -226,11 +231,12 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                  **({"MCU_BOUND_TABLE": len(bound_table)} if use_table
                     else {"MCU_BOUND_CALLS": len(bound_table)} if bound_table else {}),
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
+                 **({"MCU_EXTERNAL_CONSTANTS": external_owners} if external_owners else {}),
                  **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
                  **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}),
                  **({"MCU_ARENA_REGIONS": 1 + len(extra_arenas)} if extra_arenas else {}),
                  **({"MCU_OPERATOR_ORDER": operator_order} if operator_order else {}),
-                 **({} if upload_size > 0 else selective_runtime_defines(data)),
+                 **({} if upload_size > 0 else selective_runtime_defines(image)),
                  **({"MCU_ALL_CALLS_CACHED": 1} if upload_size == 0 and max(1, instruction_cache) >= max(
                      len(m.instructions) for m in program.methods) else {}), **extra_defines},
         opt_level=opt_level,

@@ -166,6 +166,15 @@ def regions_section(r: dict) -> list:
     return lines + [""]
 
 
+def _embedded_text(r: dict) -> str:
+    """What the generated layers' own weights leave out of the program in the image (external constants)."""
+    left = r["pte_bytes"] - r.get("embedded_pte_bytes", r["pte_bytes"])
+    if left <= 0:
+        return ", beside the program's int8 weights"
+    return (f"; the program in the image is {r['embedded_pte_bytes']:,} bytes, {left:,} fewer than model.pte: the "
+            "weights only these layers read are external constants there (docs/generated_kernels.md, \"Flash\")")
+
+
 def markdown(r: dict) -> str:
     lines = [
         f"# mcu-gen build: {r.get('model', '?')} for {r['board']}",
@@ -175,6 +184,8 @@ def markdown(r: dict) -> str:
         f"| arena (planned activations) | {r['arena_bytes']:,} |",
         f"| arena lower bound (most bytes live at one step) | {r['arena_lower_bound_bytes']:,} |",
         f"| program (.pte) | {r['pte_bytes']:,} |",
+        *([f"| program in the image (constants the generated layers hold left out) | {r['embedded_pte_bytes']:,} |"]
+          if r.get("embedded_pte_bytes", r["pte_bytes"]) != r["pte_bytes"] else []),
         f"| of which constants (weights) | {r.get('constant_bytes', 0):,} |",
         f"| firmware flash | {r['flash_bytes']:,} |",
         f"| firmware RAM (.data + .bss + reserved stack: everything the image takes) | {r['ram_bytes']:,} |",
@@ -203,7 +214,7 @@ def markdown(r: dict) -> str:
         lines += ["## Generated kernels", "",
                   f"mcu-gen's per-layer int8 kernels (`--kernels {gen.get('mode', 'auto')}`; docs/generated_kernels.md). "
                   f"Their {what} weights take **{gen.get(key, 0):,} bytes of flash** "
-                  "(included in the firmware flash above), beside the program's int8 weights.", "",
+                  "(included in the firmware flash above)" + _embedded_text(r) + ".", "",
                   f"| # | kind | shape | MACs | requantization | {what} weight bytes |", "|---|---|---|---|---|---|"]
         for l in gen.get("layers", []):
             lines.append(f"| {l['instruction']} | {l['kind']} | {l['shape']} | {l['macs']:,} | {l['requant']} | "
@@ -311,7 +322,8 @@ def generated_hint(n: int) -> str:
 # -- report.json of a build -------------------------------------------------------------------------
 def build_report(out: Path, name: str, b, program: Program, data: bytes, usage: dict, sel, *, upload: bool,
                  frame_bytes, quantize, io: str, spec, backend_choice, kernels: str, gen, num_values: int,
-                 cache: int, num_instructions: int, icache: int, bound_calls: int, npu_build) -> dict:
+                 cache: int, num_instructions: int, icache: int, bound_calls: int, npu_build,
+                 embedded: bytes | None = None) -> dict:
     """report.json's content for a build of ``program`` (its bytes ``data``) on board ``b``: sizes
     (``usage`` from the linked ELF), plan, operators and kernels (``sel``), I/O, state, methods,
     quantization, backend, generated kernels (``gen``), value and instruction caches, Ethos-U; writes the
@@ -325,6 +337,8 @@ def build_report(out: Path, name: str, b, program: Program, data: bytes, usage: 
         **({"ram_regions": program.meta["regions"]} if program.meta.get("regions") else {}),
         "arena_lower_bound_bytes": program.lower_bound or planner.lower_bound(planner.lifetimes(program).values()),
         "pte_bytes": len(data),
+        # the program in the image: model.pte less the constants generated layers hold (external constants)
+        "embedded_pte_bytes": len(embedded if embedded is not None else data),
         "constant_bytes": program.constant_bytes(),
         "flash_bytes": usage["flash_bytes"],
         "ram_bytes": usage["ram_bytes"],

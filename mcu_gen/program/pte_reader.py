@@ -11,7 +11,7 @@ from flatbuffers.table import Table
 from mcu_gen.program.ir import CODE_DTYPES, Instruction, Program, ScalarValue, TensorValue
 from mcu_gen.program.pte_format import (
     IDENTIFIER, HEADER_MAGIC, HEADER_LENGTH, K_NULL, K_INT, K_BOOL, K_DOUBLE, K_TENSOR, K_STRING,
-    K_INT_LIST, K_DOUBLE_LIST, K_BOOL_LIST, K_TENSOR_LIST, K_OPT_TENSOR_LIST, I_KERNEL_CALL,
+    K_INT_LIST, K_DOUBLE_LIST, K_BOOL_LIST, K_TENSOR_LIST, K_OPT_TENSOR_LIST, I_KERNEL_CALL, LOC_EXTERNAL,
     I_DELEGATE_CALL, LOC_INLINE, LOC_SEGMENT, DELEGATE_PREFIX, PteError)
 def _tab(buf, pos) -> Table:
     return Table(buf, pos)
@@ -137,6 +137,11 @@ def read(data: bytes) -> Program:
                     t = TensorValue(shape, CODE_DTYPES[dtype_code], dim_order=dim_order, name=f"v{i}")
                     cidx = _scalar(val, 5, N.Uint32Flags)
                     alloc = _sub(val, 6)
+                    extra = _sub(val, 9)
+                    if extra is not None and _scalar(extra, 2, N.Int8Flags) == LOC_EXTERNAL:
+                        raise PteError(f"value {i}: its data is external ({_string(extra, 1)!r}), not in the program: "
+                                       f"a firmware's embedded copy of a program whose generated layers hold their "
+                                       f"weights; read the build's model.pte instead")
                     raw = None
                     if cidx and alloc is not None:  # planned, with an initial value in the mutable data segment
                         if state_seg is None or cidx >= len(state_offsets):

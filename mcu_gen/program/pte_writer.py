@@ -15,7 +15,7 @@ from mcu_gen.program.ir import DTYPE_CODES, Program, ScalarValue, TensorValue
 from mcu_gen.program.pte_format import (
     IDENTIFIER, HEADER_MAGIC, HEADER_LENGTH, SEGMENT_ALIGNMENT, TENSOR_ALIGNMENT, K_NULL, K_INT, K_BOOL,
     K_DOUBLE, K_TENSOR, K_STRING, K_INT_LIST, K_DOUBLE_LIST, K_BOOL_LIST, K_TENSOR_LIST,
-    K_OPT_TENSOR_LIST, I_KERNEL_CALL, I_DELEGATE_CALL, LOC_SEGMENT, DELEGATE_PREFIX, PteError, align)
+    K_OPT_TENSOR_LIST, I_KERNEL_CALL, I_DELEGATE_CALL, LOC_EXTERNAL, LOC_SEGMENT, DELEGATE_PREFIX, PteError, align)
 def _store_once(seg: bytearray, offsets: list, stored: dict, key, raw: bytes) -> int:
     """The index of `raw` in a segment (`seg`, its `offsets`): appended, aligned, the first time its
     `key` is seen, the earlier index after that (`stored`: key -> index)."""
@@ -28,10 +28,12 @@ def _store_once(seg: bytearray, offsets: list, stored: dict, key, raw: bytes) ->
 
 
 class _Writer:
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, external: dict | None = None):
         self.p = program
         self.b = flatbuffers.Builder(4096)
         self.extra_values = []  # (kind, payload) appended after the IR's values
+        # Constants whose data the firmware holds instead (id of the TensorValue -> its key; see write()).
+        self.external = {id(program.values[i]): key for i, key in (external or {}).items()}
 
     # helpers
     def shared_vec(self, kind, items):
@@ -140,7 +142,10 @@ class _Writer:
                 (2, "off", self.shared_vec("i32", v.shape)),
                 (3, "off", self.shared_vec("u8", v.dim_order)),
             ]
-            if v.is_constant:
+            if v.is_constant and id(v) in self.external:  # ExecuTorch's external constant: no data, no place
+                info = self.table(5, [(1, "off", self.b.CreateString(self.external[id(v)])), (2, "i8", LOC_EXTERNAL)])
+                fields.append((9, "off", info))
+            elif v.is_constant:
                 fields.append((5, "u32", const_index))
             else:
                 if v.init is not None:  # a state tensor: planned, with its initial value (ExecuTorch's layout)
@@ -231,7 +236,7 @@ class _Writer:
                     state_index[i] = _store_once(state_seg, state_offsets, state_key,
                                                  (hashlib.sha256(raw).digest(), len(raw)), raw)
             for i, v in enumerate(values):
-                if isinstance(v, TensorValue) and v.is_constant:
+                if isinstance(v, TensorValue) and v.is_constant and id(v) not in self.external:
                     arr = np.asarray(v.data, order="C")
                     if arr.nbytes != v.nbytes:
                         raise PteError(f"constant '{v.name}' holds {arr.nbytes} bytes, its shape needs {v.nbytes}")
@@ -400,6 +405,13 @@ def device_indices(program: Program, data: bytes) -> dict:
     return value_remap(program)
 
 
-def write(program: Program) -> bytes:
-    """Serialize a planned Program to .pte bytes."""
-    return _Writer(program).write()
+def write(program: Program, external: dict | None = None) -> bytes:
+    """Serialize a planned Program to .pte bytes. ``external`` (value index -> key): constants written as
+    ExecuTorch's external constants (Tensor.extra_tensor_info: location EXTERNAL, fully_qualified_name the
+    key; no data in the program, no place in the arena): the program a firmware embeds whose generated layers
+    hold those weights themselves (mcu_gen/backends/generated/external.py). Value numbering is unchanged."""
+    for i in external or {}:
+        v = program.values[i]
+        if not (isinstance(v, TensorValue) and v.is_constant):
+            raise PteError(f"value {i} is not a constant tensor: its data cannot be external")
+    return _Writer(program, external).write()

@@ -13,7 +13,11 @@ enum ProgramSlot { kProgVersion = 0, kProgPlans = 1, kProgConstBuffers = 2, kPro
                    kProgMutableData = 6 };
 enum PlanSlot { kPlanName = 0, kPlanValues = 2, kPlanInputs = 3, kPlanOutputs = 4, kPlanChains = 5, kPlanOperators = 6,
                 kPlanDelegates = 7, kPlanBufferSizes = 8 };
-enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTensorConst = 5, kTensorAlloc = 6 };
+enum TensorSlot { kTensorType = 0, kTensorSizes = 2, kTensorDimOrder = 3, kTensorConst = 5, kTensorAlloc = 6,
+                  kTensorExtraInfo = 9 };
+// ExtraTensorInfo: the fully qualified name (the key of external data) and where the data lies.
+enum ExtraInfoSlot { kExtraName = 1, kExtraLocation = 2 };
+constexpr int8_t kLocationExternal = 1;  // TensorDataLocation.EXTERNAL
 enum ValueTag : uint8_t { kNone = 0, kNull = 1, kInt = 2, kBool = 3, kDouble = 4, kTensor = 5, kString = 6,
                           kIntList = 7, kDoubleList = 8, kBoolList = 9, kTensorList = 10, kOptTensorList = 11 };
 // The value kinds this firmware reads (MCU_VALUE_KINDS, program.h): a value of any other kind is

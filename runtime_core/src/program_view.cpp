@@ -133,13 +133,14 @@ TensorRef Executor::decode_tensor(int32_t v) const {
 #else
     data = constants_ + fb::u64(constant_offsets_ + 8 * c);
 #endif
-  } else {
-    const uint8_t* alloc = t.ref(kTensorAlloc);
+  } else if (const uint8_t* alloc = t.ref(kTensorAlloc); MCU_EXTERNAL_CONSTANTS == 0 || alloc != nullptr) {
 #if MCU_ARENA_REGIONS > 1
     data = arena_[fb::scalar<uint32_t>(alloc, 0, 1) - 1] + fb::scalar<uint32_t>(alloc, 1, 0);
 #else
     data = arena_[0] + fb::scalar<uint32_t>(alloc, 1, 0);
 #endif
+  } else {
+    data = nullptr;  // an external constant: no data in the program (only the layer that holds it reads it)
   }
   const int32_t dim = static_cast<int32_t>(fb::vec_len(sizes));
   const int32_t* dims = reinterpret_cast<const int32_t*>(fb::vec_data(sizes));
@@ -272,6 +273,14 @@ bool KernelContext::bool_arg(int32_t i) const {
   const uint8_t* f = exec_->value_field(arg_value(*this, i), &tag);
   return f != nullptr && *f != 0;
 }
+
+#if MCU_EXTERNAL_CONSTANTS > 0
+const char* KernelContext::external_key(int32_t i, int32_t* length) const {
+  const uint8_t* s = exec_->external_key(arg_value(*this, i));
+  *length = s != nullptr ? static_cast<int32_t>(fb::u32(s)) : 0;
+  return s != nullptr ? reinterpret_cast<const char*>(s + 4) : nullptr;
+}
+#endif
 
 const char* KernelContext::string_arg(int32_t i, int32_t* length) const {
   int32_t tag;

@@ -544,6 +544,7 @@ class Server {
     }
     if (length > kMaxPayload - 1) return send_error(Error::BadLength, static_cast<int32_t>(kMaxPayload - 1));
     const TensorRef t = active_.tensor_at(static_cast<int32_t>(index));
+    if (t.data == nullptr) return send_error(Error::BadIndex, static_cast<int32_t>(index));  // external: no data here
     if (offset > t.nbytes() || length > t.nbytes() - offset) {
       return send_error(Error::BadLength, static_cast<int32_t>(t.nbytes()));
     }

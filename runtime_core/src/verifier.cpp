@@ -46,7 +46,19 @@ constexpr uint32_t kHeaderMagic = 0x30306865u;
 }  // namespace
 
 // A verified tensor value whose data is constant (in the program, not the arena).
+#if MCU_EXTERNAL_CONSTANTS > 0
+// A verified tensor with neither a constant index nor a place is an external constant (verify_value).
+bool Executor::is_external(int32_t v) const {
+  if (value_type(v) != kTensor) return false;
+  const uint8_t* t = value_table(v);
+  return fb::scalar<uint32_t>(t, kTensorConst, 0) == 0 && fb::ref(t, kTensorAlloc) == nullptr;
+}
+bool Executor::is_constant(int32_t v) const {
+  return fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0 || is_external(v);
+}
+#else
 bool Executor::is_constant(int32_t v) const { return fb::scalar<uint32_t>(value_table(v), kTensorConst, 0) != 0; }
+#endif
 
 [[gnu::cold]] Error Executor::verify_value(int32_t i) {
   fb::Checked c(data_, size_);
@@ -173,8 +185,22 @@ bool Executor::is_constant(int32_t v) const { return fb::scalar<uint32_t>(value_
     return Error::Ok;
   }
   if (alloc == nullptr) {
+#if MCU_EXTERNAL_CONSTANTS > 0
+    // An external constant (ExecuTorch's TensorDataLocation EXTERNAL): a key and no data; only a generated layer
+    // that holds the data may read it (check_external_owners, after the kernels are prepared).
+    const uint8_t* info = c.ref(t, kTensorExtraInfo, &ok);
+    if (!ok || (info != nullptr && !c.table(info))) return Error::InvalidProgram;
+    if (info != nullptr) {
+      if (!c.field_fits(info, kExtraLocation, 1)) return Error::InvalidProgram;
+      const uint8_t* key = c.string_field(info, kExtraName, &ok);
+      if (!ok) return Error::InvalidProgram;
+      if (fb::scalar<int8_t>(info, kExtraLocation, 0) == kLocationExternal && key != nullptr && fb::u32(key) > 0) {
+        return Error::Ok;
+      }
+    }
+#endif
     // Neither constant nor planned: ExecuTorch uses these for tensors whose
-    // memory is set at run time, which this runtime does not do.
+    // memory is set at run time (or, external, held in a data file), which this runtime does not do.
     return Error::UnsupportedProgram;
   }
   if (!c.scalar_table(alloc, 3, 4)) return Error::InvalidProgram;
@@ -733,12 +759,56 @@ uint32_t accepted_tags(char sig) {
 // the prepare functions and the generated layers' checks then stack on load()'s small frame, not on the
 // frame of the program's decoding (168 B), which made the load path the image's deepest.
 [[gnu::cold]] Error Executor::prepare_loaded(const KernelTable& kernels) {
+#if MCU_EXTERNAL_CONSTANTS > 0
+  const Error e = kernels.prepare != nullptr ? prepare_calls(kernels) : Error::UnsupportedProgram;
+  return e == Error::Ok ? check_external_owners() : e;
+#else
   if (kernels.prepare != nullptr) return prepare_calls(kernels);
 #if MCU_BOUND_TABLE > 0
   return Error::UnsupportedProgram;  // a bound table without prepare functions: not this build's table
 #else
   return Error::Ok;
 #endif
+#endif
+}
+#endif
+
+#if MCU_EXTERNAL_CONSTANTS > 0
+#if !MCU_KERNEL_PREPARE
+#error "MCU_EXTERNAL_CONSTANTS needs MCU_KERNEL_PREPARE: only layers chosen by prepare functions hold external data"
+#endif
+const uint8_t* Executor::external_key(int32_t v) const {
+  if (!is_external(v)) return nullptr;
+  return fb::ref(fb::ref(value_table(v), kTensorExtraInfo), kExtraName);  // verified present at load
+}
+
+// After the kernels are prepared: every instruction with an external constant among its arguments (or in a
+// tensor list argument) runs one of the layers that hold that data (kExternalOwners); no other kernel may be
+// given a tensor without data. Delegate calls take no constants (verify_delegate_call).
+[[gnu::cold]] Error Executor::check_external_owners() {
+  for (int32_t i = 0; i < num_instructions_; ++i) {
+    const Call call = call_at(i);
+    bool owner = false;
+    for (int32_t k = 0; k < MCU_EXTERNAL_CONSTANTS; ++k) owner = owner || call.fn == kExternalOwners[k];
+    if (owner) continue;
+    for (uint32_t a = 0; a < call.num_args; ++a) {
+      const int32_t v = fb::i32(call.args + 4 * a);
+      bool external = is_external(v);
+      const int32_t tag = value_type(v);
+      if (tag == kTensorList || tag == kOptTensorList) {
+        const uint8_t* items = fb::ref(value_table(v), 0);
+        for (uint32_t j = 0; j < fb::vec_len(items); ++j) {
+          const int32_t item = fb::i32(items + 4 + 4 * j);
+          external = external || (item >= 0 && is_external(item));
+        }
+      }
+      if (external) {
+        detail_ = i;
+        return Error::UnsupportedProgram;
+      }
+    }
+  }
+  return Error::Ok;
 }
 #endif
 

@@ -110,6 +110,11 @@ class KernelContext {
   uint8_t* planned(int32_t mem_id) const;
 #endif
   int32_t decoded_size(int32_t i, int32_t d) const { return decoded(i).sizes[d]; }
+#if defined(MCU_EXTERNAL_CONSTANTS) && MCU_EXTERNAL_CONSTANTS > 0
+  // Tensor argument i's data is external (its data pointer is null): its key's bytes and length, else
+  // nullptr. Only a generated layer's load-time check reads it (kExternalOwners, program.h).
+  const char* external_key(int32_t i, int32_t* length) const;
+#endif
 
   // Set by the executor only: the instruction's arguments as value indices,
   // and the values it decoded at load (values [0, num_decoded_); none is

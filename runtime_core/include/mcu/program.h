@@ -53,6 +53,16 @@
 #ifndef MCU_OPERATOR_ORDER
 #define MCU_OPERATOR_ORDER 0
 #endif
+// N > 0: the builtin program may hold external constants (ExecuTorch's TensorDataLocation EXTERNAL: a
+// constant tensor with a key, ExtraTensorInfo.fully_qualified_name, and no data in the program), whose data the
+// firmware's generated layers hold in their own form: kExternalOwners (flash, N entries, generated into
+// kernels/generated_kernels.cpp) lists those layers' functions. A tensor without data decodes to a null data
+// pointer; load() rejects the program (UnsupportedProgram, detail = the instruction) unless every
+// instruction with such an argument runs one of kExternalOwners, which read no constant of the program.
+// 0: such a tensor is rejected at load (UnsupportedProgram), as any tensor without data or place is.
+#ifndef MCU_EXTERNAL_CONSTANTS
+#define MCU_EXTERNAL_CONSTANTS 0
+#endif
 // 1: KernelTable::prepare is used (mcu-gen sets it when a selected kernel has
 // a prepare function; without it, firmware carries no prepare code).
 #ifndef MCU_KERNEL_PREPARE
@@ -106,6 +116,9 @@ struct BoundCall {
 #endif
 #if MCU_OPERATOR_ORDER > 0
 extern const KernelFn kOperatorFns[MCU_OPERATOR_ORDER];  // generated into src/kernel_table.cpp
+#endif
+#if MCU_EXTERNAL_CONSTANTS > 0
+extern const KernelFn kExternalOwners[MCU_EXTERNAL_CONSTANTS];  // generated into kernels/generated_kernels.cpp
 #endif
 #if MCU_BOUND_TABLE > 0
 extern const BoundCall kBoundCalls[MCU_BOUND_TABLE];  // generated into src/kernel_table.cpp
@@ -183,6 +196,10 @@ class Executor {
   // offset of a list or string), or nullptr when absent (the default); sets
   // *tag to the value's KernelTypes tag. What kernel argument reads use.
   const uint8_t* value_field(int32_t value_index, int32_t* tag) const;
+#if MCU_EXTERNAL_CONSTANTS > 0
+  // The key (a verified string: length, bytes) of a tensor whose data is external, else nullptr.
+  const uint8_t* external_key(int32_t value_index) const;
+#endif
 
  private:
   Error load_program(const uint8_t* data, size_t size, const KernelTable& kernels);
@@ -203,7 +220,11 @@ class Executor {
   Error verify_delegate_call(const uint8_t* call);
 #endif
   TensorRef decode_tensor(int32_t value_index) const;
-  bool is_constant(int32_t value_index) const;  // a verified tensor's data is in the program
+  bool is_constant(int32_t value_index) const;  // a verified tensor's data is in the program (or external)
+#if MCU_EXTERNAL_CONSTANTS > 0
+  bool is_external(int32_t value_index) const;  // a verified tensor without data in the program
+  Error check_external_owners();
+#endif
   const uint8_t* program_field(int32_t value_index, int32_t* tag) const;  // value_field without the cache
   struct Call {
     const uint8_t* args;  // int32 value indices (flatbuffer vector data)
