@@ -296,21 +296,47 @@ static Decoded decode(const struct qemu_plugin_insn* insn, size_t* length) {
   return make(C_UNKNOWN);
 }
 
-/* --- taken branches: the TB that ran before this one ended with a branch that did not fall through */
+/* --- what runs before a TB's first instruction: the TB before it (QEMU's translation blocks end at a branch,
+   but also at a guest page boundary or after a number of instructions, where the code runs straight on) */
 typedef struct {
   uint64_t start;
   uint64_t fallthrough; /* address after its last instruction */
   int branch_class;     /* class of its last instruction if that is a branch, else -1 */
+  Decoded first;        /* its first instruction, cls as counted */
+  Decoded last;         /* its last instruction, cls as counted */
 } TbInfo;
 
 static const TbInfo* previous_tb;
+
+static void move_count(int from, int to) {
+  counters[from] -= 1;
+  counters[to] += 1;
+}
+
+/* The neighbour rules of on_tb_trans for a TB's first instruction and the last one of the TB that fell through
+   into it, which translation could not see together: the same counts as if both were in one block, so the
+   estimate does not depend on where QEMU happens to cut straight-line code. */
+static void join_blocks(const Decoded* a, const Decoded* b) {
+  if (a->cls == C_LOAD && b->ls_single && b->rn != a->rt && b->rm != a->rt) move_count(C_LOAD, C_LOAD_PIPELINED);
+  int cls = b->cls;
+  if (cls == C_MVE_LS && (a->cls == C_MVE_DP || a->cls == C_MVE_DP_OVERLAP)) {
+    move_count(C_MVE_LS, C_MVE_LS_OVERLAP);
+    cls = C_MVE_LS_OVERLAP;
+  } else if (cls == C_MVE_DP && (a->cls == C_MVE_LS || a->cls == C_MVE_LS_OVERLAP)) {
+    move_count(C_MVE_DP, C_MVE_DP_OVERLAP);
+    cls = C_MVE_DP_OVERLAP;
+  }
+  if (b->addr_mask & a->write_mask) counters[3 * N_CLASSES + cls] += 1;
+}
 
 static void on_tb_exec(unsigned int vcpu, void* udata) {
   (void)vcpu;
   const TbInfo* tb = (const TbInfo*)udata;
   const TbInfo* prev = previous_tb;
-  if (prev != NULL && prev->branch_class >= 0 && tb->start != prev->fallthrough)
+  if (prev != NULL && tb->start != prev->fallthrough && prev->branch_class >= 0)
     counters[2 * N_CLASSES + prev->branch_class] += 1;
+  else if (prev != NULL && tb->start == prev->fallthrough)
+    join_blocks(&prev->last, &tb->first);
   previous_tb = tb;
 }
 
@@ -374,6 +400,8 @@ static void on_tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb* tb) {
     }
     prev = d;
     prev.cls = cls;
+    if (i == 0) info->first = prev;
+    if (i + 1 == n) info->last = prev;
     d = next;
     length = next_length;
     cur = following;

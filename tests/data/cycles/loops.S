@@ -71,7 +71,53 @@ reset:
   bne 4b
   bl mcu_pal_ticks
 
+  /* Loops 6-8: the same neighbours as loops 2, 4 and 5 with a 1 KB page boundary between them, where QEMU
+     ends a translation block in straight-line code: the plugin must count them as in one block. Each loop
+     head is the last 4 bytes of a page (a branch over the padding gets there). */
+  /* loop 6: a load, the page boundary, an independent load (the first pipelines, as in loop 2) */
+  mov r0, r5
+  movs r1, #100
+  b 6f
+  .ltorg                       /* the literals above, within reach of their loads */
+  .balign 1024
+  .skip 1020
+6:
+  ldr.w r3, [r0], #4
+  ldr r4, [r0], #4
+  add r2, r3
+  add r2, r4
+  subs r1, #1
+  bne 6b
+  bl mcu_pal_ticks
+
+  /* loop 7: the add computing a load's address, the page boundary, the load (a stall, as in loop 4) */
+  mov r0, r5
+  movs r1, #100
+  b 7f
+  .balign 1024
+  .skip 1020
+7:
+  add.w r3, r0, #4
+  ldr r2, [r3]
+  str r2, [r0]
+  subs r1, #1
+  bne 7b
+  bl mcu_pal_ticks
+
 #ifdef WITH_MVE
+  /* loop 8: an MVE load, the page boundary, the MAC across it (beats overlap, as in loop 5) */
+  mov r0, r5
+  movs r1, #100
+  b 8f
+  .balign 1024
+  .skip 1020
+8:
+  vldrb.s8 q0, [r0]
+  vmladava.s8 r2, q0, q0
+  subs r1, #1
+  bne 8b
+  bl mcu_pal_ticks
+
   /* loop 5: MVE: a 16-byte vector load, then a multiply-accumulate across it (beats overlap) */
   mov r0, r5
   movs r1, #100
@@ -86,8 +132,8 @@ reset:
   movs r0, #0x18               /* SYS_EXIT (ADP_Stopped_ApplicationExit) */
   ldr r1, =0x20026
   bkpt 0xab
-6:
-  b 6b
+9:
+  b 9b
   .ltorg
 
   .bss
