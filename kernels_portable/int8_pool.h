@@ -161,10 +161,30 @@ inline Error qavg_pool2d(const KernelContext& ctx, bool nhwc) {
         const int32_t count = (h1 - h0) * (w1 - w0);
         int8_t* o = y + ((static_cast<size_t>(n) * vo.h + oh) * vo.w + ow) * c;
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1)
-        // MVE (Cortex-M55): 16 channels at a time, the window's pixels summed in four int32x4
-        // (VLDRB.S32, predicated past the last channel, VADD): the same integer sums; an output
-        // byte is written after its channel's whole window was read, as below.
-        for (int32_t c0 = 0; c0 < c; c0 += 16) {
+        // MVE (Cortex-M55): 16 channels at a time. A window of at most 256 pixels sums within int16
+        // (256 x -128 = -32768): two int16x8 (VLDRB.S16, predicated past the last channel, VADD), half the
+        // vector instructions of int32 sums; larger windows sum in four int32x4 (VLDRB.S32). The same
+        // integer sums either way; an output byte is written after its channel's whole window was read.
+        for (int32_t c0 = 0; count <= 256 && c0 < c; c0 += 16) {
+          const uint32_t left = static_cast<uint32_t>(c - c0);
+          const mve_pred16_t p0 = vctp16q(left), p1 = vctp16q(left > 8 ? left - 8 : 0);
+          int16x8_t s0 = vdupq_n_s16(0), s1 = s0;
+          for (int32_t ih = h0; ih < h1; ++ih) {
+            const int8_t* px = x + ((static_cast<size_t>(n) * vi.h + ih) * vi.w + w0) * c + c0;
+            for (int32_t iw = w0; iw < w1; ++iw, px += c) {
+              s0 = vaddq_s16(s0, vldrbq_z_s16(px, p0));
+              s1 = vaddq_s16(s1, vldrbq_z_s16(px + 8, p1));
+            }
+          }
+          int16_t sum[16];
+          vst1q_s16(sum, s0);
+          vst1q_s16(sum + 8, s1);
+          const int32_t cn = left < 16 ? static_cast<int32_t>(left) : 16;
+          for (int32_t j = 0; j < cn; ++j) {
+            o[c0 + j] = static_cast<int8_t>(count > 0 ? clamp_i32(avg_round(sum[j], count), -128, 127) : 0);
+          }
+        }
+        for (int32_t c0 = 0; count > 256 && c0 < c; c0 += 16) {
           const uint32_t left = static_cast<uint32_t>(c - c0);
           const mve_pred16_t p0 = vctp32q(left), p1 = vctp32q(left > 4 ? left - 4 : 0),
                              p2 = vctp32q(left > 8 ? left - 8 : 0), p3 = vctp32q(left > 12 ? left - 12 : 0);

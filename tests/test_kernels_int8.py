@@ -736,8 +736,8 @@ def test_avg_pool_vector_paths_on_qemu(qemu_tools, tmp_path, board):
     """The average pool's MVE path (kernels_portable/int8_pool.h: 16 channels per pass, the loads
     predicated past the last channel) on QEMU mps3-an547, and its DSP path (8, then 4 channels per pass in
     16-bit lanes, flushed every 255 pixels; a window of whole rows as one run) on the Cortex-M33 and M4: bit-exact with the integer reference, for
-    channel counts that are and are not multiples of 16 (and 4), padding, strides, ceil_mode, and a window of
-    more than 255 pixels."""
+    channel counts that are and are not multiples of 16 (and 4), padding, strides, ceil_mode, windows of more
+    than 255 pixels, and one of 256 (the MVE path's int16 sums) at -128 and 127."""
     from mcu_gen.device.runner import run
     from mcu_gen.plan import planner
     from mcu_gen.program import pte
@@ -752,7 +752,9 @@ def test_avg_pool_vector_paths_on_qemu(qemu_tools, tmp_path, board):
                                      ((1, 37, 4, 4), (2, 2), (2, 2), (0, 0), False),
                                      ((1, 8, 20, 16), (20, 16), (20, 16), (0, 0), False),  # 320 pixels
                                      ((1, 12, 30, 9), (30, 9), (30, 9), (0, 0), False),  # 270: 8 + 4 channels
-                                     ((1, 6, 9, 3), (3, 3), (2, 1), (1, 0), False)):  # whole rows, clipped
+                                     ((1, 6, 9, 3), (3, 3), (2, 1), (1, 0), False),  # whole rows, clipped
+                                     ((1, 24, 16, 16), (16, 16), (16, 16), (0, 0), False),  # 256: int16 sums (MVE)
+                                     ((1, 24, 16, 16), (16, 16), (16, 16), (0, 0), False)):  # the same, all -128
         oh = torch.nn.functional.avg_pool2d(torch.zeros(1, 1, *x_shape[2:]), k, s, pad, ceil_mode=ceil).shape[2:]
         x = p.add(TensorValue(x_shape, "int8", dim_order=nhwc, scale=0.1, zero_point=3))
         out = p.add(TensorValue((1, x_shape[1], *oh), "int8", dim_order=nhwc, scale=0.1, zero_point=3))
@@ -767,5 +769,7 @@ def test_avg_pool_vector_paths_on_qemu(qemu_tools, tmp_path, board):
     path = tmp_path / "pools.pte"
     path.write_bytes(pte.write(p))
     inputs = [rng.integers(-128, 128, p.tensor(i).shape).astype(np.int8) for i in p.inputs]
+    inputs[-1][:] = -128  # the largest window of int16 sums at its extreme: 256 x -128 = -32768
+    inputs[-2][:, :8] = 127  # and at the other for 8 channels (+ random ones)
     r = run(pte_path=path, board=board, out=tmp_path / board, inputs=[inputs], backend="portable")
     assert r.verified and r.bit_exact, r
