@@ -166,9 +166,14 @@ def regions_section(r: dict) -> list:
     return lines + [""]
 
 
+def _left_out(r: dict) -> int:
+    """Bytes of model.pte the program in the image leaves out (the generated layers' external constants)."""
+    return r["pte_bytes"] - r.get("embedded_pte_bytes", r["pte_bytes"])
+
+
 def _embedded_text(r: dict) -> str:
     """What the generated layers' own weights leave out of the program in the image (external constants)."""
-    left = r["pte_bytes"] - r.get("embedded_pte_bytes", r["pte_bytes"])
+    left = _left_out(r)
     if left <= 0:
         return ", beside the program's int8 weights"
     return (f"; the program in the image is {r['embedded_pte_bytes']:,} bytes, {left:,} fewer than model.pte: the "
@@ -185,7 +190,7 @@ def markdown(r: dict) -> str:
         f"| arena lower bound (most bytes live at one step) | {r['arena_lower_bound_bytes']:,} |",
         f"| program (.pte) | {r['pte_bytes']:,} |",
         *([f"| program in the image (constants the generated layers hold left out) | {r['embedded_pte_bytes']:,} |"]
-          if r.get("embedded_pte_bytes", r["pte_bytes"]) != r["pte_bytes"] else []),
+          if _left_out(r) > 0 else []),
         f"| of which constants (weights) | {r.get('constant_bytes', 0):,} |",
         f"| firmware flash | {r['flash_bytes']:,} |",
         f"| firmware RAM (.data + .bss + reserved stack: everything the image takes) | {r['ram_bytes']:,} |",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from mcu_gen.errors import McuGenError
 from mcu_gen.plan import inplace as inplace_rules
 from mcu_gen.plan.placement import ALIGNMENT
-from mcu_gen.program.ir import DTYPE_SIZES, Program, ScalarValue, TensorValue
+from mcu_gen.program.ir import DTYPE_SIZES, Program, TensorValue, tensor_args
 
 
 class PlanError(McuGenError, ValueError):
@@ -66,18 +66,6 @@ def _owner(table: dict, v: int) -> tuple:
     return v, disp
 
 
-def _used_tensors(program: Program, args) -> list:
-    """Value indices of the tensors an instruction's arguments name (tensor lists opened)."""
-    out = []
-    for a in args:
-        v = program.values[a]
-        if isinstance(v, TensorValue):
-            out.append(a)
-        elif isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
-            out += [t for t in v.value if t is not None and t >= 0]
-    return out
-
-
 def live_steps(program: Program) -> dict:
     """Arena tensor (root of its views and slices) -> Live. A tensor is live at every step whose
     instruction names it (or a view or slice of it); a graph input or state from step 0, a graph
@@ -87,7 +75,7 @@ def live_steps(program: Program) -> dict:
     steps: dict[int, set] = {}
     size: dict[int, int] = {}
     uses = [(v, 0) for v in list(program.inputs) + list(program.states)]
-    uses += [(v, s) for s, ins in enumerate(program.instructions) for v in _used_tensors(program, ins.args)]
+    uses += [(v, s) for s, ins in enumerate(program.instructions) for v in tensor_args(program, ins.args)]
     uses += [(v, last_step) for v in list(program.outputs) + list(program.states)]
     for v, s in uses:
         t = program.values[v]

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from mcu_gen.plan import slices as slice_rules
 from mcu_gen.plan.check import InplaceNotAllowed, PlanError, check_methods, check_plan, inplace_from_offsets
 from mcu_gen.plan.placement import Placement, align, make_buffers, peak_steps, place_around
-from mcu_gen.program.ir import Program, ScalarValue, TensorValue
+from mcu_gen.program.ir import Program, TensorValue, tensor_args
 
 # The proof (mcu_gen/plan/check.py) is the checker's own; these names stay reachable from here for callers.
 __all__ = ["InplaceNotAllowed", "PlanError", "check_methods", "check_plan", "inplace_from_offsets", "Interval",
@@ -54,18 +54,6 @@ class Interval:
     start: int
     end: int
     offset: int = -1
-
-
-def tensor_args(program: Program, args):
-    """Tensor value indices among an instruction's args (expanding tensor lists)."""
-    for a in args:
-        v = program.values[a]
-        if isinstance(v, TensorValue):
-            yield a
-        elif isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
-            for t in v.value:
-                if t is not None and t >= 0:
-                    yield t
 
 
 def links(program: Program) -> dict:

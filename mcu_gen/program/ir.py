@@ -223,3 +223,15 @@ class Program:
     def max_arena_size(self) -> int:
         """The arena every method fits in: the largest method's."""
         return max(m.arena_size for m in self.methods)
+
+
+def tensor_args(program: Program, args):
+    """Tensor value indices among an instruction's args (expanding tensor lists)."""
+    for a in args:
+        v = program.values[a]
+        if isinstance(v, TensorValue):
+            yield a
+        elif isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
+            for t in v.value:
+                if t is not None and t >= 0:
+                    yield t

@@ -15,7 +15,7 @@ import zlib
 
 import numpy as np
 
-from mcu_gen.program.ir import Program, ScalarValue, TensorValue
+from mcu_gen.program.ir import Program, TensorValue, tensor_args
 
 # Constants smaller than this stay in the program: their key and table (about 48 bytes) would cost more.
 EXTERNAL_MIN_BYTES = 64
@@ -36,17 +36,12 @@ def _checked_constants(program: Program, layer) -> set:
 
 
 def _uses(program: Program) -> dict:
-    """value index -> the number of places the program reads it (instruction arguments, tensor list items,
-    inputs, outputs, states)."""
+    """tensor value index -> the number of places the program reads it (instruction arguments, tensor list
+    items, inputs, outputs, states)."""
     uses: dict = {}
     for ins in program.instructions:
-        for a in ins.args:
+        for a in tensor_args(program, ins.args):
             uses[a] = uses.get(a, 0) + 1
-            v = program.values[a]
-            if isinstance(v, ScalarValue) and v.kind in ("tensor_list", "optional_tensor_list"):
-                for j in v.value:
-                    if j is not None and j >= 0:
-                        uses[j] = uses.get(j, 0) + 1
     for a in list(program.inputs) + list(program.outputs) + list(program.states):
         uses[a] = uses.get(a, 0) + 1
     return uses
