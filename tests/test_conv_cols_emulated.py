@@ -63,9 +63,14 @@ CASES = [  # (h, w, cin, n, kh, kw, stride, pad, chunk, oy, ox, q, act_min, act_
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
-def test_gemm_cols_asm_equals_gemm_stream_c(case):
+RUNS = [(c, True) for c in CASES] + [(c, False) for c in CASES[:3]]
+
+
+@pytest.mark.parametrize("case,sign", RUNS, ids=[f"{i}-{'sign' if g else 'relu'}" for i, (_, g) in enumerate(RUNS)])
+def test_gemm_cols_asm_equals_gemm_stream_c(case, sign):
+    """``sign`` False: under a fused ReLU (act_min 20, above random_stream's output offsets) without the sign term."""
     h, w, cin, n, kh, kw, s, p, chunk, oy, ox, q, act_min, act_max = case
+    act_min = act_min if sign else 20
     k = kh * kw * cin
     rng = np.random.default_rng(len(str(case)) + k)
     img = rng.integers(-128, 128, (h, w, cin)).astype(np.int8)
@@ -74,7 +79,8 @@ def test_gemm_cols_asm_equals_gemm_stream_c(case):
     row_bytes = ((chunk - 1) * s + kw) * cin * 2
     assert kh * row_bytes <= COLS_MAX_BYTES
     cols = widened(img, oy, ox, q, chunk, kh, kw, s, p, zp)
-    body = gemm_cols_asm_body("f", k, n, n % 8 == 4, act_min, act_max, cin, kw, s, row_bytes)
+    body = gemm_cols_asm_body("f", k, n, n % 8 == 4, act_min, act_max, cin, kw, s, row_bytes, sign)
+    assert any("asr #31" in l for l in body) == sign
     mem = bytearray(Y0 + q * n + 64)
     mem[X0:X0 + len(cols)] = cols
     for i, wd in enumerate(words):

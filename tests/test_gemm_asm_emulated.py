@@ -382,6 +382,43 @@ def test_gemm_asm_equals_gemm_stream_c(case, mode):
         assert len(np.unique(y)) > 4  # not all saturated
 
 
+# Under a fused ReLU (act_min at or above every channel's output offset: random_stream's lie in -20..19) the
+# assembly leaves out the sign term (exactness.sign_free): one ADD an output less, the same outputs as the
+# reference's form. Cases: pairs, a tail, looped sub-blocks, widened rows, the single row, the own function
+# (four rows at a time), ReLU6-like ranges.
+RELU_CASES = [(28, 8, 9, True, "arg", True), (12, 12, 3, True, None, False), (164, 36, 3, True, None, False),
+              (128, 24, 3, True, "arg", False), (40, 12, 3, False, None, False), (64, 8, 1, True, None, False),
+              (8, 16, 9, True, "frame", True), (32, 32, 4, True, "arg", True), (108, 20, 2, True, None, True)]
+
+
+@pytest.mark.parametrize("case", RELU_CASES, ids=["-".join(map(str, c)) for c in RELU_CASES])
+@pytest.mark.parametrize("act_max", [127, 90])
+def test_gemm_asm_without_the_sign_term_under_relu(case, act_max):
+    k, n, rows, pairs, wide, own = case
+    rng = np.random.default_rng(k * 1000 + n * 10 + rows + act_max)
+    tail = n % 8 == 4
+    wide = wide if pairs and pair_ok(k, n) else None
+    words, end8 = random_stream(rng, k, n)
+    rights = None
+    if own:
+        b8 = 8 + 4 * k + 24
+        rights = [words[i * b8 + 8 + 4 * k + 3 * c + 2] for i in range(n // 8) for c in range(8)]
+        if tail:
+            rights += [words[end8 + 4 + 2 * k + 3 * c + 2] for c in range(4)]
+    body = gemm_asm_body("f", k, n, tail, 20, act_max, pairs, wide, rights, sign=False)
+    assert not any("asr #31" in l for l in body)
+    with_sign = gemm_asm_body("f", k, n, tail, 20, act_max, pairs, wide, rights)
+    assert len(with_sign) - len(body) >= n  # at least one ADD an output channel's code
+    x = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    y, cycles = call(body, x, words, end8, n)
+    want = expected(x, words, end8, k, n, tail, 20, act_max)
+    assert np.array_equal(y, want), (y, want)
+    assert (want == 20).any() and ((want > 20) & (want < act_max)).any()  # clamped outputs, and ones in range
+    if rows:
+        _, cycles_sign = call(with_sign, x, words, end8, n)
+        assert cycles_sign - cycles >= rows * n  # one cycle an output at least
+
+
 def test_two_row_blocks_cost_what_the_generator_says():
     """Estimated M33 cycles per MAC of the two-row GEMM's inner loops (K 256, N 64, 2 rows): about 37/32
     without widened rows, 32/32 with (plus the widening), the requantization on top."""

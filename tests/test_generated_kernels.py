@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from mcu_gen.backends import generated, kernels
-from mcu_gen.backends.generated.exactness import add_dsp_plan, smmlar_consts
+from mcu_gen.backends.generated.exactness import add_dsp_plan, sign_free, smmlar_consts
 from mcu_gen.backends.generated.external import EXTERNAL_MIN_BYTES, external_constants, external_key, owners_source
 from mcu_gen.backends.generated.layers import ADD_OPS, CONV_ROWS_INPLACE, AddLayer, GemmLayer
 from mcu_gen.firmware import host
@@ -543,11 +543,12 @@ def test_packed_weight_order():
     assert l.weight_bytes == 192 and packed.size == 96
 
 
-def _smmlar_emulated(acc, consts, act_min, act_max):
-    """dsp_prelude.h's requant_smmlar on the doubled accumulator, in Python integers (SMMLAR exactly)."""
+def _smmlar_emulated(acc, consts, act_min, act_max, sign=True):
+    """dsp_prelude.h's requant_smmlar on the doubled accumulator, in Python integers (SMMLAR exactly);
+    ``sign`` False: the assembly's form under a fused ReLU (exactness.sign_free), no sign term."""
     m, ra, right = (int(v) for v in consts)
     acc2 = 2 * int(acc)
-    t = ra + (-1 if acc2 < 0 else 0)
+    t = ra + (-1 if acc2 < 0 and sign else 0)
     r = (t * 2**32 + acc2 * m + 2**31) >> 32  # SMMLAR: the top word of the 64-bit sum
     assert -2**31 <= r < 2**31
     return min(max(r >> right, -128, act_min), 127, act_max)
@@ -583,6 +584,45 @@ def test_smmlar_requantization_equals_the_reference():
             assert _smmlar_emulated(acc, consts[0], -128, 127) == want, (acc, m, shift, off)
             checked += 1
     assert checked > 5000
+
+
+def test_smmlar_without_the_sign_term_under_a_fused_relu():
+    """Where act_min >= the output offset (exactness.sign_free), the form without the sign term equals the
+    reference bit for bit (ties of both roundings and negative accumulators included), and it is needed: with
+    act_min below the offset some negative tie differs."""
+    from mcu_gen.reference.integer import requantize
+
+    rng = np.random.default_rng(23)
+    checked, differs = 0, 0
+    for case in range(400):
+        m = int(rng.integers(0, 2**31)) if case % 10 else int(rng.integers(0, 4))  # small mults too
+        shift = int(rng.integers(-20, 0))
+        off = int(rng.integers(-128, 128))
+        relu = case % 4 != 3
+        act_min = int(rng.integers(off, 128)) if relu else int(rng.integers(-128, off + 1))
+        act_min = off if relu and case % 2 else act_min  # the usual ReLU: act_min = offset
+        bound = int(rng.integers(1, 2**30))
+        consts = smmlar_consts([m], [shift], [bound], off)
+        if consts is None:
+            continue
+        assert sign_free(off, act_min) == (act_min >= off)
+        right = -shift
+        accs = list(rng.integers(-bound, bound + 1, 40)) + [-1, 0, 1, -bound, bound]
+        for k in rng.integers(-200, 200, 10):
+            h = int(k) * 2**right + 2**(right - 1)
+            acc = (h * 2**31) // m if m else 0
+            accs += [acc - 1, acc, acc + 1]
+        for acc in accs:
+            if abs(acc) > bound:
+                continue
+            want = int(np.clip(requantize(np.int64(acc), m, shift) + off, max(-128, act_min), 127))
+            got = _smmlar_emulated(acc, consts[0], act_min, 127, sign=False)
+            if sign_free(off, act_min):
+                assert got == want, (acc, m, shift, off, act_min)
+                checked += 1
+            else:
+                differs += got != want
+    assert checked > 5000 and differs > 0
 
 
 def test_smmlar_needs_what_it_proves():

@@ -59,12 +59,12 @@ def _xoff(g: int, j: int, half: int, cin: int, kw: int, sw: int, row_bytes: int)
 
 
 def gemm_cols_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, cin: int, kw: int,
-                       sw: int, row_bytes: int) -> list:
+                       sw: int, row_bytes: int, sign: bool = True) -> list:
     """The instructions of void name(const int8_t* cols, const GemmDesc* d, int8_t* y, int32_t pixels, int16_t*):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for an even count of pixels >= 2 whose windows
     are read from conv_cols' widened columns (``_xoff``): pixels in pairs, the pair's columns 2 * sw * cin int16
     after the previous pair's. Frame as gemm_asm_body's: [sp] the pair's columns, [sp+4] y, [sp+8] pixels left,
-    [sp+12] d->stream, [sp+16] d->end8."""
+    [sp+12] d->stream, [sp+16] d->end8. ``sign``: as gemm_asm_body's."""
     def xo(g, j, half):
         return _xoff(g, j, half, cin, kw, sw, row_bytes)
 
@@ -73,9 +73,9 @@ def gemm_cols_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_
             "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
     body += [".Lpair_%=:", "ldr r1, [sp, #12]"]
     if n >= 8:
-        body += pair_blocks8(k, n, act_min, act_max, "pre", xo)
+        body += pair_blocks8(k, n, act_min, act_max, "pre", xo, sign)
     if tail:
-        body += pair_block_asm(4, k, n, act_min, act_max, "pre", None, xo)
+        body += pair_block_asm(4, k, n, act_min, act_max, "pre", None, xo, sign)
     body += ["ldm sp, {r0, r2, r3}", f"addw r0, r0, #{4 * sw * cin}", f"addw r2, r2, #{n}", "subs r3, #2",
              "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "bne .Lpair_%=",
              f"add sp, #{frame}", "pop {r4-r11, pc}"]
@@ -87,9 +87,9 @@ def cols_fn_name(l) -> str:
     h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
     return (f"mcu_gen_gemm_cols_k{l.k}_n{l.n}{'_t4' if l.n % 8 == 4 else ''}_c{cin}_kw{kw}_s{sw}"
             f"_r{l.cols.row_bytes}_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_"
-            f"{'m' if l.act_max < 0 else ''}{abs(l.act_max)}")
+            f"{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{'' if l.sign else '_relu'}")
 
 
 def cols_fn_sig(l) -> tuple:
     h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
-    return (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, cin, kw, sw, l.cols.row_bytes)
+    return (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, cin, kw, sw, l.cols.row_bytes, l.sign)

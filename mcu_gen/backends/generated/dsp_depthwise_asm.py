@@ -104,17 +104,20 @@ def _dw_pair_macs(r: int, two: bool, stride2: bool) -> list:
     return out
 
 
-def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int, right: int, following: list | None) -> list:
+def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int, right: int, following: list | None,
+                    sign: bool = True) -> list:
     """a0 (and a1) requantized and stored c bytes apart at r1, r1 on: ra and mult loaded once for both,
     SMMLAR t, a, mult, ra then a = t + (a >> 31) (the same as SMMLAR with ra + (a >> 31): a 2^32 step of the
-    64-bit sum), SSAT with the right shift as its immediate. ``following``: the next pixels' first three
-    loads, placed among the stores (each load then pipelined with a load or a store)."""
+    64-bit sum; ``sign`` False, under a fused ReLU: SMMLAR a, a, mult, ra), SSAT with the right shift as its
+    immediate. ``following``: the next pixels' first three loads, placed among the stores (each load then
+    pipelined with a load or a store)."""
     t0, t1, t2 = _T
     store = (lambda a: [f"strb {a}, [{_Y}], #{c}"]) if c <= 255 else (lambda a: [f"strb {a}, [{_Y}]"] + adjust(_Y, c))
     accs = [_A0, _A1] if two else [_A0]
     out = [f"ldr {t0}, {_RA}", f"ldr {t1}, {_MULT}"]
     for a in accs:
-        out += [f"smmlar {t2}, {a}, {t1}, {t0}", f"add {a}, {t2}, {a}, asr #31"]
+        out += [f"smmlar {t2}, {a}, {t1}, {t0}", f"add {a}, {t2}, {a}, asr #31"] if sign else \
+            [f"smmlar {a}, {a}, {t1}, {t0}"]
     for a in accs:
         out += clamp_asm(a, act_min, act_max, right or None)
     nxt = list(following or [])
@@ -123,14 +126,15 @@ def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int, right: int, f
     return out + nxt + store(_A0)
 
 
-def _dw_chunk(r: int, c: int, pairs: int, odd: bool, act_min: int, act_max: int, right: int, stride2: bool) -> list:
+def _dw_chunk(r: int, c: int, pairs: int, odd: bool, act_min: int, act_max: int, right: int, stride2: bool,
+              sign: bool = True) -> list:
     """`pairs` pixel pairs (and the odd last pixel) in a row: each pair's requantization holds the next
     one's first loads."""
     units = [True] * pairs + ([False] if odd else [])
     out = _dw_first(stride2 and units[0], r)
     for i, two in enumerate(units):
         nxt = _dw_first(stride2 and units[i + 1], r) if i + 1 < len(units) else None
-        out += _dw_pair_macs(r, two, stride2) + _dw_requant_asm(c, two, act_min, act_max, right, nxt)
+        out += _dw_pair_macs(r, two, stride2) + _dw_requant_asm(c, two, act_min, act_max, right, nxt, sign)
     return out
 
 
@@ -174,18 +178,24 @@ def _dw_block_macs(r: int, xb: int) -> list:
 
 
 def _dw_block_requant(yb: int, orow: int, c: int, act_min: int, act_max: int, right: int, ra: str, mult: str,
-                      following: list) -> list:
+                      following: list, sign: bool = True) -> list:
     """The block's four outputs requantized and stored at r1 + yb (+ c, + orow, + orow + c): ra in r11, mult in
     r12; p0 first by SMMLAR with ra + (p0 >> 31) (the same sum as SMMLAR, then + (a >> 31)), stored, and r10 the
     others' SMMLAR result (ra loaded again). ``following``: up to 5 loads (the next block's first loads),
     three after the last SMMLAR and one after each of the first two stores, each pipelined with a load or
-    store; their registers are free by then (r10, r11, r12, then r2, r3)."""
+    store; their registers are free by then (r10, r11, r12, then r2, r3). ``sign`` False (under a fused ReLU):
+    no sign terms, ra loaded once."""
     t, ra_r, m_r = _U0, _U1, _V1
-    out = [f"ldr {ra_r}, {ra}", f"ldr {m_r}, {mult}", f"add {ra_r}, {ra_r}, {t}, asr #31",
-           f"smmlar {t}, {t}, {m_r}, {ra_r}"] + clamp_asm(t, act_min, act_max, right or None)
-    out += [f"ldr {ra_r}, {ra}", f"strb {t}, [{_Y}, #{yb}]"]
+    if sign:
+        out = [f"ldr {ra_r}, {ra}", f"ldr {m_r}, {mult}", f"add {ra_r}, {ra_r}, {t}, asr #31",
+               f"smmlar {t}, {t}, {m_r}, {ra_r}"] + clamp_asm(t, act_min, act_max, right or None)
+        out += [f"ldr {ra_r}, {ra}", f"strb {t}, [{_Y}, #{yb}]"]
+    else:
+        out = [f"ldr {ra_r}, {ra}", f"ldr {m_r}, {mult}", f"smmlar {t}, {t}, {m_r}, {ra_r}"]
+        out += clamp_asm(t, act_min, act_max, right or None) + [f"strb {t}, [{_Y}, #{yb}]"]
     for a in (_F, _S2, _V0):
-        out += [f"smmlar {t}, {a}, {m_r}, {ra_r}", f"add {a}, {t}, {a}, asr #31"]
+        out += [f"smmlar {t}, {a}, {m_r}, {ra_r}", f"add {a}, {t}, {a}, asr #31"] if sign else \
+            [f"smmlar {a}, {a}, {m_r}, {ra_r}"]
     for a in (_F, _S2, _V0):
         out += clamp_asm(a, act_min, act_max, right or None)
     nxt = list(following)
@@ -201,7 +211,7 @@ def _dw_block_requant(yb: int, orow: int, c: int, act_min: int, act_max: int, ri
 
 
 def _dw_col2(r: int, xb: int, yb: int, orow: int, act_min: int, act_max: int, right: int, ra: str,
-             mult: str, end: list) -> list:
+             mult: str, end: list, sign: bool = True) -> list:
     """After _dw_block_first: an odd last pixel of a row pair (two outputs: p0 in r10, q0 in r3), stored at
     r1 + yb and r1 + yb + orow; ``end``: a load placed before the last store."""
     w = _W
@@ -213,9 +223,12 @@ def _dw_col2(r: int, xb: int, yb: int, orow: int, act_min: int, act_max: int, ri
            f"smlad {u0}, {u1}, {w[4]}, {u0}", f"smlabt {u0}, {v1}, {w[5]}, {u0}",
            f"smlad {s}, {u1}, {w[2]}, {s}", f"smlabt {s}, {v1}, {w[3]}, {s}",
            f"smlad {s}, {v0}, {w[4]}, {s}", f"smlabt {s}, {f}, {w[5]}, {s}",
-           f"ldr {u1}, {ra}", f"ldr {v1}, {mult}",
-           f"smmlar {v0}, {u0}, {v1}, {u1}", f"add {u0}, {v0}, {u0}, asr #31",
-           f"smmlar {v0}, {s}, {v1}, {u1}", f"add {s}, {v0}, {s}, asr #31"]
+           f"ldr {u1}, {ra}", f"ldr {v1}, {mult}"]
+    if sign:
+        out += [f"smmlar {v0}, {u0}, {v1}, {u1}", f"add {u0}, {v0}, {u0}, asr #31",
+                f"smmlar {v0}, {s}, {v1}, {u1}", f"add {s}, {v0}, {s}, asr #31"]
+    else:
+        out += [f"smmlar {u0}, {u0}, {v1}, {u1}", f"smmlar {s}, {s}, {v1}, {u1}"]
     out += clamp_asm(u0, act_min, act_max, right or None) + clamp_asm(s, act_min, act_max, right or None)
     return out + [f"strb {u0}, [{_Y}, #{yb}]"] + list(end) + [f"strb {s}, [{_Y}, #{yb + orow}]"]
 
@@ -230,9 +243,9 @@ def _dw_blocks(l: DepthwiseLayer, r: int, blocks: int, odd: bool, right: int, fr
     for i in range(blocks):
         xb, yb = 4 * i, 2 * c * i
         nxt = _dw_block_first(r, xb + 4, start) if i + 1 < units else list(end)
-        out += _dw_block_macs(r, xb) + _dw_block_requant(yb, orow, c, am, ax, right, ra, mult, nxt)
+        out += _dw_block_macs(r, xb) + _dw_block_requant(yb, orow, c, am, ax, right, ra, mult, nxt, l.sign)
     if odd:
-        out += _dw_col2(r, 4 * blocks, 2 * c * blocks, orow, am, ax, right, ra, mult, end)
+        out += _dw_col2(r, 4 * blocks, 2 * c * blocks, orow, am, ax, right, ra, mult, end, l.sign)
     return out
 
 
@@ -306,7 +319,7 @@ def dw_rows2_gain(l: DepthwiseLayer, plane: tuple, rights: list) -> tuple:
     old_c = static_cycles(old)
     if old_loop:
         old_c += (old_loop - 1) * (static_cycles(_dw_chunk(r, c, DW_ROWS_UNROLL, False, l.act_min, l.act_max, right,
-                                                           False)) + 6)
+                                                           False, l.sign)) + 6)
     odd_code = len(_dw_rows_loop(l, row, right, "", compact=True)) if l.oh % 2 else 0
     saved = c * (l.oh // 2) * (2 * old_c - new_c)
     extra = 4 * len(rights) * (len(new) + odd_code - len(old))
@@ -381,10 +394,10 @@ def _dw_rows_loop(l: DepthwiseLayer, row: int, right: int, tag: str, compact: bo
     loop, rest = (pairs // unroll, pairs % unroll) if pairs > (1 if compact else DW_ROWS_FULL) else (0, pairs)
     if loop:
         out += [f"movs {_T[0]}, #{loop}", f"str {_T[0]}, [sp, #4]", f".Lpair{tag}:"]
-        out += _dw_chunk(r, c, unroll, False, am, ax, right, s2)
+        out += _dw_chunk(r, c, unroll, False, am, ax, right, s2, l.sign)
         out += [f"ldr {_T[0]}, [sp, #4]", f"subs {_T[0]}, #1", f"str {_T[0]}, [sp, #4]", f"bne .Lpair{tag}"]
     if rest or odd:
-        out += _dw_chunk(r, c, rest, bool(odd), am, ax, right, s2)
+        out += _dw_chunk(r, c, rest, bool(odd), am, ax, right, s2, l.sign)
     step = st * r - 4 * st * pairs - 4 * odd  # to the next output row's first buffer row
     if step:
         out += adjust(_P, step)

@@ -20,7 +20,15 @@ def clamp_asm(reg: str, act_min: int, act_max: int, right: int | None = None) ->
     return out
 
 
-def _block_asm(b: int, k: int, act_min: int, act_max: int) -> list:
+def smmlar_asm(a: str, mult: str, ra: str, tmp: str, sign: bool = True) -> list:
+    """a = SMMLAR a, mult, ra + (a >> 31): the smmlar requantization's multiply with its sign term in tmp, or
+    without it (``sign`` False: under a fused ReLU, exactness.sign_free) straight from ra."""
+    if not sign:
+        return [f"smmlar {a}, {a}, {mult}, {ra}"]
+    return [f"add {tmp}, {ra}, {a}, asr #31", f"smmlar {a}, {a}, {mult}, {tmp}"]
+
+
+def _block_asm(b: int, k: int, act_min: int, act_max: int, sign: bool = True) -> list:
     """One block of b (8 or 4) output channels of one row; r0 = x row (reloaded), r1 = stream."""
     acc = ACC8[:b]
     out = ["ldr r0, [sp]", f"ldmia r1!, {{{acc[0]}-{acc[-1]}}}"]
@@ -32,8 +40,8 @@ def _block_asm(b: int, k: int, act_min: int, act_max: int) -> list:
             out += [f"smlad {a}, r12, r2, {a}", f"smlad {a}, lr, r3, {a}"]
     out.append("ldr r2, [sp, #4]")
     for a in acc:  # (mult, ra, right) -> r0, r3, r12
-        out += ["ldmia r1!, {r0, r3, r12}", f"add r3, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, r3",
-                f"asr {a}, {a}, r12"] + clamp_asm(a, act_min, act_max) + [f"strb {a}, [r2], #1"]
+        out += ["ldmia r1!, {r0, r3, r12}"] + smmlar_asm(a, "r0", "r3", "r3", sign) + [f"asr {a}, {a}, r12"]
+        out += clamp_asm(a, act_min, act_max) + [f"strb {a}, [r2], #1"]
     out.append("str r2, [sp, #4]")
     return out
 
@@ -247,7 +255,7 @@ def _pair_group_macs(out: list, st, chans, w_at, first: bool) -> None:
 
 
 def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: int, rights=None,
-                 step: int | None = None) -> None:
+                 step: int | None = None, sign: bool = True) -> None:
     """Requantizes and stores one sub-block's two rows: channel c's (mult, ra, right) at stream offset
     c0 + 12c, its bytes at [r2 + c] (row 0) and [r2 + n + c] (row 1). A channel's stores follow the
     next channel's loads (the last load pipelines with them: 1 estimated cycle, not 2). With ``rights``
@@ -260,7 +268,7 @@ def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: i
             st.ld(r, c0 + 12 * c + 4 * j)
         out += stores
         for a in (f"r{4 + i}", f"r{8 + i}"):
-            out += [f"add lr, r3, {a}, asr #31", f"smmlar {a}, {a}, r0, lr"]
+            out += smmlar_asm(a, "r0", "r3", "lr", sign)
             if rights is None:
                 out += [f"asr {a}, {a}, r12"] + clamp_asm(a, act_min, act_max)
             else:
@@ -273,7 +281,7 @@ def pair_requant(out: list, st, c0: int, n: int, chans, act_min: int, act_max: i
 
 
 def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False,
-                         rights=None, xoff=None) -> list:
+                         rights=None, xoff=None, sign: bool = True) -> list:
     """One block of b (8 or 4) output channels of two rows, x and x + k, in sub-blocks of 4 channels:
     r4-r7 row 0's accumulators, r8-r11 row 1's; per 4 inputs both rows' words are loaded once
     ([sp] holds x: reloaded into r0) and widened (r0/r2 row 0, r3/r12 row 1), and each weight pair
@@ -292,30 +300,30 @@ def _pair_block_unrolled(b: int, k: int, n: int, act_min: int, act_max: int, wid
         _pair_macs_wide(out, st, b, k, chans, wide, True, xoff) if wide else _pair_macs(out, st, b, k, chans, True)
         out.append("ldr r2, [sp, #4]")
         if s:
-            pair_requant(out, st, c0, n, chans, act_min, act_max, rights)
+            pair_requant(out, st, c0, n, chans, act_min, act_max, rights, sign=sign)
         else:
-            pair_requant(out, st, c0, n, chans[::-1], act_min, act_max, rights, b)
+            pair_requant(out, st, c0, n, chans[::-1], act_min, act_max, rights, b, sign)
     st.to(c0 + 12 * b)
     out.append("str r2, [sp, #4]")
     return out
 
 
 def pair_block_asm(b: int, k: int, n: int, act_min: int, act_max: int, wide: bool = False, rights=None,
-                   xoff=None) -> list:
+                   xoff=None, sign: bool = True) -> list:
     """One block of b (8 or 4) output channels of two rows, its sub-blocks of 4 channels unrolled
     (``_pair_block_unrolled``; ``xoff``: see ``_pair_macs_wide``, dsp_conv_cols' windows). r1 ends at the next
     block, [sp+4] (y) advanced by b. The blocks of 8 of a row pair: ``pair_blocks8``."""
-    return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights, xoff)
+    return _pair_block_unrolled(b, k, n, act_min, act_max, wide, rights, xoff, sign)
 
 
-def pair_blocks8(k: int, n: int, act_min: int, act_max: int, wide=None, xoff=None) -> list:
+def pair_blocks8(k: int, n: int, act_min: int, act_max: int, wide=None, xoff=None, sign: bool = True) -> list:
     """All the blocks of 8 channels of a row pair (n >= 8; r1 the first block's start, ends at the last block's
     end; [sp+4] y, advanced by 8 per block; [sp+16] end8). Below PAIR_LOOP_K a loop over ``pair_block_asm``'s
     unrolled block (the loop's end8 load before the block's y store, where it pipelines); from it the two
     sub-blocks of 4 channels share one copy of their MACs (``_pair_blocks8_looped``: flash)."""
     if k >= PAIR_LOOP_K:
-        return _pair_blocks8_looped(k, n, act_min, act_max, wide, xoff)
-    block = pair_block_asm(8, k, n, act_min, act_max, wide, None, xoff)
+        return _pair_blocks8_looped(k, n, act_min, act_max, wide, xoff, sign)
+    block = pair_block_asm(8, k, n, act_min, act_max, wide, None, xoff, sign)
     if n < 16:
         return block
     assert block[-1] == "str r2, [sp, #4]"
@@ -337,7 +345,7 @@ def _reach(st: Stream, lo: int, hi: int, then: int | None = None) -> list:
     return moves
 
 
-def _pair_blocks8_looped(k: int, n: int, act_min: int, act_max: int, wide=None, xoff=None) -> list:
+def _pair_blocks8_looped(k: int, n: int, act_min: int, act_max: int, wide=None, xoff=None, sign: bool = True) -> list:
     """The blocks of 8 channels of a row pair for K >= PAIR_LOOP_K: per block the MACs of sub-block s (4 channels,
     weights 32s bytes after sub-block 0's in the stream) are one copy, entered with r1 = block + 32s; the
     accumulator starts before them (sub-block s's at block + 16s) and the requantization after them (constants
@@ -371,7 +379,7 @@ def _pair_blocks8_looped(k: int, n: int, act_min: int, act_max: int, wide=None, 
     st0.pos = pos_m
     mid = _reach(st0, c0, c0 + 44) + ["ldr r2, [sp, #4]"]
     st0.out = mid
-    pair_requant(mid, st0, c0, n, chans0, act_min, act_max)
+    pair_requant(mid, st0, c0, n, chans0, act_min, act_max, sign=sign)
     # sub-block 1's starts (block + 16), then r1 to block + 32 by one ADDS (C = 0) or SUBS (C = 1) of 1..255,
     # any ADDW / SUBW before the last two stores
     up = st0.pos < 33
@@ -388,7 +396,7 @@ def _pair_blocks8_looped(k: int, n: int, act_min: int, act_max: int, wide=None, 
     st1.pos = pos_m
     end = [".Lsub8e_%=:"] + _reach(st1, c0 + 16, c0 + 60, c0 + 64) + ["ldr r2, [sp, #4]"]
     st1.out = end
-    pair_requant(end, st1, c0 - 32, n, chans1, act_min, act_max)  # channel 4 + c at c0 + 48 + 12c - 32
+    pair_requant(end, st1, c0 - 32, n, chans1, act_min, act_max, sign=sign)  # channel 4 + c at c0 + 48 + 12c - 32
     end += adjust("r1", c0 + 64 - st1.pos)
     loop_cmp = "cmp r3, r1" if up else "cmp r1, r3"  # r1 < end8: C = 1 (CMP end8, r1) or 0 (CMP r1, end8)
     end += ["adds r2, #8", "ldr r3, [sp, #16]", "str r2, [sp, #4]", loop_cmp, "beq .Lpdone_%="]
@@ -400,7 +408,8 @@ def _pair_blocks8_looped(k: int, n: int, act_min: int, act_max: int, wide=None, 
     return entry + end + first + [".Lsub8_%=:"] + macs + [branch] + mid + [".Lpdone_%=:"]
 
 
-def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: int | None = None) -> list:
+def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: int | None = None,
+                sign: bool = True) -> list:
     """One block of b (8 or 4) output channels of four rows in the "pre" mode (conv_stream_widened's pairs: rows 0, 1
     at x, rows 2, 3 at x + 4K; x in [sp]), in sub-blocks of 2 channels: r4-r7 channel 0's accumulators of rows 0-3,
     r8-r11 channel 1's, r0 / r3 the two weight words, r2 / lr input words, r12 x. Per 4 inputs and half (pairs A, then
@@ -443,7 +452,7 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
             st.ld("r3", c0 + 12 * c + 4)
             out += stores
             for a in accs:
-                out += [f"add lr, r3, r{a}, asr #31", f"smmlar r{a}, r{a}, r0, lr"]
+                out += smmlar_asm(f"r{a}", "r0", "r3", "lr", sign)
                 out += clamp_asm(f"r{a}", act_min, act_max, int(rights[c]))
             stores = [f"strb r{a}, [r2, #{j * n + c}]" for j, a in enumerate(accs)]
         if s == 0:
@@ -476,7 +485,8 @@ def _widen_quad(k: int, at: int) -> list:
 
 
 def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool = True,
-                  wide: str | None = None, rights=None, back: bool = False, pair_rows: bool = True) -> list:
+                  wide: str | None = None, rights=None, back: bool = False, pair_rows: bool = True,
+                  sign: bool = True) -> list:
     """The instructions (and labels) of void name(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows,
     int16_t* wide):
     the smmlar GEMM of gemm_stream_c<k, tail, act_min, act_max> for rows >= 0, K fully unrolled. Rows
@@ -513,7 +523,7 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
         body += [".Lquad_%=:"] + (_widen_quad(k, quad_at) if quad_at is not None else []) + ["ldr r1, [sp, #12]"]
         for c in range(0, n - 3, 8):
             b = 8 if c + 8 <= n else 4
-            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b], quad_at)
+            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b], quad_at, sign)
         step_x, step_y = (f"subw r0, r0, #{4 * k}", f"subw r2, r2, #{5 * n}") if back else \
             (f"addw r0, r0, #{(8 if pre else 4) * k}", f"addw r2, r2, #{3 * n}")  # r2: y + N after the blocks
         body += ["ldm sp, {r0, r2, r3}", step_x, step_y, "subs r3, #4",
@@ -529,11 +539,12 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
         body.append("ldr r1, [sp, #12]")
         if rights is not None:
             for c in range(0, n - 7, 8):
-                body += pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8])
+                body += pair_block_asm(8, k, n, act_min, act_max, wide, rights[c:c + 8], sign=sign)
         elif n >= 8:
-            body += pair_blocks8(k, n, act_min, act_max, wide)
+            body += pair_blocks8(k, n, act_min, act_max, wide, sign=sign)
         if tail:
-            body += pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:])
+            body += pair_block_asm(4, k, n, act_min, act_max, wide, None if rights is None else rights[n - 4:],
+                                   sign=sign)
         assert not back or (wide and not pre)
         step_x, step_y = (f"subw r0, r0, #{2 * k}", f"subw r2, r2, #{3 * n}") if back else \
             (f"addw r0, r0, #{(4 if pre else 2) * k}", f"addw r2, r2, #{n}")  # r2: y + N after the blocks
@@ -545,10 +556,10 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     body += ["ldr r3, [sp, #8]", "cmp r3, #0", "beq .Ldone_%=",
              ".Lrow_%=:", "ldr r1, [sp, #12]", "ldr r3, [sp, #16]", "cmp r1, r3", "beq .Ltail_%=",
              ".Lblock_%=:"]
-    body += _block_asm(8, k, act_min, act_max)
+    body += _block_asm(8, k, act_min, act_max, sign)
     body += ["ldr r3, [sp, #16]", "cmp r1, r3", "bne .Lblock_%=", ".Ltail_%=:"]
     if tail:
-        body += _block_asm(4, k, act_min, act_max)
+        body += _block_asm(4, k, act_min, act_max, sign)
     body += ["ldr r0, [sp]", f"movw r3, #{k}", "add r0, r3", "str r0, [sp]", "ldr r3, [sp, #8]", "subs r3, #1",
              "str r3, [sp, #8]", "bne .Lrow_%=", ".Ldone_%=:", f"add sp, #{frame}", "pop {r4-r11, pc}"]
     return [l.replace("%=", name) for l in body]

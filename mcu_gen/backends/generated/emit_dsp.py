@@ -164,19 +164,19 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
 
 
 def _gemm_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, pairs: bool,
-                    rights, wide: str | None, direct: bool = False, pair_rows: bool = True) -> str:
+                    rights, wide: str | None, direct: bool = False, pair_rows: bool = True, sign: bool = True) -> str:
     back = direct and n > k
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, n=n, tail=tail, act_min=act_min, act_max=act_max,
                   wide=wide, direct=direct, back=back, cols=None,
-                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights, back, pair_rows))
+                  body=gemm_asm_body(name, k, n, tail, act_min, act_max, pairs, wide, rights, back, pair_rows, sign))
 
 
 def _cols_fn_source(name: str, k: int, n: int, tail: bool, act_min: int, act_max: int, cin: int, kw: int, sw: int,
-                    row_bytes: int) -> str:
+                    row_bytes: int, sign: bool = True) -> str:
     """A conv_cols layer's GEMM (dsp_conv_cols.gemm_cols_asm_body; gemm_cols_c without the DSP extension)."""
     return render("generated/dsp_gemm_fn.cpp.j2", name=name, k=k, n=n, tail=tail, act_min=act_min, act_max=act_max,
                   wide=None, direct=False, back=False,
-                  body=gemm_cols_asm_body(name, k, n, tail, act_min, act_max, cin, kw, sw, row_bytes),
+                  body=gemm_cols_asm_body(name, k, n, tail, act_min, act_max, cin, kw, sw, row_bytes, sign),
                   cols=[n, cin, kw, sw, row_bytes])
 
 
@@ -211,7 +211,8 @@ def _gemm_fn_name(l) -> str:
     if pairs and inplace_direct(l):  # over its own input (gemm_inplace_direct): backwards where N > K
         wide += "_b" if l.n > l.k else "_d"
     return (f"mcu_gen_gemm_k{l.k}{f'_n{l.n}' if pairs else ''}{'_t4' if tail else ''}{wide}"
-            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}{own}")
+            f"_{'m' if l.act_min < 0 else ''}{abs(l.act_min)}_{'m' if l.act_max < 0 else ''}{abs(l.act_max)}"
+            f"{'' if l.sign else '_relu'}{own}")
 
 
 def _smmlar_layer_source(l: GemmLayer) -> str:
@@ -267,7 +268,7 @@ def generate(program: Program, kernels) -> Generated:
             pairs = calls_pairs(l) and pair_ok(l.k, l.n)
             fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, _own_rights(l),
                                   layer_work(l).wide if pairs else None, pairs and inplace_direct(l),
-                                  _pair_rows(l)))
+                                  _pair_rows(l), l.sign))
     for name, sig in fns.items():
         parts.append(_gemm_fn_source(name, *sig))
     if cols_fns:

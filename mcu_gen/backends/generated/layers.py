@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mcu_gen.backends.generated.exactness import fast_requant, smmlar_consts, wrap32
+from mcu_gen.backends.generated.exactness import fast_requant, sign_free, smmlar_consts, wrap32
 
 GENERATED_FILE = "generated_kernels.cpp"
 MODES = ("auto", "library", "generated")
@@ -44,6 +44,11 @@ class _RequantChoice:
     @property
     def requant_kind(self) -> str:
         return "smmlar" if self.smmlar() is not None else ("fast" if self.right_shift_only else "any")
+
+    @property
+    def sign(self) -> bool:
+        """Whether the smmlar requantization keeps its sign term (exactness.sign_free: not under a fused ReLU)."""
+        return not sign_free(self.out_offset, self.act_min)
 
 
 @dataclass
