@@ -41,8 +41,9 @@ struct Requant {
 // Requantization of 4 channels n..n+3 (init already added), exactly as arm_nn_requantize (and
 // mcu_gen/reference/integer.py): (acc << left) doubled, high half rounded (VQRDMULH), then a
 // right shift rounding half away from zero: VRSHL rounds half up, so negative values are moved
-// down by one first. kMode 0 (fast): right shifts >= 1 only; 1 (vector): VSHL first (the
-// generator proved the shifted value fits); 2 (scalar): requantize_to_int8 per value.
+// down by one first (not under a fused ReLU, kMin >= kOut: exactness.sign_free). kMode 0 (fast):
+// right shifts >= 1 only; 1 (vector): VSHL first (the generator proved the shifted value fits);
+// 2 (scalar): requantize_to_int8 per value.
 template <int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
 MCU_MVE_INLINE int32x4_t requant4(int32x4_t acc, const Requant& q, int32_t n) {
   if (kMode == 2) {
@@ -56,8 +57,10 @@ MCU_MVE_INLINE int32x4_t requant4(int32x4_t acc, const Requant& q, int32_t n) {
   int32x4_t v = acc;
   if (kMode == 1) v = vshlq_s32(v, vldrwq_s32(q.left + n));
   v = vqrdmulhq_s32(v, vldrwq_s32(q.mult + n));
-  const int32x4_t neg = vshrq_n_s32(v, 31);
-  v = vaddq_s32(v, kMode == 1 ? vandq_s32(neg, vldrwq_s32(q.mask + n)) : neg);
+  if constexpr (kMin < kOut) {  // under a fused ReLU (kMin >= kOut) a negative v clamps to kMin either way
+    const int32x4_t neg = vshrq_n_s32(v, 31);
+    v = vaddq_s32(v, kMode == 1 ? vandq_s32(neg, vldrwq_s32(q.mask + n)) : neg);
+  }
   v = vrshlq_s32(v, vldrwq_s32(q.right + n));
   v = vaddq_n_s32(v, kOut);
   v = vmaxq_s32(v, vdupq_n_s32(kMin));

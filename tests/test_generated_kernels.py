@@ -337,7 +337,27 @@ CASES = [  # (kind, shape parameters)
     ("linear", dict(rows=1, k=64, n=12)),  # KWS classifier
     ("linear", dict(rows=3, k=40, n=8)),
     ("linear_bias", dict(rows=2, k=128, n=20)),
+    # Under a fused ReLU (act_min = the output offset: exactness.sign_free), the requantizations without their sign
+    # term: two-row GEMM blocks over widened rows, the looped sub-blocks, the stems' four-row blocks, conv_cols, the
+    # depthwise pixel pairs (stride 2, an odd last pixel) and 2x2 blocks (an odd last pixel and row)
+    ("pointwise_relu", dict(h=25, w=5, cin=64, cout=64)),
+    ("pointwise_inplace_right_relu", dict(h=5, w=5, cin=32, cout=64)),
+    ("pointwise_right_relu", dict(h=3, w=3, cin=160, cout=20)),
+    ("conv_inplace_relu", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    ("conv_relu", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("depthwise_inplace_relu", dict(h=9, w=9, c=12, stride=2)),
+    ("depthwise_inplace_relu", dict(h=7, w=5, c=96, one_shift=True)),
+    ("depthwise_relu", dict(h=25, w=5, c=64)),
 ]
+
+
+def with_relu(p: Program) -> Program:
+    """The instruction's activation minimum set to its output offset (-2 in these programs): a fused ReLU."""
+    ins = p.instructions[0]
+    ins_min = 11 if "depthwise" in ins.op else 10
+    assert p.values[ins.args[ins_min]].value == -128
+    p.values[ins.args[ins_min]].value = -2
+    return p
 
 
 def case_program(kind: str, shape: dict):
@@ -345,7 +365,13 @@ def case_program(kind: str, shape: dict):
     per process: some seeds saturated a small layer's outputs and the distinctness check failed at random)."""
     rng = np.random.default_rng(zlib.crc32(f"{kind}-{sorted(shape.items())}".encode()))
     scratch = kind.endswith("_scratch")
-    kind = kind.removesuffix("_scratch")
+    relu = kind.endswith("_relu")
+    kind = kind.removesuffix("_scratch").removesuffix("_relu")
+    p, x = _case_program(rng, kind, shape, scratch)
+    return (with_relu(p) if relu else p), x
+
+
+def _case_program(rng, kind: str, shape: dict, scratch: bool):
     if kind.startswith("pointwise"):
         p = pointwise_program(rng, inplace="inplace" in kind, left_shift=not kind.endswith("right"), scratch=scratch,
                               **shape)
@@ -367,6 +393,8 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     p, x = case_program(kind, shape)
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1, gen.skipped
+    assert gen.layers[0].sign != kind.endswith("_relu")
+    kind = kind.removesuffix("_relu")
     if kind.endswith("_scratch"):  # the buffers in the scratch tensor (work_plan's first choice), not on the stack
         work = gen.layers[0].work
         assert work.offset is not None and work.wide in ("arg", "pre") and "int8_t work[" not in gen.source, vars(work)

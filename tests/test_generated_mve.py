@@ -27,7 +27,7 @@ from mcu_gen.program import pte
 from mcu_gen.program.ir import Program
 
 from test_generated_kernels import (RESNET8_ADD, add_program, conv_program, depthwise_program,  # noqa: E402
-                                    linear_program, pointwise_program)
+                                    linear_program, pointwise_program, with_relu)
 
 BOARD = "mps3-an547"
 
@@ -102,7 +102,29 @@ def cases(rng):
         ("depthwise 30x12x8 (in place: a ring of 8 channels in the scratch)", depthwise_program(rng, 30, 12, 8), "fast"),
         ("pointwise 5x3 16->32 (widening: in place, rows from the last)",
          pointwise_program(rng, 5, 3, 16, 32, left_shift=False), "fast"),
+        # Under a fused ReLU (act_min = the output offset): the requantizations without the round-half-away fix-up
+        # (emit_mve.requant_variants), in the clamping and the full-range variants (an offset of -128)
+        ("pointwise 3x3 64->20, ReLU", with_relu(pointwise_program(rng, 3, 3, 64, 20, left_shift=False)), "fast"),
+        ("depthwise 5x5x20, ReLU", with_relu(depthwise_program(rng, 5, 5, 20)), "fast"),
+        ("conv 3x3 16->16, 6x7, padding 1, in place, ReLU",
+         with_relu(conv_program(rng, 6, 7, 16, 16, 3, 3, (1, 1), (1, 1), inplace=True)), "fast"),
+        ("depthwise 7x5x16, ReLU of an offset of -128", relu_full(depthwise_program(rng, 7, 5, 16)), "fast"),
+        ("pointwise 3x3 40->8, ReLU of an offset of -128",
+         relu_full(pointwise_program(rng, 3, 3, 40, 8, left_shift=False)), "fast"),
     ]
+
+
+def relu_full(p: Program) -> Program:
+    """A fused ReLU whose range is all of int8: the output offset -128 (every output value's argument and the
+    output tensor's zero point), the activation range [-128, 127]."""
+    ins = p.instructions[0]
+    lo = 11 if "depthwise" in ins.op else 10
+    out_zp = 8 if "depthwise" in ins.op else 7
+    assert p.values[ins.args[out_zp]].value == -2 and p.values[ins.args[lo]].value == -128
+    p.values[ins.args[out_zp]].value = -128
+    p.values[ins.args[lo + 1]].value = 127
+    p.tensor(ins.args[-1]).zero_point = -128
+    return p
 
 
 def int8_range(p: Program, arg: int) -> Program:

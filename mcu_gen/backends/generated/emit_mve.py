@@ -74,16 +74,30 @@ def direct_struct(kh: int, cpr: int, d: int) -> str:
     """The C++ struct MacD<kh>_<cpr>_<d>: the 2-pixel MAC block over windows read in place from kh row
     pointers (cpr chunks per kernel row, the second pixel d bytes on), fused with requant_pair_asm."""
     return render("generated/mve_direct_struct.cpp.j2", kh=kh, cpr=cpr, d=d, two=mac_asm(kh * cpr, 0, 2, rowptr=(cpr, d)),
-                  full=requant_pair_asm(True), clamp=requant_pair_asm(False))
+                  variants=requant_variants(lambda full, sign: requant_pair_asm(full, sign, ("t", "t", "t2"))))
 
 
-def requant_pair_asm(full_range: bool) -> list:
+def requant_variants(asm) -> list:
+    """The requantization variants a struct's template picks at compile time (its kOut, kMin, kMax): (condition,
+    instructions, whether it clamps by VMAX / VMIN). ``asm(full_range, sign)``: the instructions. Under a fused ReLU
+    (kMin >= kOut: exactness.sign_free) without the round-half-away fix-up of negative values (VSHR, VADD): a
+    negative value's quotient is <= 0 under either rounding and clamps to kMin alike."""
+    return [("kMin == -128 && kMax == 127 && kOut == -128", asm(True, False), False),
+            ("kMin == -128 && kMax == 127", asm(True, True), False),
+            ("kMin >= kOut", asm(False, False), True),
+            ("true", asm(False, True), True)]
+
+
+def requant_pair_asm(full_range: bool, sign: bool = True, tmp=("a0", "a1", "a2")) -> list:
     """After mac_asm(rows=2) (fast mode): the two rows' 4 accumulators into vectors (p1, q1), then
-    exactly requant4 of the prelude (init added, VQRDMULH, the round-half-away fix-up, VRSHL, the
-    output offset, the clamp) and the stores of 4 bytes per row (row 2 at y + kN). Constants per
-    block of 4 channels from one pointer (Requant.fused: init, mult, minus the right shift). The
-    clamp: two saturating narrows (VQMOVNB.S32, .S16) where it is [-128, 127], else VMAX / VMIN.
-    Loads are placed between the data-processing instructions they feed (docs/cycles.md overlap)."""
+    exactly requant4 of the prelude (init added, VQRDMULH, the round-half-away fix-up (not under a fused
+    ReLU: ``sign`` False), VRSHL, the output offset, the clamp) and the stores of 4 bytes per row (row 2
+    at y + kN). Constants per block of 4 channels from one pointer (Requant.fused: init, mult, minus the
+    right shift). The clamp: two saturating narrows (VQMOVNB.S32, .S16) where it is [-128, 127], else
+    VMAX / VMIN. Loads are placed between the data-processing instructions they feed (docs/cycles.md
+    overlap). ``tmp``: the core registers that take the output offset and the clamp's bounds (the accumulators
+    a0-a2, free by then, where MAC and requantization are one asm statement; MacD's second statement reads them
+    as inputs and has temporaries of its own: GCC allows 30 operands)."""
     a, b = "%q[p1]", "%q[q1]"
     lines = ["vmov %q[p1][2], %q[p1][0], %[a0], %[a2]", "vmov %q[p1][3], %q[p1][1], %[a1], %[a3]",
              "vldrw.u32 %q[u], [%[c]], #16", f"vadd.i32 {a}, {a}, %q[u]",
@@ -92,13 +106,18 @@ def requant_pair_asm(full_range: bool) -> list:
              "vmov %q[q1][3], %q[q1][1], %[b1], %[b3]", f"vadd.i32 {b}, {b}, %q[u]",
              "vldrw.u32 %q[s], [%[c]], #16", f"vqrdmulh.s32 {b}, {b}, %q[v]",
              f"vadd.i32 {a}, {a}, %q[p0]", f"vshr.s32 %q[q0], {b}, #31", f"vrshl.s32 {a}, {a}, %q[s]",
-             f"vadd.i32 {b}, {b}, %q[q0]", "mov %[a0], %[ko]", f"vrshl.s32 {b}, {b}, %q[s]",
-             f"vadd.i32 {a}, {a}, %[a0]", f"vadd.i32 {b}, {b}, %[a0]"]
+             f"vadd.i32 {b}, {b}, %q[q0]", f"mov %[{tmp[0]}], %[ko]", f"vrshl.s32 {b}, {b}, %q[s]",
+             f"vadd.i32 {a}, {a}, %[{tmp[0]}]", f"vadd.i32 {b}, {b}, %[{tmp[0]}]"]
+    if not sign:
+        fixup = {f"vshr.s32 %q[p0], {a}, #31", f"vadd.i32 {a}, {a}, %q[p0]", f"vshr.s32 %q[q0], {b}, #31",
+                 f"vadd.i32 {b}, {b}, %q[q0]"}
+        lines = [i for i in lines if i not in fixup]
     if full_range:
         lines += [f"vqmovnb.s32 {a}, {a}", f"vqmovnb.s32 {b}, {b}", f"vqmovnb.s16 {a}, {a}",
                   f"vstrb.32 {a}, [%[y]], #4", f"vqmovnb.s16 {b}, {b}", f"vstrb.32 {b}, [%[y], %[kb]]"]
     else:
-        lines += ["mov %[a1], %[kmin]", "vdup.32 %q[u], %[a1]", "mov %[a2], %[kmax]", "vdup.32 %q[v], %[a2]",
+        lines += [f"mov %[{tmp[1]}], %[kmin]", f"vdup.32 %q[u], %[{tmp[1]}]", f"mov %[{tmp[2]}], %[kmax]",
+                  f"vdup.32 %q[v], %[{tmp[2]}]",
                   f"vmax.s32 {a}, {a}, %q[u]", f"vmax.s32 {b}, {b}, %q[u]",
                   f"vmin.s32 {a}, {a}, %q[v]", f"vstrb.32 {a}, [%[y]], #4", f"vmin.s32 {b}, {b}, %q[v]",
                   f"vstrb.32 {b}, [%[y], %[kb]]"]
@@ -130,12 +149,12 @@ def dw_asm(xs: int) -> list:
     return lines
 
 
-def dw_pixel_asm(g: int, stride: int, c: int, full_range: bool) -> list:
+def dw_pixel_asm(g: int, stride: int, c: int, full_range: bool, sign: bool = True) -> list:
     """One output pixel of 4 channels of a 3x3 depthwise (fast mode), all of it: the init, the 9 taps
     software pipelined as dw_asm, requant4 of the prelude and the store, the three row pointers left
     on the next output pixel (the third tap of a row steps by stride * g - 2 * g) and y on the next
     pixel (c bytes on). Weights at fixed offsets from w, constants at c (Requant.fused: init, mult,
-    minus the right shift). The clamp as requant_pair_asm."""
+    minus the right shift). The clamp and ``sign`` as requant_pair_asm."""
     def la(ky, kx):
         inc = g if kx < 2 else stride * g - 2 * g
         return f"vldrb.s32 %q[a], [%[r{ky}]], #{inc}" if inc else f"vldrb.s32 %q[a], [%[r{ky}]]"
@@ -145,8 +164,9 @@ def dw_pixel_asm(g: int, stride: int, c: int, full_range: bool) -> list:
         lines += [la(t // 3, t % 3)] + (["vadd.i32 %q[acc], %q[acc], %q[m]"] if t else []) + [lb(t)]
         lines.append("vmul.i32 %q[m], %q[a], %q[b]")
     lines += ["vldrw.u32 %q[b], [%[c], #16]", "vadd.i32 %q[acc], %q[acc], %q[m]", "vldrw.u32 %q[m], [%[c], #32]",
-              "vqrdmulh.s32 %q[acc], %q[acc], %q[b]", "vshr.s32 %q[a], %q[acc], #31", "vadd.i32 %q[acc], %q[acc], %q[a]",
-              "vrshl.s32 %q[acc], %q[acc], %q[m]", "vadd.i32 %q[acc], %q[acc], %[k]"]
+              "vqrdmulh.s32 %q[acc], %q[acc], %q[b]"]
+    lines += ["vshr.s32 %q[a], %q[acc], #31", "vadd.i32 %q[acc], %q[acc], %q[a]"] if sign else []
+    lines += ["vrshl.s32 %q[acc], %q[acc], %q[m]", "vadd.i32 %q[acc], %q[acc], %[k]"]
     if full_range:
         lines += ["vqmovnb.s32 %q[acc], %q[acc]", "vqmovnb.s16 %q[acc], %q[acc]"]
     else:
@@ -165,7 +185,7 @@ def mac_struct(nk: int, tail: int) -> str:
     """The C++ struct MacNK_TAIL: the MAC blocks of 2 rows and of 1 row (templates/generated/mve_mac_struct.cpp.j2)."""
     two = mac_asm(nk, tail, 2)
     return render("generated/mve_mac_struct.cpp.j2", nk=nk, tail=tail, two=two, one=mac_asm(nk, tail, 1),
-                  two_full=two + requant_pair_asm(True), two_clamp=two + requant_pair_asm(False))
+                  variants=requant_variants(lambda full, sign: two + requant_pair_asm(full, sign)))
 
 
 def dw_struct(xs: int, stride: int = 0, c: int = 0) -> str:
@@ -173,8 +193,8 @@ def dw_struct(xs: int, stride: int = 0, c: int = 0) -> str:
     depthwise group (templates/generated/mve_dw_struct.cpp.j2), and the fused pixel (dw_pixel_asm)."""
     fused = bool(stride) and dw_fused(xs, stride, c)
     return render("generated/mve_dw_struct.cpp.j2", xs=xs, taps=dw_asm(xs), name=f"Dw{xs}_{stride}_{c}" if stride else f"Dw{xs}",
-                  fused=fused, full=dw_pixel_asm(xs, stride, c, True) if fused else [],
-                  clamp=dw_pixel_asm(xs, stride, c, False) if fused else [])
+                  fused=fused, variants=requant_variants(lambda full, sign: dw_pixel_asm(xs, stride, c, full, sign))
+                  if fused else [])
 
 
 def _pad4(values, fill=0) -> np.ndarray:
