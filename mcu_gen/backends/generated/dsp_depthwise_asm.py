@@ -492,3 +492,196 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
             "adds r0, #1", "adds r1, #1", "adds r3, #40", "str r0, [sp, #16]", "str r1, [sp, #20]",
             "str r3, [sp, #24]", "cmp r3, r2", "bne .Lch%="]
     return out + ["add sp, #40", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
+
+
+# Stride 2 straight from the NHWC input ("direct", dw_direct_asm): no int16 rows. At stride 2 the planar path widened
+# four input pixels an output (LDRSB + STRH: 8 estimated cycles) before its 6 MACs and 4.5 word loads; here each
+# input value of a pixel pair's 3 x 5 window is one LDRSB (pipelined in groups of up to five) feeding every MAC that
+# uses it (SMLABB / SMLABT against the channel's nine doubled weights, two to a register), the taps outside the
+# input are left out (the accumulator start of each border class holds the rest). In place it is safe: output pixel
+# j of a channel overwrites input pixel j, which at stride 2 only outputs before it (or in its own pair) read.
+_DV = ["r2", "r3", "r9", "r12", "lr"]  # the input values of a group (r2, r12, lr: _dw_requant_asm's temporaries)
+_DW = ["r4", "r5", "r6", "r7", "r8"]  # the weights: tap t = 3 ky + kx in half t % 2 of register t // 2
+DW_DIRECT_UNROLL = 4  # pixel pairs a pass of a pair loop, where a row has more than DW_DIRECT_FULL like pairs
+DW_DIRECT_FULL = 6  # runs of up to this many like pairs unrolled whole
+
+
+def _direct_frame(l: DepthwiseLayer) -> tuple:
+    """(the starts' count, the frame's size, the offset of its channel words): [sp] y's end of a run of rows, [sp, #4]
+    y's end of a pair loop, [sp, #8] ra, [sp, #12] mult, then the starts of the border classes, then the channel's
+    input, output, block and the blocks' end."""
+    _, _, ru, cu = l.classes()
+    n = len(ru) * len(cu)
+    s = 16 + 4 * n
+    return n, s + 16, s
+
+
+def dw_direct_ok(l: DepthwiseLayer) -> bool:
+    """Whether the layer runs straight from its NHWC input (dw_direct_asm): stride 2, smmlar requantization, a
+    pair's taps and a run's stores within LDRSB's and STRB's immediates."""
+    if l.stride != 2 or l.smmlar() is None or l.ow < 1 or l.oh < 1:
+        return False
+    wc, c = l.w * l.c, l.c
+    reach = 2 * wc + 4 * DW_DIRECT_UNROLL * c  # the furthest tap of a pair loop's pass from r0
+    return reach <= 4095 and l.oh * l.ow * c <= 65535 and all(0 <= r <= 31 for r in dw_rights(l))
+
+
+def dw_direct_block(l: DepthwiseLayer) -> np.ndarray:
+    """Per channel (8 + starts words): the nine doubled weights as int16 halves of 5 words (tap t = 3 ky + kx in
+    half t % 2 of word t // 2), ra, mult, the doubled accumulator start of each border class (row class r, column
+    class c at r * columns + c: bias + input_offset * the weights of the taps inside), the right shift."""
+    from mcu_gen.backends.generated.exactness import wrap32
+
+    w = np.zeros((10, l.c), np.int64)
+    w[:9] = l.weights.astype(np.int64).reshape(9, l.c) * 2
+    words = (w[0::2] & 0xFFFF) | ((w[1::2] & 0xFFFF) << 16)  # [5, c]
+    consts = np.asarray(l.smmlar(), np.int64).reshape(l.c, 3)  # (mult, ra, right)
+    starts = wrap32(l.init_table().astype(np.int64) * 2)  # [classes, c]
+    return np.concatenate([words.T, consts[:, [1, 0]], starts.T, consts[:, 2:]], axis=1)
+
+
+def _direct_unit(l: DepthwiseLayer, ky: tuple, cols: list, base: int, starts: list, lead: bool) -> tuple:
+    """One pixel pair (or a last single pixel) of a row: (the first loads, to go among the previous unit's stores
+    when ``lead``, else at the unit's head; the loads and MACs). ky: the row's taps inside [ky0, ky1); cols: per
+    pixel its column taps inside (kx0, kx1); base: r0's offset of the unit's tap (0, 0); starts: the frame offsets
+    of the pixels' starts. With one start for both, pixel 1's first MAC adds to pixel 0's start (r10 before its first
+    MAC): one load."""
+    n, wc, c = len(cols), l.w * l.c, l.c
+    accs = [_A0, _A1][:n]
+    order = [2, 0, 1, 3, 4] if n == 2 else [0, 1, 2]
+    vals = []
+    for col in order:
+        for y in range(*ky):
+            uses = [(j, 3 * y + col - 2 * j) for j in reversed(range(n)) if cols[j][0] <= col - 2 * j < cols[j][1]]
+            if uses:
+                vals.append((base + y * wc + col * c, uses))
+    shared = n == 2 and starts[0] == starts[1] and vals[0][1][0][0] == 1 and len(vals[0][1]) == 2
+    head = [f"ldr {_A0}, [sp, #{starts[0]}]"] + ([] if shared or n == 1 else [f"ldr {_A1}, [sp, #{starts[1]}]"])
+    groups = [vals[i:i + len(_DV)] for i in range(0, len(vals), len(_DV))]
+    first = [f"ldrsb {_DV[i]}, [{_P}, #{off}]" for i, (off, _) in enumerate(groups[0])]
+    lead_ins = first[:2] + head[:1] + first[2:3] if lead else []  # r10's start after its store (_dw_requant_asm)
+    body = ([] if lead else head[:1]) + head[1:] + (first[3:] if lead else first)
+    started = set()
+    for g, group in enumerate(groups):
+        if g:
+            body += [f"ldrsb {_DV[i]}, [{_P}, #{off}]" for i, (off, _) in enumerate(group)]
+        for i, (_, uses) in enumerate(group):
+            for j, t in uses:
+                addend = _A0 if (j == 1 and shared and j not in started) else accs[j]
+                if j == 0 and shared and 1 not in started:
+                    raise AssertionError("pixel 1's first MAC after pixel 0's")
+                started.add(j)
+                body.append(f"smlab{'bt'[t % 2]} {accs[j]}, {_DV[i]}, {_DW[t // 2]}, {addend}")
+    return lead_ins, body
+
+
+def _direct_row(l: DepthwiseLayer, rcls: int, start_at: int) -> tuple:
+    """The items of one output row of row class rcls: ("unit", ky, cols, starts, base) pixel pairs (and a last
+    single pixel) at r0 offset base, ("loop", ky, cols, starts, passes) runs of more than DW_DIRECT_FULL like pairs
+    in a loop of DW_DIRECT_UNROLL a pass, ("adjust", d) r0 on by d (offsets within LDRSB's 4095, a loop from r0);
+    and r0's advance over the row. r0 at the row's tap (0, 0) of pixel 0, starts: frame offsets from start_at."""
+    _, cc, ru, cu = l.classes()
+    c, ky = l.c, ru[rcls]
+    runs = []
+    for ox in range(0, l.ow, 2):
+        k = tuple(cc[ox:ox + 2])
+        if runs and runs[-1][0] == k:
+            runs[-1][1] += 1
+        else:
+            runs.append([k, 1])
+    seq, pos, adv = [], 0, 0
+    for k, m in runs:
+        cols, starts = [cu[x] for x in k], [start_at + 4 * (rcls * len(cu) + x) for x in k]
+        if m > DW_DIRECT_FULL:
+            if pos:
+                seq.append(("adjust", pos))
+                adv, pos = adv + pos, 0
+            passes, m = divmod(m, DW_DIRECT_UNROLL)
+            seq.append(("loop", ky, cols, starts, passes))
+            adv += passes * DW_DIRECT_UNROLL * 4 * c
+        for _ in range(m):
+            if pos + 2 * l.w * c + 4 * c > 4095:
+                seq.append(("adjust", pos))
+                adv, pos = adv + pos, 0
+            seq.append(("unit", ky, cols, starts, pos))
+            pos += 4 * c
+    return seq, adv
+
+
+def _direct_emit(l: DepthwiseLayer, seq: list, right: int, tag: str, end: list) -> list:
+    """_direct_row's items as instructions: each unit's first loads among the previous unit's stores within straight
+    code; a pair loop with y's end at [sp, #4]; ``end``: loads for among the last unit's stores."""
+    c, am, ax = l.c, l.act_min, l.act_max
+    out, pending = [], None  # pending: the previous unit's (pixels, loads and MACs), not yet requantized
+
+    def unit(ky, cols, starts, base):
+        nonlocal pending
+        lead, body = _direct_unit(l, ky, cols, base, starts, pending is not None and pending[0] == 2)
+        flush(lead)
+        pending = (len(cols), body)
+
+    def flush(nxt):
+        nonlocal pending
+        if pending is not None:
+            out.extend(pending[1] + _dw_requant_asm(c, pending[0] == 2, am, ax, right, nxt))
+        else:
+            out.extend(nxt)
+        pending = None
+
+    for k, item in enumerate(seq):
+        if item[0] == "adjust":
+            flush([])
+            out.extend(adjust(_P, item[1]))
+        elif item[0] == "unit":
+            unit(*item[1:])
+        else:
+            flush([])
+            _, ky, cols, starts, passes = item
+            lab = f".Lu{tag}_{k}"
+            out += [f"movw r2, #{passes * DW_DIRECT_UNROLL * len(cols) * c}", f"add r2, {_Y}, r2", "str r2, [sp, #4]",
+                    f"{lab}:"]
+            for i in range(DW_DIRECT_UNROLL):
+                unit(ky, cols, starts, 4 * c * i)
+            flush(["ldr r2, [sp, #4]"])
+            out += adjust(_P, 4 * c * DW_DIRECT_UNROLL) + [f"cmp {_Y}, r2", f"bne {lab}"]
+    flush(list(end))
+    return out
+
+
+def dw_direct_asm(l: DepthwiseLayer, rights: list) -> list:
+    """The body of the layer's function straight from its NHWC input (dw_direct_ok):
+        void direct(const int8_t* in, int8_t* out, const uint32_t* block)
+    per channel (block: dw_direct_block) the weights in r4-r8, ra, mult and the starts copied to the frame
+    (_direct_frame), then the output rows of its right shift's code: per run of rows of one border class a loop over
+    its rows (y's end at [sp]), r0 at the row's virtual tap (0, 0) (the taps outside the input never read), r1 at
+    the channel's output, one byte a pixel on (STRB's post-increment)."""
+    nstart, frame, s = _direct_frame(l)
+    words = 8 + nstart
+    rc, _, _, _ = l.classes()
+    wc, c = l.w * l.c, l.c
+    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", f"sub sp, #{frame}", f"str r0, [sp, #{s}]",
+           f"str r1, [sp, #{s + 4}]", f"str r2, [sp, #{s + 8}]"] + adjust("r2", 4 * words * c)
+    out += [f"str r2, [sp, #{s + 12}]", ".Lch%=:", f"ldr r3, [sp, #{s + 8}]", "ldm r3!, {r4, r5, r6, r7, r8}"]
+    for i in range(2 + nstart):
+        out += [f"ldr r2, [r3, #{4 * i}]", f"str r2, [sp, #{8 + 4 * i}]"]
+    out += [f"ldr r2, [r3, #{4 * (2 + nstart)}]", f"ldr r0, [sp, #{s}]", f"ldr r1, [sp, #{s + 4}]"]
+    out += adjust(_P, -(l.pad_h * wc + l.pad_w * c))
+    for rt in rights[1:]:
+        out += [f"cmp r2, #{rt}", f"beq .Lr%=_{rt}"]
+    for rt in rights:
+        tag = f"%=_{rt}"
+        out.append(f".Lr{tag}:")
+        for k, (oy0, oy1, rcls) in enumerate(DepthwiseLayer.runs(rc)):
+            seq, adv = _direct_row(l, rcls, 16)
+            step = adjust(_P, 2 * wc - adv)
+            if oy1 - oy0 == 1:
+                out += _direct_emit(l, seq, rt, f"{tag}_{k}", []) + step
+                continue
+            lab = f".Lrow{tag}_{k}"
+            out += [f"movw r2, #{(oy1 - oy0) * l.ow * c}", f"add r2, {_Y}, r2", "str r2, [sp]", f"{lab}:"]
+            out += _direct_emit(l, seq, rt, f"{tag}_{k}", ["ldr r2, [sp]"]) + step + [f"cmp {_Y}, r2", f"bne {lab}"]
+        out += ["b .Lnext%="] if rt != rights[-1] else []
+    out += [".Lnext%=:", f"ldr r0, [sp, #{s}]", f"ldr r1, [sp, #{s + 4}]", f"ldr r3, [sp, #{s + 8}]",
+            f"ldr r2, [sp, #{s + 12}]", "adds r0, #1", "adds r1, #1", f"adds r3, #{4 * words}", f"str r0, [sp, #{s}]",
+            f"str r1, [sp, #{s + 4}]", f"str r3, [sp, #{s + 8}]", "cmp r3, r2", "bne .Lch%="]
+    return out + [f"add sp, #{frame}", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
