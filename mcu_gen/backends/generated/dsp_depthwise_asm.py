@@ -527,58 +527,81 @@ def dw_direct_ok(l: DepthwiseLayer) -> bool:
 
 
 def dw_direct_block(l: DepthwiseLayer) -> np.ndarray:
-    """Per channel (8 + starts words): the nine doubled weights as int16 halves of 5 words (tap t = 3 ky + kx in
-    half t % 2 of word t // 2), ra, mult, the doubled accumulator start of each border class (row class r, column
-    class c at r * columns + c: bias + input_offset * the weights of the taps inside), the right shift."""
+    """Per channel (7 + starts words): the nine doubled weights as int16 halves of 5 words (tap t = 3 ky + kx in
+    half t % 2 of word t // 2; the right shift in word 4's top half), ra, mult, the doubled accumulator start of each
+    border class (row class r, column class c at r * columns + c: bias + input_offset * the weights of the taps
+    inside)."""
     from mcu_gen.backends.generated.exactness import wrap32
 
+    consts = np.asarray(l.smmlar(), np.int64).reshape(l.c, 3)  # (mult, ra, right)
     w = np.zeros((10, l.c), np.int64)
     w[:9] = l.weights.astype(np.int64).reshape(9, l.c) * 2
+    w[9] = consts[:, 2]
     words = (w[0::2] & 0xFFFF) | ((w[1::2] & 0xFFFF) << 16)  # [5, c]
-    consts = np.asarray(l.smmlar(), np.int64).reshape(l.c, 3)  # (mult, ra, right)
     starts = wrap32(l.init_table().astype(np.int64) * 2)  # [classes, c]
-    return np.concatenate([words.T, consts[:, [1, 0]], starts.T, consts[:, 2:]], axis=1)
+    return np.concatenate([words.T, consts[:, [1, 0]], starts.T], axis=1)
 
 
-def _direct_unit(l: DepthwiseLayer, ky: tuple, cols: list, base: int, starts: list, lead: bool) -> tuple:
+def _direct_unit(l: DepthwiseLayer, ky: tuple, cols: list, base: int, starts: list, lead: bool, carry: bool) -> tuple:
     """One pixel pair (or a last single pixel) of a row: (the first loads, to go among the previous unit's stores
     when ``lead``, else at the unit's head; the loads and MACs). ky: the row's taps inside [ky0, ky1); cols: per
     pixel its column taps inside (kx0, kx1); base: r0's offset of the unit's tap (0, 0); starts: the frame offsets
     of the pixels' starts. With one start for both, pixel 1's first MAC adds to pixel 0's start (r10 before its first
-    MAC): one load."""
+    MAC): one load. ``carry``: its column 0's first two values are in r3, r9 (the previous pair's column 4: a pair
+    leaves them there, _dw_requant_asm's temporaries being r2, r12, lr), two loads fewer."""
     n, wc, c = len(cols), l.w * l.c, l.c
     accs = [_A0, _A1][:n]
-    order = [2, 0, 1, 3, 4] if n == 2 else [0, 1, 2]
-    vals = []
-    for col in order:
+    col_vals = {}
+    for col in range(2 * n + 1):
         for y in range(*ky):
             uses = [(j, 3 * y + col - 2 * j) for j in reversed(range(n)) if cols[j][0] <= col - 2 * j < cols[j][1]]
             if uses:
-                vals.append((base + y * wc + col * c, uses))
-    shared = n == 2 and starts[0] == starts[1] and vals[0][1][0][0] == 1 and len(vals[0][1]) == 2
+                col_vals.setdefault(col, []).append((base + y * wc + col * c, uses))
+    first_col = 2 if n == 2 else 1
+    held = col_vals.get(0, [])[:2] if carry else []
+    kept = col_vals.get(4, [])[:2] if n == 2 else []  # the next pair's carry
+    g0 = col_vals.get(first_col, [])[:3]
+    rest = [v for col in (0, 1, 2, 3, 4) if col != first_col for v in col_vals.get(col, []) if v not in held]
+    shared = n == 2 and starts[0] == starts[1] and g0 and g0[0][1][0][0] == 1 and len(g0[0][1]) == 2
     head = [f"ldr {_A0}, [sp, #{starts[0]}]"] + ([] if shared or n == 1 else [f"ldr {_A1}, [sp, #{starts[1]}]"])
-    groups = [vals[i:i + len(_DV)] for i in range(0, len(vals), len(_DV))]
-    first = [f"ldrsb {_DV[i]}, [{_P}, #{off}]" for i, (off, _) in enumerate(groups[0])]
+    g0_regs = ["r2", "r12", "lr"]
+    first = [f"ldrsb {r}, [{_P}, #{off}]" for r, (off, _) in zip(g0_regs, g0)]
     lead_ins = first[:2] + head[:1] + first[2:3] if lead else []  # r10's start after its store (_dw_requant_asm)
     body = ([] if lead else head[:1]) + head[1:] + (first[3:] if lead else first)
     started = set()
-    for g, group in enumerate(groups):
-        if g:
-            body += [f"ldrsb {_DV[i]}, [{_P}, #{off}]" for i, (off, _) in enumerate(group)]
-        for i, (_, uses) in enumerate(group):
-            for j, t in uses:
-                addend = _A0 if (j == 1 and shared and j not in started) else accs[j]
-                if j == 0 and shared and 1 not in started:
-                    raise AssertionError("pixel 1's first MAC after pixel 0's")
-                started.add(j)
-                body.append(f"smlab{'bt'[t % 2]} {accs[j]}, {_DV[i]}, {_DW[t // 2]}, {addend}")
+
+    def macs(v, reg):
+        for j, t in v[1]:
+            addend = _A0 if (j == 1 and shared and j not in started) else accs[j]
+            if j == 0 and shared and 1 not in started:
+                raise AssertionError("pixel 1's first MAC after pixel 0's")
+            started.add(j)
+            body.append(f"smlab{'bt'[t % 2]} {accs[j]}, {reg}, {_DW[t // 2]}, {addend}")
+
+    for reg, v in zip(g0_regs, g0):
+        macs(v, reg)
+    for reg, v in zip(["r3", "r9"], held):
+        macs(v, reg)
+    plain = [v for v in rest if v not in kept]
+    tail = plain[len(plain) - min(3, len(plain)):] if kept else []  # with column 4's first two (into r3, r9)
+    front = plain[:len(plain) - len(tail)]
+    cut = len(front) % len(_DV)
+    groups = ([front[:cut]] if cut else []) + [front[i:i + len(_DV)] for i in range(cut, len(front), len(_DV))]
+    groups = [list(zip(_DV, g)) for g in groups]
+    if kept:
+        groups.append(list(zip(["r2", "r12", "lr"], tail)) + list(zip(["r3", "r9"], kept)))
+    for group in groups:  # the loads of a group (pipelined), then their MACs
+        body += [f"ldrsb {reg}, [{_P}, #{v[0]}]" for reg, v in group]
+        for reg, v in group:
+            macs(v, reg)
     return lead_ins, body
 
 
-def _direct_row(l: DepthwiseLayer, rcls: int, start_at: int) -> tuple:
+def _direct_row(l: DepthwiseLayer, rcls: int, start_at: int, unroll: int = DW_DIRECT_UNROLL,
+                full: int = DW_DIRECT_FULL) -> tuple:
     """The items of one output row of row class rcls: ("unit", ky, cols, starts, base) pixel pairs (and a last
     single pixel) at r0 offset base, ("loop", ky, cols, starts, passes) runs of more than DW_DIRECT_FULL like pairs
-    in a loop of DW_DIRECT_UNROLL a pass, ("adjust", d) r0 on by d (offsets within LDRSB's 4095, a loop from r0);
+    in a loop of DW_DIRECT_UNROLL a pass (``unroll``, ``full``), ("adjust", d) r0 on by d (offsets within LDRSB's 4095, a loop from r0);
     and r0's advance over the row. r0 at the row's tap (0, 0) of pixel 0, starts: frame offsets from start_at."""
     _, cc, ru, cu = l.classes()
     c, ky = l.c, ru[rcls]
@@ -592,13 +615,16 @@ def _direct_row(l: DepthwiseLayer, rcls: int, start_at: int) -> tuple:
     seq, pos, adv = [], 0, 0
     for k, m in runs:
         cols, starts = [cu[x] for x in k], [start_at + 4 * (rcls * len(cu) + x) for x in k]
-        if m > DW_DIRECT_FULL:
+        if not seq and m > full:  # a row's first pair loads its column 0: before a loop, whose pairs take it in r3, r9
+            seq.append(("unit", ky, cols, starts, pos))
+            pos, m = pos + 4 * c, m - 1
+        if m > full:
             if pos:
                 seq.append(("adjust", pos))
                 adv, pos = adv + pos, 0
-            passes, m = divmod(m, DW_DIRECT_UNROLL)
-            seq.append(("loop", ky, cols, starts, passes))
-            adv += passes * DW_DIRECT_UNROLL * 4 * c
+            passes, m = divmod(m, unroll)
+            seq.append(("loop", ky, cols, starts, passes, unroll))
+            adv += passes * unroll * 4 * c
         for _ in range(m):
             if pos + 2 * l.w * c + 4 * c > 4095:
                 seq.append(("adjust", pos))
@@ -614,9 +640,9 @@ def _direct_emit(l: DepthwiseLayer, seq: list, right: int, tag: str, end: list) 
     c, am, ax = l.c, l.act_min, l.act_max
     out, pending = [], None  # pending: the previous unit's (pixels, loads and MACs), not yet requantized
 
-    def unit(ky, cols, starts, base):
+    def unit(ky, cols, starts, base, carry):
         nonlocal pending
-        lead, body = _direct_unit(l, ky, cols, base, starts, pending is not None and pending[0] == 2)
+        lead, body = _direct_unit(l, ky, cols, base, starts, pending is not None and pending[0] == 2, carry)
         flush(lead)
         pending = (len(cols), body)
 
@@ -633,17 +659,16 @@ def _direct_emit(l: DepthwiseLayer, seq: list, right: int, tag: str, end: list) 
             flush([])
             out.extend(adjust(_P, item[1]))
         elif item[0] == "unit":
-            unit(*item[1:])
+            unit(*item[1:], k > 0)
         else:
             flush([])
-            _, ky, cols, starts, passes = item
+            _, ky, cols, starts, passes, unroll = item
             lab = f".Lu{tag}_{k}"
-            out += [f"movw r2, #{passes * DW_DIRECT_UNROLL * len(cols) * c}", f"add r2, {_Y}, r2", "str r2, [sp, #4]",
-                    f"{lab}:"]
-            for i in range(DW_DIRECT_UNROLL):
-                unit(ky, cols, starts, 4 * c * i)
+            out += [f"movw r2, #{passes * unroll * len(cols) * c}", f"add r2, {_Y}, r2", "str r2, [sp, #4]", f"{lab}:"]
+            for i in range(unroll):
+                unit(ky, cols, starts, 4 * c * i, True)  # _direct_row: a loop never comes first
             flush(["ldr r2, [sp, #4]"])
-            out += adjust(_P, 4 * c * DW_DIRECT_UNROLL) + [f"cmp {_Y}, r2", f"bne {lab}"]
+            out += adjust(_P, 4 * c * unroll) + [f"cmp {_Y}, r2", f"bne {lab}"]
     flush(list(end))
     return out
 
@@ -656,7 +681,7 @@ def dw_direct_asm(l: DepthwiseLayer, rights: list) -> list:
     its rows (y's end at [sp]), r0 at the row's virtual tap (0, 0) (the taps outside the input never read), r1 at
     the channel's output, one byte a pixel on (STRB's post-increment)."""
     nstart, frame, s = _direct_frame(l)
-    words = 8 + nstart
+    words = 7 + nstart
     rc, _, _, _ = l.classes()
     wc, c = l.w * l.c, l.c
     out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", f"sub sp, #{frame}", f"str r0, [sp, #{s}]",
@@ -664,7 +689,7 @@ def dw_direct_asm(l: DepthwiseLayer, rights: list) -> list:
     out += [f"str r2, [sp, #{s + 12}]", ".Lch%=:", f"ldr r3, [sp, #{s + 8}]", "ldm r3!, {r4, r5, r6, r7, r8}"]
     for i in range(2 + nstart):
         out += [f"ldr r2, [r3, #{4 * i}]", f"str r2, [sp, #{8 + 4 * i}]"]
-    out += [f"ldr r2, [r3, #{4 * (2 + nstart)}]", f"ldr r0, [sp, #{s}]", f"ldr r1, [sp, #{s + 4}]"]
+    out += [f"ldr r0, [sp, #{s}]", f"ldr r1, [sp, #{s + 4}]", "lsr r2, r8, #16"]
     out += adjust(_P, -(l.pad_h * wc + l.pad_w * c))
     for rt in rights[1:]:
         out += [f"cmp r2, #{rt}", f"beq .Lr%=_{rt}"]
@@ -672,9 +697,10 @@ def dw_direct_asm(l: DepthwiseLayer, rights: list) -> list:
         tag = f"%=_{rt}"
         out.append(f".Lr{tag}:")
         for k, (oy0, oy1, rcls) in enumerate(DepthwiseLayer.runs(rc)):
-            seq, adv = _direct_row(l, rcls, 16)
+            once = oy1 - oy0 == 1  # a row run once a channel (the top row): its like pairs in a loop of one a pass
+            seq, adv = _direct_row(l, rcls, 16, *((1, 1) if once else ()))
             step = adjust(_P, 2 * wc - adv)
-            if oy1 - oy0 == 1:
+            if once:
                 out += _direct_emit(l, seq, rt, f"{tag}_{k}", []) + step
                 continue
             lab = f".Lrow{tag}_{k}"
