@@ -315,9 +315,10 @@ def dw_rows2_gain(l: DepthwiseLayer, plane: tuple, rights: list) -> tuple:
 
 # The 2x2 blocks where they save at least this many estimated cycles a byte of code they add (dw_rows2_gain's
 # estimates; measured on the M33 model, VWW: the 48x48x8 layer 23.3 k cycles for 0.7 KB, 24x24x32 13.5 k for none,
-# the 6x6x128 ones 7.8 k for 0.9 KB (3 right shifts) or 0.6 KB (2); left out: 12x12x64 14 k for 1.7 KB, 3x3x256 5.4 k
-# for 1.1 KB. KWS's 25x5x64 layers: 17 k for 1.0 to 1.4 KB each.)
-DW_BLOCKS_CYCLES_PER_BYTE = 8
+# the 6x6x128 ones 7.8 k for 0.9 KB (3 right shifts) or 0.6 KB (2); KWS's 25x5x64 layers: 17 k for 1.0 to 1.4 KB each;
+# from 8 to 5 once the stride-2 layers ran straight from the input (dw_direct_asm, less code than their planar rows):
+# VWW's 12x12x64 (estimate 13.8 k for 1.7 KB) and 3x3x256 (6.1 k for 1.1 KB) layers in.)
+DW_BLOCKS_CYCLES_PER_BYTE = 5
 
 
 def dw_blocks(l: DepthwiseLayer, plane: tuple | None) -> bool:
