@@ -306,6 +306,7 @@ CASES = [  # (kind, shape parameters)
     # its pair loop, odd H and W), and a row of 7 pairs and a last single pixel whose taps leave LDRSB's 4095 (r0 moved)
     ("depthwise_inplace", dict(h=11, w=33, c=8, stride=2, pad=0)),
     ("depthwise_inplace", dict(h=5, w=30, c=48, stride=2)),
+    ("depthwise", dict(h=7, w=11, c=8, stride=2)),  # not in place; a last pair and a last row at the right and bottom
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     # Windows widened as they are gathered (dsp_work.pre_widened, K < 36; conv_stream_widened): an odd last window
