@@ -512,12 +512,12 @@ DW_DIRECT_FULL = 6  # runs of up to this many like pairs unrolled whole
 
 def _direct_frame(l: DepthwiseLayer) -> tuple:
     """(the starts' count, the frame's size, the offset of its channel words): [sp] y's end of a run of rows, [sp, #4]
-    y's end of a pair loop, [sp, #8] ra, [sp, #12] mult, then the starts of the border classes, then the channel's
-    input, output, block and the blocks' end."""
+    y's end of a pair loop, [sp, #8] ra, [sp, #12] mult, then the starts of the border classes, the channel's block
+    and the blocks' end."""
     _, _, ru, cu = l.classes()
     n = len(ru) * len(cu)
     s = 16 + 4 * n
-    return n, s + 16, s
+    return n, s + 8, s
 
 
 def dw_direct_ok(l: DepthwiseLayer) -> bool:
@@ -677,24 +677,31 @@ def _direct_emit(l: DepthwiseLayer, seq: list, right: int, tag: str, end: list) 
     return out
 
 
+def _back(reg: str, n: int) -> list:
+    """reg -= n (0 <= n < 2^32): SUBW, or MOVW (and MOVT) into r2 and SUB."""
+    if n <= 4095:
+        return [f"subw {reg}, {reg}, #{n}"] if n else []
+    return [f"movw r2, #{n & 0xFFFF}"] + ([f"movt r2, #{n >> 16}"] if n > 0xFFFF else []) + [f"sub {reg}, {reg}, r2"]
+
+
 def dw_direct_asm(l: DepthwiseLayer, rights: list) -> list:
     """The body of the layer's function straight from its NHWC input (dw_direct_ok):
         void direct(const int8_t* in, int8_t* out, const uint32_t* block)
     per channel (block: dw_direct_block) the weights in r4-r8, ra, mult and the starts copied to the frame
     (_direct_frame), then the output rows of its right shift's code: per run of rows of one border class a loop over
-    its rows (y's end at [sp]), r0 at the row's virtual tap (0, 0) (the taps outside the input never read), r1 at
-    the channel's output, one byte a pixel on (STRB's post-increment)."""
+    its rows (y's end at [sp]), r0 at the row's virtual tap (0, 0) (the taps outside the input never read), 2 W C
+    bytes on a row, r1 at the channel's output, one byte a pixel on (STRB's post-increment); both back to the next
+    channel at the end (no frame words for them)."""
     nstart, frame, s = _direct_frame(l)
     words = 7 + nstart
     rc, _, _, _ = l.classes()
     wc, c = l.w * l.c, l.c
-    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", f"sub sp, #{frame}", f"str r0, [sp, #{s}]",
-           f"str r1, [sp, #{s + 4}]", f"str r2, [sp, #{s + 8}]"] + adjust("r2", 4 * words * c)
-    out += [f"str r2, [sp, #{s + 12}]", ".Lch%=:", f"ldr r3, [sp, #{s + 8}]", "ldm r3!, {r4, r5, r6, r7, r8}"]
+    out = ["push {r4, r5, r6, r7, r8, r9, r10, r11, lr}", f"sub sp, #{frame}", f"str r2, [sp, #{s}]"]
+    out += adjust("r2", 4 * words * c) + [f"str r2, [sp, #{s + 4}]"] + adjust(_P, -(l.pad_h * wc + l.pad_w * c))
+    out += [".Lch%=:", f"ldr r3, [sp, #{s}]", "ldm r3!, {r4, r5, r6, r7, r8}"]
     for i in range(2 + nstart):
         out += [f"ldr r2, [r3, #{4 * i}]", f"str r2, [sp, #{8 + 4 * i}]"]
-    out += [f"ldr r0, [sp, #{s}]", f"ldr r1, [sp, #{s + 4}]", "lsr r2, r8, #16"]
-    out += adjust(_P, -(l.pad_h * wc + l.pad_w * c))
+    out.append("lsr r2, r8, #16")
     for rt in rights[1:]:
         out += [f"cmp r2, #{rt}", f"beq .Lr%=_{rt}"]
     for rt in rights:
@@ -711,7 +718,7 @@ def dw_direct_asm(l: DepthwiseLayer, rights: list) -> list:
             out += [f"movw r2, #{(oy1 - oy0) * l.ow * c}", f"add r2, {_Y}, r2", "str r2, [sp]", f"{lab}:"]
             out += _direct_emit(l, seq, rt, f"{tag}_{k}", ["ldr r2, [sp]"]) + step + [f"cmp {_Y}, r2", f"bne {lab}"]
         out += ["b .Lnext%="] if rt != rights[-1] else []
-    out += [".Lnext%=:", f"ldr r0, [sp, #{s}]", f"ldr r1, [sp, #{s + 4}]", f"ldr r3, [sp, #{s + 8}]",
-            f"ldr r2, [sp, #{s + 12}]", "adds r0, #1", "adds r1, #1", f"adds r3, #{4 * words}", f"str r0, [sp, #{s}]",
-            f"str r1, [sp, #{s + 4}]", f"str r3, [sp, #{s + 8}]", "cmp r3, r2", "bne .Lch%="]
+    out += [".Lnext%=:"] + _back(_P, l.oh * 2 * wc - 1) + _back(_Y, l.oh * l.ow * c - 1)  # to the next channel
+    out += [f"ldr r3, [sp, #{s}]", f"ldr r2, [sp, #{s + 4}]", f"adds r3, #{4 * words}", f"str r3, [sp, #{s}]",
+            "cmp r3, r2", "bne .Lch%="]
     return out + [f"add sp, #{frame}", "pop {r4, r5, r6, r7, r8, r9, r10, r11, pc}"]
