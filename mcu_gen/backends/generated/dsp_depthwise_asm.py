@@ -502,7 +502,7 @@ def dw_all_asm(l: DepthwiseLayer, plane: tuple, rights: list) -> list:
 # uses it (SMLABB / SMLABT against the channel's nine doubled weights, two to a register), the taps outside the
 # input are left out (the accumulator start of each border class holds the rest). In place it is safe: output pixel
 # j of a channel overwrites input pixel j, which at stride 2 only outputs before it (or in its own pair) read.
-# Measured (M33 model, VWW ops 3, 7, 11, 23): 256.3 k, 147.9 k, 65.5 k, 40.3 k -> 215.3 k, 105.9 k, 55.6 k, 32.6 k
+# Measured (M33 model, VWW ops 3, 7, 11, 23): 256.3 k, 147.9 k, 65.5 k, 40.3 k -> 215.2 k, 105.7 k, 55.2 k, 31.7 k
 # estimated cycles; an interior pair 13 LDRSB, 18 MACs, 44-45 cycles.
 _DV = ["r2", "r3", "r9", "r12", "lr"]  # the input values of a group (r2, r12, lr: _dw_requant_asm's temporaries)
 _DW = ["r4", "r5", "r6", "r7", "r8"]  # the weights: tap t = 3 ky + kx in half t % 2 of register t // 2

@@ -2,7 +2,8 @@
 templates/generated/dsp_*.cpp.j2 (register-blocked SMLAD GEMMs, the smmlar GEMM in assembly, depthwise
 3x3, the add by tables): constant tables, sizes; and ``generate``, which writes the whole
 generated_kernels.cpp of a program. The instruction sequences are dsp_gemm_asm.py's (the smmlar GEMM) and
-dsp_depthwise_asm.py's (the planar depthwise rows); where a layer's per-call buffers go, dsp_work.py's."""
+dsp_depthwise_asm.py's (the planar depthwise rows, the stride-2 layers straight from the input); where a layer's
+per-call buffers go, dsp_work.py's."""
 from __future__ import annotations
 
 import numpy as np
