@@ -2,13 +2,15 @@
 templates/generated/dsp_*.cpp.j2 (register-blocked SMLAD GEMMs, the smmlar GEMM in assembly, depthwise
 3x3, the add by tables): constant tables, sizes; and ``generate``, which writes the whole
 generated_kernels.cpp of a program. The instruction sequences are dsp_gemm_asm.py's (the smmlar GEMM) and
-dsp_depthwise_asm.py's (the planar depthwise rows); where a layer's per-call buffers go, dsp_work.py's."""
+dsp_depthwise_asm.py's (the planar depthwise rows, the stride-2 layers straight from the input); where a layer's
+per-call buffers go, dsp_work.py's."""
 from __future__ import annotations
 
 import numpy as np
 
 from mcu_gen.backends.generated.dsp_conv_cols import cols_fn_name, cols_fn_sig, cols_work, gemm_cols_asm_body
-from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_blocks, dw_plane, dw_rights,
+from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_blocks, dw_direct_asm,
+                                                           dw_direct_block, dw_direct_ok, dw_plane, dw_rights,
                                                            dw_rows_asm, dw_window)
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
 from mcu_gen.backends.generated.dsp_work import (call_kind, calls_pairs, inplace_direct, layer_work, pre_order,
@@ -128,7 +130,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
     win_rows, ring, _ = win
     plane = dw_plane(l)
-    v["planar"], v["all_asm"] = plane is not None, None
+    v["planar"], v["all_asm"], v["direct_asm"] = plane is not None, None, None
     if plane is not None:  # one channel at a time on int16 rows (dsp_prelude.h: dw_planar)
         rows_, ring, row = plane
         w = l.weights.astype(np.int64).reshape(3, 3, l.c) * scale  # [ky][kx][c]
@@ -141,11 +143,17 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
             block[:, 7:] = np.asarray(consts, np.int64).reshape(l.c, 3)[:, [1, 0, 2]]  # ra, mult, right
         # one rows function in assembly per right shift of the channels (SSAT's immediate), or where the buffer
         # holds every row the layer reads, one function for all the channels (widening included)
-        whole = consts is not None and dw_all_ok(l, plane)
+        # stride 2: straight from the NHWC input (dw_direct_asm), the planar C++ on cores without DSP
+        direct = consts is not None and dw_direct_ok(l)
+        whole = consts is not None and not direct and dw_all_ok(l, plane)
         asm = [{"right": rt, "body": [i.replace("%=", f"_{l.name}_r{rt}") for i in dw_rows_asm(l, plane, rt)]}
-               for rt in dw_rights(l)] if consts is not None and not whole else None
+               for rt in dw_rights(l)] if consts is not None and not whole and not direct else None
         if whole:
             v["all_asm"] = [i.replace("%=", f"_{l.name}_all") for i in dw_all_asm(l, plane, dw_rights(l))]
+        v["direct_asm"] = [i.replace("%=", f"_{l.name}_direct") for i in dw_direct_asm(l, dw_rights(l))] if direct else None
+        if direct:
+            v["direct_block"] = table("uint32_t", f"{pre}Direct", dw_direct_block(l), per_line=dw_direct_block(l).shape[1],
+                                      align=8, fmt="hex")
         v.update(plane_rows=rows_, plane_row=row, pad_value=-l.in_offset,
                  plane_pairs=asm is not None and dw_blocks(l, plane),  # DwPlane<kPairs>: even row counts
                  block=table("uint32_t", f"{pre}Block", block, per_line=10, align=8, fmt="hex"),
