@@ -666,7 +666,7 @@ def _direct_emit(l: DepthwiseLayer, seq: list, right: int, tag: str, end: list) 
     def flush(nxt):
         nonlocal pending
         if pending is not None:
-            out.extend(pending[1] + _dw_requant_asm(c, pending[0] == 2, am, ax, right, nxt))
+            out.extend(pending[1] + _dw_requant_asm(c, pending[0] == 2, am, ax, right, nxt, l.sign))
         else:
             out.extend(nxt)
         pending = None
