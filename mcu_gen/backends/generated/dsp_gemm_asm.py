@@ -400,7 +400,11 @@ def _pair_blocks8_looped(k: int, n: int, act_min: int, act_max: int, wide=None, 
     return entry + end + first + [".Lsub8_%=:"] + macs + [branch] + mid + [".Lpdone_%=:"]
 
 
-def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: int | None = None) -> list:
+STEM_PERIOD = 36  # bytes per output pixel of conv_stem_s2's buffer (9 words): the "stem" mode's row stride
+
+
+def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: int | None = None,
+                stem: bool = False) -> list:
     """One block of b (8 or 4) output channels of four rows in the "pre" mode (conv_stream_widened's pairs: rows 0, 1
     at x, rows 2, 3 at x + 4K; x in [sp]), in sub-blocks of 2 channels: r4-r7 channel 0's accumulators of rows 0-3,
     r8-r11 channel 1's, r0 / r3 the two weight words, r2 / lr input words, r12 x. Per 4 inputs and half (pairs A, then
@@ -408,7 +412,9 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
     (1 + 2), 4 SMLAD: 16 cycles per 16 MACs, as the two-row block; but a channel's (mult, ra) and accumulator start
     are loaded once per four outputs, not two (about 1 cycle less per output: the 27-tap stems). Each shift an
     SSAT immediate (the layer's own function: ``rights``). ``at``: the four rows widened in the frame from [sp + at]
-    (``_widen_quad``: the same layout) instead of at x."""
+    (``_widen_quad``: the same layout) instead of at x. ``stem``: conv_stem_s2's layout instead, row j's word 2g + h
+    (h = half / 4) at x + STEM_PERIOD j + 8g + half (rows overlapping: a window's last 5 words are the next one's
+    first 5)."""
     out: list = []
     st = Stream(out)
     w0 = 4 * b
@@ -422,18 +428,21 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
             out.append("ldr r12, [sp]")
         for g in range(k // 4):
             for half in (0, 4):
-                xo = off + 16 * g + 2 * half
+                if stem:
+                    xo = [STEM_PERIOD * j + 8 * g + half for j in range(4)]
+                else:  # rows 0, 1 a pair at x, rows 2, 3 at x + 4K
+                    xo = [off + 4 * k * (j // 2) + 16 * g + 2 * half + 4 * (j % 2) for j in range(4)]
                 st.ld("r0", w0 + 8 * b * g + 8 * ca + half)
                 st.ld("r3", w0 + 8 * b * g + 8 * cb + half)
                 if g == 0 and half == 0:  # rows 1-3 start from row 0's accumulators (the starts) before row 0
-                    out += [f"ldr r2, [{base}, #{xo}]", f"ldr lr, [{base}, #{xo + 4}]",
+                    out += [f"ldr r2, [{base}, #{xo[0]}]", f"ldr lr, [{base}, #{xo[1]}]",
                             "smlad r5, lr, r0, r4", "smlad r9, lr, r3, r8",
-                            f"ldr lr, [{base}, #{4 * k + xo}]", "smlad r6, lr, r0, r4", "smlad r10, lr, r3, r8",
-                            f"ldr lr, [{base}, #{4 * k + xo + 4}]", "smlad r7, lr, r0, r4", "smlad r11, lr, r3, r8",
+                            f"ldr lr, [{base}, #{xo[2]}]", "smlad r6, lr, r0, r4", "smlad r10, lr, r3, r8",
+                            f"ldr lr, [{base}, #{xo[3]}]", "smlad r7, lr, r0, r4", "smlad r11, lr, r3, r8",
                             "smlad r4, r2, r0, r4", "smlad r8, r2, r3, r8"]
                     continue
-                for pair_at, (a0, a1) in ((xo, (4, 5)), (4 * k + xo, (6, 7))):  # rows 0, 1; rows 2, 3
-                    out += [f"ldr r2, [{base}, #{pair_at}]", f"ldr lr, [{base}, #{pair_at + 4}]",
+                for j0, (a0, a1) in ((0, (4, 5)), (2, (6, 7))):  # rows 0, 1; rows 2, 3
+                    out += [f"ldr r2, [{base}, #{xo[j0]}]", f"ldr lr, [{base}, #{xo[j0 + 1]}]",
                             f"smlad r{a0}, r2, r0, r{a0}", f"smlad r{a0 + 4}, r2, r3, r{a0 + 4}",
                             f"smlad r{a1}, lr, r0, r{a1}", f"smlad r{a1 + 4}, lr, r3, r{a1 + 4}"]
         out.append("ldr r2, [sp, #4]")
@@ -461,8 +470,8 @@ def quad_ok(k: int, n: int, wide: str | None, rights) -> bool:
     """Whether the GEMM runs rows four at a time first (``_quad_block``): the layer's own function (``rights``) with
     widened rows: "pre" (the caller's pairs), else widened into the frame (``_widen_quad``, K <= QUAD_FRAME_MAX_K:
     at most 256 B more stack); the offsets in reach (8K, 5N as ADDW / SUBW immediates)."""
-    return rights is not None and wide in ("pre", "frame", "arg") and 8 * k <= 4095 and 5 * n <= 4095 and \
-        (wide == "pre" or k <= QUAD_FRAME_MAX_K)
+    return rights is not None and wide in ("pre", "stem", "frame", "arg") and 8 * k <= 4095 and 5 * n <= 4095 and \
+        (wide in ("pre", "stem") or k <= QUAD_FRAME_MAX_K)
 
 
 def _widen_quad(k: int, at: int) -> list:
@@ -495,8 +504,10 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     quads: the caller never passes 2 or 3 rows left over, gemm_inplace_direct of a multiple of 4 rows): no two-row
     code (flash)."""
     wide = wide if pairs and pair_ok(k, n) else None
-    pre = wide == "pre"
+    stem = wide == "stem"  # conv_stem_s2's windows (four rows at a time only: its calls are multiples of 4 rows)
+    pre = wide in ("pre", "stem")
     quads = pairs and pair_ok(k, n) and quad_ok(k, n, wide, rights)
+    assert not stem or (quads and not pair_rows)
     quad_at = None if pre or not quads else WIDE_PTR + (8 if wide == "arg" else 0)  # the four rows in the frame
     frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
     if quad_at is not None:
@@ -513,9 +524,9 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
         body += [".Lquad_%=:"] + (_widen_quad(k, quad_at) if quad_at is not None else []) + ["ldr r1, [sp, #12]"]
         for c in range(0, n - 3, 8):
             b = 8 if c + 8 <= n else 4
-            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b], quad_at)
+            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b], quad_at, stem)
         step_x, step_y = (f"subw r0, r0, #{4 * k}", f"subw r2, r2, #{5 * n}") if back else \
-            (f"addw r0, r0, #{(8 if pre else 4) * k}", f"addw r2, r2, #{3 * n}")  # r2: y + N after the blocks
+            (f"addw r0, r0, #{4 * STEM_PERIOD if stem else (8 if pre else 4) * k}", f"addw r2, r2, #{3 * n}")
         body += ["ldm sp, {r0, r2, r3}", step_x, step_y, "subs r3, #4",
                  "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #4", "bge .Lquad_%="]
         if back:
