@@ -588,7 +588,7 @@ __attribute__((always_inline)) inline void stem_head(const int8_t* r0m1, const i
 // window starts with; the window's 27 taps (K 28) are its own period and the first 5 words of the next one (the
 // third column: per row (a0, a2), (r0 a1, r1 a1), (r2 a1, -) with a zero weight), 14 consecutive words: the GEMM's
 // "stem" mode reads window j at buf + 36 j (dsp_work.pre_order gives the weights that order). A run of pixels of
-// one output row (kChunk, a multiple of 4, or the row's rest) per GEMM call, in `buf` ((kChunk + 1) * 36 bytes:
+// one output row (kChunk, a multiple of 3, or the row's rest) per GEMM call, in `buf` ((kChunk + 1) * 36 bytes:
 // the layer's scratch tensor or the caller's stack, within conv_stream_widened's bytes). Taps outside the input are
 // the zero point (x + input_offset = 0, as the folded start assumes): a window row above or below the input reads
 // `zp`, the left padding column too; a period across the right edge is its head (stem_head) where it is the last,
@@ -598,7 +598,7 @@ template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_
           int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
 __attribute__((noinline)) void conv_stem_s2(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* buf_at) {
   static_assert(kCin == 3 && kKH == 3 && kKW == 3 && kSW == 2 && kK == 28 && kPW <= 1, "3x3, 3 channels, stride 2");
-  static_assert(kChunk % 4 == 0 && kOW % 4 == 0, "the GEMM's four rows at a time");
+  static_assert(kChunk % 3 == 0 && kOW % 3 == 0, "the GEMM's three rows at a time");
   constexpr int32_t kRow = kW * kCin, kStep = kSW * kCin;
   int8_t* const buf = static_cast<int8_t*>(__builtin_assume_aligned(buf_at, 4));
   alignas(4) int8_t zp[8];       // a window row above or below the input, the left padding

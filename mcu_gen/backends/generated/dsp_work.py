@@ -53,26 +53,26 @@ def pre_widened(l) -> bool:
     return oh * ow >= 2
 
 
-STEM_MAX_N = 32  # stem_s2 runs on the layer's own GEMM function (emit_dsp.OWN_FN_MAX_N): four rows at a time
+STEM_MAX_N = 32  # stem_s2 runs on the layer's own GEMM function (emit_dsp.OWN_FN_MAX_N): three rows at a time
 
 
 def stem_s2(l) -> bool:
     """Whether a ``pre_widened`` convolution runs on conv_stem_s2 (kernels_generated/dsp_prelude.h, the GEMM's "stem"
     mode) instead of conv_stream_widened: 3x3, 3 input channels, stride 2 across (VWW's stem), output width a
-    multiple of 4, left padding at most 1; each output pixel's window is 9 words of its own and 5 of the next
+    multiple of 3 (the GEMM's three rows at a time), left padding at most 1; each output pixel's window is 9 words of its own and 5 of the next
     pixel's, widened once (9 stores a pixel against 14)."""
     if not pre_widened(l) or l.n > STEM_MAX_N:
         return False
     _h, _w, cin, kh, kw, _sh, sw, _ph, pw, _oh, ow = l.geometry
-    return cin == 3 and kh == 3 and kw == 3 and sw == 2 and pw <= 1 and l.k == 28 and ow % 4 == 0
+    return cin == 3 and kh == 3 and kw == 3 and sw == 2 and pw <= 1 and l.k == 28 and ow % 3 == 0
 
 
 def stem_chunk(l) -> int:
-    """Output pixels per GEMM call of a ``stem_s2`` layer: the most (a multiple of 4, at most the output width) whose
+    """Output pixels per GEMM call of a ``stem_s2`` layer: the most (a multiple of 3, at most the output width) whose
     periods and the next pixel's (STEM_PERIOD bytes each) fit the bytes of its ``layer_work`` buffer."""
     ow = l.geometry[10]
-    chunk = min(ow, (layer_work(l).bytes // STEM_PERIOD - 1) // 4 * 4)
-    assert chunk >= 4, "the smallest buffer (stack_work's 4 windows) holds 4 periods and the next"
+    chunk = min(ow, (layer_work(l).bytes // STEM_PERIOD - 1) // 3 * 3)
+    assert chunk >= 3, "the smallest buffer (stack_work's 4 windows) holds 3 periods and the next"
     return chunk
 
 
@@ -122,7 +122,7 @@ def quads_only(l) -> bool:
     work = layer_work(l)
     if call_kind(l) == "inplace":
         return not work.chunk and l.rows // 2 * 2 % 4 == 0
-    if work.wide == "stem":  # conv_stem_s2: runs of a multiple of 4 pixels
+    if work.wide == "stem":  # conv_stem_s2: runs of a multiple of 3 pixels (its own three-row code only)
         return True
     if work.wide == "pre":
         pixels = l.geometry[9] * l.geometry[10]
