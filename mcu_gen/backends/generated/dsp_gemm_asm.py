@@ -462,7 +462,7 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
         ca, cb = 2 * s, 2 * s + 1
         st.ld("r4", 4 * ca)
         st.ld("r7" if stem else "r8", 4 * cb)
-        if at is None:
+        if at is None and not (stem and s < b // 2 - 1):  # (stem: r12 is not a temporary, once a block)
             out.append("ldr r12, [sp]")
         if stem:
             _stem_triple_macs(out, st, b, k, ca, cb)
