@@ -557,7 +557,8 @@ void gemm_stream_pre_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t ro
 // and the next column's first byte, not used); then 9 SXTB16 (one per word) and 3 PKHBT that put the bytes of the
 // words across rows side by side first: 21 instructions and 9 stores (conv_stream_widened: 14 stores a window).
 __attribute__((always_inline)) inline void stem_period(const int8_t* w0p, const int8_t* w1p, const int8_t* w2p,
-                                                       const int8_t* u0p, const int8_t* u1p, const int8_t* u2p, int8_t* d) {
+                                                       const int8_t* u0p, const int8_t* u1p, const int8_t* u2p,
+                                                       int8_t* d) {
   const uint32_t w0 = load32(w0p), w1 = load32(w1p), w2 = load32(w2p);
   const uint32_t u0 = load32(u0p), u1 = load32(u1p), u2 = load32(u2p);
   store32(d, sxtb16(w0));
@@ -574,7 +575,8 @@ __attribute__((always_inline)) inline void stem_period(const int8_t* w0p, const 
 // The first 5 words of a period whose column b lies past the input's right edge (the last window's third column):
 // each row's a0 a1 a2 from the word that ends with them (at r - 1), shifted down; word 4's second tap has a zero
 // weight.
-__attribute__((always_inline)) inline void stem_head(const int8_t* r0m1, const int8_t* r1m1, const int8_t* r2m1, int8_t* d) {
+__attribute__((always_inline)) inline void stem_head(const int8_t* r0m1, const int8_t* r1m1, const int8_t* r2m1,
+                                                     int8_t* d) {
   const uint32_t w0 = load32(r0m1) >> 8, w1 = load32(r1m1) >> 8, w2 = load32(r2m1) >> 8;
   store32(d, sxtb16(w0));
   store32(d + 4, sxtb16(w1));

@@ -409,8 +409,8 @@ def _stem_triple_macs(out: list, st: Stream, b: int, k: int, ca: int, cb: int):
     conv_stem_s2's windows at x (r12), 36 bytes apart, overlapping: window j's words m < STEM_SHARED are window
     j - 1's words m + 9. Such a word is loaded once for both: per m the four weight words (m and m + 9 of both
     channels: r0, r3, r10, r11) and the four windows' words (r2, lr) in 8 LDR, 12 SMLAD, 22 estimated M33 cycles
-    (the window words of a quad block: 24 SMLAD, 32 cycles); the other words (m 5..8) per m both weight words
-    and three window words in a row, 6 SMLAD: 12 cycles."""
+    (the "pre" mode's four rows: 16 cycles per 8 SMLAD); the other words (m 5..8) per m both weight words and
+    three window words in a row, 6 SMLAD: 12 cycles."""
     w0 = 4 * b
 
     def w(c, m):  # the weight word of channel c and window word m (packed_weights: word 2g + h at 8bg + 8c + 4h)
@@ -542,7 +542,7 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     quads: the caller never passes 2 or 3 rows left over, gemm_inplace_direct of a multiple of 4 rows): no two-row
     code (flash)."""
     wide = wide if pairs and pair_ok(k, n) else None
-    stem = wide == "stem"  # conv_stem_s2's windows (four rows at a time only: its calls are multiples of 4 rows)
+    stem = wide == "stem"  # conv_stem_s2's windows (three rows at a time only: its calls are multiples of 3 rows)
     pre = wide in ("pre", "stem")
     quads = pairs and pair_ok(k, n) and quad_ok(k, n, wide, rights)
     assert not stem or (quads and not pair_rows)
@@ -554,7 +554,8 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
             "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
     if wide == "arg":  # the fifth argument, on the caller's stack
         body += [f"ldr r12, [sp, #{frame + 36}]", f"str r12, [sp, #{WIDE_PTR}]"]
-    if quads:  # four rows at a time (stem: three), then pairs; backwards: from the last four rows (x, y: the last pair's)
+    if quads:  # four rows at a time (stem: three), then pairs; backwards: from the last four rows (x, y: the last
+        # pair's)
         body += [f"cmp r3, #{3 if stem else 4}", "blt .Lpairs_%="]
         if back:
             body += ["ldm sp, {r0, r2}", f"subw r0, r0, #{2 * k}", f"subw r2, r2, #{2 * n}", "str r0, [sp]",

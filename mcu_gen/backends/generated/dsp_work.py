@@ -59,8 +59,8 @@ STEM_MAX_N = 32  # stem_s2 runs on the layer's own GEMM function (emit_dsp.OWN_F
 def stem_s2(l) -> bool:
     """Whether a ``pre_widened`` convolution runs on conv_stem_s2 (kernels_generated/dsp_prelude.h, the GEMM's "stem"
     mode) instead of conv_stream_widened: 3x3, 3 input channels, stride 2 across (VWW's stem), output width a
-    multiple of 3 (the GEMM's three rows at a time), left padding at most 1; each output pixel's window is 9 words of its own and 5 of the next
-    pixel's, widened once (9 stores a pixel against 14)."""
+    multiple of 3 (the GEMM's three rows at a time), left padding at most 1; each output pixel's window is 9 words
+    of its own and 5 of the next pixel's, widened once (9 stores a pixel against 14)."""
     if not pre_widened(l) or l.n > STEM_MAX_N:
         return False
     _h, _w, cin, kh, kw, _sh, sw, _ph, pw, _oh, ow = l.geometry
