@@ -551,6 +551,133 @@ void gemm_stream_pre_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t ro
   }
 }
 
+// One period of conv_stem_s2's buffer: the two input columns a, b that output pixel ox's window starts with, its 3
+// window rows' bytes a0 a1 a2 b0 b1 b2, as 9 words of int16 pairs: per row (a0, a2); (r0 a1, r1 a1); (r2 a1, r2 b1);
+// per row (b0, b2); (r0 b1, r1 b1). Per row 2 unaligned loads: w (bytes a0 a1 a2 b0; b0 not used) and u (b0 b1 b2
+// and the next column's first byte, not used); then 9 SXTB16 (one per word) and 3 PKHBT that put the bytes of the
+// words across rows side by side first: 21 instructions and 9 stores (conv_stream_widened: 14 stores a window).
+__attribute__((always_inline)) inline void stem_period(const int8_t* w0p, const int8_t* w1p, const int8_t* w2p,
+                                                       const int8_t* u0p, const int8_t* u1p, const int8_t* u2p,
+                                                       int8_t* d) {
+  const uint32_t w0 = load32(w0p), w1 = load32(w1p), w2 = load32(w2p);
+  const uint32_t u0 = load32(u0p), u1 = load32(u1p), u2 = load32(u2p);
+  store32(d, sxtb16(w0));
+  store32(d + 4, sxtb16(w1));
+  store32(d + 8, sxtb16(w2));
+  store32(d + 12, sxtb16_ror8(pack16(w0, w1)));  // r0 a0 a1, r1 a0 a1
+  store32(d + 16, sxtb16_ror8(pack16(w2, u2)));  // r2 a0 a1 b0 b1
+  store32(d + 20, sxtb16(u0));
+  store32(d + 24, sxtb16(u1));
+  store32(d + 28, sxtb16(u2));
+  store32(d + 32, sxtb16_ror8(pack16(u0, u1)));  // r0 b0 b1, r1 b0 b1
+}
+
+// The first 5 words of a period whose column b lies past the input's right edge (the last window's third column):
+// each row's a0 a1 a2 from the word that ends with them (at r - 1), shifted down; word 4's second tap has a zero
+// weight.
+__attribute__((always_inline)) inline void stem_head(const int8_t* r0m1, const int8_t* r1m1, const int8_t* r2m1,
+                                                     int8_t* d) {
+  const uint32_t w0 = load32(r0m1) >> 8, w1 = load32(r1m1) >> 8, w2 = load32(r2m1) >> 8;
+  store32(d, sxtb16(w0));
+  store32(d + 4, sxtb16(w1));
+  store32(d + 8, sxtb16(w2));
+  store32(d + 12, sxtb16_ror8(pack16(w0, w1)));
+  store32(d + 16, sxtb16_ror8(w2));
+}
+
+// A 3x3 convolution of 3 input channels and horizontal stride 2 (dsp_work.stem_s2: VWW's stem) on the smmlar GEMM
+// without gathered windows: per output pixel one period of 9 words (stem_period) of the two input columns its
+// window starts with; the window's 27 taps (K 28) are its own period and the first 5 words of the next one (the
+// third column: per row (a0, a2), (r0 a1, r1 a1), (r2 a1, -) with a zero weight), 14 consecutive words: the GEMM's
+// "stem" mode reads window j at buf + 36 j (dsp_work.pre_order gives the weights that order). A run of pixels of
+// one output row (kChunk, a multiple of 3, or the row's rest) per GEMM call, in `buf` ((kChunk + 1) * 36 bytes:
+// the layer's scratch tensor or the caller's stack, within conv_stream_widened's bytes). Taps outside the input are
+// the zero point (x + input_offset = 0, as the folded start assumes): a window row above or below the input reads
+// `zp`, the left padding column too; a period across the right edge is its head (stem_head) where it is the last,
+// else (other geometries) its bytes are copied into `edge` first.
+// `rows`: as for conv_stream (an in-place convolution's ring: the row pointers are fetched again for each call).
+template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
+__attribute__((noinline)) void conv_stem_s2(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* buf_at) {
+  static_assert(kCin == 3 && kKH == 3 && kKW == 3 && kSW == 2 && kK == 28 && kPW <= 1, "3x3, 3 channels, stride 2");
+  static_assert(kChunk % 3 == 0 && kOW % 3 == 0, "the GEMM's three rows at a time");
+  constexpr int32_t kRow = kW * kCin, kStep = kSW * kCin;
+  int8_t* const buf = static_cast<int8_t*>(__builtin_assume_aligned(buf_at, 4));
+  alignas(4) int8_t zp[8];       // a window row above or below the input, the left padding
+  alignas(4) int8_t edge[3][8];  // the window rows of a period across the right edge
+  memset(zp, kZeroPoint, sizeof zp);
+  int32_t first = 0;  // the first pixel of the next GEMM call
+  for (int32_t oy = 0; oy < kOH; ++oy) {
+    for (int32_t x0 = 0; x0 < kOW; x0 += kChunk) {
+      const int32_t n = kOW - x0 < kChunk ? kOW - x0 : kChunk;
+      const int8_t* rowp[3];  // the output row's input rows (null: above or below the input)
+      for (int32_t ky = 0; ky < 3; ++ky) {
+        const int32_t iy = oy * kSH - kPH + ky;
+        rowp[ky] = iy < 0 || iy >= kH ? nullptr : rows.row(iy);
+      }
+      // three rows one after the other (not the ring's): one pointer
+      const bool linear = rowp[0] && rowp[1] == rowp[0] + kRow && rowp[2] == rowp[1] + kRow;
+      int8_t* dst = buf;
+      for (int32_t ox = x0; ox <= x0 + n; ++ox, dst += 36) {  // n periods and the next pixel's
+        const int32_t s = (ox * kSW - kPW) * kCin;             // the period's first byte in its rows
+        if (s >= 0 && s + 7 <= kRow) {  // the run of periods inside the input, up to the call's last
+          int32_t end = (kRow - 7 - s) / kStep + ox + 1;
+          if (end > x0 + n + 1) end = x0 + n + 1;
+          if (linear) {
+            const int8_t* r = rowp[0] + s;
+            for (; ox < end - 1; ++ox, dst += 36, r += kStep)
+              stem_period(r, r + kRow, r + 2 * kRow, r + 3, r + kRow + 3, r + 2 * kRow + 3, dst);
+            stem_period(r, r + kRow, r + 2 * kRow, r + 3, r + kRow + 3, r + 2 * kRow + 3, dst);
+          } else {  // rows from the ring or outside the input (zp: not stepped)
+            const int8_t* r0 = rowp[0] ? rowp[0] + s : zp;
+            const int8_t* r1 = rowp[1] ? rowp[1] + s : zp;
+            const int8_t* r2 = rowp[2] ? rowp[2] + s : zp;
+            const int32_t s0 = rowp[0] ? kStep : 0, s1 = rowp[1] ? kStep : 0, s2 = rowp[2] ? kStep : 0;
+            for (; ox < end - 1; ++ox, dst += 36, r0 += s0, r1 += s1, r2 += s2)
+              stem_period(r0, r1, r2, r0 + 3, r1 + 3, r2 + 3, dst);
+            stem_period(r0, r1, r2, r0 + 3, r1 + 3, r2 + 3, dst);
+          }
+          continue;
+        }
+        const int8_t* p[3];
+        if (s == -kCin) {  // column a is the left padding: its bytes from zp, column b's from the row
+          for (int32_t ky = 0; ky < 3; ++ky) p[ky] = rowp[ky] ? rowp[ky] : zp;
+          stem_period(zp, zp, zp, p[0], p[1], p[2], dst);
+          continue;
+        }
+        if (ox == x0 + n && s >= 1 && s + 3 <= kRow) {  // the head past the right edge
+          for (int32_t ky = 0; ky < 3; ++ky) p[ky] = rowp[ky] ? rowp[ky] + s - 1 : zp;
+          stem_head(p[0], p[1], p[2], dst);
+          continue;
+        }
+        for (int32_t ky = 0; ky < 3; ++ky) {  // the zero point, then the bytes inside the input
+          constexpr uint32_t kZp4 = 0x01010101u * static_cast<uint8_t>(kZeroPoint);
+          store32(edge[ky], kZp4);
+          store32(edge[ky] + 4, kZp4);
+          const int32_t b1 = kRow - s < 7 ? kRow - s : 7;
+          for (int32_t b = s < 0 ? -s : 0; rowp[ky] && b < b1; ++b) edge[ky][b] = rowp[ky][s + b];
+        }
+        stem_period(edge[0], edge[1], edge[2], edge[0] + 3, edge[1] + 3, edge[2] + 3, dst);
+      }
+      rows.before_write(first, first + n);
+      fn(buf, &d, out + first * kN, n, nullptr);
+      first += n;
+    }
+  }
+}
+
+// conv_stem_s2's GEMM without the DSP extension: window r's 14 words at x + 36 r narrowed back to its 28 int8 taps in
+// the weights' order (word 2g + h: taps 4g + h and 4g + h + 2, as packed_weights pairs them), then gemm_stream_c.
+template <int32_t kK, int32_t kN, bool kTail, int32_t kActMin, int32_t kActMax>
+void gemm_stream_stem_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* /*wide*/) {
+  int8_t row[kK];
+  for (int32_t r = 0; r < rows; ++r, x += 36, y += kN) {
+    for (int32_t g = 0; g < kK / 4; ++g)
+      narrow_group(row + 4 * g, load32(x + 8 * g), load32(x + 8 * g + 4));
+    gemm_stream_c<kK, kTail, kActMin, kActMax>(row, d, y, 1, nullptr);
+  }
+}
+
 // One row: y[n] = requant(init[n] + sum_k x[k] * w[n][k]) for n < kN.
 template <int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
 inline void gemm_row(const int8_t* x_row, int8_t* y, const uint32_t* weights, const Requant& q) {

@@ -318,6 +318,18 @@ CASES = [  # (kind, shape parameters)
     ("conv", dict(h=5, w=7, cin=2, cout=8, kh=3, kw=3, stride=(1, 2), pad=(0, 1))),
     ("conv", dict(h=9, w=7, cin=16, cout=32, kh=1, kw=1, stride=(2, 2), pad=(0, 0))),
     ("conv_inplace", dict(h=13, w=7, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    # 3x3 stems of stride 2 across whose output width is a multiple of 3 (dsp_work.stem_s2: conv_stem_s2, the GEMM's
+    # three rows of overlapping windows): two calls a row (the stack's 3 pixels), the first's head inside the input;
+    # an odd width (the last period and head across the right edge: copied); no padding (the last head from the
+    # word before it); stride 1 down (rows above and below from zp); a last block of 4 channels; in place through
+    # the ring; a whole row per call in the scratch
+    ("conv", dict(h=11, w=12, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    ("conv", dict(h=9, w=11, cin=3, cout=16, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    ("conv", dict(h=8, w=13, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(0, 0))),
+    ("conv", dict(h=6, w=12, cin=3, cout=8, kh=3, kw=3, stride=(1, 2), pad=(1, 1))),
+    ("conv", dict(h=7, w=12, cin=3, cout=12, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    ("conv_inplace", dict(h=13, w=12, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    ("conv_inplace_scratch", dict(h=11, w=18, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
     ("conv", dict(h=6, w=5, cin=16, cout=12, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),  # ResNet-8 body
     # K 108: the two-row GEMM without widened rows (two windows + widened rows > WIDE_STACK_BYTES), its
     # sub-blocks unrolled (K < PAIR_LOOP_K), a last block of 4
@@ -402,10 +414,13 @@ def test_generated_layer_is_bit_exact(kind, shape, failing_kernels, tmp_path):
     kind = kind.removesuffix("_relu")
     if kind.endswith("_scratch"):  # the buffers in the scratch tensor (work_plan's first choice), not on the stack
         work = gen.layers[0].work
-        assert work.offset is not None and work.wide in ("arg", "pre") and "int8_t work[" not in gen.source, vars(work)
+        assert work.offset is not None and work.wide in ("arg", "pre", "stem") and "int8_t work[" not in gen.source, vars(work)
         kind = kind.removesuffix("_scratch")
     assert gen.layers[0].right_shift_only == (kind in ("pointwise_right", "pointwise_inplace_right", "depthwise", "depthwise_inplace", "conv",
                                                        "conv_inplace", "linear", "linear_bias"))
+    if kind.startswith("conv") and shape["cin"] == 3 and shape["stride"][1] == 2 and shape["kw"] == 3:  # the stems
+        ow = (shape["w"] + 2 * shape["pad"][1] - 3) // 2 + 1
+        assert ("conv_stem_s2<" in gen.source) == (ow % 3 == 0), ow
     expected = run_int8_reference(p, [x])[0]
     rc, got = run_generated(p, gen, failing_kernels, tmp_path, x)
     assert rc == 0, "the generated layer did not run (the failing library kernel did)"

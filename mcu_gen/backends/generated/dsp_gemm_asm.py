@@ -408,8 +408,50 @@ def _pair_blocks8_looped(k: int, n: int, act_min: int, act_max: int, wide=None, 
     return entry + end + first + [".Lsub8_%=:"] + macs + [branch] + mid + [".Lpdone_%=:"]
 
 
+STEM_PERIOD = 36  # bytes per output pixel of conv_stem_s2's buffer (9 words): the "stem" mode's row stride
+STEM_SHARED = 5  # its window's words m < 5 are the window before's words m + 9 (the next period's first 5)
+
+
+def _stem_triple_macs(out: list, st: Stream, b: int, k: int, ca: int, cb: int):
+    """The MACs of channels ca, cb (accumulators r4-r6 / r7-r9, from the starts in r4 / r7) over three of
+    conv_stem_s2's windows at x (r12), 36 bytes apart, overlapping: window j's words m < STEM_SHARED are window
+    j - 1's words m + 9. Such a word is loaded once for both: per m the four weight words (m and m + 9 of both
+    channels: r0, r3, r10, r11) and the four windows' words (r2, lr) in 8 LDR, 12 SMLAD, 22 estimated M33 cycles
+    (the "pre" mode's four rows: 16 cycles per 8 SMLAD); the other words (m 5..8) per m both weight words and
+    three window words in a row, 6 SMLAD: 12 cycles."""
+    w0 = 4 * b
+
+    def w(c, m):  # the weight word of channel c and window word m (packed_weights: word 2g + h at 8bg + 8c + 4h)
+        g, h = divmod(m, 2)
+        return w0 + 8 * b * g + 8 * c + 4 * h
+
+    def x(j, m):
+        return STEM_PERIOD * j + 4 * m
+    acc = {ca: (4, 5, 6), cb: (7, 8, 9)}
+    for m in range(STEM_SHARED, k // 2 - STEM_SHARED):  # the words of window j only: the first from the starts
+        st.ld("r0", w(ca, m))
+        st.ld("r3", w(cb, m))
+        out += [f"ldr r2, [r12, #{x(0, m)}]", f"ldr r10, [r12, #{x(1, m)}]", f"ldr r11, [r12, #{x(2, m)}]"]
+        for j, xr in ((1, "r10"), (2, "r11"), (0, "r2")):
+            for c, wr in ((ca, "r0"), (cb, "r3")):
+                a, s0 = acc[c][j], acc[c][0]
+                out.append(f"smlad r{a}, {xr}, {wr}, r{a if m > STEM_SHARED else s0}")
+    for m in range(STEM_SHARED):  # the shared words: z_j = window j's word m = window j - 1's word m + 9
+        st.ld("r0", w(ca, m))
+        st.ld("r3", w(cb, m))
+        st.ld("r10", w(ca, m + 9))
+        st.ld("r11", w(cb, m + 9))
+        for loads, macs in (((0, "r2"), (1, "lr")), [(0, "r2", m), (1, "lr", m), (0, "lr", m + 9)]), \
+                           (((2, "r2"), (3, "lr")), [(2, "r2", m), (1, "r2", m + 9), (2, "lr", m + 9)]):
+            out += [f"ldr {xr}, [r12, #{x(z, m)}]" for z, xr in loads]
+            for j, xr, mw in macs:  # window j's word mw is z
+                for c in (ca, cb):
+                    wr = {(ca, m): "r0", (cb, m): "r3", (ca, m + 9): "r10", (cb, m + 9): "r11"}[(c, mw)]
+                    out.append(f"smlad r{acc[c][j]}, {xr}, {wr}, r{acc[c][j]}")
+
+
 def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: int | None = None,
-                sign: bool = True) -> list:
+                stem: bool = False, sign: bool = True) -> list:
     """One block of b (8 or 4) output channels of four rows in the "pre" mode (conv_stream_widened's pairs: rows 0, 1
     at x, rows 2, 3 at x + 4K; x in [sp]), in sub-blocks of 2 channels: r4-r7 channel 0's accumulators of rows 0-3,
     r8-r11 channel 1's, r0 / r3 the two weight words, r2 / lr input words, r12 x. Per 4 inputs and half (pairs A, then
@@ -417,7 +459,8 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
     (1 + 2), 4 SMLAD: 16 cycles per 16 MACs, as the two-row block; but a channel's (mult, ra) and accumulator start
     are loaded once per four outputs, not two (about 1 cycle less per output: the 27-tap stems). Each shift an
     SSAT immediate (the layer's own function: ``rights``). ``at``: the four rows widened in the frame from [sp + at]
-    (``_widen_quad``: the same layout) instead of at x."""
+    (``_widen_quad``: the same layout) instead of at x. ``stem``: three rows, conv_stem_s2's windows
+    (``_stem_triple_macs``: r4-r6 channel 0's accumulators, r7-r9 channel 1's)."""
     out: list = []
     st = Stream(out)
     w0 = 4 * b
@@ -426,28 +469,31 @@ def _quad_block(b: int, k: int, n: int, act_min: int, act_max: int, rights, at: 
     for s in reversed(range(b // 2)):  # from the last sub-block, channel 0 last: its store moves y on by b
         ca, cb = 2 * s, 2 * s + 1
         st.ld("r4", 4 * ca)
-        st.ld("r8", 4 * cb)
-        if at is None:
+        st.ld("r7" if stem else "r8", 4 * cb)
+        if at is None and not (stem and s < b // 2 - 1):  # (stem: r12 is not a temporary, once a block)
             out.append("ldr r12, [sp]")
-        for g in range(k // 4):
+        if stem:
+            _stem_triple_macs(out, st, b, k, ca, cb)
+        for g in range(0 if stem else k // 4):
             for half in (0, 4):
-                xo = off + 16 * g + 2 * half
+                # rows 0, 1 a pair at x, rows 2, 3 at x + 4K
+                xo = [off + 4 * k * (j // 2) + 16 * g + 2 * half + 4 * (j % 2) for j in range(4)]
                 st.ld("r0", w0 + 8 * b * g + 8 * ca + half)
                 st.ld("r3", w0 + 8 * b * g + 8 * cb + half)
                 if g == 0 and half == 0:  # rows 1-3 start from row 0's accumulators (the starts) before row 0
-                    out += [f"ldr r2, [{base}, #{xo}]", f"ldr lr, [{base}, #{xo + 4}]",
+                    out += [f"ldr r2, [{base}, #{xo[0]}]", f"ldr lr, [{base}, #{xo[1]}]",
                             "smlad r5, lr, r0, r4", "smlad r9, lr, r3, r8",
-                            f"ldr lr, [{base}, #{4 * k + xo}]", "smlad r6, lr, r0, r4", "smlad r10, lr, r3, r8",
-                            f"ldr lr, [{base}, #{4 * k + xo + 4}]", "smlad r7, lr, r0, r4", "smlad r11, lr, r3, r8",
+                            f"ldr lr, [{base}, #{xo[2]}]", "smlad r6, lr, r0, r4", "smlad r10, lr, r3, r8",
+                            f"ldr lr, [{base}, #{xo[3]}]", "smlad r7, lr, r0, r4", "smlad r11, lr, r3, r8",
                             "smlad r4, r2, r0, r4", "smlad r8, r2, r3, r8"]
                     continue
-                for pair_at, (a0, a1) in ((xo, (4, 5)), (4 * k + xo, (6, 7))):  # rows 0, 1; rows 2, 3
-                    out += [f"ldr r2, [{base}, #{pair_at}]", f"ldr lr, [{base}, #{pair_at + 4}]",
+                for j0, (a0, a1) in ((0, (4, 5)), (2, (6, 7))):  # rows 0, 1; rows 2, 3
+                    out += [f"ldr r2, [{base}, #{xo[j0]}]", f"ldr lr, [{base}, #{xo[j0 + 1]}]",
                             f"smlad r{a0}, r2, r0, r{a0}", f"smlad r{a0 + 4}, r2, r3, r{a0 + 4}",
                             f"smlad r{a1}, lr, r0, r{a1}", f"smlad r{a1 + 4}, lr, r3, r{a1 + 4}"]
         out.append("ldr r2, [sp, #4]")
         stores: list = []
-        for c, accs in ((cb, (8, 9, 10, 11)), (ca, (4, 5, 6, 7))):
+        for c, accs in ((cb, (7, 8, 9)), (ca, (4, 5, 6))) if stem else ((cb, (8, 9, 10, 11)), (ca, (4, 5, 6, 7))):
             st.ld("r0", c0 + 12 * c)
             st.ld("r3", c0 + 12 * c + 4)
             out += stores
@@ -470,8 +516,8 @@ def quad_ok(k: int, n: int, wide: str | None, rights) -> bool:
     """Whether the GEMM runs rows four at a time first (``_quad_block``): the layer's own function (``rights``) with
     widened rows: "pre" (the caller's pairs), else widened into the frame (``_widen_quad``, K <= QUAD_FRAME_MAX_K:
     at most 256 B more stack); the offsets in reach (8K, 5N as ADDW / SUBW immediates)."""
-    return rights is not None and wide in ("pre", "frame", "arg") and 8 * k <= 4095 and 5 * n <= 4095 and \
-        (wide == "pre" or k <= QUAD_FRAME_MAX_K)
+    return rights is not None and wide in ("pre", "stem", "frame", "arg") and 8 * k <= 4095 and 5 * n <= 4095 and \
+        (wide in ("pre", "stem") or k <= QUAD_FRAME_MAX_K)
 
 
 def _widen_quad(k: int, at: int) -> list:
@@ -505,8 +551,10 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
     quads: the caller never passes 2 or 3 rows left over, gemm_inplace_direct of a multiple of 4 rows): no two-row
     code (flash)."""
     wide = wide if pairs and pair_ok(k, n) else None
-    pre = wide == "pre"
+    stem = wide == "stem"  # conv_stem_s2's windows (three rows at a time only: its calls are multiples of 3 rows)
+    pre = wide in ("pre", "stem")
     quads = pairs and pair_ok(k, n) and quad_ok(k, n, wide, rights)
+    assert not stem or (quads and not pair_rows)
     quad_at = None if pre or not quads else WIDE_PTR + (8 if wide == "arg" else 0)  # the four rows in the frame
     frame = WIDE_PTR + {"arg": 8, "frame": 4 * k}.get(wide, 0)  # 36 B pushed + the frame: 8-byte aligned
     if quad_at is not None:
@@ -515,19 +563,22 @@ def gemm_asm_body(name: str, k: int, n: int, tail: bool, act_min: int, act_max: 
             "ldr r12, [r1]", "ldr r1, [r1, #4]", "str r12, [sp, #12]", "str r1, [sp, #16]"]
     if wide == "arg":  # the fifth argument, on the caller's stack
         body += [f"ldr r12, [sp, #{frame + 36}]", f"str r12, [sp, #{WIDE_PTR}]"]
-    if quads:  # four rows at a time, then pairs; backwards: from the last four rows (x, y: the last pair's)
-        body += ["cmp r3, #4", "blt .Lpairs_%="]
+    if quads:  # four rows at a time (stem: three), then pairs; backwards: from the last four rows (x, y: the last
+        # pair's)
+        body += [f"cmp r3, #{3 if stem else 4}", "blt .Lpairs_%="]
         if back:
             body += ["ldm sp, {r0, r2}", f"subw r0, r0, #{2 * k}", f"subw r2, r2, #{2 * n}", "str r0, [sp]",
                      "str r2, [sp, #4]"]
         body += [".Lquad_%=:"] + (_widen_quad(k, quad_at) if quad_at is not None else []) + ["ldr r1, [sp, #12]"]
         for c in range(0, n - 3, 8):
             b = 8 if c + 8 <= n else 4
-            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b], quad_at, sign)
+            body += _quad_block(b, k, n, act_min, act_max, rights[c:c + b], quad_at, stem, sign)
         step_x, step_y = (f"subw r0, r0, #{4 * k}", f"subw r2, r2, #{5 * n}") if back else \
+            (f"addw r0, r0, #{3 * STEM_PERIOD}", f"addw r2, r2, #{2 * n}") if stem else \
             (f"addw r0, r0, #{(8 if pre else 4) * k}", f"addw r2, r2, #{3 * n}")  # r2: y + N after the blocks
-        body += ["ldm sp, {r0, r2, r3}", step_x, step_y, "subs r3, #4",
-                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", "cmp r3, #4", "bge .Lquad_%="]
+        rows = 3 if stem else 4
+        body += ["ldm sp, {r0, r2, r3}", step_x, step_y, f"subs r3, #{rows}",
+                 "str r0, [sp]", "str r2, [sp, #4]", "str r3, [sp, #8]", f"cmp r3, #{rows}", "bge .Lquad_%="]
         if back:
             body += ["ldm sp, {r0, r2}", f"addw r0, r0, #{2 * k}", f"addw r2, r2, #{2 * n}", "str r0, [sp]",
                      "str r2, [sp, #4]"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu_gen.backends.generated.dsp_gemm_asm import pair_ok, wide_ok
+from mcu_gen.backends.generated.dsp_gemm_asm import STEM_PERIOD, pair_ok, wide_ok
 from mcu_gen.backends.generated.layers import POINTWISE_OPS
 
 
@@ -53,10 +53,51 @@ def pre_widened(l) -> bool:
     return oh * ow >= 2
 
 
+STEM_MAX_N = 32  # stem_s2 runs on the layer's own GEMM function (emit_dsp.OWN_FN_MAX_N): three rows at a time
+
+
+def stem_s2(l) -> bool:
+    """Whether a ``pre_widened`` convolution runs on conv_stem_s2 (kernels_generated/dsp_prelude.h, the GEMM's "stem"
+    mode) instead of conv_stream_widened: 3x3, 3 input channels, stride 2 across (VWW's stem), output width a
+    multiple of 3 (the GEMM's three rows at a time), left padding at most 1; each output pixel's window is 9 words
+    of its own and 5 of the next pixel's, widened once (9 stores a pixel against 14)."""
+    if not pre_widened(l) or l.n > STEM_MAX_N:
+        return False
+    _h, _w, cin, kh, kw, _sh, sw, _ph, pw, _oh, ow = l.geometry
+    return cin == 3 and kh == 3 and kw == 3 and sw == 2 and pw <= 1 and l.k == 28 and ow % 3 == 0
+
+
+def stem_chunk(l) -> int:
+    """Output pixels per GEMM call of a ``stem_s2`` layer: the most (a multiple of 3, at most the output width) whose
+    periods and the next pixel's (STEM_PERIOD bytes each) fit the bytes of its ``layer_work`` buffer."""
+    ow = l.geometry[10]
+    chunk = min(ow, (layer_work(l).bytes // STEM_PERIOD - 1) // 3 * 3)
+    assert chunk >= 3, "the smallest buffer (stack_work's 4 windows) holds 3 periods and the next"
+    return chunk
+
+
+def _stem_order() -> list:
+    """The taps of conv_stem_s2's 14 words (word m: taps (lo, hi)), as packed_weights pairs them (word 2g + h: taps
+    4g + h and 4g + h + 2): tap (ky, kx, c) = 9 ky + 3 kx + c, 27 the zero tap."""
+    def t(ky, kx, c):
+        return 9 * ky + 3 * kx + c
+    words = [(t(r, 0, 0), t(r, 0, 2)) for r in range(3)] + [(t(0, 0, 1), t(1, 0, 1)), (t(2, 0, 1), t(2, 1, 1))]
+    words += [(t(r, 1, 0), t(r, 1, 2)) for r in range(3)] + [(t(0, 1, 1), t(1, 1, 1))]
+    words += [(t(r, 2, 0), t(r, 2, 2)) for r in range(3)] + [(t(0, 2, 1), t(1, 2, 1)), (t(2, 2, 1), 27)]
+    order = [0] * 28
+    for m, (lo, hi) in enumerate(words):
+        g, h = divmod(m, 2)
+        order[4 * g + h], order[4 * g + h + 2] = lo, hi
+    return order
+
+
 def pre_order(l) -> np.ndarray:
     """The taps of a ``pre_widened`` convolution in the order conv_stream_widened writes them, as indices into the
     layer's (ky, kx, c) taps: per window row its whole words (4 * (kw * cin // 4) taps), then the last kw * cin % 4
-    taps of every row, then the taps K has beyond kh * kw * cin (zero weights)."""
+    taps of every row, then the taps K has beyond kh * kw * cin (zero weights). A ``stem_s2`` layer: conv_stem_s2's
+    (``_stem_order``)."""
+    if stem_s2(l):
+        return np.array(_stem_order(), np.int64)
     kh, kw, cin = l.geometry[3], l.geometry[4], l.geometry[2]
     span = kw * cin
     whole = span // 4 * 4
@@ -81,6 +122,8 @@ def quads_only(l) -> bool:
     work = layer_work(l)
     if call_kind(l) == "inplace":
         return not work.chunk and l.rows // 2 * 2 % 4 == 0
+    if work.wide == "stem":  # conv_stem_s2: runs of a multiple of 3 pixels (its own three-row code only)
+        return True
     if work.wide == "pre":
         pixels = l.geometry[9] * l.geometry[10]
         return work.chunk % 4 == 0 and pixels % work.chunk % 4 == 0 and pixels % 2 == 0
@@ -132,7 +175,10 @@ def work_levels(l) -> list:
     call = call_kind(l)
     if pre_widened(l):  # no widened rows besides the windows: (chunk, False), the most windows first
         sizes = [*PRE_CHUNK_BYTES, _pre_stack(l)]
-        return [(c, False) for c in dict.fromkeys([*(_pre_chunk(l, b) for b in sizes), 2])]
+        chunks = [_pre_chunk(l, b) for b in sizes]
+        if stem_s2(l):  # first the bytes of a whole output row's periods (one GEMM call a row), in windows of 2K
+            chunks.insert(0, -(-(l.geometry[10] + 1) * STEM_PERIOD // (2 * l.k)))
+        return [(c, False) for c in dict.fromkeys([*chunks, 2])]
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
@@ -169,7 +215,7 @@ def stack_work(l) -> Work:
     rows where the stack buffers and they stay within WIDE_STACK_BYTES (``wide_ok``)."""
     call, unit = call_kind(l), _unit(l)
     if pre_widened(l):
-        return Work(_pre_chunk(l, _pre_stack(l)), unit, l.k, "pre", None)
+        return Work(_pre_chunk(l, _pre_stack(l)), unit, l.k, "stem" if stem_s2(l) else "pre", None)
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
@@ -198,7 +244,7 @@ def work_plan(l) -> Work:
     room = getattr(l, "scratch_room", 0)
     for chunk, wide in scratch_levels(l):
         if 0 < work_bytes(l, chunk, wide) <= room:
-            mode = "pre" if pre_widened(l) else ("arg" if wide else None)
+            mode = ("stem" if stem_s2(l) else "pre") if pre_widened(l) else ("arg" if wide else None)
             return Work(chunk, _unit(l), l.k, mode, getattr(l, "scratch_at", 0))
     return stack_work(l)
 

@@ -13,8 +13,8 @@ from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok,
                                                            dw_direct_block, dw_direct_ok, dw_plane, dw_rights,
                                                            dw_rows_asm, dw_window)
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
-from mcu_gen.backends.generated.dsp_work import (call_kind, calls_pairs, inplace_direct, layer_work, pre_order,
-                                                 quads_only)
+from mcu_gen.backends.generated.dsp_work import (call_kind, calls_pairs, inplace_direct, layer_work,
+                                                 pre_order, quads_only, stem_chunk)
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
 from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, AddLayer, DepthwiseLayer,
@@ -214,7 +214,7 @@ def _pair_rows(l) -> bool:
 def _gemm_fn_name(l) -> str:
     tail = l.n % 8 == 4
     pairs = calls_pairs(l) and pair_ok(l.k, l.n)
-    wide = {"arg": "_w", "frame": "_wf", "pre": "_p"}.get(layer_work(l).wide, "") if pairs else ""
+    wide = {"arg": "_w", "frame": "_wf", "pre": "_p", "stem": "_s"}.get(layer_work(l).wide, "") if pairs else ""
     own = f"_i{l.instruction}" if _own_rights(l) is not None else ""
     if pairs and inplace_direct(l):  # over its own input (gemm_inplace_direct): backwards where N > K
         wide += "_b" if l.n > l.k else "_d"
@@ -227,7 +227,7 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
     work = layer_work(l)
     v = _gemm_values(l)
     pre = v["pre"]
-    words, end8 = l.stream(pre_order(l) if work.wide == "pre" else None)
+    words, end8 = l.stream(pre_order(l) if work.wide in ("pre", "stem") else None)
     call = call_kind(l)
     cols = cols_work(l) if call == "conv" else None
     if cols is not None:  # conv_cols: its buffer instead of work's (never more bytes, the same place)
@@ -235,8 +235,10 @@ def _smmlar_layer_source(l: GemmLayer) -> str:
                  fn=cols_fn_name(l), call="cols", chunk=cols.chunk,
                  work_stack=cols.bytes if cols.offset is None else 0, work_offset=cols.offset, wide_at=None)
         return render("generated/dsp_smmlar_layer.cpp.j2", **v)
+    assert work.wide != "stem" or _own_rights(l) is not None, "conv_stem_s2 runs on the layer's own GEMM"
     v.update(stream=table("uint32_t", f"{pre}Stream", words, per_line=8, align=8, fmt="hex"), end8=end8,
-             fn=_gemm_fn_name(l), call=call, chunk=work.chunk or None, wide_mode=work.wide,
+             fn=_gemm_fn_name(l), call=call, chunk=(stem_chunk(l) if work.wide == "stem" else work.chunk) or None,
+             wide_mode=work.wide,
              work_stack=work.bytes if work.offset is None and work.bytes else 0,
              work_offset=work.offset if work.offset is not None else None,
              wide_at=work.wide_at if work.wide == "arg" else None)
