@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm
+from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm, smmlar_asm
 from mcu_gen.backends.generated.layers import DepthwiseLayer
 
 
@@ -105,6 +105,15 @@ def _dw_pair_macs(r: int, two: bool, stride2: bool) -> list:
     return out
 
 
+def smmlar_keep_ra(a: str, mult: str, ra: str, tmp: str, sign: bool = True) -> list:
+    """a = SMMLAR a, mult, ra + (a >> 31) with ra left in its register for the next output: SMMLAR into tmp, then
+    a = tmp + (a >> 31) (a 2^32 step of the 64-bit sum: the same value); ``sign`` False (under a fused ReLU,
+    exactness.sign_free) SMMLAR a, a, mult, ra alone."""
+    if not sign:
+        return [f"smmlar {a}, {a}, {mult}, {ra}"]
+    return [f"smmlar {tmp}, {a}, {mult}, {ra}", f"add {a}, {tmp}, {a}, asr #31"]
+
+
 def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int, right: int, following: list | None,
                     sign: bool = True) -> list:
     """a0 (and a1) requantized and stored c bytes apart at r1, r1 on: ra and mult loaded once for both,
@@ -117,8 +126,7 @@ def _dw_requant_asm(c: int, two: bool, act_min: int, act_max: int, right: int, f
     accs = [_A0, _A1] if two else [_A0]
     out = [f"ldr {t0}, {_RA}", f"ldr {t1}, {_MULT}"]
     for a in accs:
-        out += [f"smmlar {t2}, {a}, {t1}, {t0}", f"add {a}, {t2}, {a}, asr #31"] if sign else \
-            [f"smmlar {a}, {a}, {t1}, {t0}"]
+        out += smmlar_keep_ra(a, t1, t0, t2, sign)
     for a in accs:
         out += clamp_asm(a, act_min, act_max, right or None)
     nxt = list(following or [])
@@ -187,16 +195,11 @@ def _dw_block_requant(yb: int, orow: int, c: int, act_min: int, act_max: int, ri
     store; their registers are free by then (r10, r11, r12, then r2, r3). ``sign`` False (under a fused ReLU):
     no sign terms, ra loaded once."""
     t, ra_r, m_r = _U0, _U1, _V1
-    if sign:
-        out = [f"ldr {ra_r}, {ra}", f"ldr {m_r}, {mult}", f"add {ra_r}, {ra_r}, {t}, asr #31",
-               f"smmlar {t}, {t}, {m_r}, {ra_r}"] + clamp_asm(t, act_min, act_max, right or None)
-        out += [f"ldr {ra_r}, {ra}", f"strb {t}, [{_Y}, #{yb}]"]
-    else:
-        out = [f"ldr {ra_r}, {ra}", f"ldr {m_r}, {mult}", f"smmlar {t}, {t}, {m_r}, {ra_r}"]
-        out += clamp_asm(t, act_min, act_max, right or None) + [f"strb {t}, [{_Y}, #{yb}]"]
+    out = [f"ldr {ra_r}, {ra}", f"ldr {m_r}, {mult}"] + smmlar_asm(t, m_r, ra_r, ra_r, sign)  # ra_r + sign
+    out += clamp_asm(t, act_min, act_max, right or None)
+    out += ([f"ldr {ra_r}, {ra}"] if sign else []) + [f"strb {t}, [{_Y}, #{yb}]"]  # ra again where the sign took it
     for a in (_F, _S2, _V0):
-        out += [f"smmlar {t}, {a}, {m_r}, {ra_r}", f"add {a}, {t}, {a}, asr #31"] if sign else \
-            [f"smmlar {a}, {a}, {m_r}, {ra_r}"]
+        out += smmlar_keep_ra(a, m_r, ra_r, t, sign)
     for a in (_F, _S2, _V0):
         out += clamp_asm(a, act_min, act_max, right or None)
     nxt = list(following)
@@ -225,11 +228,7 @@ def _dw_col2(r: int, xb: int, yb: int, orow: int, act_min: int, act_max: int, ri
            f"smlad {s}, {u1}, {w[2]}, {s}", f"smlabt {s}, {v1}, {w[3]}, {s}",
            f"smlad {s}, {v0}, {w[4]}, {s}", f"smlabt {s}, {f}, {w[5]}, {s}",
            f"ldr {u1}, {ra}", f"ldr {v1}, {mult}"]
-    if sign:
-        out += [f"smmlar {v0}, {u0}, {v1}, {u1}", f"add {u0}, {v0}, {u0}, asr #31",
-                f"smmlar {v0}, {s}, {v1}, {u1}", f"add {s}, {v0}, {s}, asr #31"]
-    else:
-        out += [f"smmlar {u0}, {u0}, {v1}, {u1}", f"smmlar {s}, {s}, {v1}, {u1}"]
+    out += smmlar_keep_ra(u0, v1, u1, v0, sign) + smmlar_keep_ra(s, v1, u1, v0, sign)
     out += clamp_asm(u0, act_min, act_max, right or None) + clamp_asm(s, act_min, act_max, right or None)
     return out + [f"strb {u0}, [{_Y}, #{yb}]"] + list(end) + [f"strb {s}, [{_Y}, #{yb + orow}]"]
 
