@@ -302,8 +302,9 @@ CASES = [  # (kind, shape parameters)
     # an odd last pixel and the layer's odd last row.
     ("depthwise_inplace", dict(h=7, w=5, c=96, one_shift=True)),
     ("depthwise_inplace", dict(h=33, w=25, c=8, scratch=True)),
-    # Stride 2 straight from the NHWC input (dsp_depthwise_asm.dw_direct_asm): no padding (a row's first pair before
-    # its pair loop, odd H and W), and a row of 7 pairs and a last single pixel whose taps leave LDRSB's 4095 (r0 moved)
+    # Stride 2 straight from the NHWC input (dsp_depthwise_direct_asm.dw_direct_asm): no padding (a row's first pair
+    # before its pair loop, odd H and W), and a row of 7 pairs and a last single pixel whose taps leave LDRSB's 4095
+    # (r0 moved)
     ("depthwise_inplace", dict(h=11, w=33, c=8, stride=2, pad=0)),
     ("depthwise_inplace", dict(h=5, w=30, c=48, stride=2)),
     ("depthwise", dict(h=7, w=11, c=8, stride=2)),  # not in place; a last pair and a last row at the right and bottom
@@ -898,14 +899,15 @@ def test_the_scratch_pass_grows_scratch_only_where_the_arena_has_room(failing_ke
 
 
 def test_strided_depthwise_runs_straight_from_the_input(failing_kernels):
-    """dsp_depthwise_asm.dw_direct_asm: a stride-2 layer with smmlar requantization is one function for all its
-    channels reading the NHWC input (no int16 rows, no rows function): its block 7 words a channel plus a start per
-    border class, per right shift one copy of the rows; long rows of like pairs in a loop (the first pair before it),
-    the top row's in a loop of one; a pair after the first takes its column 0's first two values in r3, r9; r0 moved
-    where a pair's taps would leave LDRSB's 4095. On the VWW geometry (24x24x32 -> 12x12) an interior pixel pair is
-    at most 45 estimated M33 cycles (the planar path: 35 for its MACs and 16 for widening its inputs)."""
-    from mcu_gen.backends.generated.dsp_depthwise_asm import (_direct_row, _dw_requant_asm, _direct_unit, dw_direct_block,
-                                                              dw_direct_ok, dw_rights, static_cycles)
+    """dsp_depthwise_direct_asm.dw_direct_asm: a stride-2 layer with smmlar requantization is one function for all
+    its channels reading the NHWC input (no int16 rows, no rows function): its block 7 words a channel plus a start
+    per border class, per right shift one copy of the rows; long rows of like pairs in a loop (the first pair before
+    it), the top row's in a loop of one; a pair after the first takes its column 0's first two values in r3, r9; r0
+    moved where a pair's taps would leave LDRSB's 4095. On the VWW geometry (24x24x32 -> 12x12) an interior pixel
+    pair is at most 45 estimated M33 cycles (the planar path: 35 for its MACs and 16 for widening its inputs)."""
+    from mcu_gen.backends.generated.dsp_depthwise_asm import dw_requant_asm, dw_rights, static_cycles
+    from mcu_gen.backends.generated.dsp_depthwise_direct_asm import (dw_direct_block, dw_direct_ok, dw_direct_row,
+                                                                     dw_direct_unit)
 
     for shape, loop, moved in ((dict(h=20, w=40, c=4, stride=2, scratch=True), True, False),
                                (dict(h=11, w=33, c=8, stride=2, pad=0), True, False),
@@ -923,7 +925,7 @@ def test_strided_depthwise_runs_straight_from_the_input(failing_kernels):
             assert f".L{'r'}_{l.name}_direct_{r}:" in src and f"ssat r10, #8, r10, asr #{r}" in src, (shape, r)
         assert (f".Lu_{l.name}_direct_" in src) == (loop or l.ow // 2 > 2), shape  # pair loops (the top row's too)
         assert "smlabb r10, r3, r4, r10" in src or "smlabt r10, r3, r4, r10" in src, shape  # a carried column 0
-        seq, _ = _direct_row(l, l.classes()[0][-1], 16)
+        seq, _ = dw_direct_row(l, l.classes()[0][-1], 16)
         # r0 moved up to a pair whose taps would pass 4095 from it (not only up to a loop)
         assert any(a[0] == "adjust" and b[0] == "unit" for a, b in zip(seq, seq[1:])) == moved, seq
 
@@ -931,10 +933,10 @@ def test_strided_depthwise_runs_straight_from_the_input(failing_kernels):
     p, _ = case_program("depthwise_inplace", dict(h=24, w=24, c=32, stride=2))
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     l = gen.layers[0]
-    seq, _ = _direct_row(l, 1, 16)
+    seq, _ = dw_direct_row(l, 1, 16)
     units = [i for i in seq if i[0] == "unit"]
     _, ky, cols, starts, base = units[2]
-    lead, body = _direct_unit(l, ky, cols, base, starts, True, True)
-    pair = body + _dw_requant_asm(l.c, True, -128, 127, 8, lead)  # VWW's layers: the full int8 range
+    lead, body = dw_direct_unit(l, ky, cols, base, starts, True, True)
+    pair = body + dw_requant_asm(l.c, True, -128, 127, 8, lead)  # VWW's layers: the full int8 range
     assert sum(i.startswith("ldrsb") for i in pair) == 13 and sum(i.startswith("smlab") for i in pair) == 18
     assert static_cycles(pair) <= 45, static_cycles(pair)

@@ -1,17 +1,17 @@
 """The DSP cores' generated kernels (Cortex-M33, M4): per layer the values of its template in
 templates/generated/dsp_*.cpp.j2 (register-blocked SMLAD GEMMs, the smmlar GEMM in assembly, depthwise
 3x3, the add by tables): constant tables, sizes; and ``generate``, which writes the whole
-generated_kernels.cpp of a program. The instruction sequences are dsp_gemm_asm.py's (the smmlar GEMM) and
-dsp_depthwise_asm.py's (the planar depthwise rows, the stride-2 layers straight from the input); where a layer's
-per-call buffers go, dsp_work.py's."""
+generated_kernels.cpp of a program. The instruction sequences are dsp_gemm_asm.py's (the smmlar GEMM),
+dsp_depthwise_asm.py's (the planar depthwise rows) and dsp_depthwise_direct_asm.py's (the stride-2 depthwise layers
+straight from the input); where a layer's per-call buffers go, dsp_work.py's."""
 from __future__ import annotations
 
 import numpy as np
 
 from mcu_gen.backends.generated.dsp_conv_cols import cols_fn_name, cols_fn_sig, cols_work, gemm_cols_asm_body
-from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_blocks, dw_direct_asm,
-                                                           dw_direct_block, dw_direct_ok, dw_plane, dw_rights,
+from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_blocks, dw_plane, dw_rights,
                                                            dw_rows_asm, dw_window)
+from mcu_gen.backends.generated.dsp_depthwise_direct_asm import dw_direct_asm, dw_direct_block, dw_direct_ok
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
 from mcu_gen.backends.generated.dsp_work import (call_kind, calls_pairs, inplace_direct, layer_work,
                                                  pre_order, quads_only, stem_chunk)
