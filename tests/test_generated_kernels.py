@@ -308,6 +308,23 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=11, w=33, c=8, stride=2, pad=0)),
     ("depthwise_inplace", dict(h=5, w=30, c=48, stride=2)),
     ("depthwise", dict(h=7, w=11, c=8, stride=2)),  # not in place; a last pair and a last row at the right and bottom
+    # Channels not a multiple of 4: the planar paths (one channel at a time; dsp_depthwise_asm.dw_plane), the NHWC one
+    # (words of 4 channels) never: stride 1 rows in assembly, stride 2 straight from the input, in place whole in the
+    # buffer, rows sliding through the scratch, a left shift (requant_any, C++), no padding, one channel, rows of 1 and
+    # 2 pixels, rows too wide for DW_WINDOW_STACK_BYTES (three on the stack: DW_ODD_STACK_BYTES)
+    ("depthwise", dict(h=6, w=5, c=3)),
+    ("depthwise_inplace", dict(h=7, w=6, c=9, stride=2)),
+    ("depthwise_inplace", dict(h=6, w=6, c=13)),
+    ("depthwise", dict(h=9, w=9, c=6, stride=2)),
+    ("depthwise", dict(h=6, w=7, c=5, pad=0)),
+    ("depthwise_inplace", dict(h=20, w=30, c=3, scratch=True)),
+    ("depthwise_inplace", dict(h=15, w=17, c=10, stride=2, scratch=True)),
+    ("depthwise_left", dict(h=5, w=6, c=7)),
+    ("depthwise", dict(h=6, w=7, c=1)),
+    ("depthwise_inplace", dict(h=6, w=2, c=17)),
+    ("depthwise", dict(h=7, w=1, c=11)),
+    ("depthwise", dict(h=4, w=100, c=3)),
+    ("depthwise", dict(h=5, w=101, c=2, stride=2)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     # Windows widened as they are gathered (dsp_work.pre_widened, K < 36; conv_stream_widened): an odd last window
@@ -366,6 +383,8 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace_relu", dict(h=9, w=9, c=12, stride=2)),
     ("depthwise_inplace_relu", dict(h=7, w=5, c=96, one_shift=True)),
     ("depthwise_relu", dict(h=25, w=5, c=64)),
+    ("depthwise_inplace_relu", dict(h=7, w=5, c=15)),
+    ("depthwise_relu", dict(h=9, w=7, c=9, stride=2)),
 ]
 
 
@@ -577,6 +596,20 @@ def test_not_covered_layers_are_named():
     p = pointwise_program(rng, 2, 2, 6, 8)  # 6 input channels: not a multiple of 4
     layers, skipped = generated.eligible(p)
     assert layers == [] and "multiples of 4" in skipped[0][2]
+
+
+def test_odd_channel_depthwise_without_a_planar_path_is_named():
+    """A depthwise layer whose channel count is not a multiple of 4 runs planar (one channel at a time) on the DSP
+    cores, the NHWC path reading words of 4 channels; where no planar path takes it (stride 3, rows whose three int16
+    copies pass DW_ODD_STACK_BYTES) it stays on the library kernel, the reason naming its channel count."""
+    rng = np.random.default_rng(2)
+    assert len(generated.eligible(depthwise_program(rng, 5, 6, 7))[0]) == 1
+    for p, c, why in ((depthwise_program(rng, 7, 7, 3, stride=3), 3, "stride 3"),
+                      (depthwise_program(rng, 4, 800, 5), 5, "rows of 800 pixels")):
+        layers, skipped = generated.eligible(p)
+        assert layers == [] and f"{c} channels (not a multiple of 4)" in skipped[0][2] and why in skipped[0][2], skipped
+    layers, _ = generated.eligible(depthwise_program(rng, 4, 800, 8))  # a multiple of 4: the NHWC path
+    assert len(layers) == 1
 
 
 def test_packed_weight_order():

@@ -111,6 +111,23 @@ def cases(rng):
         ("depthwise 7x5x16, ReLU of an offset of -128", relu_full(depthwise_program(rng, 7, 5, 16)), "fast"),
         ("pointwise 3x3 40->8, ReLU of an offset of -128",
          relu_full(pointwise_program(rng, 3, 3, 40, 8, left_shift=False)), "fast"),
+        # Channels not a multiple of 4 (depthwise3x3_part): a last group of 1 to 3 channels stored predicated, passes
+        # of fewer channels than all (a last pass of the rest), the scalar and vector requantizations, a ReLU
+        ("depthwise 6x5x3", depthwise_program(rng, 6, 5, 3), "fast"),
+        ("depthwise 7x6x9 stride 2", depthwise_program(rng, 7, 6, 9, stride=2), "fast"),
+        ("depthwise 6x6x13", depthwise_program(rng, 6, 6, 13), "fast"),
+        ("depthwise 9x9x6 stride 2", depthwise_program(rng, 9, 9, 6, stride=2), "fast"),
+        ("depthwise 6x7x5 padding 0", depthwise_program(rng, 6, 7, 5, pad=0), "fast"),
+        ("depthwise 5x6x7, left shift", depthwise_program(rng, 5, 6, 7, left_shift=True), "vector"),
+        ("depthwise 5x40x17 (a pass of 16 channels, then one of 1)", depthwise_program(rng, 5, 40, 17), "fast"),
+        ("depthwise 3x4x131 (passes of 112 and 19 channels, pixels 131 bytes apart)",
+         depthwise_program(rng, 3, 4, 131), "fast"),
+        ("depthwise 26x5x10 (in place: a stack ring of all 10 channels, the scratch holding 4)",
+         depthwise_program(rng, 26, 5, 10), "fast"),
+        ("depthwise 40x6x17 (in place: passes of 8 channels through the scratch, then one of 1)",
+         depthwise_program(rng, 40, 6, 17), "fast"),
+        ("depthwise 7x5x15, ReLU", with_relu(depthwise_program(rng, 7, 5, 15)), "fast"),
+        ("depthwise 6x5x1", depthwise_program(rng, 6, 5, 1), "fast"),
     ]
 
 
@@ -158,6 +175,11 @@ def test_ring_plan():
     assert plan(6, 5, 4, 90) == (4, True)  # all channels
     assert plan(9, 30, 8, 384) == (4, True)  # a stack ring of 8 channels would take 768 bytes: the scratch
     assert generated_mve.ring_plan(L(w=5, pad_w=1, c=64, inplace_ok=False, scratch_bytes=0)) == (64, False)
+    # channels not a multiple of 4: groups of any multiple of 4 (the last pass the rest), all of them rounded up to 4
+    assert generated_mve.ring_plan(L(w=5, pad_w=1, c=17, inplace_ok=False, scratch_bytes=0)) == (20, False)
+    assert generated_mve.ring_plan(L(w=40, pad_w=1, c=17, inplace_ok=False, scratch_bytes=0)) == (16, False)
+    assert plan(26, 5, 10, 130) == (12, False)  # the scratch holds 4 channels; 252 bytes of stack hold all 10
+    assert plan(40, 6, 17, 240) == (8, True)  # passes of 8, 8 and 1 channels in the scratch
 
 
 def test_requant_mode():

@@ -90,13 +90,16 @@ def ring_plan(l) -> tuple | None:
     RING_STACK_SMALL bytes holds more: the stack. Every pass over the rows costs a ring fill and
     loop overhead per row (KWS's 25x5x64 layers: 16 passes of 4 channels vs 4 of 16 channels for
     336 bytes of stack: 1.28 M -> 1.24 M estimated cycles on the M55; the image's reserved stack
-    is unchanged, its deepest call path is elsewhere)."""
+    is unchanged, its deepest call path is elsewhere).
+    A channel count C not a multiple of 4 (depthwise3x3_part, kernels_generated/mve_dw_odd.h): any multiple of 4
+    up to C rounded up to 4 (the last pass takes the rest), the largest that fits."""
     row = l.w + 2 * l.pad_w
-    groups = [g for g in range(l.c, 3, -1) if l.c % g == 0 and g % 4 == 0]
+    c4 = (l.c + 3) // 4 * 4
+    groups = [g for g in range(c4, 3, -1) if g % 4 == 0 and (l.c % g == 0 or l.c % 4 != 0)]
     scratch = None
     if l.inplace_ok and l.scratch_bytes:
         scratch = next((g for g in groups if 3 * row * g <= l.scratch_bytes), None)
-    if scratch is not None and (scratch > 4 or scratch == l.c):
+    if scratch is not None and (scratch > 4 or scratch == c4):
         return scratch, True
     small = next((g for g in groups if 3 * row * g <= RING_STACK_SMALL), None)
     if scratch is not None:
@@ -133,9 +136,11 @@ class MveLayer:
         return (self.src.k + 15) // 16 if self.kind != "depthwise3x3" else 0
 
     def packed_weights(self) -> np.ndarray:
-        if self.kind == "depthwise3x3":  # per group of 4 channels, per tap, the group's 4 weights
-            c = self.src.c
-            w = self.src.weights.astype(np.int8).reshape(9, c // 4, 4).transpose(1, 0, 2)
+        if self.kind == "depthwise3x3":  # per group of 4 channels (zero channels pad the last), per tap, its 4 weights
+            c, c4 = self.src.c, (self.src.c + 3) // 4 * 4
+            w = np.zeros((9, c4), np.int8)
+            w[:, :c] = self.src.weights.astype(np.int8).reshape(9, c)
+            w = w.reshape(9, c4 // 4, 4).transpose(1, 0, 2)
             return np.ascontiguousarray(w).reshape(-1)
         return pack_gemm_weights(self.src.weights)
 
@@ -199,7 +204,7 @@ def eligible(program: Program):
             continue
         ring = ring_plan(l) if l.kind == "depthwise3x3" else None
         if l.kind == "depthwise3x3" and ring is None:
-            skipped.append((l.instruction, l.op, f"a ring of 3 input rows of 4 channels takes "
+            skipped.append((l.instruction, l.op, f"{l.c} channels: a ring of 3 input rows of 4 of them takes "
                             f"{12 * (l.w + 2 * l.pad_w)} bytes (> {RING_STACK_BYTES} of stack)"))
             continue
         layers.append(MveLayer(src=l, mode=requant_mode(l.mults, l.shifts, l.acc_bound()), ring=ring))

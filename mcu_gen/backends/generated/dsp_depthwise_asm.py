@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm, smmlar_asm
-from mcu_gen.backends.generated.layers import DepthwiseLayer
+from mcu_gen.backends.generated.layers import INPLACE_GROUP_BYTES, DepthwiseLayer
 
 
 DW_WINDOW_STACK_BYTES = 528  # an in-place depthwise layer's window of rows on the stack (KWS's 26 rows of 5 x 4)
@@ -34,6 +34,10 @@ def dw_window(l: DepthwiseLayer) -> tuple:
 
 DW_PLANE_MIN_W = 3
 DW_PLANE_STRIDES = (1, 2)
+# A layer whose channel count is not a multiple of 4 has no NHWC path (dw_pixels reads words of 4 channels): where
+# DW_WINDOW_STACK_BYTES holds fewer than three of its planar rows, three rows on the stack up to this many bytes (the
+# NHWC in-place window's INPLACE_GROUP_BYTES); rows under DW_PLANE_MIN_W pixels planar too.
+DW_ODD_STACK_BYTES = INPLACE_GROUP_BYTES
 
 
 def dw_plane(l: DepthwiseLayer) -> tuple | None:
@@ -43,8 +47,10 @@ def dw_plane(l: DepthwiseLayer) -> tuple | None:
     scratch tensor (argument 13) or DW_WINDOW_STACK_BYTES of stack hold, the more rows the better, the
     scratch on a tie. None (the NHWC path, dw_pixels) where neither holds three rows, for strides other than
     1 and 2 and for rows under DW_PLANE_MIN_W pixels (VWW's 3x3x256 layer: 60.1 k instructions planar,
-    61.3 k NHWC)."""
-    if l.stride not in DW_PLANE_STRIDES or l.w < DW_PLANE_MIN_W or not -32768 <= -l.in_offset < 32768:
+    61.3 k NHWC). Channels not a multiple of 4 (no NHWC path): any width, and three rows in up to
+    DW_ODD_STACK_BYTES of stack where neither holds three."""
+    odd = l.c % 4 != 0
+    if l.stride not in DW_PLANE_STRIDES or (l.w < DW_PLANE_MIN_W and not odd) or not -32768 <= -l.in_offset < 32768:
         return None
     row = max(l.pad_w + l.w, l.ow + l.ow % 2 + 2 if l.stride == 1 else 2 * l.ow + 2)
     row += row % 2
@@ -55,6 +61,8 @@ def dw_plane(l: DepthwiseLayer) -> tuple | None:
         return in_scratch, 13, row
     if on_stack >= 3:
         return on_stack, None, row
+    if odd and 3 * 2 * row <= DW_ODD_STACK_BYTES:
+        return 3, None, row
     return None
 
 

@@ -122,7 +122,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     v.update(c=l.c, h=l.h, w=l.w, oh=l.oh, ow=l.ow, stride=l.stride, pad_h=l.pad_h, pad_w=l.pad_w,
              weight_bytes=f"{l.weight_bytes:,}", doubled=scale == 2, row_taps=str(ru), col_taps=str(cu),
              weights=table("uint32_t", f"{pre}Weights", l.packed_weights().astype(np.int64) * scale, per_line=8,
-                           align=8, fmt="pair"),
+                           align=8, fmt="pair") if l.c % 4 == 0 else None,  # the NHWC path's (whole groups of 4)
              init=table("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
              inplace=l.inplace_ok,
              xs=4 * win[2] if l.inplace_ok else l.c, groups=win[2] if l.inplace_ok else l.c // 4,
@@ -164,6 +164,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
         return render("generated/dsp_depthwise_layer.cpp.j2", **v)
     # the input rows at a fixed distance (not in place, or a window that holds the whole input: DwWindow::kWhole):
     # one dw_pixels call per run of rows and columns of one border class
+    assert l.c % 4 == 0, "dw_pixels reads words of 4 channels (match._depthwise: planar or rejected)"
     v["linear_rows"] = not l.inplace_ok or win_rows >= l.h + l.pad_h
     extra = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else []
     v.update(win_rows=win_rows, ring_arg=ring, bound=bound(l, 0, 14, ring),

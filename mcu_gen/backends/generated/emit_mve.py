@@ -11,6 +11,9 @@ from mcu_gen.paths import KERNELS_GENERATED
 
 # The static C++ every generated MVE file starts with: kernels_generated/mve_prelude.h.
 PRELUDE = (KERNELS_GENERATED / "mve_prelude.h").read_text(encoding="utf-8")
+# The depthwise layers whose channel count is not a multiple of 4 (depthwise3x3_part): kernels_generated/mve_dw_odd.h,
+# in a file only where a layer has one.
+DW_PART_SOURCE = (KERNELS_GENERATED / "mve_dw_odd.h").read_text(encoding="utf-8")
 CHECKS_MARKER = "// Load-time checks"
 
 
@@ -238,6 +241,7 @@ def _layer_source(l) -> tuple:
         g, in_scratch = l.ring
         ring_bytes = 3 * (s.w + 2 * s.pad_w) * g
         v.update(_requant_tables(pre, l, l.depthwise_init()), helper=f"Dw{g}_{s.stride}_{s.c}", g=g, ring_bytes=ring_bytes,
+                 dw_fn="depthwise3x3" if s.c % 4 == 0 else "depthwise3x3_part",
                  stack_ring=not in_scratch, h=s.h, w=s.w, c=s.c, oh=s.oh, ow=s.ow, stride=s.stride,
                  pad_h=s.pad_h, pad_w=s.pad_w, zero_point=-s.in_offset,
                  what=(f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
@@ -305,6 +309,7 @@ def source(layers, by_op: dict, g) -> str:
         else:
             nk, tail = (int(v) for v in helper[3:].split("_"))
             helpers[helper] = mac_struct(nk, tail)
-    parts = [PRELUDE, emit_dsp.ROWS_SOURCE, *helpers.values(), checks_source(), *bodies]
+    part = [DW_PART_SOURCE] if any(l.kind == "depthwise3x3" and l.src.c % 4 for l in layers) else []
+    parts = [PRELUDE, emit_dsp.ROWS_SOURCE, *helpers.values(), *part, checks_source(), *bodies]
     parts += hooks.prepare_hooks_source(layers, by_op, g)
     return "\n".join(parts)

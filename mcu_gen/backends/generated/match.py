@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 
+from mcu_gen.backends.generated.dsp_depthwise_asm import DW_ODD_STACK_BYTES, dw_plane
 from mcu_gen.backends.generated.exactness import wrap32
 from mcu_gen.backends.generated.layers import (ADD_OPS, ADD_TABLE_STACK_BYTES, CONV_ROWS_INPLACE, CONV_SCRATCH_ARG,
                                                DEPTHWISE_OPS, INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, POINTWISE_OPS, AddLayer,
@@ -260,8 +261,8 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     pad = pad * 2 if len(pad) == 1 else pad
     if stride[0] != stride[1] or any(int(d) != 1 for d in dil) or int(_s(program, a[6])) != 1:
         return "unequal strides, dilation or depth multiplier"
-    if not all(0 <= int(p) <= 1 for p in pad) or c % 4 or n_ != 1:
-        return "padding > 1, channels not a multiple of 4, or batch > 1"
+    if not all(0 <= int(p) <= 1 for p in pad) or n_ != 1:
+        return "padding > 1 or batch > 1"
     s_ = int(stride[0])
     oh, ow = (h + 2 * int(pad[0]) - 3) // s_ + 1, (wd + 2 * int(pad[1]) - 3) // s_ + 1
     if tuple(out.shape) != (1, c, oh, ow):
@@ -284,16 +285,21 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     b = np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else np.zeros(c, np.int64)
     scratch = _t(program, a[13]) if inplace else None
     scratch_bytes = scratch.nbytes if scratch is not None and scratch.dtype == "int8" and len(scratch.shape) == 1 else 0
-    if isa == "dsp" and inplace and scratch_bytes < 3 * wd * 4 and 3 * wd * 4 > INPLACE_GROUP_BYTES:
+    if (isa == "dsp" and inplace and c % 4 == 0 and scratch_bytes < 3 * wd * 4
+            and 3 * wd * 4 > INPLACE_GROUP_BYTES):
         return f"in place with a window of {3 * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack and the scratch)"
     if scratch_bytes:
         checks.append(_tensor_check(13, scratch))
-    return DepthwiseLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, h=h, w=wd, c=c, oh=oh, ow=ow, stride=s_,
-                          pad_h=int(pad[0]), pad_w=int(pad[1]),
-                          weights=np.asarray(w.data, np.int64).reshape(9, c).astype(np.int16), bias=b,
-                          in_offset=in_off, mults=mults.astype(np.int32), shifts=shifts.astype(np.int32),
-                          out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace,
-                          scratch_bytes=scratch_bytes)
+    layer = DepthwiseLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, h=h, w=wd, c=c, oh=oh, ow=ow, stride=s_,
+                           pad_h=int(pad[0]), pad_w=int(pad[1]),
+                           weights=np.asarray(w.data, np.int64).reshape(9, c).astype(np.int16), bias=b,
+                           in_offset=in_off, mults=mults.astype(np.int32), shifts=shifts.astype(np.int32),
+                           out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace,
+                           scratch_bytes=scratch_bytes)
+    if isa == "dsp" and c % 4 and dw_plane(layer) is None:  # the NHWC path (dw_pixels) reads words of 4 channels
+        return (f"{c} channels (not a multiple of 4) and no planar path: stride {s_}, or rows of {wd} pixels whose "
+                f"int16 copies take more than {DW_ODD_STACK_BYTES} bytes of stack for three and the scratch")
+    return layer
 
 
 def _add(program: Program, idx: int, ins) -> AddLayer | str:
