@@ -256,6 +256,10 @@ CASES = [  # (kind, shape parameters)
     ("pointwise", dict(h=5, w=5, cin=16, cout=8)),  # 25 pixels: odd, a 1-row tail
     ("pointwise", dict(h=2, w=3, cin=4, cout=12)),
     ("pointwise", dict(h=25, w=5, cin=64, cout=64)),  # KWS DS-CNN
+    # Input channels not a multiple of 4 (output channels one): the convolution's windows, K padded with zeros
+    ("pointwise", dict(h=5, w=4, cin=6, cout=8)),
+    ("pointwise", dict(h=3, w=7, cin=3, cout=16)),
+    ("pointwise_relu", dict(h=4, w=5, cin=17, cout=20)),
     ("pointwise_right", dict(h=7, w=3, cin=12, cout=20)),  # right shifts only: requant_right
     ("pointwise_inplace", dict(h=3, w=5, cin=32, cout=32)),
     ("pointwise_inplace", dict(h=4, w=3, cin=24, cout=8)),

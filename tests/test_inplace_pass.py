@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from mcu_gen.firmware import builder
 from mcu_gen.plan import check, inplace_pass, planner
+from mcu_gen.program.ir import Instruction, Program
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_planner import FAKE, chain_program, graphs  # noqa: E402
@@ -75,7 +76,9 @@ def test_the_pass_keeps_in_place_only_when_it_helps():
     assert q.meta["inplace"] == [] and q.arena_size > p.arena_size
 
 
-def test_a_refused_variant_is_left_out_and_the_pass_chooses_again():
+def test_a_refusal_that_costs_arena_bytes_is_not_taken():
+    """Refusing either in-place step of the chain would make the arena larger: both variants stay (the default
+    build's RAM within the library build's, issue 25), though the build was asked about each, one at a time."""
     p, x, y, z = chain_program()
     for ins in p.instructions:
         ins.op = "t::ew.out"
@@ -86,7 +89,22 @@ def test_a_refused_variant_is_left_out_and_the_pass_chooses_again():
         return True  # the build would rather not run t::ew.out in place anywhere
 
     inplace_pass.plan_memory(p, available=FAKE, refuse=refuse)
-    assert asked and p.meta["inplace"] == []
+    assert sorted(set(asked)) == [(0, "t::ew.out"), (1, "t::ew.out")]
+    assert p.meta["inplace"] == [[0, y, x], [1, z, y]]
+
+
+def test_a_refusal_that_costs_nothing_is_taken_at_its_step_only():
+    """x -> b (64 floats, in place: the peak) -> s (4 floats) -> t (in place, off the peak): refusing step 2
+    costs no arena byte and is taken; refusing step 0 would (512 B instead of 272 B) and is not."""
+    p = Program()
+    x, b, s, t = (p.add_tensor((n,), "float32") for n in (64, 64, 4, 4))
+    p.inputs.append(x)
+    p.outputs.append(t)
+    p.instructions += [Instruction("t::ew.out", [x, x, b, b]), Instruction("t::op.out", [b, b, s, s]),
+                       Instruction("t::ew.out", [s, s, t, t])]
+    inplace_pass.plan_memory(p, available=FAKE, refuse=lambda program, step, op: True)
+    assert p.meta["inplace"] == [[0, b, x]]
+    assert p.arena_size == 272
 
 
 def test_check_plan_computes_lifetimes_itself(monkeypatch):
@@ -126,8 +144,10 @@ def test_a_build_plans_once(monkeypatch, tmp_path):
 
 def test_the_build_leaves_out_a_variant_the_generated_kernels_do_not_take():
     """A 4x400 depthwise layer: in place, its window of rows (4,800 B) is neither on the stack nor in
-    the variant's scratch, so the generated DSP kernels take only the base operator's form. The build's
-    refusal makes the pass keep the base operator (and its arena) rather than plan the variant and undo it."""
+    the variant's scratch, so the generated DSP kernels take only the base operator's form. The build
+    refuses the variant there, but leaving it out would make the arena larger than the library build's
+    (issue 25): the variant (and its portable kernel) stays. A refusal that costs no byte is taken:
+    test_a_refusal_that_costs_nothing_is_taken_at_its_step_only."""
     import numpy as np
     from test_generated_kernels import depthwise_program
 
@@ -139,5 +159,5 @@ def test_the_build_leaves_out_a_variant_the_generated_kernels_do_not_take():
     assert free.instructions[0].op != base and free.meta["inplace"]  # the pass alone takes the variant
     assert refuse(free, 0, free.instructions[0].op)
     kept = inplace_pass.plan_memory(depthwise_program(np.random.default_rng(0), 4, 400, 8), refuse=refuse)
-    assert kept.instructions[0].op == base and kept.meta["inplace"] == []
+    assert kept.instructions[0].op != base and kept.meta["inplace"] and kept.arena_size == free.arena_size
     assert builder.variant_refusal(get_board("mps2-an505"), "library") is None

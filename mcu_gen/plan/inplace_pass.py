@@ -31,9 +31,9 @@ class InPlacePair:
     scratch: tuple | None = None
 
 
-def find_inplace(program: Program, iv: dict, available: dict) -> list:
+def find_inplace(program: Program, iv: dict, available: dict, skip=frozenset()) -> list:
     """The in-place opportunities of a program, one per instruction at most, in step order
-    (never over or into a concatenation output that holds slices)."""
+    (never over or into a concatenation output that holds slices); none of ``skip``'s (step, variant op)."""
     aliases = planner.links(program)
     outputs = {planner.alias_root(aliases, v) for v in program.outputs}
     states = {planner.alias_root(aliases, v) for v in program.states}
@@ -43,6 +43,8 @@ def find_inplace(program: Program, iv: dict, available: dict) -> list:
     pairs = []
     for step, ins in enumerate(program.instructions):
         for kernel, ip in inplace_rules.options(program, ins, available):
+            if (step, kernel.op) in skip:
+                continue
             o = inplace_rules.out_value(ins, kernel.signature)
             ro, ri = planner.alias_root(aliases, o), planner.alias_root(aliases, ins.args[ip.arg])
             if (ro == ri or ro not in iv or ri not in iv or ri in outputs or ro in sliced or ri in sliced
@@ -87,26 +89,39 @@ def choose(program: Program, available: dict, node_limit=None, fixed=None, reser
     its concatenations): the layout with in-place where that makes the arena smaller, else the
     layout without. ``refuse(program, step, kernel_op)``, asked on the program with the pairs applied:
     True where the build would rather not run that variant kernel there (the generated kernels take
-    the base operator's layer but not the variant's); such a variant is then left out everywhere and
-    the pass chooses again without it."""
+    the base operator's layer but not the variant's). The variant is then left out at that step, one
+    step at a time and only where that does not make the arena larger than with every variant taken (the
+    default build's RAM stays within the library build's: there the variant and its portable kernel stay);
+    other layers keep their variants."""
     program.meta["inplace"] = []
     plain = planner.layout(program, node_limit, fixed, reserve)
-    kernels = dict(available)
+    skip, kept, lean, trial = set(), set(), None, None
     while True:
-        pairs = find_inplace(program, planner.lifetimes(program), kernels)
-        if not pairs:
-            return plain
+        pairs = find_inplace(program, planner.lifetimes(program), available, skip)
         before = planner.snapshot(program)
-        apply_inplace(program, pairs)
-        lay = planner.layout(program, node_limit, fixed, reserve)
-        if lay.placement.top >= plain.placement.top:  # no gain: keep the program as it was
-            planner.restore(program, before)
-            return plain
-        refused = {p.kernel_op for p in pairs if refuse is not None and refuse(program, p.step, p.kernel_op)}
+        lay = plain
+        if pairs:
+            apply_inplace(program, pairs)
+            lay = planner.layout(program, node_limit, fixed, reserve)
+            if lay.placement.top >= plain.placement.top:  # no gain: the program as it was
+                planner.restore(program, before)
+                lay, pairs = plain, []
+        if lean is None:
+            lean = lay.placement.top
+        if trial is not None and lay.placement.top > lean:  # that refusal costs arena bytes: keep the variant
+            if pairs:
+                planner.restore(program, before)
+            skip.discard(trial)
+            kept.add(trial)
+            trial = None
+            continue
+        refused = sorted((p.step, p.kernel_op) for p in pairs if refuse is not None and (p.step, p.kernel_op)
+                         not in kept and refuse(program, p.step, p.kernel_op))
         if not refused:
-            return replace(lay, layer_bound=plain.layer_bound)  # the layer bound counts no in-place
+            return replace(lay, layer_bound=plain.layer_bound) if pairs else lay  # the bound counts no in-place
         planner.restore(program, before)
-        kernels = {op: k for op, k in kernels.items() if op not in refused}
+        trial = refused[0]
+        skip.add(trial)
 
 
 def pass_for(available=None, allow_inplace: bool = True, refuse=None):

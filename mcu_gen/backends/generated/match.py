@@ -108,6 +108,8 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
     if ((kh, kw) != (1, 1) or list(stride) not in ([1], [1, 1]) or any(int(p) != 0 for p in pad)
             or ins.op == CONV_ROWS_INPLACE):
         return _conv(program, idx, ins)
+    if cin % 4 and not cout % 4 and ins.op == POINTWISE_OPS[0]:
+        return _conv(program, idx, ins)  # the convolution's windows pad K to a multiple of 4
     if cin % 4 or cout % 4:
         return f"channels {cin}->{cout} not multiples of 4"
     if cin > MAX_K:
