@@ -597,9 +597,11 @@ def test_a_scratch_tensor_other_than_planned_reaches_the_library_kernel(failing_
 
 def test_not_covered_layers_are_named():
     rng = np.random.default_rng(1)
-    p = pointwise_program(rng, 2, 2, 6, 8)  # 6 input channels: not a multiple of 4
+    p = pointwise_program(rng, 2, 2, 6, 10)  # 10 output channels: not a multiple of 4
     layers, skipped = generated.eligible(p)
-    assert layers == [] and "multiples of 4" in skipped[0][2]
+    assert layers == [] and "channels 6->10 not multiples of 4" in skipped[0][2]
+    layers, skipped = generated.eligible(pointwise_program(rng, 2, 2, 6, 8))  # 6 inputs: the convolution's windows
+    assert [l.kind for l in layers] == ["conv"] and skipped == []
 
 
 def test_odd_channel_depthwise_without_a_planar_path_is_named():
