@@ -77,7 +77,10 @@ def requant_mode(mults, shifts, acc_bound) -> str:
     return "vector" if bool(np.all(ok)) else "scalar"
 
 
-RING_STACK_BYTES = 2048  # stack for a depthwise layer's ring of input rows (when no scratch tensor holds it)
+# Stack for a depthwise layer's ring of input rows where no scratch tensor holds it: the DSP planar rows' budget
+# (dsp_depthwise_asm.DW_WINDOW_STACK_BYTES). It was 2,048 B: random networks' M55 images then took up to 704 B
+# more stack than their library builds (bench/sweep_random_cnn.py --ram, seeds 16 and 19), against issue 25.
+RING_STACK_BYTES = 528
 RING_STACK_SMALL = 384  # a stack ring this small is taken over a scratch ring of only 4 channels
 
 
