@@ -7,21 +7,6 @@
 // store: in place, the bytes past a pixel's channels are the next pixel's input). In place it is safe as
 // depthwise3x3: a pass writes only its own channels, of pixels whose input rows are in the ring already (so the
 // passes may run in any order: the pass of the rest first).
-template <int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kN, int32_t kPadW, int8_t kZeroPoint>
-MCU_MVE_INLINE void ring_row_part(const int8_t* in, int32_t iy, int32_t c0, int8_t* row) {
-  constexpr int32_t kPad = kPadW * kG;
-  if (iy < 0 || iy >= kH) {
-    memset(row, kZeroPoint, (kW + 2 * kPadW) * kG);
-    return;
-  }
-  const int8_t* src = in + iy * kW * kC + c0;
-  for (int32_t x = 0; x < kW; ++x) memcpy(row + kPad + x * kG, src + x * kC, kN);
-  if (kPadW) {
-    memset(row, kZeroPoint, kPad);
-    memset(row + kPad + kW * kG, kZeroPoint, kPad);
-  }
-}
-
 // One pass: channels c0..c0 + kN - 1 (kN <= kG) through the ring.
 template <class Dw, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kN, int32_t kOH, int32_t kOW,
           int32_t kStride, int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin,
@@ -35,7 +20,7 @@ void depthwise3x3_pass(const int8_t* in, int8_t* out, int8_t* ring, const int8_t
     const int32_t iy0 = oy * kStride - kPadH;
     if (next < iy0) next = iy0;
     for (; next <= iy0 + 2; ++next) {
-      ring_row_part<kH, kW, kC, kG, kN, kPadW, kZeroPoint>(in, next, c0, ring + ring_slot(next) * kRow);
+      ring_row<kH, kW, kC, kG, kN, kPadW, kZeroPoint>(in, next, c0, ring + ring_slot(next) * kRow);
     }
     const int8_t* r0 = ring + ring_slot(iy0) * kRow;
     const int8_t* r1 = ring + ring_slot(iy0 + 1) * kRow;

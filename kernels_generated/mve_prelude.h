@@ -309,10 +309,10 @@ void conv_patches(Rows rows, int8_t* out, const int8_t* weights, Requant q) {
 // the ring or not yet written, and it writes only its own group's bytes.
 MCU_MVE_INLINE int32_t ring_slot(int32_t iy) { return (iy + 3) % 3; }  // iy >= -1 (padding <= 1)
 
-// Input row iy, channels c0..c0 + kG - 1, into a ring row (all zero point outside the input). The
-// padding columns are written after the copy: GCC 12 takes a predicated MVE store for a store of
-// all 16 bytes and may drop a fill that such a store seems to overwrite.
-template <int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kPadW, int8_t kZeroPoint>
+// Input row iy, channels c0..c0 + kN - 1 (kN <= kG; kG bytes a ring pixel), into a ring row (all zero point
+// outside the input). The padding columns are written after the copy: GCC 12 takes a predicated MVE store for a
+// store of all 16 bytes and may drop a fill that such a store seems to overwrite.
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kN, int32_t kPadW, int8_t kZeroPoint>
 MCU_MVE_INLINE void ring_row(const int8_t* in, int32_t iy, int32_t c0, int8_t* row) {
   constexpr int32_t kPad = kPadW * kG;
   if (iy < 0 || iy >= kH) {
@@ -320,10 +320,10 @@ MCU_MVE_INLINE void ring_row(const int8_t* in, int32_t iy, int32_t c0, int8_t* r
     return;
   }
   const int8_t* src = in + iy * kW * kC + c0;
-  if (kG == kC) {
+  if (kG == kC && kN == kG) {
     copy_bytes(row + kPad, src, kW * kC);
   } else {
-    for (int32_t x = 0; x < kW; ++x) memcpy(row + kPad + x * kG, src + x * kC, kG);
+    for (int32_t x = 0; x < kW; ++x) memcpy(row + kPad + x * kG, src + x * kC, kN);
   }
   if (kPadW) {
     memset(row, kZeroPoint, kPad);
@@ -342,7 +342,7 @@ void depthwise3x3(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* wei
       const int32_t iy0 = oy * kStride - kPadH;
       if (next < iy0) next = iy0;
       for (; next <= iy0 + 2; ++next) {
-        ring_row<kH, kW, kC, kG, kPadW, kZeroPoint>(in, next, c0, ring + ring_slot(next) * kRow);
+        ring_row<kH, kW, kC, kG, kG, kPadW, kZeroPoint>(in, next, c0, ring + ring_slot(next) * kRow);
       }
       const int8_t* r0 = ring + ring_slot(iy0) * kRow;
       const int8_t* r1 = ring + ring_slot(iy0 + 1) * kRow;
