@@ -158,6 +158,20 @@ def orders(bufs, conf) -> dict:
     }
 
 
+def _refit(fits: dict, k: int, ok: int, offsets: dict, conf) -> dict:
+    """The lowest free offsets of the unplaced buffers once buffer k is placed at ``ok`` (``offsets``
+    has it): ``fits`` (before k) where k does not block that offset, else first_fit again."""
+    out = {}
+    for i, o in fits.items():
+        if i == k:
+            continue
+        c = conf[i][k]
+        if c is not None and ok - c[0] < o < ok + c[1]:
+            o = first_fit(i, offsets, conf)
+        out[i] = o
+    return out
+
+
 def exact_search(bufs, conf, best_top, bound, node_limit) -> tuple:
     """Branch and bound over placement orders, each buffer at its lowest free offset.
     Returns (top, offsets or None, complete)."""
@@ -169,7 +183,9 @@ def exact_search(bufs, conf, best_top, bound, node_limit) -> tuple:
     complete = [True]
     nodes = [0]
 
-    def dfs(offsets, top):
+    def dfs(offsets, top, fits):
+        # fits: each unplaced buffer's lowest free offset here. A buffer's offset in the parent stays its
+        # lowest here unless the buffer placed last blocks it (another placed buffer only raises it).
         if len(offsets) == n:
             if top < best[0]:
                 best[0], best[1] = top, dict(offsets)
@@ -183,17 +199,17 @@ def exact_search(bufs, conf, best_top, bound, node_limit) -> tuple:
             if i in offsets or shape[i] in tried:
                 continue
             tried.add(shape[i])
-            o = first_fit(i, offsets, conf)
+            o = fits[i]
             t = max(top, o + bufs[i].size)
             if t >= best[0]:
                 continue
             offsets[i] = o
-            dfs(offsets, t)
+            dfs(offsets, t, _refit(fits, i, o, offsets, conf))
             del offsets[i]
             if best[0] <= bound or not complete[0]:
                 return
 
-    dfs({}, 0)
+    dfs({}, 0, dict.fromkeys(range(n), 0))
     exact_search.last_nodes = nodes[0]
     return best[0], best[1], complete[0]
 
