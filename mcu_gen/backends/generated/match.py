@@ -88,7 +88,7 @@ def _requant_args(program: Program, a, mi: int, in_off_i: int, act_i: int):
     return bias, mt, st, in_off, out_off, act_min, act_max, mults, shifts
 
 
-def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
+def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | str:
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[13])
     if x is None or w is None or out is None or w.data is None:
@@ -107,10 +107,10 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
         return "dilation"
     if ((kh, kw) != (1, 1) or list(stride) not in ([1], [1, 1]) or any(int(p) != 0 for p in pad)
             or ins.op == CONV_ROWS_INPLACE):
-        return _conv(program, idx, ins)
-    if cin % 4 and not cout % 4 and ins.op == POINTWISE_OPS[0]:
-        return _conv(program, idx, ins)  # the convolution's windows pad K to a multiple of 4
-    if cin % 4 or cout % 4:
+        return _conv(program, idx, ins, isa)
+    if isa == "dsp" and cin % 4 and not cout % 4 and ins.op == POINTWISE_OPS[0]:
+        return _conv(program, idx, ins, isa)  # the convolution's windows pad K to a multiple of 4
+    if isa == "dsp" and (cin % 4 or cout % 4):  # MVE: a predicated last chunk of K, a predicated store of N
         return f"channels {cin}->{cout} not multiples of 4"
     if cin > MAX_K:
         return "too many input channels"
@@ -139,7 +139,7 @@ def _pointwise(program: Program, idx: int, ins) -> GemmLayer | str:
                      scratch_room=_scratch_room(program, a[12]), scratch_checks=_scratch_checks(program, a[12]))
 
 
-def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
+def _conv(program: Program, idx: int, ins, isa: str = "dsp") -> ConvLayer | str:
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[13])
     cout, kh, kw, cin = (int(s) for s in w.shape)
@@ -148,7 +148,7 @@ def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
     pad = [int(v) for v in _s(program, a[4])]
     sh, sw = (stride * 2)[:2] if len(stride) == 1 else stride
     ph, pw = (pad * 2)[:2] if len(pad) == 1 else pad
-    if n_ != 1 or cout % 4 or ph >= kh or pw >= kw:
+    if n_ != 1 or (isa == "dsp" and cout % 4) or ph >= kh or pw >= kw:
         return "batch > 1, output channels not a multiple of 4, or padding >= kernel"
     taps = kh * kw * cin
     k = (taps + 3) // 4 * 4
@@ -194,7 +194,7 @@ def _conv(program: Program, idx: int, ins) -> ConvLayer | str:
                      scratch_room=room, scratch_at=at, scratch_checks=_scratch_checks(program, a[CONV_SCRATCH_ARG]))
 
 
-def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
+def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | str:
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[11])
     if x is None or w is None or out is None or w.data is None:
@@ -206,7 +206,7 @@ def _linear(program: Program, idx: int, ins) -> GemmLayer | str:
     n, k = (int(s) for s in w.shape)
     if int(x.shape[-1]) != k or int(out.shape[-1]) != n:
         return "unexpected shapes"
-    if k % 4 or n % 4:
+    if isa == "dsp" and (k % 4 or n % 4):  # MVE: a predicated last chunk of K, a predicated store of N
         return f"sizes {k}->{n} not multiples of 4"
     if k > MAX_K:
         return "K too large"
@@ -341,8 +341,10 @@ def covers(program: Program, idx: int, op: str, isa: str = "dsp") -> bool:
     ins = replace(program.instructions[idx], op=op)
     if op in DEPTHWISE_OPS:
         return not isinstance(_depthwise(program, idx, ins, isa), str)
-    match = _pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else _add if op in ADD_OPS else None
-    return match is not None and not isinstance(match(program, idx, ins), str)
+    if op in ADD_OPS:
+        return not isinstance(_add(program, idx, ins), str)
+    match = _pointwise if op in POINTWISE_OPS else _linear if op in LINEAR_OPS else None
+    return match is not None and not isinstance(match(program, idx, ins, isa), str)
 
 
 def eligible(program: Program, isa: str = "dsp"):
@@ -350,9 +352,9 @@ def eligible(program: Program, isa: str = "dsp"):
     layers, skipped = [], []
     for idx, ins in enumerate(program.instructions):
         if ins.op in POINTWISE_OPS:
-            r = _pointwise(program, idx, ins)
+            r = _pointwise(program, idx, ins, isa)
         elif ins.op in LINEAR_OPS:
-            r = _linear(program, idx, ins)
+            r = _linear(program, idx, ins, isa)
         elif ins.op in DEPTHWISE_OPS:
             r = _depthwise(program, idx, ins, isa)
         elif ins.op in ADD_OPS:
