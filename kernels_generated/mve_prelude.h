@@ -115,13 +115,27 @@ MCU_MVE_INLINE void copy_n(int8_t* dst, const int8_t* src) {
 // must sit in the 8 even registers, which GCC 12 cannot always free once they are inlined into a
 // caller with more live values ("'asm' operand has impossible constraints": the in-place GEMM of
 // tests/models_int8/se_hardswish on the M55). The call costs ~10 instructions per 2 rows.
+// The last kN % 4 channels of gemm_pair's two rows (n: the first of them; w: their weights), stored predicated.
+// A function of its own for the same reason as gemm_pair.
+template <class Mac, int32_t kN, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
+__attribute__((noinline)) void gemm_pair_last(const int8_t* x0, const int8_t* x1, int8_t* y0, int8_t* y1, const int8_t* w,
+                                              Requant q, int32_t n) {
+  int32_t a0, a1, a2, a3, b0, b1, b2, b3;
+  Mac::two(x0, x1, w, a0, a1, a2, a3, b0, b1, b2, b3);
+  const int32x4_t init = vldrwq_s32(q.init + n);
+  store4<kN % 4>(y0, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(a0, a1, a2, a3), init), q, n));
+  store4<kN % 4>(y1, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(b0, b1, b2, b3), init), q, n));
+}
+
 template <class Mac, int32_t kN, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
 __attribute__((noinline)) void gemm_pair(const int8_t* x0, const int8_t* x1, int8_t* y0, int8_t* y1, const int8_t* weights,
                               Requant q) {
   const int8_t* w = weights;
   int32_t n = 0;
-  if constexpr (kMode == 0 && kN >= 4 && kN <= 127) {
-    // MACs, requantization and stores in one block (Mac::two_requant), y1 == y0 + kN here.
+  if constexpr (kMode == 0 && kN >= 4 && kN <= 127 && kN % 4 == 0) {
+    // MACs, requantization and stores in one block (Mac::two_requant), y1 == y0 + kN here. Not where kN % 4:
+    // GCC 12 then found no registers for the fused block ("impossible constraints", kN = 10 with 5 chunks of K,
+    // whether the last channels came before or after the blocks).
     const int32_t* c = q.fused;
     int8_t* y = y0;
     for (; n + 4 <= kN; n += 4) Mac::template two_requant<kN, kOut, kMin, kMax>(x0, x1, w, c, y);
@@ -133,13 +147,7 @@ __attribute__((noinline)) void gemm_pair(const int8_t* x0, const int8_t* x1, int
     store4<4>(y0 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(a0, a1, a2, a3), init), q, n));
     store4<4>(y1 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(b0, b1, b2, b3), init), q, n));
   }
-  if (kN % 4) {
-    int32_t a0, a1, a2, a3, b0, b1, b2, b3;
-    Mac::two(x0, x1, w, a0, a1, a2, a3, b0, b1, b2, b3);
-    const int32x4_t init = vldrwq_s32(q.init + n);
-    store4<kN % 4>(y0 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(a0, a1, a2, a3), init), q, n));
-    store4<kN % 4>(y1 + n, requant4<kMode, kOut, kMin, kMax>(vaddq_s32(pack4(b0, b1, b2, b3), init), q, n));
-  }
+  if (kN % 4) gemm_pair_last<Mac, kN, kMode, kOut, kMin, kMax>(x0, x1, y0 + n, y1 + n, w, q, n);
 }
 
 template <class Mac, int32_t kN, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
@@ -247,7 +255,7 @@ struct NoDirect {};
 
 // All output channels of two neighbouring pixels from their windows in place (Direct: a MacD block).
 // A function of its own (noinline): the block takes 14 core registers, which GCC finds only in a frame
-// without other live values (conv_patches' aligned buffer keeps a frame pointer).
+// without other live values (a layer whose aligned windows are on its stack keeps a frame pointer).
 template <class Direct, int32_t kN, int32_t kOut, int32_t kMin, int32_t kMax>
 __attribute__((noinline)) void direct_pair(const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* w,
                                            const int32_t* c, int8_t* y) {
@@ -256,10 +264,11 @@ __attribute__((noinline)) void direct_pair(const int8_t* r0, const int8_t* r1, c
 
 template <class Mac, class Direct, int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH,
           int32_t kSW, int32_t kPH, int32_t kPW, int32_t kOH, int32_t kOW, int32_t kKP, int32_t kN, int8_t kZeroPoint,
-          int kMode, int32_t kOut, int32_t kMin, int32_t kMax, class Rows>
-void conv_patches(Rows rows, int8_t* out, const int8_t* weights, Requant q) {
-  alignas(16) int8_t patch[2 * kKP];
-  memset(patch, 0, sizeof(patch));
+          int kMode, int32_t kOut, int32_t kMin, int32_t kMax, bool kPairs, class Rows>
+void conv_patches(Rows rows, int8_t* out, const int8_t* weights, Requant q, int8_t* patch) {
+  // patch: the windows of two pixels (kPairs) or of one, kKP bytes each, 16-byte aligned (the layer's stack or its
+  // scratch tensor).
+  memset(patch, 0, (kPairs ? 2 : 1) * kKP);
   constexpr int32_t kPixels = kOH * kOW;
   int32_t p = 0;
   for (; p + 2 <= kPixels; p += 2) {
@@ -281,10 +290,18 @@ void conv_patches(Rows rows, int8_t* out, const int8_t* weights, Requant q) {
         }
       }
     }
-    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch, p / kOW, p % kOW, kZeroPoint);
-    gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch + kKP, (p + 1) / kOW, (p + 1) % kOW, kZeroPoint);
-    rows.before_write(p, p + 2);
-    gemm_pair<Mac, kN, kMode, kOut, kMin, kMax>(patch, patch + kKP, out + p * kN, out + (p + 1) * kN, weights, q);
+    if constexpr (kPairs) {
+      gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch, p / kOW, p % kOW, kZeroPoint);
+      gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch + kKP, (p + 1) / kOW, (p + 1) % kOW, kZeroPoint);
+      rows.before_write(p, p + 2);
+      gemm_pair<Mac, kN, kMode, kOut, kMin, kMax>(patch, patch + kKP, out + p * kN, out + (p + 1) * kN, weights, q);
+    } else {  // one window at a time: half the buffer
+      for (int32_t i = p; i < p + 2; ++i) {
+        gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch, i / kOW, i % kOW, kZeroPoint);
+        rows.before_write(i, i + 1);
+        gemm_single<Mac, kN, kMode, kOut, kMin, kMax>(patch, out + i * kN, weights, q);
+      }
+    }
   }
   if (kPixels % 2) {
     gather<kH, kW, kCin, kKH, kKW, kSH, kSW, kPH, kPW, kOW>(rows, patch, p / kOW, p % kOW, kZeroPoint);

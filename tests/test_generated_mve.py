@@ -128,7 +128,45 @@ def cases(rng):
          depthwise_program(rng, 40, 6, 17), "fast"),
         ("depthwise 7x5x15, ReLU", with_relu(depthwise_program(rng, 7, 5, 15)), "fast"),
         ("depthwise 6x5x1", depthwise_program(rng, 6, 5, 1), "fast"),
+        # Output channels / sizes not multiples of 4 (the last block of 1 to 3 channels stored predicated), input
+        # channels not multiples of 4 read straight (a predicated last chunk of K, rows K bytes apart): classifier heads
+        # of 10 and 2 classes, 1x1 and k x k layers of random networks (bench/sweep_random_cnn.py)
+        ("linear 1x64->10", linear_program(rng, 1, 64, 10), "fast"),
+        ("linear 3x35->2, bias", linear_program(rng, 3, 35, 2, kernel_sum=False), "fast"),
+        ("linear 2x21->7", linear_program(rng, 2, 21, 7), "fast"),
+        ("pointwise 5x3 16->6 (a last block of 2 channels, 15 pixels)", pointwise_program(rng, 5, 3, 16, 6, left_shift=False),
+         "fast"),
+        ("pointwise 4x4 6->10, left shift", pointwise_program(rng, 4, 4, 6, 10), "vector"),
+        ("pointwise 3x5 13->3", pointwise_program(rng, 3, 5, 13, 3, left_shift=False), "fast"),
+        ("pointwise 3x3 7->17, ReLU", with_relu(pointwise_program(rng, 3, 3, 7, 17, left_shift=False)), "fast"),
+        ("conv 3x3 5->7, 6x5, padding 1", conv_program(rng, 6, 5, 5, 7, 3, 3, (1, 1), (1, 1)), "fast"),
+        ("conv 5x5 3->1, 9x8, stride 2", conv_program(rng, 9, 8, 3, 1, 5, 5, (2, 2), (0, 0)), "fast"),
+        ("conv 3x3 8->10, 6x7, padding 1, in place", conv_program(rng, 6, 7, 8, 10, 3, 3, (1, 1), (1, 1), inplace=True),
+         "fast"),
+        # The two gathered windows in the scratch tensor (where the arena has room), not on the stack: after the ring
+        # of an in-place convolution, or at the start
+        ("conv 3x3 72->8, 4x5, padding 1 (windows of 656 bytes: one at a time on the stack)",
+         conv_program(rng, 4, 5, 72, 8, 3, 3, (1, 1), (1, 1)), "fast"),
+        ("conv 3x3 16->12, 5x5, padding 1, windows in the scratch",
+         windows_in_scratch(conv_program(rng, 5, 5, 16, 12, 3, 3, (1, 1), (1, 1))), "fast"),
+        ("conv 3x3 8->10, 6x7, padding 1, in place, windows after the ring",
+         windows_in_scratch(conv_program(rng, 6, 7, 8, 10, 3, 3, (1, 1), (1, 1), inplace=True), inplace=True), "fast"),
     ]
+
+
+WINDOWS_IN_SCRATCH = 1  # cases() whose convolution keeps its windows in the scratch tensor once merged() plans it in place
+
+
+def windows_in_scratch(p: Program, inplace: bool = False) -> Program:
+    """The convolution's scratch tensor grown to hold its two gathered windows (after an in-place layer's ring)
+    and the program planned again: what mcu_gen/plan/generated_scratch.py gives an MVE convolution where the
+    arena has room."""
+    from mcu_gen.plan.generated_scratch import scratch_candidates
+
+    for _, t, sizes in scratch_candidates(p, "mve"):
+        t.shape, t.dtype = (max(t.nbytes if t.dtype == "int8" else 0, sizes[0]),), "int8"
+    inplace_pass.plan_memory(p, allow_inplace=inplace)
+    return p
 
 
 def relu_full(p: Program) -> Program:
@@ -249,20 +287,25 @@ def test_mve_layers_are_bit_exact_on_qemu(qemu_tools, tmp_path):
     assert [l["requant"] for l in layers] == [c[2] for c in cs]
     assert report["generated_kernels"]["isa"] == "mve"
     assert all(op["backend"] == "generated" for op in report["operators"])
+    source = (tmp_path / "gen" / "firmware" / "kernels" / "generated_kernels.cpp").read_text()
+    assert source.count("Requant, ring + ") == WINDOWS_IN_SCRATCH
+    assert source.count("int8_t patch[656];") == 1  # the 72->8 convolution's one window
     lib = run(pte_path=path, board=BOARD, out=tmp_path / "lib", inputs=[inputs], kernels="library", backend="portable")
     assert lib.verified and lib.bit_exact
     assert gen.instructions_per_inference < 0.5 * lib.instructions_per_inference
 
 
 def test_mve_depthwise_not_in_place_on_qemu(qemu_tools, tmp_path):
-    """The depthwise cases with outputs of their own (the ring on the stack, the input intact):
-    generated and bit-exact on QEMU mps3-an547, and the inputs unchanged."""
+    """The depthwise cases with outputs of their own (the ring on the stack, the input intact), and a convolution
+    whose gathered windows are at the start of its scratch tensor: generated and bit-exact on QEMU mps3-an547, and
+    the inputs unchanged."""
     from mcu_gen.device.runner import run
 
     rng = np.random.default_rng(12)
-    cs = [c for c in cases(rng) if c[0].startswith("depthwise")]
+    cs = [c for c in cases(rng) if c[0].startswith("depthwise") or c[0].endswith("windows in the scratch")]
     p = merged([c[1] for c in cs], allow_inplace=False)
-    assert all(ins.op == "cortex_m::quantized_depthwise_conv2d.out" for ins in p.instructions)
+    assert [ins.op for ins in p.instructions].count("cortex_m::quantized_depthwise_conv2d.out") == len(cs) - 1
+    assert p.instructions[-1].op == "cortex_m::quantized_conv2d.out"
     path = tmp_path / "dw.pte"
     path.write_bytes(pte.write(p))
     rng_in = np.random.default_rng(6)
@@ -272,6 +315,8 @@ def test_mve_depthwise_not_in_place_on_qemu(qemu_tools, tmp_path):
     assert gen.verified and gen.bit_exact, gen
     layers = json.loads((tmp_path / "gen" / "report.json").read_text())["generated_kernels"]["layers"]
     assert len(layers) == len(cs)
+    source = (tmp_path / "gen" / "firmware" / "kernels" / "generated_kernels.cpp").read_text()
+    assert source.count("Requant, ring + 0)") == 1
 
 
 def _run_example(tmp_path, name, kernels, backend="portable", **kw):

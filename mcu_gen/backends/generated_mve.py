@@ -43,6 +43,7 @@ import numpy as np
 
 from mcu_gen.backends.generated import emit_mve, exactness, hooks, match, mve_add
 from mcu_gen.backends.generated import layers as dsp_layers
+from mcu_gen.backends.generated.dsp_work import CONV_PAIR_BYTES
 from mcu_gen.program.ir import Program
 from mcu_gen.backends.render import set_places
 
@@ -113,6 +114,17 @@ def ring_plan(l) -> tuple | None:
     return None
 
 
+def patch_bytes(l) -> int:
+    """A convolution's two gathered windows (conv_patches' patch): 2 x K rounded up to whole chunks of 16."""
+    return 2 * ((l.k + 15) // 16 * 16)
+
+
+def patch_at(l) -> int:
+    """Where a convolution's windows start in its scratch tensor: after the ring of an in-place layer
+    (``scratch_at``), on a 16-byte boundary as the stack buffer's."""
+    return (getattr(l, "scratch_at", 0) + 15) // 16 * 16
+
+
 @dataclass
 class MveLayer:
     """One generated MVE layer around the DSP matcher's layer object ``src``."""
@@ -124,6 +136,22 @@ class MveLayer:
         if name == "src":
             raise AttributeError(name)
         return getattr(self.src, name)
+
+    @property
+    def patch_offset(self) -> int | None:
+        """A convolution's windows in its scratch tensor (sized by mcu_gen/plan/generated_scratch.py where the
+        arena had room): their offset there, else None (the stack)."""
+        if self.kind != "conv":
+            return None
+        at = getattr(self.src, "scratch_at", 0)
+        return patch_at(self.src) if at + self.src.scratch_room >= patch_at(self.src) + patch_bytes(self.src) else None
+
+    @property
+    def patch_pairs(self) -> bool:
+        """Whether a convolution gathers the windows of two pixels (the two-row GEMM) or of one: two in the scratch
+        tensor, or on the stack up to the DSP kernels' CONV_PAIR_BYTES (ResNet-8's K of 576), else one (a random
+        network's 3x3 88->88: two windows of 800 bytes took its image's stack 448 B past the library build's)."""
+        return self.patch_offset is not None or patch_bytes(self.src) <= CONV_PAIR_BYTES
 
     @property
     def right_shift_only(self):

@@ -284,10 +284,12 @@ def plan_for_kernels(board: Board, program: Program, unplanned: bool, backend: s
                 ins.op = variant_of[ins.op]
         program.meta["inplace"] = []
     choose = inplace_pass.pass_for(available, allow, refuse)
-    from mcu_gen.backends import generated
+    from mcu_gen.backends import generated, generated_mve
 
     if refuse is not None and generated.board_supports(board):  # the generated DSP layers' per-call buffers in
         choose = scratch_pass(choose)  # their scratch tensors, where the arena allows
+    elif refuse is not None and generated_mve.board_supports(board):  # the MVE convolutions' windows
+        choose = scratch_pass(choose, "mve")
     planner.plan_methods(program, None, available, True, choose=choose)
     return True
 

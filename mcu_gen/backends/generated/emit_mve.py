@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_gen.backends.generated import emit_dsp, exactness, hooks, mve_add
+from mcu_gen.backends.generated.layers import CONV_SCRATCH_ARG
 from mcu_gen.backends.render import allowed, bound, describe, prefix, render, rows, table
 from mcu_gen.paths import KERNELS_GENERATED
 
@@ -219,7 +220,7 @@ def _requant_tables(pre: str, l, init) -> dict:
             "mask": table("int32_t", f"{pre}Mask", _pad4(np.where(right > 0, -1, 0)), per_line=16, align=16),
             "fused": (table("int32_t", f"{pre}Fused", np.stack([_pad4(init).reshape(-1, 4), _pad4(s.mults).reshape(-1, 4),
                                                              _pad4(-right).reshape(-1, 4)], axis=1), per_line=12, align=16)
-                      if l.mode == "fast" else None)}
+                      if l.mode == "fast" and (s.kind == "depthwise3x3" or s.n % 4 == 0) else None)}  # gemm_pair's fused blocks
 
 
 _MODE = {"fast": 0, "vector": 1, "scalar": 2}
@@ -258,6 +259,10 @@ def _layer_source(l) -> tuple:
                      rows=rows(s), ring_arg=emit_dsp.ring_arg(s),  # in place: the ring of saved rows is the scratch
                      helper=f"Mac{l.nk}_0")  # the windows are zero padded: no tail predication
             v["direct"] = _direct_name(l) or "NoDirect"
+            v["patch_at"] = l.patch_offset  # the two windows in the scratch tensor, else on the stack
+            v["pairs"] = l.patch_pairs
+            if v["patch_at"] is not None and v["ring_arg"] is None:
+                v["ring_arg"], extra_checks = CONV_SCRATCH_ARG, list(s.scratch_checks)
     v["bound"] = bound(s, in_arg, out_arg, v["ring_arg"])
     v["checks"] = s.checks + extra_checks + [allowed(in_arg, out_arg, s.inplace_ok, s)]
     return render("generated/mve_layer.cpp.j2", **v), v["helper"]
