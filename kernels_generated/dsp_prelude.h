@@ -279,6 +279,19 @@ void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmF
   }
 }
 
+// A 1x1 convolution or fully connected layer whose N is not a multiple of 4 (mcu_gen/backends/generated/match.py
+// _narrow): the GEMM runs kN4 channels (N rounded up, zero weights past N), kChunk rows at a time into `rows`
+// (kChunk * kN4 bytes: the scratch tensor or the caller's stack), and the first kN of each row are copied out.
+template <int32_t kRows, int32_t kK, int32_t kN4, int32_t kN, int32_t kChunk>
+void gemm_stream_narrow(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* rows_at, int16_t* wide) {
+  int8_t* const rows = static_cast<int8_t*>(__builtin_assume_aligned(rows_at, 4));
+  for (int32_t i = 0; i < kRows; i += kChunk) {
+    const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
+    fn(in + i * kK, &d, rows, m, wide);
+    for (int32_t j = 0; j < m; ++j) memcpy(out + (i + j) * kN, rows + j * kN4, kN);
+  }
+}
+
 // The in-place pointwise variant with the GEMM writing straight over its input (dsp_work: where the GEMM widens
 // each pair of rows before it writes the pair's outputs; no row buffer, no copies, one call): N <= K, the pairs in
 // order (pair r's outputs end at (r + 2) N <= (r + 2) K, where the rows not read yet start); N > K, the GEMM steps
@@ -728,13 +741,16 @@ __attribute__((noinline)) void gemm_row_call(const int8_t* x_row, int8_t* y, con
 // the last (output row r starts at r kN >= r kK, where the input rows read already start). The row
 // is the noinline gemm_row_call: inlined into this loop, the 8x1 block's 14 registers are not always
 // free (GCC: "'asm' operand has impossible constraints", e.g. K 4, N 16 in tests/models_int8/se_hardswish).
-template <int32_t kRows, int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+// kNOut: the output's channels where kN is them rounded up to a multiple of 4 (match._narrow: the first kNOut of
+// each row copied out).
+template <int32_t kRows, int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax,
+          int32_t kNOut = kN>
 void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
   int8_t row[kN];
   for (int32_t i = 0; i < kRows; ++i) {
     const int32_t r = kN > kK ? kRows - 1 - i : i;
     gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(in + r * kK, row, weights, q);
-    memcpy(out + r * kN, row, kN);
+    memcpy(out + r * kNOut, row, kNOut);
   }
 }
 

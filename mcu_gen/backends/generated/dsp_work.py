@@ -131,9 +131,12 @@ def quads_only(l) -> bool:
 
 
 def call_kind(l) -> str:
-    """How the layer calls its GEMM: "conv" (gathered windows), "inplace" (1x1 over its own input), "direct"."""
+    """How the layer calls its GEMM: "conv" (gathered windows), "inplace" (1x1 over its own input), "narrow" (rows
+    of N rounded up to 4 into a buffer, N of each copied out: match._narrow), "direct"."""
     if l.kind == "conv":
         return "conv"
+    if getattr(l, "n_out", 0):
+        return "narrow"
     return "inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"
 
 
@@ -142,12 +145,14 @@ def _unit(l) -> int:
     call = call_kind(l)
     if call == "conv":
         return 2 * l.k if pre_widened(l) else l.k
-    return l.n if call == "inplace" else 0
+    return l.n if call in ("inplace", "narrow") else 0
 
 
 def _inplace_chunk(l) -> int:
-    """Output rows of an in-place 1x1 convolution per GEMM call: INPLACE_CHUNK_BYTES of them, an even count, at least 2."""
-    return max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
+    """Output rows of an in-place 1x1 convolution per GEMM call: INPLACE_CHUNK_BYTES of them, an even count, at least 2
+    (a narrow layer's: at most its rows)."""
+    chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
+    return min(chunk, l.rows) if call_kind(l) == "narrow" else chunk
 
 
 def inplace_direct_ok(l) -> bool:
@@ -184,8 +189,8 @@ def work_levels(l) -> list:
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
         chunks = [_conv_chunk(l, floor, True), floor]
         chunks = [c for c in cols_levels(l) if c > chunks[0]] + chunks
-    elif call == "inplace":
-        chunks = [_inplace_chunk(l), 2]
+    elif call in ("inplace", "narrow"):
+        chunks = [_inplace_chunk(l), min(2, l.rows)]
         if inplace_direct_ok(l) and wide_ok(l.k, l.n, on_stack=False):  # widened, straight over the input
             return [(0, True)] + [(c, False) for c in dict.fromkeys(chunks)]
     else:
@@ -221,7 +226,7 @@ def stack_work(l) -> Work:
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
         chunk = _conv_chunk(l, floor, False)
     else:
-        chunk = _inplace_chunk(l) if call == "inplace" else 0
+        chunk = _inplace_chunk(l) if call in ("inplace", "narrow") else 0
     wide = _pairs(l, chunk) and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room)
     if inplace_direct_ok(l) and wide_ok(l.k, l.n, 0, stack_room=l.stack_room) and \
             4 * l.k <= chunk * unit + (4 * l.k if wide else 0):  # no more stack than the rows took

@@ -78,10 +78,13 @@ class GemmLayer(_RequantChoice):
     # Stack bytes the image's library kernels take anyway (match.eligible: the quantized add's 1 KB table when the
     # program has an add), so a generated layer's stack buffers up to it do not raise the stack bound (wide_ok).
     stack_room: int = 0
+    # Output channels where ``n`` is them rounded up to a multiple of 4 (the DSP GEMM's blocks; match._narrow): the
+    # GEMM writes rows of n into a buffer and the layer copies the first n_out of each (gemm_stream_narrow). 0: n.
+    n_out: int = 0
 
     @property
     def macs(self) -> int:
-        return self.rows * self.k * self.n
+        return self.rows * self.k * (self.n_out or self.n)
 
     @property
     def weight_bytes(self) -> int:

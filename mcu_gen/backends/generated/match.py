@@ -110,8 +110,9 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
         return _conv(program, idx, ins, isa)
     if isa == "dsp" and cin % 4 and not cout % 4 and ins.op == POINTWISE_OPS[0]:
         return _conv(program, idx, ins, isa)  # the convolution's windows pad K to a multiple of 4
-    if isa == "dsp" and (cin % 4 or cout % 4):  # MVE: a predicated last chunk of K, a predicated store of N
-        return f"channels {cin}->{cout} not multiples of 4"
+    narrow = isa == "dsp" and cout % 4 and not cin % 4 and ins.op == POINTWISE_OPS[0]
+    if isa == "dsp" and (cin % 4 or cout % 4) and not narrow:  # MVE: a predicated last chunk of K and store of N
+        return f"channels {cin}->{cout} not multiples of 4" + (" (in place)" if ins.op != POINTWISE_OPS[0] else "")
     if cin > MAX_K:
         return "too many input channels"
     if tuple(out.shape) != (n_, cout, h, wd):
@@ -132,11 +133,26 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
               _int_check(6, in_off), _int_check(7, out_off), _int_check(10, act_min),
               _int_check(11, act_max)]
     checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
-    return GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd, k=cin,
-                     n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
-                     shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                     inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0], checks=checks,
-                     scratch_room=_scratch_room(program, a[12]), scratch_checks=_scratch_checks(program, a[12]))
+    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd, k=cin,
+                      n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
+                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
+                      inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0], checks=checks,
+                      scratch_room=_scratch_room(program, a[12]), scratch_checks=_scratch_checks(program, a[12]))
+    return _narrow(layer) if narrow else layer
+
+
+def _narrow(l: GemmLayer) -> GemmLayer:
+    """A DSP GEMM layer whose N is not a multiple of 4 as one of N rounded up (zero weights and accumulator
+    starts, the last channel's requantization): the GEMM writes rows of that many channels into a buffer and the
+    layer copies the first N of each to the output (gemm_stream_narrow, kernels_generated/dsp_prelude.h). Not in
+    place (the copies are not ordered for it)."""
+    n, pad = l.n, -l.n % 4
+    l.weights = np.concatenate([l.weights, np.zeros((pad, l.k), l.weights.dtype)])
+    l.acc_init = np.concatenate([l.acc_init, np.zeros(pad, l.acc_init.dtype)])
+    l.mults = np.concatenate([l.mults, np.repeat(l.mults[-1:], pad)])
+    l.shifts = np.concatenate([l.shifts, np.repeat(l.shifts[-1:], pad)])
+    l.n, l.n_out, l.inplace_ok = n + pad, n, False
+    return l
 
 
 def _conv(program: Program, idx: int, ins, isa: str = "dsp") -> ConvLayer | str:
@@ -206,8 +222,8 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
     n, k = (int(s) for s in w.shape)
     if int(x.shape[-1]) != k or int(out.shape[-1]) != n:
         return "unexpected shapes"
-    if isa == "dsp" and (k % 4 or n % 4):  # MVE: a predicated last chunk of K, a predicated store of N
-        return f"sizes {k}->{n} not multiples of 4"
+    if isa == "dsp" and k % 4:  # MVE: a predicated last chunk of K (and store of N); DSP: N through _narrow
+        return f"sizes {k}->{n}: K not a multiple of 4"
     if k > MAX_K:
         return "K too large"
     rows = int(np.prod(x.shape[:-1])) if len(x.shape) > 1 else 1
@@ -237,10 +253,11 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
                    _constant_check(2, bias) if bias is not None else "ctx.is_none(2)"]
     m = np.resize(np.asarray(mults, np.int64), n)
     s = np.resize(np.asarray(shifts, np.int64), n)
-    return GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="linear", rows=rows, k=k, n=n,
-                     weights=wt.astype(np.int16), acc_init=wrap32(init), mults=m.astype(np.int32),
-                     shifts=s.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                     inplace_ok=False, checks=checks)
+    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="linear", rows=rows, k=k, n=n,
+                      weights=wt.astype(np.int16), acc_init=wrap32(init), mults=m.astype(np.int32),
+                      shifts=s.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
+                      inplace_ok=False, checks=checks)
+    return _narrow(layer) if isa == "dsp" and n % 4 else layer
 
 
 def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLayer | str:
