@@ -43,7 +43,6 @@ import numpy as np
 
 from mcu_gen.backends.generated import emit_mve, exactness, hooks, match, mve_add
 from mcu_gen.backends.generated import layers as dsp_layers
-from mcu_gen.backends.generated.dsp_work import CONV_PAIR_BYTES
 from mcu_gen.program.ir import Program
 from mcu_gen.backends.render import set_places
 
@@ -83,6 +82,11 @@ def requant_mode(mults, shifts, acc_bound) -> str:
 # more stack than their library builds (bench/sweep_random_cnn.py --ram, seeds 16 and 19), against issue 25.
 RING_STACK_BYTES = 528
 RING_STACK_SMALL = 384  # a stack ring this small is taken over a scratch ring of only 4 channels
+# Stack for a convolution's two gathered windows where its scratch tensor has no room (else one window at a time):
+# the library image's deepest path without a quantized add is about 960 B (the portable in-place convolution's
+# 552 B frame); a generated layer's path is about 500 B without its windows. Two windows of 704 B took a random
+# network's image 384 B past its library build (seed 29); two of ResNet-8's K 576 (1,152 B) 64 B.
+WINDOWS_STACK_BYTES = 448
 
 
 def ring_plan(l) -> tuple | None:
@@ -149,9 +153,9 @@ class MveLayer:
     @property
     def patch_pairs(self) -> bool:
         """Whether a convolution gathers the windows of two pixels (the two-row GEMM) or of one: two in the scratch
-        tensor, or on the stack up to the DSP kernels' CONV_PAIR_BYTES (ResNet-8's K of 576), else one (a random
-        network's 3x3 88->88: two windows of 800 bytes took its image's stack 448 B past the library build's)."""
-        return self.patch_offset is not None or patch_bytes(self.src) <= CONV_PAIR_BYTES
+        tensor, or on the stack up to WINDOWS_STACK_BYTES, else one (a random network's 3x3 88->88: two windows of
+        800 bytes took its image's stack 448 B past the library build's)."""
+        return self.patch_offset is not None or patch_bytes(self.src) <= WINDOWS_STACK_BYTES
 
     @property
     def right_shift_only(self):
