@@ -267,28 +267,21 @@ using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t r
 // output rows r .. r + m - 1 end at (r + m) N <= (r + m) K, where the input rows not read yet start.
 // N > K (widening): chunks from the last; the output rows start at r N >= r K, where the input rows read
 // already start.
-template <int32_t kRows, int32_t kK, int32_t kN, int32_t kChunk>
-void gemm_stream_inplace(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* rows_at,
-                         int16_t* wide) {
+// Also a 1x1 convolution or fully connected layer whose output's N (kNOut) is not a multiple of 4, not in place
+// (mcu_gen/backends/generated/match.py _narrow): the GEMM runs kN channels (kNOut rounded up, zero weights past
+// it) and the first kNOut of each row are copied out.
+template <int32_t kRows, int32_t kK, int32_t kN, int32_t kChunk, int32_t kNOut = kN>
+void gemm_stream_rows(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* rows_at, int16_t* wide) {
   int8_t* const rows = static_cast<int8_t*>(__builtin_assume_aligned(rows_at, 4));  // as conv_stream's patch
   for (int32_t i = 0; i < kRows; i += kChunk) {
     const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
     const int32_t r = kN > kK ? kRows - i - m : i;
     fn(in + r * kK, &d, rows, m, wide);
-    memcpy(out + r * kN, rows, static_cast<size_t>(m * kN));
-  }
-}
-
-// A 1x1 convolution or fully connected layer whose N is not a multiple of 4 (mcu_gen/backends/generated/match.py
-// _narrow): the GEMM runs kN4 channels (N rounded up, zero weights past N), kChunk rows at a time into `rows`
-// (kChunk * kN4 bytes: the scratch tensor or the caller's stack), and the first kN of each row are copied out.
-template <int32_t kRows, int32_t kK, int32_t kN4, int32_t kN, int32_t kChunk>
-void gemm_stream_narrow(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* rows_at, int16_t* wide) {
-  int8_t* const rows = static_cast<int8_t*>(__builtin_assume_aligned(rows_at, 4));
-  for (int32_t i = 0; i < kRows; i += kChunk) {
-    const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
-    fn(in + i * kK, &d, rows, m, wide);
-    for (int32_t j = 0; j < m; ++j) memcpy(out + (i + j) * kN, rows + j * kN4, kN);
+    if constexpr (kNOut == kN) {
+      memcpy(out + r * kN, rows, static_cast<size_t>(m * kN));
+    } else {
+      for (int32_t j = 0; j < m; ++j) memcpy(out + (r + j) * kNOut, rows + j * kN, kNOut);
+    }
   }
 }
 
@@ -329,7 +322,7 @@ void gemm_stream_direct_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t
 
 // A convolution (groups 1) on the smmlar GEMM: windows of up to kChunk output pixels are gathered
 // into `patch` (kChunk * kK bytes: the layer's scratch tensor where the plan gave it room, else the
-// caller's stack; `wide` as for gemm_stream_inplace) in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so
+// caller's stack; `wide` as for gemm_stream_rows) in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so
 // that x + input_offset = 0 there as the folded init assumes; kK - taps bytes of zeros that meet zero
 // weights), then run as kChunk GEMM rows. A window row inside the input is one copy of kKW * kCin bytes.
 // `rows` (InputRows or, in place, RingRows) gives each input row's address and saves the rows

@@ -390,7 +390,7 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace_relu", dict(h=7, w=5, c=15)),
     ("depthwise_relu", dict(h=9, w=7, c=9, stride=2)),
     # Output channels / sizes not multiples of 4 (match._narrow): the GEMM's rows of N rounded up to 4 into a buffer,
-    # the first N of each copied out (gemm_stream_narrow): classifier heads of 10 and 2 classes, odd 1x1 layers
+    # the first N of each copied out (gemm_stream_rows): classifier heads of 10 and 2 classes, odd 1x1 layers
     ("linear", dict(rows=1, k=64, n=10)),
     ("linear_bias", dict(rows=3, k=32, n=2)),
     ("linear", dict(rows=5, k=96, n=7)),

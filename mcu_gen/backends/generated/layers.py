@@ -79,7 +79,7 @@ class GemmLayer(_RequantChoice):
     # program has an add), so a generated layer's stack buffers up to it do not raise the stack bound (wide_ok).
     stack_room: int = 0
     # Output channels where ``n`` is them rounded up to a multiple of 4 (the DSP GEMM's blocks; match._narrow): the
-    # GEMM writes rows of n into a buffer and the layer copies the first n_out of each (gemm_stream_narrow). 0: n.
+    # GEMM writes rows of n into a buffer and the layer copies the first n_out of each (gemm_stream_rows). 0: n.
     n_out: int = 0
 
     @property

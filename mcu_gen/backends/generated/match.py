@@ -144,7 +144,7 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
 def _narrow(l: GemmLayer) -> GemmLayer:
     """A DSP GEMM layer whose N is not a multiple of 4 as one of N rounded up (zero weights and accumulator
     starts, the last channel's requantization): the GEMM writes rows of that many channels into a buffer and the
-    layer copies the first N of each to the output (gemm_stream_narrow, kernels_generated/dsp_prelude.h). Not in
+    layer copies the first N of each to the output (gemm_stream_rows, kernels_generated/dsp_prelude.h). Not in
     place (the copies are not ordered for it)."""
     n, pad = l.n, -l.n % 4
     l.weights = np.concatenate([l.weights, np.zeros((pad, l.k), l.weights.dtype)])
