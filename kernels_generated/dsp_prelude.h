@@ -320,6 +320,21 @@ void gemm_stream_direct_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t
   if (rows % 2) gemm_stream_c<kK, kTail, kActMin, kActMax>(x, d, y, 1, nullptr);  // its outputs elsewhere
 }
 
+// A GEMM call of `n` rows (windows at x) whose outputs go to `out`: straight there, or, where kN is the output's
+// kNOut channels rounded up to a multiple of 4 (match._narrow), into `rows_at` (n * kN bytes) and the first kNOut
+// of each row copied out.
+template <int32_t kN, int32_t kNOut>
+inline void gemm_rows_out(GemmFn fn, const int8_t* x, const GemmDesc& d, int8_t* out, int32_t n, int16_t* wide,
+                          int8_t* rows_at) {
+  if constexpr (kNOut == kN) {
+    (void)rows_at;
+    fn(x, &d, out, n, wide);
+  } else {
+    fn(x, &d, rows_at, n, wide);
+    for (int32_t j = 0; j < n; ++j) memcpy(out + j * kNOut, rows_at + j * kN, kNOut);
+  }
+}
+
 // A convolution (groups 1) on the smmlar GEMM: windows of up to kChunk output pixels are gathered
 // into `patch` (kChunk * kK bytes: the layer's scratch tensor where the plan gave it room, else the
 // caller's stack; `wide` as for gemm_stream_rows) in the weights' (ky, kx, c) order (taps outside the input = the input zero point, so
@@ -327,8 +342,11 @@ void gemm_stream_direct_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t
 // weights), then run as kChunk GEMM rows. A window row inside the input is one copy of kKW * kCin bytes.
 // `rows` (InputRows or, in place, RingRows) gives each input row's address and saves the rows
 // that a write would overwrite while later pixels still read them.
+// kNOut: the output's channels where kN is them rounded up to a multiple of 4 (match._narrow): the GEMM writes the
+// chunk's rows of kN after its windows (patch + kChunk * kK) and the first kNOut of each are copied out.
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
-          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk,
+          int32_t kNOut = kN, class Rows>
 __attribute__((noinline)) void conv_stream(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* patch_at, int16_t* wide) {
   constexpr int32_t kSpan = kKW * kCin;
   // word aligned (the scratch tensor's planned offset and the ring before it are rounded to 4; the stack buffer is
@@ -362,7 +380,7 @@ __attribute__((noinline)) void conv_stream(Rows rows, int8_t* out, const GemmDes
       }
       if (++n == kChunk) {
         rows.before_write(first, first + n);
-        fn(patch, &d, out + first * kN, n, wide);
+        gemm_rows_out<kN, kNOut>(fn, patch, d, out + first * kNOut, n, wide, patch + kChunk * kK);
         first += n;
         n = 0;
       }
@@ -370,7 +388,7 @@ __attribute__((noinline)) void conv_stream(Rows rows, int8_t* out, const GemmDes
   }
   if (n) {
     rows.before_write(first, first + n);
-    fn(patch, &d, out + first * kN, n, wide);
+    gemm_rows_out<kN, kNOut>(fn, patch, d, out + first * kNOut, n, wide, patch + kChunk * kK);
   }
 }
 
@@ -441,7 +459,8 @@ __attribute__((always_inline)) inline void widen_step(const int8_t** src, int8_t
 // copied into `edge` first; the windows inside the input in runs whose row pointers only step.
 // `rows`: as for conv_stream (an in-place convolution's ring: the row pointers are fetched again after each call).
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
-          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk, class Rows>
+          int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kChunk,
+          int32_t kNOut = kN, class Rows>
 __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* buf_at) {
   constexpr int32_t kSpan = kKW * kCin, kLeftAt = kKH * (kSpan / 4) * 4;
   constexpr int32_t kX0 = (kPW + kSW - 1) / kSW;       // the first output column whose window is inside the input
@@ -508,7 +527,7 @@ __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const
       }
       if (n == kChunk) {
         rows.before_write(first, first + n);
-        fn(buf, &d, out + first * kN, n, nullptr);
+        gemm_rows_out<kN, kNOut>(fn, buf, d, out + first * kNOut, n, nullptr, buf + kChunk * 2 * kK);
         first += n;
         n = 0;
         for (int32_t ky = 0; ky < kKH; ++ky) {
@@ -520,7 +539,7 @@ __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const
   }
   if (n) {
     rows.before_write(first, first + n);
-    if (n > 1) fn(buf, &d, out + first * kN, n & ~1, nullptr);
+    if (n > 1) gemm_rows_out<kN, kNOut>(fn, buf, d, out + first * kNOut, n & ~1, nullptr, buf + kChunk * 2 * kK);
     if (n & 1) {  // the last window: a pair with itself, its outputs through `last`
       int8_t* const p = buf + (n >> 1) * 4 * kK;
       for (int32_t g = 0; g < kK / 4; ++g) {
@@ -529,7 +548,7 @@ __attribute__((noinline)) void conv_stream_widened(Rows rows, int8_t* out, const
       }
       int8_t last[2 * kN];
       fn(p, &d, last, 2, nullptr);
-      memcpy(out + (first + n - 1) * kN, last, kN);
+      memcpy(out + (first + n - 1) * kNOut, last, kNOut);
     }
   }
 }
@@ -753,7 +772,7 @@ void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant&
 // bytes of zeros that meet zero weights.
 template <int32_t kH, int32_t kW, int32_t kCin, int32_t kKH, int32_t kKW, int32_t kSH, int32_t kSW, int32_t kPH,
           int32_t kPW, int32_t kOH, int32_t kOW, int32_t kK, int32_t kN, int8_t kZeroPoint, int32_t kMode,
-          int32_t kOutOffset, int32_t kActMin, int32_t kActMax, class Rows>
+          int32_t kOutOffset, int32_t kActMin, int32_t kActMax, int32_t kNOut = kN, class Rows>
 void conv_patches(Rows rows, int8_t* out, const uint32_t* weights, const Requant& q) {
   alignas(4) int8_t patch[kK];
   for (int32_t k = kKH * kKW * kCin; k < kK; ++k) patch[k] = 0;
@@ -773,7 +792,13 @@ void conv_patches(Rows rows, int8_t* out, const uint32_t* weights, const Requant
       }
       const int32_t pixel = oy * kOW + ox;
       rows.before_write(pixel, pixel + 1);
-      gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(patch, out + pixel * kN, weights, q);
+      if constexpr (kNOut == kN) {
+        gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(patch, out + pixel * kN, weights, q);
+      } else {  // kNOut < kN (match._narrow): the pixel's kN outputs, the first kNOut copied out
+        int8_t row[kN];
+        gemm_row_call<kK, kN, kMode, kOutOffset, kActMin, kActMax>(patch, row, weights, q);
+        memcpy(out + pixel * kNOut, row, kNOut);
+      }
     }
   }
 }

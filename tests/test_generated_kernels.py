@@ -398,6 +398,19 @@ CASES = [  # (kind, shape parameters)
     ("pointwise_right", dict(h=9, w=8, cin=32, cout=21)),
     ("pointwise_right_relu", dict(h=6, w=5, cin=24, cout=3)),
     ("pointwise_right_scratch", dict(h=6, w=5, cin=12, cout=10)),
+    # ... in place (gemm_stream_rows' order: N < K forwards, N > K from the last row), and k x k convolutions: the
+    # chunk's rows of N rounded up after its windows, N of each copied out (conv_stream, conv_stream_widened with an
+    # odd last window, conv_patches), in place row by row too; input channels not a multiple of 4 as well (a 1x1 layer
+    # through the convolution's windows)
+    ("pointwise_inplace_right", dict(h=5, w=5, cin=32, cout=22)),
+    ("pointwise_inplace_right", dict(h=5, w=3, cin=8, cout=13)),
+    ("conv_relu", dict(h=6, w=5, cin=16, cout=10, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv_inplace_relu", dict(h=9, w=8, cin=8, cout=6, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv", dict(h=12, w=12, cin=1, cout=6, kh=5, kw=5, stride=(1, 1), pad=(0, 0))),  # LeNet's first layer
+    ("conv_inplace_relu", dict(h=9, w=9, cin=3, cout=6, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),
+    ("conv_left", dict(h=5, w=5, cin=8, cout=7, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("conv_scratch", dict(h=6, w=6, cin=12, cout=7, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
+    ("pointwise", dict(h=5, w=4, cin=6, cout=10)),
 ]
 
 
@@ -606,11 +619,15 @@ def test_a_scratch_tensor_other_than_planned_reaches_the_library_kernel(failing_
 
 def test_not_covered_layers_are_named():
     rng = np.random.default_rng(1)
-    p = pointwise_program(rng, 2, 2, 6, 10)  # 10 output channels: not a multiple of 4
+    p = pointwise_program(rng, 2, 2, 6, 10, inplace=True)  # 6 inputs in place: no windows to pad K with
     layers, skipped = generated.eligible(p)
-    assert layers == [] and "channels 6->10 not multiples of 4" in skipped[0][2]
-    layers, skipped = generated.eligible(pointwise_program(rng, 2, 2, 6, 8))  # 6 inputs: the convolution's windows
-    assert [l.kind for l in layers] == ["conv"] and skipped == []
+    assert layers == [] and "channels 6->10: input channels not a multiple of 4 (in place)" in skipped[0][2]
+    layers, skipped = generated.eligible(linear_program(rng, 1, 29, 7))
+    assert layers == [] and "sizes 29->7: K not a multiple of 4" in skipped[0][2]
+    for cout in (8, 10):  # 6 inputs: the convolution's windows (10 outputs: rows of 12, 10 of each copied out)
+        layers, skipped = generated.eligible(pointwise_program(rng, 2, 2, 6, cout))
+        assert [(l.kind, l.n, l.n_out) for l in layers] == [("conv", 8, 0) if cout == 8 else ("conv", 12, 10)]
+        assert skipped == []
 
 
 def test_odd_channel_depthwise_without_a_planar_path_is_named():

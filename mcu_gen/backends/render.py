@@ -84,18 +84,20 @@ def bound(layer, *args) -> list:
 def describe(l, gathered: int | None = None) -> str:
     """What a GEMM-like layer computes, for its comment. ``gathered``: the bytes of one gathered
     window (MVE convolutions), else the DSP wording (taps with padding)."""
+    n = f"{l.n_out} (computed as {l.n})" if getattr(l, "n_out", 0) else l.n
     if l.kind == "conv":
         h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
         tail = f"{gathered} bytes gathered" if gathered is not None else f"{l.k} with padding"
-        return (f"{kh}x{kw} convolution {cin} -> {l.n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
+        return (f"{kh}x{kw} convolution {cin} -> {n} channels, {h}x{w} -> {oh}x{ow}, stride {sh},{sw}, "
                 f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {tail})")
     if l.kind == "pointwise":
-        return f"1x1 convolution {l.k} -> {l.n} channels over {l.rows} pixels"
-    return f"fully connected {l.k} -> {l.n}, {l.rows} row(s)"
+        return f"1x1 convolution {l.k} -> {n} channels over {l.rows} pixels"
+    return f"fully connected {l.k} -> {n}, {l.rows} row(s)"
 
 
 def rows(l) -> dict:
     """The input rows of a convolution (the `rows` macro): the input itself, or in place the ring of
     l.ring_rows rows in the scratch tensor."""
     h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
-    return {"h": h, "w": w, "cin": cin, "sh": sh, "ph": ph, "ow": ow, "n": l.n, "ring_rows": l.ring_rows}
+    return {"h": h, "w": w, "cin": cin, "sh": sh, "ph": ph, "ow": ow, "n": getattr(l, "n_out", 0) or l.n,
+            "ring_rows": l.ring_rows}  # the output's channels (a narrow layer's rows of n: copied out, n_out)

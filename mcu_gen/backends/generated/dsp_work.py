@@ -12,14 +12,21 @@ from mcu_gen.backends.generated.layers import POINTWISE_OPS
 
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
 INPLACE_CHUNK_BYTES = 256  # output rows of an in-place 1x1 convolution per GEMM call (stack bytes; at least 2 rows)
-CONV_PAIR_BYTES = 1152  # two windows (the two-row GEMM) up to this many stack bytes (ResNet-8's K 576)
+# Two windows (the two-row GEMM) on the stack up to this many bytes (or the image's GemmLayer.stack_room), else one
+# at a time: every image of a convolution links the library kernel (the generated layer's fallback), whose deepest
+# path below Executor::execute is 652 B (cortex_m_quantized_conv2d_out; 720 B in place row by row), a generated
+# layer's 216 B without its buffers (M33, GCC 12). It was 1,152 B (ResNet-8's K 576, whose windows now go in the
+# arena): a random network's 3x3 39->37 convolution (K 352, bench/sweep_random_cnn.py --seed 29) then took 280 B of
+# stack past its library build.
+CONV_PAIR_BYTES = 432
 PRE_MAX_K = 36  # convolutions of K below this gather their windows widened (``pre_widened``: the 3-channel stems)
 PRE_CHUNK_BYTES = (1152, 576)  # widened windows (2K bytes each) per GEMM call in the arena's scratch: the choices
 
 
 class Work:
     """A smmlar layer's per-call buffers (issue 25: planned in the arena where the plan gave them room):
-    ``chunk`` gathered windows (conv) or output rows (in-place 1x1) of ``unit`` bytes, then, where ``wide``,
+    ``chunk`` gathered windows (conv; a narrow convolution's ``chunk`` output rows of N after them: ``_unit``) or
+    output rows (in-place 1x1, narrow 1x1 and fully connected) of ``unit`` bytes, then, where ``wide``,
     the GEMM's pair of rows widened once (4K bytes). ``offset``: where they start in the layer's scratch
     tensor (argument 12, after an in-place convolution's ring of rows), None: on the compute function's stack."""
 
@@ -35,7 +42,7 @@ def _conv_chunk(l, floor: int, up: bool) -> int:
     (1.35 estimated M33 cycles per MAC against 1.0-1.16): one window more (``up``: a buffer in the arena's scratch)
     or one less (on the stack, within CONV_CHUNK_BYTES). ResNet-8's / VWW's 27-tap stems: 9 -> 10 / 8."""
     oh, ow = l.geometry[9], l.geometry[10]
-    c = max(floor, min(oh * ow, CONV_CHUNK_BYTES // l.k))
+    c = max(floor, min(oh * ow, CONV_CHUNK_BYTES // _unit(l)))
     if floor == 2 and c % 2 and c < oh * ow:
         c += 1 if up else -1
     return c
@@ -61,7 +68,7 @@ def stem_s2(l) -> bool:
     mode) instead of conv_stream_widened: 3x3, 3 input channels, stride 2 across (VWW's stem), output width a
     multiple of 3 (the GEMM's three rows at a time), left padding at most 1; each output pixel's window is 9 words
     of its own and 5 of the next pixel's, widened once (9 stores a pixel against 14)."""
-    if not pre_widened(l) or l.n > STEM_MAX_N:
+    if not pre_widened(l) or l.n > STEM_MAX_N or l.n_out:
         return False
     _h, _w, cin, kh, kw, _sh, sw, _ph, pw, _oh, ow = l.geometry
     return cin == 3 and kh == 3 and kw == 3 and sw == 2 and pw <= 1 and l.k == 28 and ow % 3 == 0
@@ -111,7 +118,7 @@ def _pre_chunk(l, limit: int) -> int:
     """Widened windows (2K bytes each) per call of a ``pre_widened`` convolution within ``limit`` bytes: a multiple of
     4 (the own GEMM's four rows at a time), else even; at least 2, no more than its output pixels (rounded up)."""
     oh, ow = l.geometry[9], l.geometry[10]
-    c = min(limit // (2 * l.k), (oh * ow + 1) // 2 * 2)
+    c = min(limit // _unit(l), (oh * ow + 1) // 2 * 2)
     return c // 4 * 4 if c >= 4 else max(2, c // 2 * 2)
 
 
@@ -141,10 +148,11 @@ def call_kind(l) -> str:
 
 
 def _unit(l) -> int:
-    """Bytes per chunk entry: a window of K (conv), an output row of N (in-place 1x1), none (direct)."""
+    """Bytes per chunk entry: a window of K (conv; 2K widened; and its output row of N where N was rounded up to 4,
+    after the chunk's windows: ``rows_at``), an output row of N (in-place 1x1, narrow), none (direct)."""
     call = call_kind(l)
     if call == "conv":
-        return 2 * l.k if pre_widened(l) else l.k
+        return (2 * l.k if pre_widened(l) else l.k) + (l.n if l.n_out else 0)
     return l.n if call in ("inplace", "narrow") else 0
 
 
@@ -216,14 +224,14 @@ def _pre_stack(l) -> int:
 
 def stack_work(l) -> Work:
     """The layer's buffers on its compute function's stack (as before issue 25's arena buffers):
-    CONV_CHUNK_BYTES of windows (two where they fit CONV_PAIR_BYTES), INPLACE_CHUNK_BYTES of rows, the widened
+    CONV_CHUNK_BYTES of windows (two where they fit CONV_PAIR_BYTES or the stack_room), INPLACE_CHUNK_BYTES of rows, the widened
     rows where the stack buffers and they stay within WIDE_STACK_BYTES (``wide_ok``)."""
     call, unit = call_kind(l), _unit(l)
     if pre_widened(l):
         return Work(_pre_chunk(l, _pre_stack(l)), unit, l.k, "stem" if stem_s2(l) else "pre", None)
     if call == "conv":
         oh, ow = l.geometry[9], l.geometry[10]
-        floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * l.k <= CONV_PAIR_BYTES else 1
+        floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * unit <= max(CONV_PAIR_BYTES, l.stack_room) else 1
         chunk = _conv_chunk(l, floor, False)
     else:
         chunk = _inplace_chunk(l) if call in ("inplace", "narrow") else 0
@@ -279,7 +287,7 @@ def cols_geometry_ok(l) -> bool:
         return False  # (a small-K layer whose windows are gathered widened stays on conv_stream_widened)
     h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
     return (cin % 4 == 0 and l.k == kh * kw * cin and ow % 2 == 0 and l.n >= 8 and pair_ok(l.k, l.n)
-            and kh * kw > 1 and 1 <= sw <= kw)
+            and kh * kw > 1 and 1 <= sw <= kw and not l.n_out)
 
 
 def cols_row_bytes(l, chunk: int) -> int:

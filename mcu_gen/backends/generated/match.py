@@ -108,11 +108,11 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
     if ((kh, kw) != (1, 1) or list(stride) not in ([1], [1, 1]) or any(int(p) != 0 for p in pad)
             or ins.op == CONV_ROWS_INPLACE):
         return _conv(program, idx, ins, isa)
-    if isa == "dsp" and cin % 4 and not cout % 4 and ins.op == POINTWISE_OPS[0]:
+    if isa == "dsp" and cin % 4 and ins.op == POINTWISE_OPS[0]:
         return _conv(program, idx, ins, isa)  # the convolution's windows pad K to a multiple of 4
-    narrow = isa == "dsp" and cout % 4 and not cin % 4 and ins.op == POINTWISE_OPS[0]
-    if isa == "dsp" and (cin % 4 or cout % 4) and not narrow:  # MVE: a predicated last chunk of K and store of N
-        return f"channels {cin}->{cout} not multiples of 4" + (" (in place)" if ins.op != POINTWISE_OPS[0] else "")
+    narrow = isa == "dsp" and cout % 4 and not cin % 4  # in place too: gemm_stream_rows' order holds for N rounded up
+    if isa == "dsp" and cin % 4:  # MVE: a predicated last chunk of K and store of N
+        return f"channels {cin}->{cout}: input channels not a multiple of 4 (in place)"
     if cin > MAX_K:
         return "too many input channels"
     if tuple(out.shape) != (n_, cout, h, wd):
@@ -144,14 +144,15 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
 def _narrow(l: GemmLayer) -> GemmLayer:
     """A DSP GEMM layer whose N is not a multiple of 4 as one of N rounded up (zero weights and accumulator
     starts, the last channel's requantization): the GEMM writes rows of that many channels into a buffer and the
-    layer copies the first N of each to the output (gemm_stream_rows, kernels_generated/dsp_prelude.h). Not in
-    place (the copies are not ordered for it)."""
+    layer copies the first N of each to the output (gemm_stream_rows, gemm's kNOut, conv_stream's: in
+    kernels_generated/dsp_prelude.h). In place as the layer was: the copies go where rows of N would go, in the
+    same order (the in-place 1x1 order compares N with K, both rounded the same way when K % 4 == 0)."""
     n, pad = l.n, -l.n % 4
     l.weights = np.concatenate([l.weights, np.zeros((pad, l.k), l.weights.dtype)])
     l.acc_init = np.concatenate([l.acc_init, np.zeros(pad, l.acc_init.dtype)])
     l.mults = np.concatenate([l.mults, np.repeat(l.mults[-1:], pad)])
     l.shifts = np.concatenate([l.shifts, np.repeat(l.shifts[-1:], pad)])
-    l.n, l.n_out, l.inplace_ok = n + pad, n, False
+    l.n, l.n_out = n + pad, n
     return l
 
 
@@ -164,8 +165,8 @@ def _conv(program: Program, idx: int, ins, isa: str = "dsp") -> ConvLayer | str:
     pad = [int(v) for v in _s(program, a[4])]
     sh, sw = (stride * 2)[:2] if len(stride) == 1 else stride
     ph, pw = (pad * 2)[:2] if len(pad) == 1 else pad
-    if n_ != 1 or (isa == "dsp" and cout % 4) or ph >= kh or pw >= kw:
-        return "batch > 1, output channels not a multiple of 4, or padding >= kernel"
+    if n_ != 1 or ph >= kh or pw >= kw:
+        return "batch > 1 or padding >= kernel"
     taps = kh * kw * cin
     k = (taps + 3) // 4 * 4
     if k > 4096:
@@ -202,12 +203,13 @@ def _conv(program: Program, idx: int, ins, isa: str = "dsp") -> ConvLayer | str:
         at = (ring_rows * row + 3) // 4 * 4
         room = max(0, scratch.nbytes - at)
         checks += [_tensor_check(12, scratch), "apart(ctx, 12, 0)", "apart(ctx, 12, 13)"]
-    return ConvLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="conv", rows=oh * ow, k=k, n=cout,
-                     weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
-                     shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                     inplace_ok=bool(ring_rows), checks=checks,
-                     geometry=(h, wd, cin, kh, kw, sh, sw, ph, pw, oh, ow), zero_point=-in_off, ring_rows=ring_rows,
-                     scratch_room=room, scratch_at=at, scratch_checks=_scratch_checks(program, a[CONV_SCRATCH_ARG]))
+    layer = ConvLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="conv", rows=oh * ow, k=k, n=cout,
+                      weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
+                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
+                      inplace_ok=bool(ring_rows), checks=checks,
+                      geometry=(h, wd, cin, kh, kw, sh, sw, ph, pw, oh, ow), zero_point=-in_off, ring_rows=ring_rows,
+                      scratch_room=room, scratch_at=at, scratch_checks=_scratch_checks(program, a[CONV_SCRATCH_ARG]))
+    return _narrow(layer) if isa == "dsp" and cout % 4 else layer
 
 
 def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | str:
