@@ -156,13 +156,16 @@ def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=F
     return p
 
 
-def linear_program(rng, rows, k, n, kernel_sum=True) -> Program:
+def linear_program(rng, rows, k, n, kernel_sum=True, no_shift=False) -> Program:
+    """no_shift: a multiplier of about 2^-11 and no shift (the requant_any path: no right shift for smmlar)."""
     p = Program()
     x = p.add(TensorValue((rows, k), "int8", scale=0.1, zero_point=5))
     wt = rng.integers(-127, 128, (n, k)).astype(np.int8)
     in_off = int(rng.integers(-128, 128))
     bias = rng.integers(-5000, 5000, n).astype(np.int64)
     mults, shifts = _requant_params(rng, 1, -13, -11)
+    if no_shift:
+        mults, shifts = mults >> 11, np.zeros_like(shifts)
     out = p.add(TensorValue((rows, n), "int8", scale=0.2, zero_point=1))
     if kernel_sum:
         ks = (bias + in_off * wt.astype(np.int64).sum(axis=1)).astype(np.int32)
@@ -411,6 +414,12 @@ CASES = [  # (kind, shape parameters)
     ("conv_left", dict(h=5, w=5, cin=8, cout=7, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
     ("conv_scratch", dict(h=6, w=6, cin=12, cout=7, kh=3, kw=3, stride=(1, 1), pad=(1, 1))),
     ("pointwise", dict(h=5, w=4, cin=6, cout=10)),
+    # Fully connected layers whose K is not a multiple of 4: rows copied into a zero-padded buffer (gemm_stream_padded,
+    # gemm's kKIn), with any N
+    ("linear", dict(rows=1, k=29, n=7)),
+    ("linear_bias", dict(rows=3, k=37, n=8)),
+    ("linear", dict(rows=5, k=13, n=16)),
+    ("linear_noshift", dict(rows=3, k=22, n=6)),
 ]
 
 
@@ -446,7 +455,8 @@ def _case_program(rng, kind: str, shape: dict, scratch: bool):
         p = depthwise_program(rng, left_shift=kind == "depthwise_left", inplace=kind == "depthwise_inplace", **shape)
         x = rng.integers(-128, 128, (1, shape["c"], shape["h"], shape["w"])).astype(np.int8)
     else:
-        p = linear_program(rng, kernel_sum=kind == "linear", **shape)
+        p = linear_program(rng, kernel_sum=kind in ("linear", "linear_noshift"), no_shift=kind == "linear_noshift",
+                           **shape)
         x = rng.integers(-128, 128, (shape["rows"], shape["k"])).astype(np.int8)
     return p, x
 
@@ -622,8 +632,13 @@ def test_not_covered_layers_are_named():
     p = pointwise_program(rng, 2, 2, 6, 10, inplace=True)  # 6 inputs in place: no windows to pad K with
     layers, skipped = generated.eligible(p)
     assert layers == [] and "channels 6->10: input channels not a multiple of 4 (in place)" in skipped[0][2]
+    layers, skipped = generated.eligible(linear_program(rng, 1, 239, 7))  # padded rows of 240 + 8 B: as much as fits
+    assert len(layers) == 1 and skipped == []
+    layers, skipped = generated.eligible(linear_program(rng, 1, 239, 10))  # 240 + 12 B: too much stack
+    assert layers == [] and ("sizes 239->10: K not a multiple of 4, and its padded row (240 B) and output row (12 B) "
+                             "take more than 248 B of stack") in skipped[0][2], skipped
     layers, skipped = generated.eligible(linear_program(rng, 1, 29, 7))
-    assert layers == [] and "sizes 29->7: K not a multiple of 4" in skipped[0][2]
+    assert [(l.k_in, l.k, l.n_out, l.n) for l in layers] == [(29, 32, 7, 8)] and skipped == []
     for cout in (8, 10):  # 6 inputs: the convolution's windows (10 outputs: rows of 12, 10 of each copied out)
         layers, skipped = generated.eligible(pointwise_program(rng, 2, 2, 6, cout))
         assert [(l.kind, l.n, l.n_out) for l in layers] == [("conv", 8, 0) if cout == 8 else ("conv", 12, 10)]

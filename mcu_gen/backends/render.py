@@ -92,7 +92,8 @@ def describe(l, gathered: int | None = None) -> str:
                 f"padding {ph},{pw} (windows of {kh * kw * cin} taps, {tail})")
     if l.kind == "pointwise":
         return f"1x1 convolution {l.k} -> {n} channels over {l.rows} pixels"
-    return f"fully connected {l.k} -> {n}, {l.rows} row(s)"
+    k = f"{l.k_in} (rows padded to {l.k})" if getattr(l, "k_in", 0) else l.k
+    return f"fully connected {k} -> {n}, {l.rows} row(s)"
 
 
 def rows(l) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from mcu_gen.backends.generated.dsp_gemm_asm import STEM_PERIOD, pair_ok, wide_ok
-from mcu_gen.backends.generated.layers import POINTWISE_OPS
+from mcu_gen.backends.generated.layers import PADDED_STACK_BYTES, POINTWISE_OPS
 
 
 CONV_CHUNK_BYTES = 256  # gathered windows per GEMM call of a generated convolution (stack bytes)
@@ -138,10 +138,13 @@ def quads_only(l) -> bool:
 
 
 def call_kind(l) -> str:
-    """How the layer calls its GEMM: "conv" (gathered windows), "inplace" (1x1 over its own input), "narrow" (rows
-    of N rounded up to 4 into a buffer, N of each copied out: match._narrow), "direct"."""
+    """How the layer calls its GEMM: "conv" (gathered windows), "padded" (fully connected rows of K not a multiple of
+    4 copied into a buffer of rows of K rounded up: gemm_stream_padded), "inplace" (1x1 over its own input), "narrow"
+    (rows of N rounded up to 4 into a buffer, N of each copied out: match._narrow), "direct"."""
     if l.kind == "conv":
         return "conv"
+    if getattr(l, "k_in", 0):
+        return "padded"
     if getattr(l, "n_out", 0):
         return "narrow"
     return "inplace" if l.kind == "pointwise" and l.op != POINTWISE_OPS[0] else "direct"
@@ -153,6 +156,8 @@ def _unit(l) -> int:
     call = call_kind(l)
     if call == "conv":
         return (2 * l.k if pre_widened(l) else l.k) + (l.n if l.n_out else 0)
+    if call == "padded":  # the padded input row, then (N not a multiple of 4) the output row
+        return l.k + (l.n if l.n_out else 0)
     return l.n if call in ("inplace", "narrow") else 0
 
 
@@ -161,6 +166,13 @@ def _inplace_chunk(l) -> int:
     (a narrow layer's: at most its rows)."""
     chunk = max(2, min(l.rows, INPLACE_CHUNK_BYTES // l.n // 2 * 2))
     return min(chunk, l.rows) if call_kind(l) == "narrow" else chunk
+
+
+def _padded_chunk(l) -> int:
+    """Rows per GEMM call of a "padded" fully connected layer: as many as PADDED_STACK_BYTES hold (match._linear
+    refuses a row that does not fit), an even count where there are two or more."""
+    c = max(1, min(l.rows, PADDED_STACK_BYTES // _unit(l)))
+    return c // 2 * 2 if c >= 2 else c
 
 
 def inplace_direct_ok(l) -> bool:
@@ -177,7 +189,7 @@ def inplace_direct(l) -> bool:
 
 def _pairs(l, chunk: int) -> bool:
     """Whether the GEMM calls with ``chunk`` entries run the two-row code."""
-    return (chunk >= 2 if call_kind(l) == "conv" else l.rows >= 2) and pair_ok(l.k, l.n)
+    return (chunk >= 2 if call_kind(l) in ("conv", "padded") else l.rows >= 2) and pair_ok(l.k, l.n)
 
 
 def work_levels(l) -> list:
@@ -197,6 +209,8 @@ def work_levels(l) -> list:
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) else 1
         chunks = [_conv_chunk(l, floor, True), floor]
         chunks = [c for c in cols_levels(l) if c > chunks[0]] + chunks
+    elif call == "padded":
+        chunks = [_padded_chunk(l)]
     elif call in ("inplace", "narrow"):
         chunks = [_inplace_chunk(l), min(2, l.rows)]
         if inplace_direct_ok(l) and wide_ok(l.k, l.n, on_stack=False):  # widened, straight over the input
@@ -234,8 +248,10 @@ def stack_work(l) -> Work:
         floor = 2 if oh * ow >= 2 and pair_ok(l.k, l.n) and 2 * unit <= max(CONV_PAIR_BYTES, l.stack_room) else 1
         chunk = _conv_chunk(l, floor, False)
     else:
-        chunk = _inplace_chunk(l) if call in ("inplace", "narrow") else 0
+        chunk = _padded_chunk(l) if call == "padded" else _inplace_chunk(l) if call in ("inplace", "narrow") else 0
     wide = _pairs(l, chunk) and wide_ok(l.k, l.n, chunk * unit, stack_room=l.stack_room)
+    if call == "padded":  # within the padded rows' stack budget too
+        wide = wide and chunk * unit + 4 * l.k <= max(PADDED_STACK_BYTES, l.stack_room)
     if inplace_direct_ok(l) and wide_ok(l.k, l.n, 0, stack_room=l.stack_room) and \
             4 * l.k <= chunk * unit + (4 * l.k if wide else 0):  # no more stack than the rows took
         return Work(0, unit, l.k, "frame", None)
@@ -270,7 +286,7 @@ def layer_work(l) -> Work:
 
 def calls_pairs(l) -> bool:
     """Whether the layer calls its GEMM with two rows or more (else no two-row code: flash)."""
-    if l.kind == "conv":
+    if l.kind == "conv" or call_kind(l) == "padded":
         return layer_work(l).chunk >= 2
     return l.rows >= 2
 

@@ -78,7 +78,7 @@ def _gemm_values(l: GemmLayer) -> dict:
     v = _header(l)
     scratch = scratch_arg(l)
     extra = l.scratch_checks if scratch is not None and ring_arg(l) is None else []
-    v.update(what=describe(l), weight_bytes=f"{l.weight_bytes:,}", k=l.k, n=l.n, n_out=l.n_out, rows_count=l.rows,
+    v.update(what=describe(l), weight_bytes=f"{l.weight_bytes:,}", k=l.k, n=l.n, n_out=l.n_out, k_in=l.k_in, rows_count=l.rows,
              ring_arg=scratch, bound=bound(l, in_arg, out_arg, scratch),
              checks=l.checks + extra + [allowed(in_arg, out_arg, l.inplace_ok, l)],
              rows=rows(l) if l.kind == "conv" else None, geometry=list(l.geometry) if l.kind == "conv" else None,

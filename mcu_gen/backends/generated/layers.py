@@ -26,6 +26,13 @@ ADD_TABLE_STACK_BYTES = 1024
 GENERATED_OPS = POINTWISE_OPS + LINEAR_OPS + DEPTHWISE_OPS + ADD_OPS
 MAX_K = 14563  # as the portable kernels: |sum| of K products of (int8 + 256) * (int16) stays in int32
 
+# A DSP fully connected layer whose K is not a multiple of 4 copies its rows, zero padded, into a buffer on the stack
+# (it has no scratch tensor): its rows of K rounded up (and their output rows where N is not a multiple of 4; the
+# two-row GEMM's widened rows) at most this many bytes, so that the layer's stack stays within the library linear
+# kernel's, which the image links as the generated layer's fallback: its deepest path below Executor::execute is
+# 352 B, a generated layer's about 100 B besides its buffers (M33, GCC 12; an MLP 29->23->250->10 with 276 B of
+# buffers for its 23->250 layer took 24 B more stack than its library build).
+PADDED_STACK_BYTES = 248
 CONV_SCRATCH_ARG = 12  # the in-place convolution variants' scratch tensor (the ring of saved rows)
 
 
@@ -81,10 +88,13 @@ class GemmLayer(_RequantChoice):
     # Output channels where ``n`` is them rounded up to a multiple of 4 (the DSP GEMM's blocks; match._narrow): the
     # GEMM writes rows of n into a buffer and the layer copies the first n_out of each (gemm_stream_rows). 0: n.
     n_out: int = 0
+    # Input row length where ``k`` is it rounded up to a multiple of 4 (a DSP fully connected layer; match._pad_k):
+    # the rows are copied into a buffer of rows of k with zero bytes past k_in (gemm_stream_padded). 0: k.
+    k_in: int = 0
 
     @property
     def macs(self) -> int:
-        return self.rows * self.k * (self.n_out or self.n)
+        return self.rows * (self.k_in or self.k) * (self.n_out or self.n)
 
     @property
     def weight_bytes(self) -> int:

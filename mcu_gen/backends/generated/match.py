@@ -10,7 +10,8 @@ import numpy as np
 from mcu_gen.backends.generated.dsp_depthwise_asm import DW_ODD_STACK_BYTES, dw_plane
 from mcu_gen.backends.generated.exactness import wrap32
 from mcu_gen.backends.generated.layers import (ADD_OPS, ADD_TABLE_STACK_BYTES, CONV_ROWS_INPLACE, CONV_SCRATCH_ARG,
-                                               DEPTHWISE_OPS, INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, POINTWISE_OPS, AddLayer,
+                                               DEPTHWISE_OPS, INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, PADDED_STACK_BYTES,
+                                               POINTWISE_OPS, AddLayer,
                                                ConvLayer, DepthwiseLayer, GemmLayer, conv_ring_rows)
 from mcu_gen.program.ir import Program, ScalarValue, TensorValue
 
@@ -224,8 +225,11 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
     n, k = (int(s) for s in w.shape)
     if int(x.shape[-1]) != k or int(out.shape[-1]) != n:
         return "unexpected shapes"
-    if isa == "dsp" and k % 4:  # MVE: a predicated last chunk of K (and store of N); DSP: N through _narrow
-        return f"sizes {k}->{n}: K not a multiple of 4"
+    padded = -k % 4 if isa == "dsp" else 0  # MVE: a predicated last chunk of K (and store of N)
+    out_row = n + -n % 4 if n % 4 else 0  # the output row buffer where N is not a multiple of 4 either
+    if padded and k + padded + out_row > PADDED_STACK_BYTES:
+        return (f"sizes {k}->{n}: K not a multiple of 4, and its padded row ({k + padded} B)"
+                + (f" and output row ({out_row} B)" if out_row else "") + f" take more than {PADDED_STACK_BYTES} B of stack")
     if k > MAX_K:
         return "K too large"
     rows = int(np.prod(x.shape[:-1])) if len(x.shape) > 1 else 1
@@ -255,10 +259,12 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
                    _constant_check(2, bias) if bias is not None else "ctx.is_none(2)"]
     m = np.resize(np.asarray(mults, np.int64), n)
     s = np.resize(np.asarray(shifts, np.int64), n)
-    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="linear", rows=rows, k=k, n=n,
+    if padded:  # zero weights past K (init unchanged): rows of K + padded, copied into a buffer
+        wt = np.concatenate([wt, np.zeros((n, padded), wt.dtype)], axis=1)
+    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="linear", rows=rows, k=k + padded, n=n,
                       weights=wt.astype(np.int16), acc_init=wrap32(init), mults=m.astype(np.int32),
                       shifts=s.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                      inplace_ok=False, checks=checks)
+                      inplace_ok=False, checks=checks, k_in=k if padded else 0)
     return _narrow(layer) if isa == "dsp" and n % 4 else layer
 
 
