@@ -335,15 +335,19 @@ inline void gemm_rows_out(GemmFn fn, const int8_t* x, const GemmDesc& d, int8_t*
   }
 }
 
-// A fully connected layer whose rows of kKIn inputs are not a multiple of 4 long (match._linear): kChunk rows at a
-// time copied into `buf_at` as rows of kK (kKIn rounded up; the bytes past kKIn zero, against zero weights), then the
-// GEMM; outputs as gemm_rows_out (after the rows, kChunk * kK bytes on, where kNOut < kN).
+// A fully connected or in-place 1x1 layer whose rows of kKIn inputs are not a multiple of 4 long (match._linear,
+// _pointwise): kChunk rows at a time copied into `buf_at` as rows of kK (kKIn rounded up; the bytes past kKIn zero,
+// against zero weights), then the GEMM; outputs as gemm_rows_out (after the rows, kChunk * kK bytes on, where
+// kNOut < kN). In place (the output at the input's address) as gemm_stream_rows: each chunk's rows are copied before
+// its outputs are written; kNOut <= kKIn in order (outputs end at (r + m) kNOut, where the rows not read yet start),
+// else from the last (outputs start at r kNOut >= r kKIn, past the rows still to read).
 template <int32_t kRows, int32_t kKIn, int32_t kK, int32_t kN, int32_t kChunk, int32_t kNOut = kN>
 void gemm_stream_padded(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* buf_at, int16_t* wide) {
   int8_t* const buf = static_cast<int8_t*>(__builtin_assume_aligned(buf_at, 4));
   for (int32_t j = 0; j < kChunk; ++j) memset(buf + j * kK + kKIn, 0, kK - kKIn);
-  for (int32_t r = 0; r < kRows; r += kChunk) {
-    const int32_t m = kRows - r < kChunk ? kRows - r : kChunk;
+  for (int32_t i = 0; i < kRows; i += kChunk) {
+    const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
+    const int32_t r = kNOut > kKIn ? kRows - i - m : i;
     for (int32_t j = 0; j < m; ++j) memcpy(buf + j * kK, in + (r + j) * kKIn, kKIn);
     gemm_rows_out<kN, kNOut>(fn, buf, d, out + r * kNOut, m, wide, buf + kChunk * kK);
   }
@@ -768,8 +772,8 @@ __attribute__((noinline)) void gemm_row_call(const int8_t* x_row, int8_t* y, con
 // is the noinline gemm_row_call: inlined into this loop, the 8x1 block's 14 registers are not always
 // free (GCC: "'asm' operand has impossible constraints", e.g. K 4, N 16 in tests/models_int8/se_hardswish).
 // kNOut: the output's channels where kN is them rounded up to a multiple of 4 (match._narrow: the first kNOut of
-// each row copied out). kKIn: the input rows' length where kK is it rounded up (a fully connected layer, not in
-// place: each row copied into `padded` first, zero bytes past kKIn against zero weights).
+// each row copied out). kKIn: the input rows' length where kK is it rounded up (each row copied into `padded` first,
+// zero bytes past kKIn against zero weights). In place the order compares the real kNOut and kKIn.
 template <int32_t kRows, int32_t kK, int32_t kN, int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax,
           int32_t kNOut = kN, int32_t kKIn = kK>
 void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant& q) {
@@ -777,7 +781,7 @@ void gemm(const int8_t* in, int8_t* out, const uint32_t* weights, const Requant&
   alignas(4) int8_t padded[kKIn == kK ? 4 : kK];
   if constexpr (kKIn != kK) memset(padded + kKIn, 0, kK - kKIn);
   for (int32_t i = 0; i < kRows; ++i) {
-    const int32_t r = kN > kK ? kRows - 1 - i : i;
+    const int32_t r = kNOut > kKIn ? kRows - 1 - i : i;
     const int8_t* x = in + r * kKIn;
     if constexpr (kKIn != kK) {
       memcpy(padded, x, kKIn);

@@ -420,6 +420,13 @@ CASES = [  # (kind, shape parameters)
     ("linear_bias", dict(rows=3, k=37, n=8)),
     ("linear", dict(rows=5, k=13, n=16)),
     ("linear_noshift", dict(rows=3, k=22, n=6)),
+    # ... and in-place 1x1 layers whose input channels are not: forwards (N <= K), from the last row (N > K), the rows
+    # in the scratch tensor, the requant_any path (gemm's kKIn)
+    ("pointwise_inplace_right", dict(h=5, w=5, cin=19, cout=29)),
+    ("pointwise_inplace_right_relu", dict(h=4, w=5, cin=35, cout=26)),
+    ("pointwise_inplace_right", dict(h=3, w=7, cin=3, cout=48)),
+    ("pointwise_inplace_right_scratch", dict(h=5, w=4, cin=22, cout=24)),
+    ("pointwise_inplace", dict(h=3, w=5, cin=10, cout=13)),
 ]
 
 
@@ -629,9 +636,10 @@ def test_a_scratch_tensor_other_than_planned_reaches_the_library_kernel(failing_
 
 def test_not_covered_layers_are_named():
     rng = np.random.default_rng(1)
-    p = pointwise_program(rng, 2, 2, 6, 10, inplace=True)  # 6 inputs in place: no windows to pad K with
+    p = pointwise_program(rng, 2, 2, 250, 10, inplace=True)  # 250 inputs in place: rows of 252 + 12 B, too many
     layers, skipped = generated.eligible(p)
-    assert layers == [] and "channels 6->10: input channels not a multiple of 4 (in place)" in skipped[0][2]
+    assert layers == [] and ("channels 250->10 in place: input channels not a multiple of 4, and a padded row (252 B) "
+                             "and output row (12 B) take more than 248 B") in skipped[0][2], skipped
     layers, skipped = generated.eligible(linear_program(rng, 1, 239, 7))  # padded rows of 240 + 8 B: as much as fits
     assert len(layers) == 1 and skipped == []
     layers, skipped = generated.eligible(linear_program(rng, 1, 239, 10))  # 240 + 12 B: too much stack

@@ -111,9 +111,13 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
         return _conv(program, idx, ins, isa)
     if isa == "dsp" and cin % 4 and ins.op == POINTWISE_OPS[0]:
         return _conv(program, idx, ins, isa)  # the convolution's windows pad K to a multiple of 4
-    narrow = isa == "dsp" and cout % 4 and not cin % 4  # in place too: gemm_stream_rows' order holds for N rounded up
-    if isa == "dsp" and cin % 4:  # MVE: a predicated last chunk of K and store of N
-        return f"channels {cin}->{cout}: input channels not a multiple of 4 (in place)"
+    # DSP: N rounded up to 4 (_narrow); in place, K not a multiple of 4: rows copied into rows of K rounded up
+    # (gemm_stream_padded; the in-place order compares the real N and K). MVE: a predicated last chunk of K and store of N
+    narrow, padded = (cout % 4, -cin % 4) if isa == "dsp" else (0, 0)
+    out_row = cout + -cout % 4 if narrow else 0
+    if padded and cin + padded + out_row > PADDED_STACK_BYTES:
+        return (f"channels {cin}->{cout} in place: input channels not a multiple of 4, and a padded row ({cin + padded} "
+                f"B)" + (f" and output row ({out_row} B)" if out_row else "") + f" take more than {PADDED_STACK_BYTES} B")
     if cin > MAX_K:
         return "too many input channels"
     if tuple(out.shape) != (n_, cout, h, wd):
@@ -134,11 +138,14 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
               _int_check(6, in_off), _int_check(7, out_off), _int_check(10, act_min),
               _int_check(11, act_max)]
     checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
-    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd, k=cin,
-                      n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
-                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                      inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0], checks=checks,
-                      scratch_room=_scratch_room(program, a[12]), scratch_checks=_scratch_checks(program, a[12]))
+    if padded:  # zero weights past K (init unchanged)
+        wt = np.concatenate([wt, np.zeros((cout, padded), wt.dtype)], axis=1)
+    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd,
+                      k=cin + padded, n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init),
+                      mults=mults.astype(np.int32), shifts=shifts.astype(np.int32), out_offset=out_off,
+                      act_min=act_min, act_max=act_max, inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0],
+                      checks=checks, scratch_room=_scratch_room(program, a[12]),
+                      scratch_checks=_scratch_checks(program, a[12]), k_in=cin if padded else 0)
     return _narrow(layer) if narrow else layer
 
 
