@@ -330,8 +330,8 @@ CASES = [  # (kind, shape parameters)
     ("depthwise", dict(h=6, w=7, c=1)),
     ("depthwise_inplace", dict(h=6, w=2, c=17)),
     ("depthwise", dict(h=7, w=1, c=11)),
-    ("depthwise", dict(h=4, w=100, c=3)),
-    ("depthwise", dict(h=5, w=101, c=2, stride=2)),
+    ("depthwise", dict(h=4, w=90, c=3)),
+    ("depthwise", dict(h=5, w=91, c=2, stride=2)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     # Windows widened as they are gathered (dsp_work.pre_widened, K < 36; conv_stream_widened): an odd last window
@@ -665,6 +665,20 @@ def test_odd_channel_depthwise_without_a_planar_path_is_named():
         assert layers == [] and f"{c} channels (not a multiple of 4)" in skipped[0][2] and why in skipped[0][2], skipped
     layers, _ = generated.eligible(depthwise_program(rng, 4, 800, 8))  # a multiple of 4: the NHWC path
     assert len(layers) == 1
+
+
+def test_in_place_depthwise_rows_past_the_stack_budget_stay_on_the_library_kernel():
+    """An in-place depthwise layer keeps three input rows (NHWC W * 4 bytes, or planar int16) in its scratch tensor or
+    on the stack; more than INPLACE_GROUP_BYTES (576) of stack would take the image past its library build's stack
+    (the library in-place kernel's path is 728 B): rows of 300 pixels (3,600 B; 5 channels: 1,812 B planar) stay on
+    the library kernel, named; rows of 40 pixels (480 B) are generated."""
+    rng = np.random.default_rng(3)
+    for c, why in ((8, "in place with a window of 3600 bytes (> 576 of stack and the scratch)"),
+                   (5, "int16 copies take more than 576 bytes of stack")):
+        for scratch in (False, True):  # no scratch, or the planner's H * W bytes (1,200: too few for three rows)
+            layers, skipped = generated.eligible(depthwise_program(rng, 4, 300, c, inplace=True, scratch=scratch))
+            assert layers == [] and why in skipped[0][2], skipped
+    assert len(generated.eligible(depthwise_program(rng, 4, 40, 8, inplace=True))[0]) == 1
 
 
 def test_packed_weight_order():

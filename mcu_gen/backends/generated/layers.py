@@ -18,7 +18,13 @@ POINTWISE_OPS = ("cortex_m::quantized_conv2d.out", "mcu::quantized_conv2d_pointw
 CONV_ROWS_INPLACE = POINTWISE_OPS[2]  # a k x k convolution written row by row over its input
 LINEAR_OPS = ("cortex_m::quantized_linear.out",)
 DEPTHWISE_OPS = ("cortex_m::quantized_depthwise_conv2d.out", "mcu::quantized_depthwise_conv2d_inplace.out")
-INPLACE_GROUP_BYTES = 4096  # stack for an in-place depthwise window (3 input rows of W * 4) the scratch cannot hold
+# Stack for an in-place depthwise layer's three input rows (NHWC: W * 4 each; planar, channels not a multiple of 4:
+# int16 rows) where the scratch cannot hold them, else the library kernel: the image links the library in-place
+# depthwise kernel as the generated layer's fallback, whose deepest path below Executor::execute is 728 B, a generated
+# layer's about 150 B besides its rows (M33, GCC 12). It was 4,096 B: a 3x3 depthwise of 8 channels over 4 rows of
+# 300 pixels kept 3,600 B on the stack, its default build 3,200 B more RAM than its library build (5 channels:
+# 1,344 B).
+INPLACE_GROUP_BYTES = 576
 ADD_OPS = ("cortex_m::quantized_add.out",)
 # The quantized add's library kernel (kernels_portable/op_cortex_m_quantized_add.cpp, in every image of a program
 # with an add: the generated adds' fallback) keeps a 256-entry int32 table on its stack (add_by_table).
