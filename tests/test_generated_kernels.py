@@ -667,6 +667,21 @@ def test_odd_channel_depthwise_without_a_planar_path_is_named():
     assert len(layers) == 1
 
 
+def test_a_convolution_whose_window_passes_the_stack_budget_stays_on_the_library_kernel(failing_kernels):
+    """A convolution's window of K bytes on the stack where the arena had no room for it: past CONV_STACK_BYTES (416)
+    the layer stays on the library kernel (whose path the generated one's would pass), named; with its scratch grown
+    (what the scratch pass does where the arena has room) it is generated, its window in the arena."""
+    rng = np.random.default_rng(4)
+    p = conv_program(rng, 5, 5, 64, 8, 3, 3, (1, 1), (1, 1))  # K 576
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert gen.layers == [] and "its windows take 576 bytes of stack (> 416)" in gen.skipped[0][2], gen.skipped
+    p = conv_program(rng, 5, 5, 64, 8, 3, 3, (1, 1), (1, 1), scratch=True)
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert len(gen.layers) == 1 and gen.layers[0].work.offset is not None
+    p = conv_program(rng, 5, 5, 44, 8, 3, 3, (1, 1), (1, 1))  # K 396: on the stack
+    assert len(generated.generate(p, [failing_kernels[op] for op in p.operators]).layers) == 1
+
+
 def test_in_place_depthwise_rows_past_the_stack_budget_stay_on_the_library_kernel():
     """An in-place depthwise layer keeps three input rows (NHWC W * 4 bytes, or planar int16) in its scratch tensor or
     on the stack; more than INPLACE_GROUP_BYTES (576) of stack would take the image past its library build's stack

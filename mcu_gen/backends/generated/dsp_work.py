@@ -19,6 +19,13 @@ INPLACE_CHUNK_BYTES = 256  # output rows of an in-place 1x1 convolution per GEMM
 # arena): a random network's 3x3 39->37 convolution (K 352, bench/sweep_random_cnn.py --seed 29) then took 280 B of
 # stack past its library build.
 CONV_PAIR_BYTES = 432
+# A convolution's buffers on the stack (one window of K bytes where K > CONV_CHUNK_BYTES, the output rows of a narrow
+# layer) at most this many bytes, or the image's stack_room, else the library kernel (emit_dsp
+# .generate): its path below Executor::execute is 652 B, the generated layer's 236 B besides its buffers (conv_stream
+# 128 B, the GEMM 64 B). Random seed 40 (`python bench/sweep_random_cnn.py --count 1 --seed 40 --boards mps2-an505
+# --ram`): a 3x3 60->56 convolution at the arena's peak kept its window of 540 B on the stack, 64 B of RAM past its
+# library build.
+CONV_STACK_BYTES = 416
 PRE_MAX_K = 36  # convolutions of K below this gather their windows widened (``pre_widened``: the 3-channel stems)
 PRE_CHUNK_BYTES = (1152, 576)  # widened windows (2K bytes each) per GEMM call in the arena's scratch: the choices
 
@@ -265,6 +272,16 @@ def scratch_levels(l) -> list:
     if pre_widened(l):
         return [(c, w) for c, w in work_levels(l) if c >= s.chunk]
     return [(c, w) for c, w in work_levels(l) if (w, c) >= (s.wide is not None, s.chunk)]
+
+
+def stack_bytes(l) -> int:
+    """The stack bytes of a generated convolution's windows (and narrow output rows): its Work where the plan gave its
+    scratch no room, conv_patches' window (the requant_any path), 0 in the scratch tensor. (The GEMM's widened rows in
+    its frame come only with windows of at most WIDE_STACK_BYTES together: wide_ok.)"""
+    if l.requant_kind != "smmlar":
+        return l.k + (l.n if l.n_out else 0)
+    work = layer_work(l)
+    return 0 if work.offset is not None else work.bytes
 
 
 def work_plan(l) -> Work:

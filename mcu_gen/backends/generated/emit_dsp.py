@@ -13,8 +13,8 @@ from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok,
                                                            dw_rows_asm, dw_window)
 from mcu_gen.backends.generated.dsp_depthwise_direct_asm import dw_direct_asm, dw_direct_block, dw_direct_ok
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
-from mcu_gen.backends.generated.dsp_work import (call_kind, calls_pairs, inplace_direct, layer_work,
-                                                 pre_order, quads_only, stem_chunk)
+from mcu_gen.backends.generated.dsp_work import (CONV_STACK_BYTES, call_kind, calls_pairs, inplace_direct, layer_work,
+                                                 pre_order, quads_only, stack_bytes, stem_chunk)
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
 from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, AddLayer, DepthwiseLayer,
@@ -264,6 +264,12 @@ def generate(program: Program, kernels) -> Generated:
     add_plans = {l.instruction: add_dsp_plan(l) for l in layers if l.kind == "add"}
     skipped += [(i, ADD_OPS[0], r) for i, r in add_plans.items() if isinstance(r, str)]
     layers = [l for l in layers if l.kind != "add" or not isinstance(add_plans[l.instruction], str)]
+    # a convolution whose buffers the arena had no room for and the stack would take past the library kernel's path
+    deep = {l.instruction: stack_bytes(l) for l in layers
+            if l.kind == "conv" and stack_bytes(l) > max(CONV_STACK_BYTES, l.stack_room)}
+    skipped += [(l.instruction, l.op, f"its windows take {deep[l.instruction]} bytes of stack (> {CONV_STACK_BYTES}): "
+                 "no room for them in the arena at this layer") for l in layers if l.instruction in deep]
+    layers = [l for l in layers if l.instruction not in deep]
     g = Generated(layers=layers, skipped=sorted(skipped))
     if not layers:
         return g
