@@ -259,6 +259,17 @@ void gemm_stream_c(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, 
 
 using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t rows, int16_t* wide);
 
+// `m` rows of kN outputs at `rows` to output rows r .. r + m - 1: whole, or the first kNOut of each where kN is kNOut
+// rounded up to a multiple of 4 (match._narrow).
+template <int32_t kN, int32_t kNOut>
+__attribute__((always_inline)) inline void copy_rows(int8_t* out, int32_t r, const int8_t* rows, int32_t m) {
+  if constexpr (kNOut == kN) {
+    memcpy(out + r * kN, rows, static_cast<size_t>(m * kN));
+  } else {
+    for (int32_t j = 0; j < m; ++j) memcpy(out + (r + j) * kNOut, rows + j * kN, kNOut);
+  }
+}
+
 // The in-place pointwise variant (the output starts at the input's address): kChunk rows at a time
 // (an even count, kChunk * kN <= 256 B or two rows: the DSP GEMM runs pairs of rows with each weight
 // loaded once) into `rows` (kChunk * kN bytes: the layer's scratch tensor where the plan gave it room,
@@ -267,9 +278,9 @@ using GemmFn = void (*)(const int8_t* x, const GemmDesc* d, int8_t* y, int32_t r
 // output rows r .. r + m - 1 end at (r + m) N <= (r + m) K, where the input rows not read yet start.
 // N > K (widening): chunks from the last; the output rows start at r N >= r K, where the input rows read
 // already start.
-// Also a 1x1 convolution or fully connected layer whose output's N (kNOut) is not a multiple of 4, not in place
+// Also a 1x1 convolution or fully connected layer whose output's N (kNOut) is not a multiple of 4, in place or not
 // (mcu_gen/backends/generated/match.py _narrow): the GEMM runs kN channels (kNOut rounded up, zero weights past
-// it) and the first kNOut of each row are copied out.
+// it) and the first kNOut of each row are copied out, in the same order.
 template <int32_t kRows, int32_t kK, int32_t kN, int32_t kChunk, int32_t kNOut = kN>
 void gemm_stream_rows(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn fn, int8_t* rows_at, int16_t* wide) {
   int8_t* const rows = static_cast<int8_t*>(__builtin_assume_aligned(rows_at, 4));  // as conv_stream's patch
@@ -277,11 +288,7 @@ void gemm_stream_rows(const int8_t* in, int8_t* out, const GemmDesc& d, GemmFn f
     const int32_t m = kRows - i < kChunk ? kRows - i : kChunk;
     const int32_t r = kN > kK ? kRows - i - m : i;
     fn(in + r * kK, &d, rows, m, wide);
-    if constexpr (kNOut == kN) {
-      memcpy(out + r * kN, rows, static_cast<size_t>(m * kN));
-    } else {
-      for (int32_t j = 0; j < m; ++j) memcpy(out + (r + j) * kNOut, rows + j * kN, kNOut);
-    }
+    copy_rows<kN, kNOut>(out, r, rows, m);
   }
 }
 
@@ -331,7 +338,7 @@ inline void gemm_rows_out(GemmFn fn, const int8_t* x, const GemmDesc& d, int8_t*
     fn(x, &d, out, n, wide);
   } else {
     fn(x, &d, rows_at, n, wide);
-    for (int32_t j = 0; j < n; ++j) memcpy(out + j * kNOut, rows_at + j * kN, kNOut);
+    copy_rows<kN, kNOut>(out, 0, rows_at, n);
   }
 }
 

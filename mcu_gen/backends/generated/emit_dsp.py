@@ -265,8 +265,8 @@ def generate(program: Program, kernels) -> Generated:
     skipped += [(i, ADD_OPS[0], r) for i, r in add_plans.items() if isinstance(r, str)]
     layers = [l for l in layers if l.kind != "add" or not isinstance(add_plans[l.instruction], str)]
     # a convolution whose buffers the arena had no room for and the stack would take past the library kernel's path
-    deep = {l.instruction: stack_bytes(l) for l in layers
-            if l.kind == "conv" and stack_bytes(l) > max(CONV_STACK_BYTES, l.stack_room)}
+    deep = {l.instruction: b for l in layers
+            if l.kind == "conv" and (b := stack_bytes(l)) > max(CONV_STACK_BYTES, l.stack_room)}
     skipped += [(l.instruction, l.op, f"its windows take {deep[l.instruction]} bytes of stack (> {CONV_STACK_BYTES}): "
                  "no room for them in the arena at this layer") for l in layers if l.instruction in deep]
     layers = [l for l in layers if l.instruction not in deep]

@@ -113,11 +113,10 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
         return _conv(program, idx, ins, isa)  # the convolution's windows pad K to a multiple of 4
     # DSP: N rounded up to 4 (_narrow); in place, K not a multiple of 4: rows copied into rows of K rounded up
     # (gemm_stream_padded; the in-place order compares the real N and K). MVE: a predicated last chunk of K and store of N
-    narrow, padded = (cout % 4, -cin % 4) if isa == "dsp" else (0, 0)
-    out_row = cout + -cout % 4 if narrow else 0
-    if padded and cin + padded + out_row > PADDED_STACK_BYTES:
-        return (f"channels {cin}->{cout} in place: input channels not a multiple of 4, and a padded row ({cin + padded} "
-                f"B)" + (f" and output row ({out_row} B)" if out_row else "") + f" take more than {PADDED_STACK_BYTES} B")
+    narrow, padded = (cout % 4, cin % 4) if isa == "dsp" else (0, 0)
+    too_deep = _padded_refusal(cin, cout) if padded else None
+    if too_deep:
+        return f"channels {cin}->{cout} in place: input channels not a multiple of 4, and a {too_deep}"
     if cin > MAX_K:
         return "too many input channels"
     if tuple(out.shape) != (n_, cout, h, wd):
@@ -138,15 +137,33 @@ def _pointwise(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer |
               _int_check(6, in_off), _int_check(7, out_off), _int_check(10, act_min),
               _int_check(11, act_max)]
     checks.append(_constant_check(2, bias) if bias is not None else "ctx.is_none(2)")
-    if padded:  # zero weights past K (init unchanged)
-        wt = np.concatenate([wt, np.zeros((cout, padded), wt.dtype)], axis=1)
-    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd,
-                      k=cin + padded, n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init),
-                      mults=mults.astype(np.int32), shifts=shifts.astype(np.int32), out_offset=out_off,
-                      act_min=act_min, act_max=act_max, inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0],
-                      checks=checks, scratch_room=_scratch_room(program, a[12]),
-                      scratch_checks=_scratch_checks(program, a[12]), k_in=cin if padded else 0)
+    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="pointwise", rows=n_ * h * wd, k=cin,
+                      n=cout, weights=wt.astype(np.int16), acc_init=wrap32(init), mults=mults.astype(np.int32),
+                      shifts=shifts.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
+                      inplace_ok=cout <= cin or ins.op != POINTWISE_OPS[0], checks=checks,
+                      scratch_room=_scratch_room(program, a[12]), scratch_checks=_scratch_checks(program, a[12]))
+    layer = _pad_k(layer) if padded else layer
     return _narrow(layer) if narrow else layer
+
+
+def _padded_refusal(k: int, n: int) -> str | None:
+    """Where a DSP layer's rows of K not a multiple of 4 go through a stack buffer of rows of K rounded up (_pad_k):
+    what its padded row and (N not a multiple of 4: _narrow) output row take past PADDED_STACK_BYTES, else None."""
+    row, out_row = k + -k % 4, (n + -n % 4 if n % 4 else 0)
+    if row + out_row <= PADDED_STACK_BYTES:
+        return None
+    return (f"padded row ({row} B)" + (f" and output row ({out_row} B)" if out_row else "")
+            + f" take more than {PADDED_STACK_BYTES} B of stack")
+
+
+def _pad_k(l: GemmLayer) -> GemmLayer:
+    """A DSP GEMM layer whose K is not a multiple of 4 as one of K rounded up (zero weights past K, the accumulator
+    starts unchanged; ``k_in`` the real K): its rows are copied into rows of that length, zero past K
+    (gemm_stream_padded, gemm's kKIn: kernels_generated/dsp_prelude.h), in the in-place order of the real N and K."""
+    pad = -l.k % 4
+    l.weights = np.concatenate([l.weights, np.zeros((l.n, pad), l.weights.dtype)], axis=1)
+    l.k_in, l.k = l.k, l.k + pad
+    return l
 
 
 def _narrow(l: GemmLayer) -> GemmLayer:
@@ -232,11 +249,10 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
     n, k = (int(s) for s in w.shape)
     if int(x.shape[-1]) != k or int(out.shape[-1]) != n:
         return "unexpected shapes"
-    padded = -k % 4 if isa == "dsp" else 0  # MVE: a predicated last chunk of K (and store of N)
-    out_row = n + -n % 4 if n % 4 else 0  # the output row buffer where N is not a multiple of 4 either
-    if padded and k + padded + out_row > PADDED_STACK_BYTES:
-        return (f"sizes {k}->{n}: K not a multiple of 4, and its padded row ({k + padded} B)"
-                + (f" and output row ({out_row} B)" if out_row else "") + f" take more than {PADDED_STACK_BYTES} B of stack")
+    padded = isa == "dsp" and k % 4  # MVE: a predicated last chunk of K (and store of N)
+    too_deep = _padded_refusal(k, n) if padded else None
+    if too_deep:
+        return f"sizes {k}->{n}: K not a multiple of 4, and its {too_deep}"
     if k > MAX_K:
         return "K too large"
     rows = int(np.prod(x.shape[:-1])) if len(x.shape) > 1 else 1
@@ -266,12 +282,11 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
                    _constant_check(2, bias) if bias is not None else "ctx.is_none(2)"]
     m = np.resize(np.asarray(mults, np.int64), n)
     s = np.resize(np.asarray(shifts, np.int64), n)
-    if padded:  # zero weights past K (init unchanged): rows of K + padded, copied into a buffer
-        wt = np.concatenate([wt, np.zeros((n, padded), wt.dtype)], axis=1)
-    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="linear", rows=rows, k=k + padded, n=n,
+    layer = GemmLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, kind="linear", rows=rows, k=k, n=n,
                       weights=wt.astype(np.int16), acc_init=wrap32(init), mults=m.astype(np.int32),
                       shifts=s.astype(np.int32), out_offset=out_off, act_min=act_min, act_max=act_max,
-                      inplace_ok=False, checks=checks, k_in=k if padded else 0)
+                      inplace_ok=False, checks=checks)
+    layer = _pad_k(layer) if padded else layer
     return _narrow(layer) if isa == "dsp" and n % 4 else layer
 
 
