@@ -143,8 +143,9 @@ inline int8_t finish_channel(const QConvArgs& a, int32_t acc, int32_t oc) {
                             static_cast<int32_t>(a.act_min), static_cast<int32_t>(a.act_max));
 }
 
-// quantized_conv2d: weight OHWI [Cout, KH, KW, Cin / groups].
-inline Error qconv2d(const QConvArgs& a) {
+// quantized_conv2d: weight OHWI [Cout, KH, KW, Cin / groups]. Inlined into its operator (one frame for the
+// arguments and the loops: 24 B less stack than a call on the M33).
+__attribute__((always_inline)) inline Error qconv2d(const QConvArgs& a) {
   QConvGeometry g;
   if (!qconv_common(a, &g)) return Error::KernelFailed;
   const int32_t cout = a.weight.size(0);
@@ -162,7 +163,9 @@ inline Error qconv2d(const QConvArgs& a) {
   const int32_t off = static_cast<int32_t>(a.input_offset);
   const int32_t cout_g = cout / g.groups;
   const int32_t w_per_oc = g.kh * g.kw * cin_g;
-  // One contiguous run per kernel row when taps and channels are adjacent.
+  const int32_t row_step = g.dil_h * g.in.w * g.in.c;  // input bytes between kernel rows
+  // One contiguous run of (kw_end - kw_begin) * cin_g values per kernel row when taps and channels are adjacent,
+  // else kw_end - kw_begin runs of cin_g, dil_w * Cin apart.
   const bool row_runs = g.dil_w == 1 && g.groups == 1;
   for (int32_t n = 0; n < g.in.n; ++n) {
     for (int32_t oh = 0; oh < out_h; ++oh) {
@@ -173,23 +176,21 @@ inline Error qconv2d(const QConvArgs& a) {
         const int32_t iw0 = ow * g.stride_w - g.pad_w;
         int32_t kw_begin, kw_end;
         tap_range(iw0, g.dil_w, g.kw, g.in.w, &kw_begin, &kw_end);
+        const int32_t taps = kw_end - kw_begin;
+        // The window's first tap inside the input (channel 0) and that tap's weights of output channel 0.
+        const int8_t* window = in + ((static_cast<size_t>(n) * g.in.h + ih0 + kh_begin * g.dil_h) * g.in.w + iw0 +
+                                     kw_begin * g.dil_w) * g.in.c;
+        const int8_t* w_first = weight + (static_cast<size_t>(kh_begin) * g.kw + kw_begin) * cin_g;
         int8_t* o = out + ((static_cast<size_t>(n) * out_h + oh) * out_w + ow) * cout;
         for (int32_t oc = 0; oc < cout; ++oc) {
-          const int32_t first_ic = (oc / cout_g) * cin_g;
-          const int8_t* w_oc = weight + static_cast<size_t>(oc) * w_per_oc;
+          const int8_t* ip = window + (oc / cout_g) * cin_g;
+          const int8_t* wp = w_first + static_cast<size_t>(oc) * w_per_oc;
           int32_t acc = 0;
-          for (int32_t kh = kh_begin; kh < kh_end; ++kh) {
-            const int32_t ih = ih0 + kh * g.dil_h;
-            const int8_t* in_row = in + (static_cast<size_t>(n) * g.in.h + ih) * g.in.w * g.in.c + first_ic;
-            const int8_t* w_row = w_oc + kh * g.kw * cin_g;
+          for (int32_t kh = kh_begin; kh < kh_end; ++kh, ip += row_step, wp += g.kw * cin_g) {
             if (row_runs) {
-              acc += dot_offset(in_row + (iw0 + kw_begin) * g.in.c, w_row + kw_begin * cin_g,
-                                (kw_end - kw_begin) * cin_g, off);
+              acc += dot_offset(ip, wp, taps * cin_g, off);
             } else {
-              for (int32_t kw = kw_begin; kw < kw_end; ++kw) {
-                const int32_t iw = iw0 + kw * g.dil_w;
-                acc += dot_offset(in_row + iw * g.in.c, w_row + kw * cin_g, cin_g, off);
-              }
+              for (int32_t t = 0; t < taps; ++t) acc += dot_offset(ip + t * g.dil_w * g.in.c, wp + t * cin_g, cin_g, off);
             }
           }
           o[oc] = finish_channel(a, acc, oc);
@@ -201,8 +202,12 @@ inline Error qconv2d(const QConvArgs& a) {
 }
 
 // quantized_depthwise_conv2d: weight IHWO [1, KH, KW, Cout]; output channel c
-// reads input channel c / depth_multiplier.
-inline Error qdepthwise_conv2d(const QConvArgs& a) {
+// reads input channel c / depth_multiplier. One channel's accumulator at a time,
+// in a register: the kernel's stack stays within its in-place variant's
+// (op_mcu_quantized_depthwise_conv2d_inplace.cpp), so a build that runs this
+// operator where another runs the variant takes no more stack
+// (tests/test_kernel_stack.py).
+__attribute__((always_inline)) inline Error qdepthwise_conv2d(const QConvArgs& a) {
   QConvGeometry g;
   if (!qconv_common(a, &g)) return Error::KernelFailed;
   if (a.weight.size(0) != 1) return Error::KernelFailed;
@@ -218,8 +223,8 @@ inline Error qdepthwise_conv2d(const QConvArgs& a) {
   const int8_t* weight = a.weight.i8();
   int8_t* out = a.out.i8();
   const int32_t off = static_cast<int32_t>(a.input_offset);
-  constexpr int32_t kBlock = 32;  // output channels accumulated at once (on the stack)
-  int32_t acc[kBlock];
+  const int32_t row_step = g.dil_h * g.in.w * g.in.c;  // input bytes between kernel rows
+  const int32_t tap_step = g.dil_w * g.in.c;           // input bytes between kernel columns
   for (int32_t n = 0; n < g.in.n; ++n) {
     for (int32_t oh = 0; oh < out_h; ++oh) {
       const int32_t ih0 = oh * g.stride_h - g.pad_h;
@@ -229,25 +234,21 @@ inline Error qdepthwise_conv2d(const QConvArgs& a) {
         const int32_t iw0 = ow * g.stride_w - g.pad_w;
         int32_t kw_begin, kw_end;
         tap_range(iw0, g.dil_w, g.kw, g.in.w, &kw_begin, &kw_end);
+        // The window's first tap inside the input, channel 0.
+        const int8_t* window = in + ((static_cast<size_t>(n) * g.in.h + ih0 + kh_begin * g.dil_h) * g.in.w + iw0 +
+                                     kw_begin * g.dil_w) * g.in.c;
+        const int8_t* w_first = weight + static_cast<size_t>(kh_begin * g.kw + kw_begin) * cout;
         int8_t* o = out + ((static_cast<size_t>(n) * out_h + oh) * out_w + ow) * cout;
-        for (int32_t c0 = 0; c0 < cout; c0 += kBlock) {
-          const int32_t nc = cout - c0 < kBlock ? cout - c0 : kBlock;
-          for (int32_t c = 0; c < nc; ++c) acc[c] = 0;
-          for (int32_t kh = kh_begin; kh < kh_end; ++kh) {
-            const int32_t ih = ih0 + kh * g.dil_h;
-            for (int32_t kw = kw_begin; kw < kw_end; ++kw) {
-              const int32_t iw = iw0 + kw * g.dil_w;
-              const int8_t* ip = in + ((static_cast<size_t>(n) * g.in.h + ih) * g.in.w + iw) * g.in.c;
-              const int8_t* wp = weight + static_cast<size_t>(kh * g.kw + kw) * cout + c0;
-              if (dm == 1) {
-                const int8_t* ipc = ip + c0;
-                for (int32_t c = 0; c < nc; ++c) acc[c] += (ipc[c] + off) * wp[c];
-              } else {
-                for (int32_t c = 0; c < nc; ++c) acc[c] += (ip[(c0 + c) / dm] + off) * wp[c];
-              }
+        for (int32_t c = 0; c < cout; ++c) {
+          const int8_t* ip = window + (dm == 1 ? c : c / dm);
+          const int8_t* wp = w_first + c;
+          int32_t acc = 0;
+          for (int32_t kh = kh_begin; kh < kh_end; ++kh, ip += row_step, wp += g.kw * cout) {
+            for (int32_t kw = 0; kw < kw_end - kw_begin; ++kw) {
+              acc += (ip[kw * tap_step] + off) * wp[kw * cout];
             }
           }
-          for (int32_t c = 0; c < nc; ++c) o[c0 + c] = finish_channel(a, acc[c], c0 + c);
+          o[c] = finish_channel(a, acc, c);
         }
       }
     }

@@ -11,8 +11,9 @@ def add_kernel_options(s) -> None:
     s.add_argument("--kernels", choices=["auto", "library", "generated"], default="auto",
                    help="int8 convolutions, fully connected layers and adds on kernels mcu-gen generates per layer "
                         "(DSP cores: M33, M4; MVE: M55): auto (default: where the core has them; several times "
-                        "faster, more flash for reordered weights and RAM for decoded arguments), library (the "
-                        "RAM-lean build: CMSIS-NN or portable kernels only), generated (an error where the core has none)")
+                        "faster in no more RAM, more flash for their reordered weights and code), library "
+                        "(CMSIS-NN or portable kernels only: the least flash), generated (an error where the core "
+                        "has none)")
 
 
 def kernel_build_options(args) -> dict:

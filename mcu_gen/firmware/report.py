@@ -320,8 +320,8 @@ def generated_hint(n: int) -> str:
     """What a library-kernel build could use instead: a count of this build's layers, no claimed figure
     (what the generated kernels gain is measured per build: `--kernels auto` and `mcu-gen run`)."""
     return (f"{n} layer(s) could run on int8 kernels generated for this core: `--kernels auto` "
-            "(they cost flash for reordered weights and RAM for decoded arguments; compare this build's "
-            "instructions per inference with `mcu-gen run` on both; docs/generated_kernels.md)")
+            "(they cost flash for reordered weights; compare this build's instructions per inference and RAM "
+            "with `mcu-gen run` on both; docs/generated_kernels.md)")
 
 
 # -- report.json of a build -------------------------------------------------------------------------
