@@ -46,6 +46,12 @@ inline uint32_t sxtb16(uint32_t x) {
   return lo | (hi << 16);
 }
 inline uint32_t sxtb16_ror8(uint32_t x) { return sxtb16((x >> 8) | (x << 24)); }
+// SXTAB16 a, x: a's two halfwords plus bytes 0 and 2 of x sign-extended (each halfword wrapping); ROR #8: bytes 1, 3.
+inline uint32_t sxtab16(uint32_t a, uint32_t x) {
+  const uint32_t b = sxtb16(x);
+  return ((a + b) & 0xFFFFu) | (((a >> 16) + (b >> 16)) << 16);
+}
+inline uint32_t sxtab16_ror8(uint32_t a, uint32_t x) { return sxtab16(a, (x >> 8) | (x << 24)); }
 // SMLABB / SMLATT: acc + lo16(a) * lo16(b), acc + hi16(a) * hi16(b).
 inline int32_t smlabb(uint32_t a, uint32_t b, int32_t acc) {
   return static_cast<int32_t>(static_cast<uint32_t>(acc) +
@@ -66,6 +72,12 @@ inline uint32_t sxtb16(uint32_t x) { return __sxtb16(x); }
 inline uint32_t sxtb16_ror8(uint32_t x) {
   uint32_t r;
   __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+  return r;
+}
+inline uint32_t sxtab16(uint32_t a, uint32_t x) { return __sxtab16(a, x); }
+inline uint32_t sxtab16_ror8(uint32_t a, uint32_t x) {
+  uint32_t r;
+  __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
   return r;
 }
 inline int32_t smlabb(uint32_t a, uint32_t b, int32_t acc) { return __smlabb(a, b, acc); }
@@ -837,16 +849,30 @@ void conv_patches(Rows rows, int8_t* out, const uint32_t* weights, const Requant
 }
 
 // ---------------------------------------------------------------------------
-// 3x3 depthwise convolution (depth multiplier 1), NHWC, 4 channels at a time:
+// Depthwise convolution (depth multiplier 1; 3x3, or any kKH x kKW), NHWC, 4 channels at a time:
 //   out[oy][ox][c] = requant(init[class][c] + sum over the taps inside the input of x * w[tap][c])
 // `init` holds bias + input_offset * (sum of the weights of the taps inside the input), one row
 // of kC per border class (row class of oy x column class of ox; an interior pixel's class has all
-// 9 taps), so padding costs nothing in the loop. `weights`: per tap, per group of 4 channels,
+// the kernel's taps), so padding costs nothing in the loop. `weights`: per tap, per group of 4 channels,
 // the int16 pairs (w[c], w[c+2]) and (w[c+1], w[c+3]). Per tap and 4 channels: LDR, 2 SXTB16,
 // 2 weight loads, 2 SMLABB and 2 SMLATT.
 inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
   const uint32_t v = load32(x);
   const uint32_t x02 = sxtb16(v), x13 = sxtb16_ror8(v);
+  const uint32_t w02 = w[0], w13 = w[1];
+  a0 = smlabb(x02, w02, a0);
+  a2 = smlatt(x02, w02, a2);
+  a1 = smlabb(x13, w13, a1);
+  a3 = smlatt(x13, w13, a3);
+}
+
+// dw_tap with the input offset added to each input value (SXTAB16: no more instructions than SXTB16), `off2`
+// holding it in both halfwords: (x + input_offset) * w, so a tap outside the input would add 0 and every border
+// class starts from the bias (the layers other than 3x3: their per-class starts took more flash than their weights).
+inline void dw_tap_off(const int8_t* x, const uint32_t* w, uint32_t off2, int32_t& a0, int32_t& a1, int32_t& a2,
+                       int32_t& a3) {
+  const uint32_t v = load32(x);
+  const uint32_t x02 = sxtab16(off2, v), x13 = sxtab16_ror8(off2, v);
   const uint32_t w02 = w[0], w13 = w[1];
   a0 = smlabb(x02, w02, a0);
   a2 = smlatt(x02, w02, a2);
@@ -884,15 +910,50 @@ inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& 
   dw_tap(x + kOff, w + kWOff / 4, a0, a1, a2, a3);
 }
 
-// The taps t = 3 * ky + kx of one border class (ky in [kKY0, kKY1), kx in [kKX0, kKX1)), unrolled.
-template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kT = 0>
-inline void dw_taps(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3) {
-  if constexpr (kT < 9) {
-    constexpr int32_t ky = kT / 3, kx = kT % 3;
+// dw_tap_off at compile-time offsets (dw_tap_at with SXTAB16).
+template <int32_t kOff, int32_t kWOff>
+inline void dw_tap_off_at(const int8_t* x, const uint32_t* w, uint32_t off2, int32_t& a0, int32_t& a1, int32_t& a2,
+                          int32_t& a3) {
+#if defined(__ARM_FEATURE_DSP)
+  if constexpr (kOff <= 4095) {
+    uint32_t x02, x13, w02, w13;
+    __asm__(
+        "ldr     %[x13], [%[x], %[o]]\n\t"
+        "ldr     %[w02], [%[w], %[wo]]\n\t"
+        "ldr     %[w13], [%[w], %[wo4]]\n\t"
+        "sxtab16 %[x02], %[off2], %[x13]\n\t"
+        "sxtab16 %[x13], %[off2], %[x13], ror #8\n\t"
+        "smlabb  %[a0], %[x02], %[w02], %[a0]\n\t"
+        "smlatt  %[a2], %[x02], %[w02], %[a2]\n\t"
+        "smlabb  %[a1], %[x13], %[w13], %[a1]\n\t"
+        "smlatt  %[a3], %[x13], %[w13], %[a3]\n\t"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13),
+          [w02] "=&r"(w02), [w13] "=&r"(w13)
+        : [x] "r"(x), [w] "r"(w), [off2] "r"(off2), [o] "n"(kOff), [wo] "n"(kWOff), [wo4] "n"(kWOff + 4)
+        : "memory");
+    return;
+  }
+#endif
+  dw_tap_off(x + kOff, w + kWOff / 4, off2, a0, a1, a2, a3);
+}
+
+// The taps t = kKW * ky + kx of a kKH x kKW kernel's border class (ky in [kKY0, kKY1), kx in [kKX0, kKX1)),
+// unrolled.
+// kOffsetInTaps: dw_tap_off_at (the input offset `off2` added to each input value).
+template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kKH = 3,
+          int32_t kKW = 3, bool kOffsetInTaps = false, int32_t kT = 0>
+inline void dw_taps(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3,
+                    uint32_t off2 = 0) {
+  if constexpr (kT < kKH * kKW) {
+    constexpr int32_t ky = kT / kKW, kx = kT % kKW;
     if constexpr (ky >= kKY0 && ky < kKY1 && kx >= kKX0 && kx < kKX1) {
-      dw_tap_at<(ky * kW + kx) * kXS, 8 * kT>(x, w, a0, a1, a2, a3);
+      if constexpr (kOffsetInTaps) {
+        dw_tap_off_at<(ky * kW + kx) * kXS, 8 * kT>(x, w, off2, a0, a1, a2, a3);
+      } else {
+        dw_tap_at<(ky * kW + kx) * kXS, 8 * kT>(x, w, a0, a1, a2, a3);
+      }
     }
-    dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kT + 1>(x, w, a0, a1, a2, a3);
+    dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kKH, kKW, kOffsetInTaps, kT + 1>(x, w, a0, a1, a2, a3, off2);
   }
 }
 
@@ -963,11 +1024,14 @@ inline void rq4_smmlar(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int
 // of one border class each: the same taps), the next row's first pixel `x_row` input bytes and `y_row`
 // output bytes on: one call per run of rows and columns of one class where the input rows lie at a fixed
 // distance (not in place, or an in-place window that holds the whole input), instead of one per row.
+// kOffsetInTaps (kernels other than 3x3): `off2` (the input offset in both halfwords) is added to each input
+// value (dw_tap_off) and `start` is the bias, the same for every border class.
 template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kC, int32_t kGroups,
-          int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+          int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax, int32_t kKH = 3, int32_t kKW = 3,
+          bool kOffsetInTaps = false>
 __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first, int32_t count, int32_t x_step,
                                          const uint32_t* w, const int32_t* start, const Requant& q, int32_t c0,
-                                         int32_t rows = 1, int32_t x_row = 0, int32_t y_row = 0) {
+                                         int32_t rows = 1, int32_t x_row = 0, int32_t y_row = 0, uint32_t off2 = 0) {
   const Requant local = q;
   const auto rq = [local](int32_t acc, int32_t n) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, n); };
   for (int32_t j = 0; j < rows; ++j, x_first += x_row, y_first += y_row) {
@@ -976,11 +1040,11 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first,
     for (int32_t i = 0; i < count; ++i, x += x_step, y += kC) {
       const uint32_t* wg = w;
       const int32_t* s = start;
-      for (int32_t g = 0; g < kGroups; ++g, wg += 18, s += 4) {
+      for (int32_t g = 0; g < kGroups; ++g, wg += 2 * kKH * kKW, s += 4) {
         const int8_t* xg = x + 4 * g;
         int32_t a0, a1, a2, a3;
         dw_start(s, a0, a1, a2, a3);
-        dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS>(xg, wg, a0, a1, a2, a3);
+        dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kKH, kKW, kOffsetInTaps>(xg, wg, a0, a1, a2, a3, off2);
         const int32_t c = c0 + 4 * g;
         int8_t* yg = y + 4 * g;
 #if defined(__ARM_FEATURE_DSP)
@@ -998,13 +1062,13 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first,
   }
 }
 
-// The input rows of an in-place 3x3 depthwise layer (the output at the input's address), kG groups of 4
-// channels (from channel c) at a time, output rows in order. Output row oy overwrites input pixels
-// [oy kOW, (oy + 1) kOW) of these channels; kOW <= kW, so input rows >= oy are intact while it is computed.
-// The rows output row oy reads (top = oy kS - kPad .. top + 2; each >= oy but the top one) are copied
-// into `buf` (kR >= 3 rows of kW pixels x 4 kG channels) when first read, the top one earlier as a lower
-// row of a previous window; when a window passes the buffer's end, the rows it still needs move to the
-// front. at(oy): where input row top starts in buf (row -1 of the top padding is never read).
+// The input rows of an in-place depthwise layer of kKH kernel rows (the output at the input's address), kG
+// groups of 4 channels (from channel c) at a time, output rows in order. Output row oy overwrites input pixels
+// [oy kOW, (oy + 1) kOW) of these channels; kOW <= kW, so input rows > oy are intact while it is computed.
+// The rows output row oy reads (top = oy kS - kPad .. top + kKH - 1; the last ones > oy, as kPad < kKH) are
+// copied into `buf` (kR >= kKH rows of kW pixels x 4 kG channels) when first read, the upper ones earlier as
+// lower rows of a previous window; when a window passes the buffer's end, the rows it still needs move to the
+// front. at(oy): where input row top starts in buf (the rows of the top padding are never read).
 // n bytes (a multiple of 4) from src to dst <= src, a word at a time, first to last (the ranges may
 // overlap; four words read before they are written: each of a chunk's words lies below the next
 // chunk's), four words a pass (the loads pipelined); newlib's memmove goes a byte at a time.
@@ -1028,9 +1092,9 @@ inline void move_down(int8_t* dst, const int8_t* src, int32_t n) {
   }
 }
 
-template <int32_t kH, int32_t kW, int32_t kC, int32_t kS, int32_t kPad, int32_t kR, int32_t kG>
+template <int32_t kH, int32_t kW, int32_t kC, int32_t kS, int32_t kPad, int32_t kR, int32_t kG, int32_t kKH = 3>
 struct DwWindow {
-  static_assert(kR >= 3, "a window of three rows");
+  static_assert(kR >= kKH, "a window of a kernel's rows");
   static constexpr int32_t kRow = kW * 4 * kG;
   const int8_t* in;  // the input at channel c
   int8_t* buf;
@@ -1050,7 +1114,7 @@ struct DwWindow {
   const int8_t* at(int32_t oy) {
     if (kWhole) return buf + oy * kS * kRow;
     const int32_t top = oy * kS - kPad;
-    const int32_t end = top + 3 < kH ? top + 3 : kH;
+    const int32_t end = top + kKH < kH ? top + kKH : kH;
     if (end > base + kR) {
       if (filled > top) move_down(buf, buf + (top - base) * kRow, (filled - top) * kRow);
       base = top;

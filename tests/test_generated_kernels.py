@@ -130,19 +130,21 @@ def conv_program(rng, h, w, cin, cout, kh, kw, stride, pad, left_shift=False, in
 
 
 def depthwise_program(rng, h, w, c, stride=1, pad=1, left_shift=False, inplace=False, scratch=False,
-                      one_shift=False) -> Program:
+                      one_shift=False, k=3, kw=None, stride_w=None, pad_w=None) -> Program:
     """scratch: in place, the variant's scratch tensor of H * W int8 as the planner sizes it (the generated
     DSP layer keeps its window of input rows there), else an empty one (the window on the stack). one_shift:
-    every channel's right shift 8 (the planar assembly without its branch by right shift)."""
+    every channel's right shift 8 (the planar assembly without its branch by right shift). A k x kw kernel
+    (kw: k), strides (stride, stride_w) and padding (pad, pad_w)."""
+    kw, sw, pw = kw or k, stride_w or stride, pad if pad_w is None else pad_w
     p = Program()
     x = p.add(TensorValue((1, c, h, w), "int8", dim_order=NHWC, scale=0.1, zero_point=3))
-    wt = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
+    wt = rng.integers(-127, 128, (1, k, kw, c)).astype(np.int8)
     bias = rng.integers(-5000, 5000, c).astype(np.int32)
     mults, shifts = _requant_params(rng, c, -8 if one_shift else -10, -7 if one_shift else -6, left_shift=left_shift)
-    oh, ow = (h + 2 * pad - 3) // stride + 1, (w + 2 * pad - 3) // stride + 1
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pw - kw) // sw + 1
     out = p.add(TensorValue((1, c, oh, ow), "int8", dim_order=NHWC, scale=0.2, zero_point=-2))
     args = [x, p.add(TensorValue(wt.shape, "int8", data=wt)), p.add(TensorValue(bias.shape, "int32", data=bias)),
-            p.add_scalar("int_list", [stride, stride]), p.add_scalar("int_list", [pad, pad]),
+            p.add_scalar("int_list", [stride, sw]), p.add_scalar("int_list", [pad, pw]),
             p.add_scalar("int_list", [1, 1]), p.add_scalar("int", 1), p.add_scalar("int", int(rng.integers(-128, 128))),
             p.add_scalar("int", -2), p.add(TensorValue(mults.shape, "int32", data=mults)),
             p.add(TensorValue(shifts.shape, "int32", data=shifts)), p.add_scalar("int", -128), p.add_scalar("int", 110),
@@ -328,6 +330,18 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=15, w=17, c=10, stride=2, scratch=True)),
     ("depthwise_left", dict(h=5, w=6, c=7)),
     ("depthwise", dict(h=6, w=7, c=1)),
+    # Kernels other than 3x3 (the NHWC path, dw_pixels with every border class's taps unrolled): MobileNetV3's and
+    # MNASNet's 5x5, a Conv1d's 1 x k over one row with a column stride of 2, 7x7 with padding 3, 5x5 stride 2, a
+    # left shift (requant_any); in place with the window on the stack, in the scratch and holding the whole input
+    ("depthwise", dict(h=7, w=7, c=16, pad=2, k=5)),
+    ("depthwise", dict(h=1, w=40, c=8, pad=0, k=1, kw=5, stride_w=2, pad_w=2)),
+    ("depthwise", dict(h=9, w=10, c=4, pad=3, k=7)),
+    ("depthwise", dict(h=11, w=9, c=8, stride=2, pad=2, k=5)),
+    ("depthwise_left", dict(h=6, w=6, c=4, pad=1, k=5, kw=3)),
+    ("depthwise_inplace", dict(h=14, w=14, c=8, pad=2, k=5)),
+    ("depthwise_inplace", dict(h=14, w=14, c=8, pad=2, k=5, scratch=True)),
+    ("depthwise_inplace", dict(h=1, w=64, c=12, pad=0, k=1, kw=5, pad_w=2)),
+    ("depthwise_inplace", dict(h=10, w=5, c=8, stride=2, pad=2, k=5)),
     ("depthwise_inplace", dict(h=6, w=2, c=17)),
     ("depthwise", dict(h=7, w=1, c=11)),
     ("depthwise", dict(h=4, w=90, c=3)),

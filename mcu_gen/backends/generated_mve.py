@@ -168,10 +168,10 @@ class MveLayer:
 
     @property
     def nk(self) -> int:
-        return (self.src.k + 15) // 16 if self.kind != "depthwise3x3" else 0
+        return (self.src.k + 15) // 16 if self.kind != "depthwise" else 0
 
     def packed_weights(self) -> np.ndarray:
-        if self.kind == "depthwise3x3":  # per group of 4 channels (zero channels pad the last), per tap, its 4 weights
+        if self.kind == "depthwise":  # per group of 4 channels (zero channels pad the last), per tap, its 4 weights
             c, c4 = self.src.c, (self.src.c + 3) // 4 * 4
             w = np.zeros((9, c4), np.int8)
             w[:, :c] = self.src.weights.astype(np.int8).reshape(9, c)
@@ -234,11 +234,11 @@ def eligible(program: Program):
         if w.min() < -128 or w.max() > 127:
             skipped.append((l.instruction, l.op, "weights + filter offset outside int8"))
             continue
-        if l.kind == "depthwise3x3" and not -128 <= -l.in_offset <= 127:
+        if l.kind == "depthwise" and not -128 <= -l.in_offset <= 127:
             skipped.append((l.instruction, l.op, "input zero point outside int8 (padding reads it)"))
             continue
-        ring = ring_plan(l) if l.kind == "depthwise3x3" else None
-        if l.kind == "depthwise3x3" and ring is None:
+        ring = ring_plan(l) if l.kind == "depthwise" else None
+        if l.kind == "depthwise" and ring is None:
             skipped.append((l.instruction, l.op, f"{l.c} channels: a ring of 3 input rows of 4 of them takes "
                             f"{12 * (l.w + 2 * l.pad_w)} bytes (> {RING_STACK_BYTES} of stack)"))
             continue

@@ -25,6 +25,9 @@ def _out(size: int, k: int, stride: int, pad: int) -> int:
 def spec(seed: int) -> dict:
     """{"input": [C, H, W], "layers": [...], "classes": n}; each layer a dict with "op" and its parameters."""
     rng = random.Random(seed)
+    # The depthwise kernels from a stream of their own, so that the rest of a seed's network is what it was before
+    # 5x5 depthwise layers were drawn (2026-12-06).
+    rng_dw = random.Random(seed + 1_000_003)
     c, h, w = rng.choice([1, 2, 3, 3, 4, 5, 8]), rng.randrange(5, 50), rng.randrange(5, 50)
     shape = [c, h, w]
     layers = []
@@ -44,9 +47,11 @@ def spec(seed: int) -> dict:
             stride = rng.choice([1, 2])
             pad = rng.choice([0, 1, 1])
             co = _channels(rng)
-            layers.append(dict(op="conv", cin=c, cout=c, k=3, stride=stride, pad=pad, groups=c,
+            dk = rng_dw.choice([3, 3, 3, 5]) if min(h, w) >= 5 else 3
+            pad = pad * (dk // 2)
+            layers.append(dict(op="conv", cin=c, cout=c, k=dk, stride=stride, pad=pad, groups=c,
                                act=rng.choice(ACTS)))
-            h, w = _out(h, 3, stride, pad), _out(w, 3, stride, pad)
+            h, w = _out(h, dk, stride, pad), _out(w, dk, stride, pad)
             layers.append(dict(op="conv", cin=c, cout=co, k=1, stride=1, pad=0, act=rng.choice(ACTS)))
             c = co
         elif kind == "conv3":

@@ -12,6 +12,8 @@ from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm, smmlar_as
 from mcu_gen.backends.generated.layers import INPLACE_GROUP_BYTES, DepthwiseLayer
 
 
+# The largest depthwise kernel the DSP cores generate (7x7): every border class's taps are unrolled (dw_pixels).
+MAX_DW_TAPS = 49
 DW_WINDOW_STACK_BYTES = 528  # an in-place depthwise layer's window of rows on the stack (KWS's 26 rows of 5 x 4)
 
 
@@ -21,15 +23,15 @@ def dw_window(l: DepthwiseLayer) -> tuple:
     layer took 574 k instructions with one group a pass, 633 k with two; KWS's four 25x5x64 layers 50 k more
     with four) and as many rows (up to the H + pad rows of the whole input) as the variant's scratch tensor
     (argument 13, H * W bytes, planned in the arena) or DW_WINDOW_STACK_BYTES of stack (argument None)
-    hold, the more rows (fewer slides), the scratch on a tie; three rows on the stack where neither holds
-    three. (0, None, 1) for a layer not in place."""
+    hold, the more rows (fewer slides), the scratch on a tie; kh rows (a kernel's) on the stack where neither
+    holds kh. (0, None, 1) for a layer not in place."""
     if not l.inplace_ok:
         return 0, None, 1
-    row, whole = l.w * 4, l.h + l.pad_h
+    row, whole, k = l.w * 4, l.h + l.pad_h, l.kh
     in_scratch, on_stack = min(whole, l.scratch_bytes // row), min(whole, DW_WINDOW_STACK_BYTES // row)
-    if in_scratch >= 3 and in_scratch >= on_stack:
-        return max(3, in_scratch), 13, 1
-    return max(3, on_stack), None, 1
+    if in_scratch >= k and in_scratch >= on_stack:
+        return max(k, in_scratch), 13, 1
+    return max(k, on_stack), None, 1
 
 
 DW_PLANE_MIN_W = 3
@@ -45,12 +47,14 @@ def dw_plane(l: DepthwiseLayer) -> tuple | None:
     (dsp_prelude.h: DwPlane, dw_planar): rows of kRow entries (the padded input row, and the words the
     last pair of output pixels reads), as many rows (up to all the layer reads) as the in-place variant's
     scratch tensor (argument 13) or DW_WINDOW_STACK_BYTES of stack hold, the more rows the better, the
-    scratch on a tie. None (the NHWC path, dw_pixels) where neither holds three rows, for strides other than
-    1 and 2 and for rows under DW_PLANE_MIN_W pixels (VWW's 3x3x256 layer: 60.1 k instructions planar,
+    scratch on a tie. None (the NHWC path, dw_pixels) where neither holds three rows, for kernels other than 3x3
+    of one stride, for strides other than 1 and 2 and for rows under DW_PLANE_MIN_W pixels (VWW's 3x3x256 layer: 60.1 k instructions planar,
     61.3 k NHWC). Channels not a multiple of 4 (no NHWC path): any width, and three rows in up to
     DW_ODD_STACK_BYTES of stack where neither holds three."""
     odd = l.c % 4 != 0
-    if l.stride not in DW_PLANE_STRIDES or (l.w < DW_PLANE_MIN_W and not odd) or not -32768 <= -l.in_offset < 32768:
+    if not l.is_3x3 or l.stride not in DW_PLANE_STRIDES or (l.w < DW_PLANE_MIN_W and not odd):
+        return None
+    if not -32768 <= -l.in_offset < 32768:
         return None
     row = max(l.pad_w + l.w, l.ow + l.ow % 2 + 2 if l.stride == 1 else 2 * l.ow + 2)
     row += row % 2

@@ -102,8 +102,8 @@ def _dw_runs(l: DepthwiseLayer) -> list:
     rc, cc, ru, cu = l.classes()
     out = []
     for oy0, oy1, r in DepthwiseLayer.runs(rc):
-        cols = [{"kx0": cu[c][0], "kx1": cu[c][1], "x": ox0 * l.stride - l.pad_w, "y": ox0 * l.c, "count": ox1 - ox0,
-                 "init": (r * len(cu) + c) * l.c} for ox0, ox1, c in DepthwiseLayer.runs(cc)]
+        cols = [{"kx0": cu[c][0], "kx1": cu[c][1], "x": ox0 * l.sw - l.pad_w, "y": ox0 * l.c, "count": ox1 - ox0,
+                 "init": 0 if l.offset_in_taps else (r * len(cu) + c) * l.c} for ox0, ox1, c in DepthwiseLayer.runs(cc)]
         out.append({"oy0": oy0, "oy1": oy1, "ky0": ru[r][0], "ky1": ru[r][1], "cols": cols})
     return out
 
@@ -119,7 +119,9 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
         v.update(mult=table("int32_t", f"{pre}Mult", consts, per_line=9), shift=None, round=None)
     else:
         v.update(_requant_tables(l, pre))
-    v.update(c=l.c, h=l.h, w=l.w, oh=l.oh, ow=l.ow, stride=l.stride, pad_h=l.pad_h, pad_w=l.pad_w,
+    v.update(c=l.c, h=l.h, w=l.w, oh=l.oh, ow=l.ow, stride=l.stride, stride_w=l.sw, pad_h=l.pad_h, pad_w=l.pad_w,
+             kh=l.kh, kw=l.kw, taps=l.taps, offset_in_taps=l.offset_in_taps,
+             off2=f"0x{(l.in_offset & 0xFFFF) * 0x10001:08x}u",
              weight_bytes=f"{l.weight_bytes:,}", doubled=scale == 2, row_taps=str(ru), col_taps=str(cu),
              weights=table("uint32_t", f"{pre}Weights", l.packed_weights().astype(np.int64) * scale, per_line=8,
                            align=8, fmt="pair") if l.c % 4 == 0 else None,  # the NHWC path's (whole groups of 4)
@@ -280,7 +282,7 @@ def generate(program: Program, kernels) -> Generated:
     for l in layers:
         if l.kind == "conv" and l.requant_kind == "smmlar" and cols_work(l) is not None:
             cols_fns.setdefault(cols_fn_name(l), cols_fn_sig(l))
-        elif l.kind not in ("depthwise3x3", "add") and l.requant_kind == "smmlar":
+        elif l.kind not in ("depthwise", "add") and l.requant_kind == "smmlar":
             name = _gemm_fn_name(l)
             pairs = calls_pairs(l) and pair_ok(l.k, l.n)
             fns.setdefault(name, (l.k, l.n, l.n % 8 == 4, l.act_min, l.act_max, pairs, _own_rights(l),
@@ -297,7 +299,7 @@ def generate(program: Program, kernels) -> Generated:
     for l in layers:
         if l.kind == "add":
             parts.append(_add_layer_source(l, add_plans[l.instruction]))
-        elif l.kind == "depthwise3x3":
+        elif l.kind == "depthwise":
             parts.append(_dw_layer_source(l))
         elif l.requant_kind == "smmlar":
             parts.append(_smmlar_layer_source(l))

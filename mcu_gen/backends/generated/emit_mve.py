@@ -220,11 +220,11 @@ def _requant_tables(pre: str, l, init) -> dict:
             "mask": table("int32_t", f"{pre}Mask", _pad4(np.where(right > 0, -1, 0)), per_line=16, align=16),
             "fused": (table("int32_t", f"{pre}Fused", np.stack([_pad4(init).reshape(-1, 4), _pad4(s.mults).reshape(-1, 4),
                                                              _pad4(-right).reshape(-1, 4)], axis=1), per_line=12, align=16)
-                      if l.mode == "fast" and (s.kind == "depthwise3x3" or s.n % 4 == 0) else None)}  # gemm_pair's fused blocks
+                      if l.mode == "fast" and (s.kind == "depthwise" or s.n % 4 == 0) else None)}  # gemm_pair's fused blocks
 
 
 _MODE = {"fast": 0, "vector": 1, "scalar": 2}
-_IO_ARGS = {"pointwise": (0, 13), "conv": (0, 13), "linear": (0, 11), "depthwise3x3": (0, 14)}
+_IO_ARGS = {"pointwise": (0, 13), "conv": (0, 13), "linear": (0, 11), "depthwise": (0, 14)}
 
 
 def _layer_source(l) -> tuple:
@@ -238,7 +238,7 @@ def _layer_source(l) -> tuple:
          "weight_bytes": f"{l.weight_bytes:,}", "ring_arg": None, "n": getattr(s, "n", None),
          "weights": table("int8_t", f"{pre}Weights", l.packed_weights(), per_line=32, align=16)}
     extra_checks = []
-    if s.kind == "depthwise3x3":
+    if s.kind == "depthwise":
         g, in_scratch = l.ring
         ring_bytes = 3 * (s.w + 2 * s.pad_w) * g
         v.update(_requant_tables(pre, l, l.depthwise_init()), helper=f"Dw{g}_{s.stride}_{s.c}", g=g, ring_bytes=ring_bytes,
@@ -314,7 +314,7 @@ def source(layers, by_op: dict, g) -> str:
         else:
             nk, tail = (int(v) for v in helper[3:].split("_"))
             helpers[helper] = mac_struct(nk, tail)
-    part = [DW_PART_SOURCE] if any(l.kind == "depthwise3x3" and l.src.c % 4 for l in layers) else []
+    part = [DW_PART_SOURCE] if any(l.kind == "depthwise" and l.src.c % 4 for l in layers) else []
     parts = [PRELUDE, emit_dsp.ROWS_SOURCE, *helpers.values(), *part, checks_source(), *bodies]
     parts += hooks.prepare_hooks_source(layers, by_op, g)
     return "\n".join(parts)

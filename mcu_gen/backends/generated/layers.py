@@ -157,7 +157,8 @@ class ConvLayer(GemmLayer):
 
 @dataclass
 class DepthwiseLayer(_RequantChoice):
-    """A 3x3 depthwise convolution (depth multiplier 1, padding <= 1) over an NHWC input."""
+    """A kh x kw depthwise convolution (depth multiplier 1, padding < kernel) over an NHWC input. The 3x3 layers
+    of equal strides have the planar paths (dsp_depthwise_asm.dw_plane); every layer the NHWC one (dw_pixels)."""
     name: str
     instruction: int
     op: str
@@ -166,10 +167,10 @@ class DepthwiseLayer(_RequantChoice):
     c: int
     oh: int
     ow: int
-    stride: int
+    stride: int  # between output rows (and columns, unless stride_w)
     pad_h: int
     pad_w: int
-    weights: np.ndarray  # int16 [9, c]
+    weights: np.ndarray  # int16 [kh * kw, c]
     bias: np.ndarray  # int64 [c]
     in_offset: int
     mults: np.ndarray
@@ -178,38 +179,67 @@ class DepthwiseLayer(_RequantChoice):
     act_min: int
     act_max: int
     checks: list = field(default_factory=list)
-    kind: str = "depthwise3x3"
+    kind: str = "depthwise"
     inplace_ok: bool = False
     scratch_bytes: int = 0  # in place: the bytes of the variant's scratch tensor (argument 13)
+    kh: int = 3
+    kw: int = 3
+    stride_w: int = 0  # between output columns where it differs from ``stride`` (a Conv1d's (1, s)); 0: stride
+
+    @property
+    def sw(self) -> int:
+        return self.stride_w or self.stride
+
+    @property
+    def taps(self) -> int:
+        return self.kh * self.kw
+
+    @property
+    def is_3x3(self) -> bool:
+        """The shape the planar paths and the M55's kernels take: 3x3, one stride."""
+        return (self.kh, self.kw) == (3, 3) and self.sw == self.stride
 
     @property
     def macs(self) -> int:
-        return self.oh * self.ow * self.c * 9
+        return self.oh * self.ow * self.c * self.taps
 
     @property
     def weight_bytes(self) -> int:
-        return 2 * 9 * self.c
+        return 2 * self.taps * self.c
+
+    @property
+    def offset_in_taps(self) -> bool:
+        """Whether each tap adds (x + input_offset) * w (dw_tap_off: SXTAB16) and every border class starts from the
+        bias, where the 3x3 layers start each class from bias + input_offset * (its taps' weights) (one table row per
+        class: 25 for a 5x5 kernel with padding 2, more flash than its weights)."""
+        return (self.kh, self.kw) != (3, 3)
 
     def acc_bound(self) -> np.ndarray:
-        return (np.abs(self.init_table().astype(np.int64)).max(axis=0)
-                + 128 * np.abs(self.weights.astype(np.int64)).sum(axis=0))
+        w = np.abs(self.weights.astype(np.int64)).sum(axis=0)
+        if self.offset_in_taps:
+            return np.abs(self.bias.astype(np.int64)) + (128 + abs(self.in_offset)) * w
+        return np.abs(self.init_table().astype(np.int64)).max(axis=0) + 128 * w
 
     @staticmethod
-    def _taps(o: int, stride: int, pad: int, size: int) -> tuple:
+    def _taps(o: int, stride: int, pad: int, size: int, k: int = 3) -> tuple:
         i0 = o * stride - pad
-        return (max(0, -i0), min(3, size - i0))
+        lo, hi = max(0, -i0), min(k, size - i0)
+        return (lo, max(lo, hi))
 
     def classes(self):
         """(row class of each oy, column class of each ox, [(ky0, ky1)], [(kx0, kx1)]): the taps inside the input."""
-        rows = [self._taps(o, self.stride, self.pad_h, self.h) for o in range(self.oh)]
-        cols = [self._taps(o, self.stride, self.pad_w, self.w) for o in range(self.ow)]
+        rows = [self._taps(o, self.stride, self.pad_h, self.h, self.kh) for o in range(self.oh)]
+        cols = [self._taps(o, self.sw, self.pad_w, self.w, self.kw) for o in range(self.ow)]
         ru, cu = list(dict.fromkeys(rows)), list(dict.fromkeys(cols))
         return [ru.index(r) for r in rows], [cu.index(c) for c in cols], ru, cu
 
     def init_table(self) -> np.ndarray:
-        """int32 [row classes * column classes, c]: bias + input_offset * sum of the weights of the taps inside."""
+        """int32 [row classes * column classes, c]: bias + input_offset * sum of the weights of the taps inside
+        (offset_in_taps: [1, c], the bias)."""
+        if self.offset_in_taps:
+            return wrap32(self.bias.astype(np.int64)[None, :])
         _, _, ru, cu = self.classes()
-        w = self.weights.astype(np.int64).reshape(3, 3, self.c)
+        w = self.weights.astype(np.int64).reshape(self.kh, self.kw, self.c)
         rows = []
         for ky0, ky1 in ru:
             for kx0, kx1 in cu:
@@ -218,7 +248,7 @@ class DepthwiseLayer(_RequantChoice):
 
     def packed_weights(self) -> np.ndarray:
         """int16: per group of 4 channels, per tap: w[c], w[c+2], w[c+1], w[c+3]."""
-        w = self.weights.reshape(9, self.c // 4, 4)[..., [0, 2, 1, 3]].transpose(1, 0, 2)
+        w = self.weights.reshape(self.taps, self.c // 4, 4)[..., [0, 2, 1, 3]].transpose(1, 0, 2)
         return np.ascontiguousarray(w).reshape(-1).astype(np.int16)
 
     @staticmethod
@@ -297,8 +327,9 @@ def _shape_text(l) -> str:
     if l.kind == "conv":
         h, w, cin, kh, kw, sh, sw, ph, pw, oh, ow = l.geometry
         return f"{h}x{w}x{cin} -> {oh}x{ow}x{l.n}, kernel {kh}x{kw}, stride {sh},{sw}"
-    if l.kind == "depthwise3x3":
-        return f"{l.h}x{l.w}x{l.c} -> {l.oh}x{l.ow}, stride {l.stride}"
+    if l.kind == "depthwise":
+        stride = l.stride if l.sw == l.stride else f"{l.stride},{l.sw}"
+        return f"{l.h}x{l.w}x{l.c} -> {l.oh}x{l.ow}, kernel {l.kh}x{l.kw}, stride {stride}"
     if l.kind == "add":
         return f"{l.numel} elements"
     return f"{l.rows} x {l.k} -> {l.n}"

@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 
-from mcu_gen.backends.generated.dsp_depthwise_asm import DW_ODD_STACK_BYTES, dw_plane
+from mcu_gen.backends.generated.dsp_depthwise_asm import DW_ODD_STACK_BYTES, MAX_DW_TAPS, dw_plane
 from mcu_gen.backends.generated.exactness import wrap32
 from mcu_gen.backends.generated.layers import (ADD_OPS, ADD_TABLE_STACK_BYTES, CONV_ROWS_INPLACE, CONV_SCRATCH_ARG,
                                                DEPTHWISE_OPS, INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, PADDED_STACK_BYTES,
@@ -291,8 +291,10 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
 
 
 def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLayer | str:
-    """``isa``: "dsp" (this file's kernel: an in-place layer copies the input rows of a channel group to a
-    window in the variant's scratch (H * W bytes), or three rows of W * 4 bytes on the stack) or "mve" (generated_mve.py: rows copied to the in-place variant's scratch)."""
+    """``isa``: "dsp" (emit_dsp.py: any kernel of up to MAX_DW_TAPS taps and padding under its size, any strides; an
+    in-place layer copies the input rows of a channel group to a window in the variant's scratch (H * W bytes), or kh
+    rows of W * 4 bytes on the stack) or "mve" (generated_mve.py: 3x3, one stride, padding <= 1; rows copied to the
+    in-place variant's scratch)."""
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[14])
     if x is None or w is None or out is None or w.data is None:
@@ -303,17 +305,26 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
         return "input or output not channels-last"
     n_, c, h, wd = (int(v) for v in x.shape)
     one, kh, kw, cout = (int(v) for v in w.shape)
-    if (one, kh, kw) != (1, 3, 3) or cout != c:
-        return "not a 3x3 depthwise convolution with depth multiplier 1"
+    if one != 1 or cout != c:
+        return "depth multiplier other than 1"
+    if isa != "dsp" and (kh, kw) != (3, 3):
+        return f"a {kh}x{kw} kernel (the M55's generated depthwise layers are 3x3)"
+    if kh * kw > MAX_DW_TAPS:
+        return f"a {kh}x{kw} kernel (more than {MAX_DW_TAPS} taps)"
     stride, pad, dil = list(_s(program, a[3])), list(_s(program, a[4])), list(_s(program, a[5]))
     stride = stride * 2 if len(stride) == 1 else stride
     pad = pad * 2 if len(pad) == 1 else pad
-    if stride[0] != stride[1] or any(int(d) != 1 for d in dil) or int(_s(program, a[6])) != 1:
-        return "unequal strides, dilation or depth multiplier"
-    if not all(0 <= int(p) <= 1 for p in pad) or n_ != 1:
-        return "padding > 1 or batch > 1"
-    s_ = int(stride[0])
-    oh, ow = (h + 2 * int(pad[0]) - 3) // s_ + 1, (wd + 2 * int(pad[1]) - 3) // s_ + 1
+    sh, sw = int(stride[0]), int(stride[1])
+    if any(int(d) != 1 for d in dil) or int(_s(program, a[6])) != 1:
+        return "dilation or depth multiplier"
+    if sh != sw and isa != "dsp":
+        return "unequal strides"
+    if n_ != 1:
+        return "batch > 1"
+    if not (0 <= int(pad[0]) < kh and 0 <= int(pad[1]) < kw) or (isa != "dsp" and max(int(p) for p in pad) > 1):
+        return "padding of a kernel's size or more" if isa == "dsp" else "padding > 1"
+    s_ = sh
+    oh, ow = (h + 2 * int(pad[0]) - kh) // sh + 1, (wd + 2 * int(pad[1]) - kw) // sw + 1
     if tuple(out.shape) != (1, c, oh, ow):
         return "unexpected output shape"
     inplace = ins.op != "cortex_m::quantized_depthwise_conv2d.out"
@@ -334,18 +345,20 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     b = np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else np.zeros(c, np.int64)
     scratch = _t(program, a[13]) if inplace else None
     scratch_bytes = scratch.nbytes if scratch is not None and scratch.dtype == "int8" and len(scratch.shape) == 1 else 0
-    if (isa == "dsp" and inplace and c % 4 == 0 and scratch_bytes < 3 * wd * 4
-            and 3 * wd * 4 > INPLACE_GROUP_BYTES):
-        return f"in place with a window of {3 * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack and the scratch)"
+    if (isa == "dsp" and inplace and c % 4 == 0 and scratch_bytes < kh * wd * 4
+            and kh * wd * 4 > INPLACE_GROUP_BYTES):
+        return f"in place with a window of {kh * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack and the scratch)"
     if scratch_bytes:
         checks.append(_tensor_check(13, scratch))
     layer = DepthwiseLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, h=h, w=wd, c=c, oh=oh, ow=ow, stride=s_,
-                           pad_h=int(pad[0]), pad_w=int(pad[1]),
-                           weights=np.asarray(w.data, np.int64).reshape(9, c).astype(np.int16), bias=b,
+                           pad_h=int(pad[0]), pad_w=int(pad[1]), kh=kh, kw=kw, stride_w=sw if sw != sh else 0,
+                           weights=np.asarray(w.data, np.int64).reshape(kh * kw, c).astype(np.int16), bias=b,
                            in_offset=in_off, mults=mults.astype(np.int32), shifts=shifts.astype(np.int32),
                            out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace,
                            scratch_bytes=scratch_bytes)
     if isa == "dsp" and c % 4 and dw_plane(layer) is None:  # the NHWC path (dw_pixels) reads words of 4 channels
+        if not layer.is_3x3:
+            return f"{c} channels (not a multiple of 4) and a {kh}x{kw} kernel (the planar path is 3x3)"
         return (f"{c} channels (not a multiple of 4) and no planar path: stride {s_}, or rows of {wd} pixels whose "
                 f"int16 copies take more than {DW_ODD_STACK_BYTES} bytes of stack for three and the scratch")
     return layer
