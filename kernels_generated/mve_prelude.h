@@ -414,3 +414,38 @@ void depthwise3x3(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* wei
   }
 }
 
+// The same for a kKH x kKW kernel other than 3x3 (channels a multiple of 4, padding under the kernel's size): a
+// ring of kKH padded rows (input row iy in slot (iy + kKH) % kKH, iy >= -kPadH > -kKH), and per output pixel and
+// group of 4 channels one Dw::row block per kernel row (emit_mve.dw_row_asm). In place as depthwise3x3 (the
+// planner's depthwise_channel rule: kOH * kOW <= kH * kW, so kOW <= kW): output row oy lands on input rows <= oy; the rows later outputs read that are <= oy are in the ring already (the ring
+// holds rows oy * kStride - kPadH .. + kKH - 1, and kPadH < kKH), the others not yet overwritten.
+template <class Dw, int32_t kKH, int32_t kKW, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kOH,
+          int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut,
+          int32_t kMin, int32_t kMax>
+void depthwise_kxk(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights, Requant q) {
+  static_assert(kC % kG == 0 && kG % 4 == 0 && kPadH < kKH, "the generator emits these only");
+  constexpr int32_t kRow = (kW + 2 * kPadW) * kG;
+  for (int32_t c0 = 0; c0 < kC; c0 += kG) {
+    int32_t next = -kPadH;  // the next input row to copy into the ring
+    for (int32_t oy = 0; oy < kOH; ++oy) {
+      const int32_t iy0 = oy * kStride - kPadH;
+      if (next < iy0) next = iy0;
+      for (; next < iy0 + kKH; ++next) {
+        ring_row<kH, kW, kC, kG, kG, kPadW, kZeroPoint>(in, next, c0, ring + ((next + kKH) % kKH) * kRow);
+      }
+      const int8_t* rows[kKH];  // kernel row ky's ring row
+      for (int32_t ky = 0; ky < kKH; ++ky) rows[ky] = ring + ((iy0 + ky + kKH) % kKH) * kRow;
+      int8_t* y = out + oy * kOW * kC + c0;
+      for (int32_t ox = 0; ox < kOW; ++ox, y += kC) {
+        const int32_t col = ox * kStride * kG;
+        const int8_t* w = weights + kKH * kKW * c0;
+        for (int32_t g = 0; g < kG; g += 4) {
+          int32x4_t acc = vldrwq_s32(q.init + c0 + g);
+          for (int32_t ky = 0; ky < kKH; ++ky) Dw::row(rows[ky] + col + g, w, acc);
+          store4<4>(y + g, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + g));
+        }
+      }
+    }
+  }
+}
+

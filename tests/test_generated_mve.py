@@ -128,6 +128,18 @@ def cases(rng):
          depthwise_program(rng, 40, 6, 17), "fast"),
         ("depthwise 7x5x15, ReLU", with_relu(depthwise_program(rng, 7, 5, 15)), "fast"),
         ("depthwise 6x5x1", depthwise_program(rng, 6, 5, 1), "fast"),
+        # Kernels other than 3x3, and 3x3 with padding 2 (depthwise_kxk: a ring of kh rows, a DwRow block per kernel
+        # row): MobileNetV3's 5x5, a Conv1d's 1 x 5 with a column stride of 2 over one row, 7x7 with padding 3, 5x5
+        # stride 2, 5x3 with a left shift
+        ("depthwise 7x7x16 5x5 padding 2", depthwise_program(rng, 7, 7, 16, pad=2, k=5), "fast"),
+        ("depthwise 1x40x8 1x5 column stride 2", depthwise_program(rng, 1, 40, 8, pad=0, k=1, kw=5, stride_w=2,
+                                                                   pad_w=2), "fast"),
+        ("depthwise 9x10x4 7x7 padding 3", depthwise_program(rng, 9, 10, 4, pad=3, k=7), "fast"),
+        ("depthwise 11x9x8 5x5 stride 2", depthwise_program(rng, 11, 9, 8, stride=2, pad=2, k=5), "fast"),
+        ("depthwise 6x6x4 5x3, left shift", depthwise_program(rng, 6, 6, 4, pad=1, k=5, kw=3, left_shift=True),
+         "vector"),
+        ("depthwise 8x7x8 3x3 padding 2", depthwise_program(rng, 8, 7, 8, pad=2), "fast"),
+        ("depthwise 14x14x8 5x5", depthwise_program(rng, 14, 14, 8, pad=2, k=5), "fast"),
         # Output channels / sizes not multiples of 4 (the last block of 1 to 3 channels stored predicated), input
         # channels not multiples of 4 read straight (a predicated last chunk of K, rows K bytes apart): classifier heads
         # of 10 and 2 classes, 1x1 and k x k layers of random networks (bench/sweep_random_cnn.py)
@@ -206,18 +218,18 @@ def test_ring_plan():
     from types import SimpleNamespace as L
 
     def plan(h, w, c, scratch):
-        return generated_mve.ring_plan(L(w=w, pad_w=1, c=c, inplace_ok=True, scratch_bytes=scratch))
+        return generated_mve.ring_plan(L(w=w, pad_w=1, c=c, kh=3, inplace_ok=True, scratch_bytes=scratch))
 
     assert plan(25, 5, 64, 125) == (16, False)  # KWS: the scratch holds 4 channels; 336 bytes of stack hold 16
     assert plan(30, 12, 8, 360) == (8, True)  # 8 channels in the scratch
     assert plan(6, 5, 4, 90) == (4, True)  # all channels
     assert plan(9, 30, 8, 384) == (4, True)  # a stack ring of 8 channels would take 768 bytes: the scratch
     # not in place: all 64 channels would take 1,344 bytes of stack, over RING_STACK_BYTES: passes of 16
-    assert generated_mve.ring_plan(L(w=5, pad_w=1, c=64, inplace_ok=False, scratch_bytes=0)) == (16, False)
+    assert generated_mve.ring_plan(L(w=5, pad_w=1, c=64, kh=3, inplace_ok=False, scratch_bytes=0)) == (16, False)
     # channels not a multiple of 4: groups of any multiple of 4 (the last pass the rest), all of them rounded up to 4
-    assert generated_mve.ring_plan(L(w=5, pad_w=1, c=17, inplace_ok=False, scratch_bytes=0)) == (20, False)
+    assert generated_mve.ring_plan(L(w=5, pad_w=1, c=17, kh=3, inplace_ok=False, scratch_bytes=0)) == (20, False)
     # 4 channels of 42-pixel rows take 504 bytes: RING_STACK_BYTES (528) holds no more
-    assert generated_mve.ring_plan(L(w=40, pad_w=1, c=17, inplace_ok=False, scratch_bytes=0)) == (4, False)
+    assert generated_mve.ring_plan(L(w=40, pad_w=1, c=17, kh=3, inplace_ok=False, scratch_bytes=0)) == (4, False)
     assert plan(26, 5, 10, 130) == (12, False)  # the scratch holds 4 channels; 252 bytes of stack hold all 10
     assert plan(40, 6, 17, 240) == (8, True)  # passes of 8, 8 and 1 channels in the scratch
 

@@ -90,8 +90,8 @@ WINDOWS_STACK_BYTES = 448
 
 
 def ring_plan(l) -> tuple | None:
-    """(channels per pass kG, ring in the scratch tensor?) of a depthwise layer: the ring of three
-    padded rows takes 3 * (W + 2 * pad) * kG bytes. In place, the variant's scratch (H * W bytes,
+    """(channels per pass kG, ring in the scratch tensor?) of a depthwise layer: the ring of kh (the kernel's rows;
+    three for 3x3) padded rows takes kh * (W + 2 * pad) * kG bytes. In place, the variant's scratch (H * W bytes,
     planned in the arena) holds it where it fits; else the stack, at most RING_STACK_BYTES.
     The largest kG (a multiple of 4 dividing C) that fits; None if not even 4 channels fit.
     Where the scratch holds only 4 channels (and not all of them) and a stack ring of at most
@@ -101,19 +101,19 @@ def ring_plan(l) -> tuple | None:
     is unchanged, its deepest call path is elsewhere).
     A channel count C not a multiple of 4 (depthwise3x3_part, kernels_generated/mve_dw_odd.h): any multiple of 4
     up to C rounded up to 4 (the last pass takes the rest), the largest that fits."""
-    row = l.w + 2 * l.pad_w
+    row = l.kh * (l.w + 2 * l.pad_w)  # the ring's bytes per channel
     c4 = (l.c + 3) // 4 * 4
     groups = [g for g in range(c4, 3, -1) if g % 4 == 0 and (l.c % g == 0 or l.c % 4 != 0)]
     scratch = None
     if l.inplace_ok and l.scratch_bytes:
-        scratch = next((g for g in groups if 3 * row * g <= l.scratch_bytes), None)
+        scratch = next((g for g in groups if row * g <= l.scratch_bytes), None)
     if scratch is not None and (scratch > 4 or scratch == c4):
         return scratch, True
-    small = next((g for g in groups if 3 * row * g <= RING_STACK_SMALL), None)
+    small = next((g for g in groups if row * g <= RING_STACK_SMALL), None)
     if scratch is not None:
         return (small, False) if small is not None and small > scratch else (scratch, True)
     for g in groups:
-        if 3 * row * g <= RING_STACK_BYTES:
+        if row * g <= RING_STACK_BYTES:
             return g, False
     return None
 
@@ -173,14 +173,15 @@ class MveLayer:
     def packed_weights(self) -> np.ndarray:
         if self.kind == "depthwise":  # per group of 4 channels (zero channels pad the last), per tap, its 4 weights
             c, c4 = self.src.c, (self.src.c + 3) // 4 * 4
-            w = np.zeros((9, c4), np.int8)
-            w[:, :c] = self.src.weights.astype(np.int8).reshape(9, c)
-            w = w.reshape(9, c4 // 4, 4).transpose(1, 0, 2)
+            t = self.src.taps
+            w = np.zeros((t, c4), np.int8)
+            w[:, :c] = self.src.weights.astype(np.int8).reshape(t, c)
+            w = w.reshape(t, c4 // 4, 4).transpose(1, 0, 2)
             return np.ascontiguousarray(w).reshape(-1)
         return pack_gemm_weights(self.src.weights)
 
     def depthwise_init(self) -> np.ndarray:
-        """bias + input_offset * (sum of the 9 weights) per channel: every tap counts, the taps
+        """bias + input_offset * (sum of the kernel's weights) per channel: every tap counts, the taps
         outside the input read the zero point (x + input_offset = 0)."""
         s = self.src
         return exactness.wrap32(s.bias + s.in_offset * s.weights.astype(np.int64).sum(axis=0))
@@ -239,8 +240,8 @@ def eligible(program: Program):
             continue
         ring = ring_plan(l) if l.kind == "depthwise" else None
         if l.kind == "depthwise" and ring is None:
-            skipped.append((l.instruction, l.op, f"{l.c} channels: a ring of 3 input rows of 4 of them takes "
-                            f"{12 * (l.w + 2 * l.pad_w)} bytes (> {RING_STACK_BYTES} of stack)"))
+            skipped.append((l.instruction, l.op, f"{l.c} channels: a ring of {l.kh} input row{'s' if l.kh > 1 else ''} of 4 of them takes "
+                            f"{4 * l.kh * (l.w + 2 * l.pad_w)} bytes (> {RING_STACK_BYTES} of stack)"))
             continue
         layers.append(MveLayer(src=l, mode=requant_mode(l.mults, l.shifts, l.acc_bound()), ring=ring))
     layers.sort(key=lambda l: l.instruction)

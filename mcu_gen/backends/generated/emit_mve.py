@@ -153,6 +153,25 @@ def dw_asm(xs: int) -> list:
     return lines
 
 
+def dw_row_asm(xs: int, kw: int) -> list:
+    """The kw taps of one kernel row of a depthwise group (kernels other than 3x3: depthwise_kxk), `xs` bytes
+    between pixels from one row pointer, pipelined as dw_asm; w left on the next row's weights."""
+    lines = []
+    for t in range(kw):
+        la = ([f"vldrb.s32 %q[a], [%[r]], #{xs}"] if xs <= 127 else
+              ["vldrb.s32 %q[a], [%[r]]"] + (["add %[r], %[r], #%d" % xs] if t < kw - 1 else []))
+        lb = ["vldrb.s32 %q[b], [%[w]], #4"]
+        lines += la + (["vadd.i32 %q[acc], %q[acc], %q[m]"] if t else []) + lb
+        lines.append("vmul.i32 %q[m], %q[a], %q[b]")
+    lines.append("vadd.i32 %q[acc], %q[acc], %q[m]")
+    return lines
+
+
+def dw_row_struct(xs: int, kw: int) -> str:
+    """The C++ struct DwRowXS_KW: one kernel row's taps (dw_row_asm) for depthwise_kxk."""
+    return render("generated/mve_dw_row_struct.cpp.j2", name=f"DwRow{xs}_{kw}", xs=xs, kw=kw, taps=dw_row_asm(xs, kw))
+
+
 def dw_pixel_asm(g: int, stride: int, c: int, full_range: bool, sign: bool = True) -> list:
     """One output pixel of 4 channels of a 3x3 depthwise (fast mode), all of it: the init, the 9 taps
     software pipelined as dw_asm, requant4 of the prelude and the store, the three row pointers left
@@ -240,12 +259,16 @@ def _layer_source(l) -> tuple:
     extra_checks = []
     if s.kind == "depthwise":
         g, in_scratch = l.ring
-        ring_bytes = 3 * (s.w + 2 * s.pad_w) * g
-        v.update(_requant_tables(pre, l, l.depthwise_init()), helper=f"Dw{g}_{s.stride}_{s.c}", g=g, ring_bytes=ring_bytes,
-                 dw_fn="depthwise3x3" if s.c % 4 == 0 else "depthwise3x3_part",
+        ring_bytes = s.kh * (s.w + 2 * s.pad_w) * g
+        if s.is_3x3:
+            helper, dw_fn, kernel = f"Dw{g}_{s.stride}_{s.c}", "depthwise3x3" if s.c % 4 == 0 else "depthwise3x3_part", ""
+        else:  # one kernel row's taps a block (depthwise_kxk)
+            helper, dw_fn, kernel = f"DwRow{g}_{s.kw}", "depthwise_kxk", f"{s.kh}, {s.kw}, "
+        v.update(_requant_tables(pre, l, l.depthwise_init()), helper=helper, g=g, ring_bytes=ring_bytes,
+                 dw_fn=dw_fn, kernel=kernel,
                  stack_ring=not in_scratch, h=s.h, w=s.w, c=s.c, oh=s.oh, ow=s.ow, stride=s.stride,
                  pad_h=s.pad_h, pad_w=s.pad_w, zero_point=-s.in_offset,
-                 what=(f"3x3 depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
+                 what=(f"{s.kh}x{s.kw} depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
                        f"padding {s.pad_h},{s.pad_w}; rows of {g} channels through a ring of {ring_bytes} bytes in "
                        + ("the scratch tensor" if in_scratch else "the stack")))
         if in_scratch:  # the ring: the scratch tensor (argument 13), apart from the input and output
@@ -309,7 +332,9 @@ def source(layers, by_op: dict, g) -> str:
         direct = _direct_name(l)
         if direct:
             helpers[direct] = direct_struct(*(int(x) for x in direct[4:].split("_")))
-        if helper.startswith("Dw"):
+        if helper.startswith("DwRow"):
+            helpers[helper] = dw_row_struct(*(int(x) for x in helper[5:].split("_")))
+        elif helper.startswith("Dw"):
             helpers[helper] = dw_struct(*(int(x) for x in helper[2:].split("_")))
         else:
             nk, tail = (int(v) for v in helper[3:].split("_"))

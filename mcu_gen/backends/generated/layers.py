@@ -158,7 +158,8 @@ class ConvLayer(GemmLayer):
 @dataclass
 class DepthwiseLayer(_RequantChoice):
     """A kh x kw depthwise convolution (depth multiplier 1, padding < kernel) over an NHWC input. The 3x3 layers
-    of equal strides have the planar paths (dsp_depthwise_asm.dw_plane); every layer the NHWC one (dw_pixels)."""
+    of equal strides and padding <= 1 have the planar paths (dsp_depthwise_asm.dw_plane); every layer the NHWC one
+    (dw_pixels)."""
     name: str
     instruction: int
     op: str
@@ -196,8 +197,8 @@ class DepthwiseLayer(_RequantChoice):
 
     @property
     def is_3x3(self) -> bool:
-        """The shape the planar paths and the M55's kernels take: 3x3, one stride."""
-        return (self.kh, self.kw) == (3, 3) and self.sw == self.stride
+        """The shape the planar paths and the M55's 3x3 kernel take: 3x3, one stride, padding <= 1."""
+        return (self.kh, self.kw) == (3, 3) and self.sw == self.stride and max(self.pad_h, self.pad_w) <= 1
 
     @property
     def macs(self) -> int:

@@ -293,8 +293,9 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
 def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLayer | str:
     """``isa``: "dsp" (emit_dsp.py: any kernel of up to MAX_DW_TAPS taps and padding under its size, any strides; an
     in-place layer copies the input rows of a channel group to a window in the variant's scratch (H * W bytes), or kh
-    rows of W * 4 bytes on the stack) or "mve" (generated_mve.py: 3x3, one stride, padding <= 1; rows copied to the
-    in-place variant's scratch)."""
+    rows of W * 4 bytes on the stack) or "mve" (generated_mve.py: the same kernels, one stride (or one output row),
+    channels a multiple of 4 where the kernel is not 3x3; a ring of kh padded rows in the in-place variant's scratch
+    or on the stack)."""
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[14])
     if x is None or w is None or out is None or w.data is None:
@@ -307,8 +308,6 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     one, kh, kw, cout = (int(v) for v in w.shape)
     if one != 1 or cout != c:
         return "depth multiplier other than 1"
-    if isa != "dsp" and (kh, kw) != (3, 3):
-        return f"a {kh}x{kw} kernel (the M55's generated depthwise layers are 3x3)"
     if kh * kw > MAX_DW_TAPS:
         return f"a {kh}x{kw} kernel (more than {MAX_DW_TAPS} taps)"
     stride, pad, dil = list(_s(program, a[3])), list(_s(program, a[4])), list(_s(program, a[5]))
@@ -317,17 +316,21 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     sh, sw = int(stride[0]), int(stride[1])
     if any(int(d) != 1 for d in dil) or int(_s(program, a[6])) != 1:
         return "dilation or depth multiplier"
-    if sh != sw and isa != "dsp":
-        return "unequal strides"
     if n_ != 1:
         return "batch > 1"
-    if not (0 <= int(pad[0]) < kh and 0 <= int(pad[1]) < kw) or (isa != "dsp" and max(int(p) for p in pad) > 1):
-        return "padding of a kernel's size or more" if isa == "dsp" else "padding > 1"
-    s_ = sh
+    if not (0 <= int(pad[0]) < kh and 0 <= int(pad[1]) < kw):
+        return "padding of a kernel's size or more"
     oh, ow = (h + 2 * int(pad[0]) - kh) // sh + 1, (wd + 2 * int(pad[1]) - kw) // sw + 1
+    if oh == 1:  # one output row (a Conv1d's (1, s)): its row stride is never used
+        sh = sw
+    if sh != sw and isa != "dsp":
+        return "unequal strides"
+    s_ = sh
     if tuple(out.shape) != (1, c, oh, ow):
         return "unexpected output shape"
     inplace = ins.op != "cortex_m::quantized_depthwise_conv2d.out"
+    if inplace and ow > wd:  # the windows / rings read input row oy + 1 after output row oy is written
+        return f"in place with output rows longer than input rows ({ow} > {wd} pixels: padding over half the kernel)"
     q = _requant_args(program, a, mi=9, in_off_i=7, act_i=11)
     if isinstance(q, str):
         return q
@@ -358,9 +361,13 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
                            scratch_bytes=scratch_bytes)
     if isa == "dsp" and c % 4 and dw_plane(layer) is None:  # the NHWC path (dw_pixels) reads words of 4 channels
         if not layer.is_3x3:
-            return f"{c} channels (not a multiple of 4) and a {kh}x{kw} kernel (the planar path is 3x3)"
+            return (f"{c} channels (not a multiple of 4) and a {kh}x{kw} kernel, padding {pad[0]},{pad[1]} (the planar "
+                    f"path takes 3x3, one stride, padding <= 1)")
         return (f"{c} channels (not a multiple of 4) and no planar path: stride {s_}, or rows of {wd} pixels whose "
                 f"int16 copies take more than {DW_ODD_STACK_BYTES} bytes of stack for three and the scratch")
+    if isa != "dsp" and c % 4 and not layer.is_3x3:
+        return (f"{c} channels (not a multiple of 4) and a {kh}x{kw} kernel, padding {pad[0]},{pad[1]} (the M55's pass "
+                f"of the last channels takes 3x3, one stride, padding <= 1)")
     return layer
 
 
