@@ -140,6 +140,8 @@ def cases(rng):
          "vector"),
         ("depthwise 8x7x8 3x3 padding 2", depthwise_program(rng, 8, 7, 8, pad=2), "fast"),
         ("depthwise 14x14x8 5x5", depthwise_program(rng, 14, 14, 8, pad=2, k=5), "fast"),
+        ("depthwise 2x3x132 1x3 (pixels 132 bytes apart in the ring: an ADD per tap)",
+         depthwise_program(rng, 2, 3, 132, pad=0, k=1, kw=3), "fast"),
         # Output channels / sizes not multiples of 4 (the last block of 1 to 3 channels stored predicated), input
         # channels not multiples of 4 read straight (a predicated last chunk of K, rows K bytes apart): classifier heads
         # of 10 and 2 classes, 1x1 and k x k layers of random networks (bench/sweep_random_cnn.py)

@@ -159,7 +159,7 @@ def dw_row_asm(xs: int, kw: int) -> list:
     lines = []
     for t in range(kw):
         la = ([f"vldrb.s32 %q[a], [%[r]], #{xs}"] if xs <= 127 else
-              ["vldrb.s32 %q[a], [%[r]]"] + (["add %[r], %[r], #%d" % xs] if t < kw - 1 else []))
+              ["vldrb.s32 %q[a], [%[r]]"] + ([f"add %[r], %[r], #{xs}"] if t < kw - 1 else []))
         lb = ["vldrb.s32 %q[b], [%[w]], #4"]
         lines += la + (["vadd.i32 %q[acc], %q[acc], %q[m]"] if t else []) + lb
         lines.append("vmul.i32 %q[m], %q[a], %q[b]")
