@@ -1062,6 +1062,57 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first,
   }
 }
 
+// kN taps of one kernel row, kXS input bytes apart, unrolled (dw_tap_off_at at compile-time offsets).
+template <int32_t kN, int32_t kXS, int32_t kT = 0>
+inline void dw_row_off(const int8_t* x, const uint32_t* w, uint32_t off2, int32_t& a0, int32_t& a1, int32_t& a2,
+                       int32_t& a3) {
+  if constexpr (kT < kN) {
+    dw_tap_off_at<kT * kXS, 8 * kT>(x, w, off2, a0, a1, a2, a3);
+    dw_row_off<kN, kXS, kT + 1>(x, w, off2, a0, a1, a2, a3);
+  }
+}
+
+// dw_pixels for the border classes of a kernel other than 3x3 (kOffsetInTaps) whose taps inside the input span kNX
+// columns (kx in [kx0, kx0 + kNX)): the class's kernel rows ky in [ky0, ky1) looped at run time, each row's kNX taps
+// unrolled (dw_row_off), so that one function serves every border class of that width. Unrolled per class, a 7x7
+// kernel's 48 border classes took 57 KB of code for one layer; its interior class stays on dw_pixels.
+template <int32_t kW, int32_t kXS, int32_t kC, int32_t kGroups, int32_t kMode, int32_t kOutOffset, int32_t kActMin,
+          int32_t kActMax, int32_t kKH, int32_t kKW, int32_t kNX>
+__attribute__((noinline)) void dw_pixels_border(const int8_t* x_first, int8_t* y_first, int32_t count, int32_t x_step,
+                                                const uint32_t* w, const int32_t* start, const Requant& q, int32_t c0,
+                                                int32_t rows, int32_t x_row, int32_t y_row, uint32_t off2, int32_t ky0,
+                                                int32_t ky1, int32_t kx0) {
+  const Requant local = q;
+  const auto rq = [local](int32_t acc, int32_t n) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, n); };
+  for (int32_t j = 0; j < rows; ++j, x_first += x_row, y_first += y_row) {
+    const int8_t* x = x_first;
+    int8_t* y = y_first;
+    for (int32_t i = 0; i < count; ++i, x += x_step, y += kC) {
+      const uint32_t* wg = w;
+      const int32_t* s = start;
+      for (int32_t g = 0; g < kGroups; ++g, wg += 2 * kKH * kKW, s += 4) {
+        int32_t a0, a1, a2, a3;
+        dw_start(s, a0, a1, a2, a3);
+        for (int32_t ky = ky0; ky < ky1; ++ky) {
+          dw_row_off<kNX, kXS>(x + 4 * g + (ky * kW + kx0) * kXS, wg + 2 * (ky * kKW + kx0), off2, a0, a1, a2, a3);
+        }
+        const int32_t c = c0 + 4 * g;
+        int8_t* yg = y + 4 * g;
+#if defined(__ARM_FEATURE_DSP)
+        if constexpr (kMode == kSmmlar && kActMin == -128 && kActMax == 127) {
+          rq4_smmlar(a0, a1, a2, a3, local.mult + 3 * c, yg);
+          continue;
+        }
+#endif
+        yg[0] = rq(a0, c);
+        yg[1] = rq(a1, c + 1);
+        yg[2] = rq(a2, c + 2);
+        yg[3] = rq(a3, c + 3);
+      }
+    }
+  }
+}
+
 // The input rows of an in-place depthwise layer of kKH kernel rows (the output at the input's address), kG
 // groups of 4 channels (from channel c) at a time, output rows in order. Output row oy overwrites input pixels
 // [oy kOW, (oy + 1) kOW) of these channels; kOW <= kW, so input rows > oy are intact while it is computed.

@@ -1072,3 +1072,21 @@ def test_strided_depthwise_runs_straight_from_the_input(failing_kernels):
     pair = body + dw_requant_asm(l.c, True, -128, 127, 8, lead)  # VWW's layers: the full int8 range
     assert sum(i.startswith("ldrsb") for i in pair) == 13 and sum(i.startswith("smlab") for i in pair) == 18
     assert static_cycles(pair) <= 45, static_cycles(pair)
+
+
+def test_depthwise_kernels_other_than_3x3_unroll_only_their_interior_class(failing_kernels):
+    """A 5x5 kernel with padding 2 has 5 x 5 border classes (taps inside the input): its interior class (all 25 taps)
+    on dw_pixels, unrolled; the other 24 on dw_pixels_border, one function per width of their taps inside (3, 4, 5
+    columns), the kernel rows looped at run time (a 7x7 layer's 48 border classes took 57 KB of code unrolled).
+    Every tap adds (x + input_offset) * w: one accumulator start (the bias) for every class."""
+    import re
+
+    p = depthwise_program(np.random.default_rng(3), 7, 7, 16, pad=2, k=5)
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert len(gen.layers) == 1 and gen.layers[0].offset_in_taps
+    calls = re.findall(r"  (dw_pixels(?:_border)?)<([^>]*)>\(", gen.source)
+    unrolled = [a for f, a in calls if f == "dw_pixels"]
+    widths = {int(a.split(",")[-1]) for f, a in calls if f == "dw_pixels_border"}
+    assert len(unrolled) == 1 and unrolled[0].startswith("0, 5, 0, 5,"), unrolled
+    assert widths == {3, 4, 5}, calls
+    assert gen.layers[0].init_table().shape == (1, 16)
