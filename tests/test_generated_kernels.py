@@ -343,6 +343,7 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=1, w=64, c=12, pad=0, k=1, kw=5, pad_w=2)),
     ("depthwise_inplace", dict(h=10, w=5, c=8, stride=2, pad=2, k=5)),
     ("depthwise", dict(h=8, w=7, c=8, pad=2)),  # 3x3 with padding 2: the NHWC path, per-class starts
+    ("depthwise", dict(h=6, w=20, c=64, pad=2, k=5)),  # taps past 4,095 bytes: dw_tap_off, not the asm block
     ("depthwise_inplace", dict(h=6, w=2, c=17)),
     ("depthwise", dict(h=7, w=1, c=11)),
     ("depthwise", dict(h=4, w=90, c=3)),
