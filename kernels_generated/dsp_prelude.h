@@ -1014,6 +1014,22 @@ inline void rq4_smmlar(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const int
 }
 #endif
 
+// The four outputs of a depthwise group (channels c..c + 3 at y): rq4_smmlar where the requantization is smmlar over
+// the full int8 range, else requant one by one (dw_pixels, dw_pixels_border).
+template <int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax>
+inline void dw_requant4(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const Requant& q, int32_t c, int8_t* y) {
+#if defined(__ARM_FEATURE_DSP)
+  if constexpr (kMode == kSmmlar && kActMin == -128 && kActMax == 127) {
+    rq4_smmlar(a0, a1, a2, a3, q.mult + 3 * c, y);
+    return;
+  }
+#endif
+  y[0] = requant<kMode, kOutOffset, kActMin, kActMax>(a0, q, c);
+  y[1] = requant<kMode, kOutOffset, kActMin, kActMax>(a1, q, c + 1);
+  y[2] = requant<kMode, kOutOffset, kActMin, kActMax>(a2, q, c + 2);
+  y[3] = requant<kMode, kOutOffset, kActMin, kActMax>(a3, q, c + 3);
+}
+
 // `count` output pixels of one row that share a border class: taps ky in [kKY0, kKY1), kx in
 // [kKX0, kKX1) inside the input (compile-time, so every pixel's taps are unrolled at constant
 // offsets). `x` points at tap (0, 0) of channel c0 of the first pixel (possibly outside the input;
@@ -1033,7 +1049,6 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first,
                                          const uint32_t* w, const int32_t* start, const Requant& q, int32_t c0,
                                          int32_t rows = 1, int32_t x_row = 0, int32_t y_row = 0, uint32_t off2 = 0) {
   const Requant local = q;
-  const auto rq = [local](int32_t acc, int32_t n) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, n); };
   for (int32_t j = 0; j < rows; ++j, x_first += x_row, y_first += y_row) {
     const int8_t* x = x_first;
     int8_t* y = y_first;
@@ -1045,18 +1060,7 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first,
         int32_t a0, a1, a2, a3;
         dw_start(s, a0, a1, a2, a3);
         dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kKH, kKW, kOffsetInTaps>(xg, wg, a0, a1, a2, a3, off2);
-        const int32_t c = c0 + 4 * g;
-        int8_t* yg = y + 4 * g;
-#if defined(__ARM_FEATURE_DSP)
-        if constexpr (kMode == kSmmlar && kActMin == -128 && kActMax == 127) {
-          rq4_smmlar(a0, a1, a2, a3, local.mult + 3 * c, yg);
-          continue;
-        }
-#endif
-        yg[0] = rq(a0, c);
-        yg[1] = rq(a1, c + 1);
-        yg[2] = rq(a2, c + 2);
-        yg[3] = rq(a3, c + 3);
+        dw_requant4<kMode, kOutOffset, kActMin, kActMax>(a0, a1, a2, a3, local, c0 + 4 * g, y + 4 * g);
       }
     }
   }
@@ -1083,7 +1087,6 @@ __attribute__((noinline)) void dw_pixels_border(const int8_t* x_first, int8_t* y
                                                 int32_t rows, int32_t x_row, int32_t y_row, uint32_t off2, int32_t ky0,
                                                 int32_t ky1, int32_t kx0) {
   const Requant local = q;
-  const auto rq = [local](int32_t acc, int32_t n) { return requant<kMode, kOutOffset, kActMin, kActMax>(acc, local, n); };
   for (int32_t j = 0; j < rows; ++j, x_first += x_row, y_first += y_row) {
     const int8_t* x = x_first;
     int8_t* y = y_first;
@@ -1096,18 +1099,7 @@ __attribute__((noinline)) void dw_pixels_border(const int8_t* x_first, int8_t* y
         for (int32_t ky = ky0; ky < ky1; ++ky) {
           dw_row_off<kNX, kXS>(x + 4 * g + (ky * kW + kx0) * kXS, wg + 2 * (ky * kKW + kx0), off2, a0, a1, a2, a3);
         }
-        const int32_t c = c0 + 4 * g;
-        int8_t* yg = y + 4 * g;
-#if defined(__ARM_FEATURE_DSP)
-        if constexpr (kMode == kSmmlar && kActMin == -128 && kActMax == 127) {
-          rq4_smmlar(a0, a1, a2, a3, local.mult + 3 * c, yg);
-          continue;
-        }
-#endif
-        yg[0] = rq(a0, c);
-        yg[1] = rq(a1, c + 1);
-        yg[2] = rq(a2, c + 2);
-        yg[3] = rq(a3, c + 3);
+        dw_requant4<kMode, kOutOffset, kActMin, kActMax>(a0, a1, a2, a3, local, c0 + 4 * g, y + 4 * g);
       }
     }
   }
