@@ -669,6 +669,24 @@ def test_not_covered_layers_are_named():
         assert skipped == []
 
 
+def test_depthwise_layers_the_generators_refuse_are_named():
+    """Kernels other than 3x3 need channels a multiple of 4 (the planar path and the M55's pass of the last channels
+    are 3x3); in place, output rows longer than input rows (padding over half the kernel) would be read after they
+    are written; a stride under 1 (a program from elsewhere) is refused, not divided by."""
+    from mcu_gen.backends.generated import match
+
+    rng = np.random.default_rng(4)
+    p = depthwise_program(rng, 6, 6, 5, pad=2, k=5)
+    assert "5 channels (not a multiple of 4) and a 5x5 kernel" in generated.eligible(p)[1][0][2]
+    assert "the M55's pass of the last channels takes 3x3" in match.eligible(p, isa="mve")[1][0][2]
+    p = depthwise_program(rng, 6, 6, 8, pad=2, inplace=True)  # 3x3, padding 2: 8 output columns over 6
+    for isa in ("dsp", "mve"):
+        assert "in place with output rows longer than input rows (8 > 6" in match.eligible(p, isa=isa)[1][0][2]
+    p = depthwise_program(rng, 6, 6, 8)
+    p.values[p.instructions[0].args[3]].value = [0, 0]
+    assert match.eligible(p)[1][0][2] == "a stride under 1"
+
+
 def test_odd_channel_depthwise_without_a_planar_path_is_named():
     """A depthwise layer whose channel count is not a multiple of 4 runs planar (one channel at a time) on the DSP
     cores, the NHWC path reading words of 4 channels; where no planar path takes it (stride 3, rows whose three int16

@@ -313,7 +313,11 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     stride, pad, dil = list(_s(program, a[3])), list(_s(program, a[4])), list(_s(program, a[5]))
     stride = stride * 2 if len(stride) == 1 else stride
     pad = pad * 2 if len(pad) == 1 else pad
+    if len(stride) != 2 or len(pad) != 2 or len(dil) > 2:
+        return "stride, padding or dilation not of one or two values"
     sh, sw = int(stride[0]), int(stride[1])
+    if sh < 1 or sw < 1:
+        return "a stride under 1"
     if any(int(d) != 1 for d in dil) or int(_s(program, a[6])) != 1:
         return "dilation or depth multiplier"
     if n_ != 1:
