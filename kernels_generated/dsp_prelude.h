@@ -1172,6 +1172,35 @@ struct DwWindow {
   }
 };
 
+// The input of an in-place depthwise layer over one row (kH == 1 and a kernel of one row: a Conv1d's), one group of
+// 4 channels (from channel c) at a time, output pixels in order in chunks of kM, where a window of the whole row does
+// not fit. Output pixel ox lands on input pixel ox of these channels (kOW <= kW). Chunk [x0, x0 + kM) reads input
+// columns [x0 kS - kPad, (x0 + kM - 1) kS - kPad + kKW) (each at least x0, since kPad < kKW, but those the chunk
+// before read too: copied then, before its outputs overwrote them). `buf` holds kCols such columns of 4 channels;
+// at(x0): where input column x0 kS - kPad is in buf (the columns of the padding are never read).
+template <int32_t kW, int32_t kC, int32_t kS, int32_t kPad, int32_t kM, int32_t kKW>
+struct DwCols {
+  static constexpr int32_t kCols = (kM - 1) * kS + kKW;
+  const int8_t* in;  // the input row at channel c
+  int8_t* buf;
+  int32_t base;    // the input column in buf's first column
+  int32_t filled;  // the columns [max(base, 0), filled) are in buf
+
+  DwCols(const int8_t* input, int32_t c, int8_t* cols) : in(input + c), buf(cols), base(-kPad), filled(0) {}
+
+  const int8_t* at(int32_t x0) {
+    const int32_t lo = x0 * kS - kPad;
+    const int32_t hi = lo + kCols < kW ? lo + kCols : kW;
+    if (lo > base) {  // the chunk's first column moves to the front with those after it in buf
+      if (filled > lo) move_down(buf, buf + (lo - base) * 4, (filled - lo) * 4);
+      base = lo;
+      if (filled < lo) filled = lo;
+    }
+    for (; filled < hi; ++filled) memcpy(buf + (filled - base) * 4, in + filled * kC, 4);
+    return buf;
+  }
+};
+
 // ---------------------------------------------------------------------------
 // 3x3 depthwise convolution one channel at a time ("planar"): the channel's input rows are copied
 // into `buf` as int16 rows of kRow entries, the input column ix at entry kPW + ix, every other entry

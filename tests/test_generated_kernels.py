@@ -344,6 +344,10 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_inplace", dict(h=10, w=5, c=8, stride=2, pad=2, k=5)),
     ("depthwise", dict(h=8, w=7, c=8, pad=2)),  # 3x3 with padding 2: the NHWC path, per-class starts
     ("depthwise", dict(h=6, w=20, c=64, pad=2, k=5)),  # taps past 4,095 bytes: dw_tap_off, not the asm block
+    # In place over one row wider than the stack budget (a Conv1d over 200 and 300 samples): chunks of output pixels
+    # whose input columns go through a window (DwCols), the columns two chunks share kept
+    ("depthwise_inplace", dict(h=1, w=200, c=12, pad=0, k=1, kw=5, pad_w=2)),
+    ("depthwise_inplace", dict(h=1, w=300, c=4, pad=0, k=1, kw=3, stride_w=2, pad_w=1)),
     ("depthwise_inplace", dict(h=6, w=2, c=17)),
     ("depthwise", dict(h=7, w=1, c=11)),
     ("depthwise", dict(h=4, w=90, c=3)),
@@ -1109,3 +1113,16 @@ def test_depthwise_kernels_other_than_3x3_unroll_only_their_interior_class(faili
     assert len(unrolled) == 1 and unrolled[0].startswith("0, 5, 0, 5,"), unrolled
     assert widths == {3, 4, 5}, calls
     assert gen.layers[0].init_table().shape == (1, 16)
+
+
+def test_in_place_depthwise_over_one_wide_row_runs_in_chunks(failing_kernels):
+    """A Conv1d's depthwise layer in place over 200 samples: a window of the whole row (800 B) passes the stack budget
+    (INPLACE_GROUP_BYTES), so the output pixels go in chunks of 128 whose input columns (528 B) go through DwCols; a
+    row of 64 samples (256 B) keeps its window of rows (DwWindow)."""
+    p, _ = case_program("depthwise_inplace", dict(h=1, w=200, c=12, pad=0, k=1, kw=5, pad_w=2))
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert len(gen.layers) == 1 and "DwCols<200, 12, 1, 2, 128, 5>" in gen.source and "DwWindow<" not in gen.source
+    assert "int8_t ring[528]" in gen.source
+    p, _ = case_program("depthwise_inplace", dict(h=1, w=64, c=12, pad=0, k=1, kw=5, pad_w=2))
+    gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
+    assert len(gen.layers) == 1 and "DwWindow<" in gen.source and "DwCols<" not in gen.source

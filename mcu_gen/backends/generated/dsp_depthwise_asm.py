@@ -34,6 +34,19 @@ def dw_window(l: DepthwiseLayer) -> tuple:
     return max(k, on_stack), None, 1
 
 
+def dw_cols(l: DepthwiseLayer) -> int:
+    """Output pixels per chunk of an in-place depthwise layer over one input row (a Conv1d's: H 1, a kernel of one
+    row) whose window of the whole row fits neither the scratch tensor nor INPLACE_GROUP_BYTES of stack: the input
+    columns of a chunk (DwCols, one group of 4 channels) in DW_WINDOW_STACK_BYTES of stack, the columns the chunk
+    before read too kept. 0 where the layer takes a window of rows (dw_window) or is not in place."""
+    if not (l.inplace_ok and l.h == 1 and l.kh == 1 and l.c % 4 == 0):
+        return 0
+    if l.scratch_bytes >= l.w * 4 or l.w * 4 <= INPLACE_GROUP_BYTES:
+        return 0
+    cols = DW_WINDOW_STACK_BYTES // 4
+    return max(1, min(l.ow, (cols - l.kw) // l.sw + 1))
+
+
 DW_PLANE_MIN_W = 3
 DW_PLANE_STRIDES = (1, 2)
 # A layer whose channel count is not a multiple of 4 has no NHWC path (dw_pixels reads words of 4 channels): where

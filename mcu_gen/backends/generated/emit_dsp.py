@@ -10,7 +10,7 @@ import numpy as np
 
 from mcu_gen.backends.generated.dsp_conv_cols import cols_fn_name, cols_fn_sig, cols_work, gemm_cols_asm_body
 from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_blocks, dw_plane, dw_rights,
-                                                           dw_rows_asm, dw_window)
+                                                           dw_cols, dw_rows_asm, dw_window)
 from mcu_gen.backends.generated.dsp_depthwise_direct_asm import dw_direct_asm, dw_direct_block, dw_direct_ok
 from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
 from mcu_gen.backends.generated.dsp_work import (CONV_STACK_BYTES, call_kind, calls_pairs, inplace_direct, layer_work,
@@ -103,6 +103,7 @@ def _dw_runs(l: DepthwiseLayer) -> list:
     out = []
     for oy0, oy1, r in DepthwiseLayer.runs(rc):
         cols = [{"kx0": cu[c][0], "kx1": cu[c][1], "x": ox0 * l.sw - l.pad_w, "y": ox0 * l.c, "count": ox1 - ox0,
+                 "ox0": ox0, "ox1": ox1,
                  "init": 0 if l.offset_in_taps else (r * len(cu) + c) * l.c} for ox0, ox1, c in DepthwiseLayer.runs(cc)]
         out.append({"oy0": oy0, "oy1": oy1, "ky0": ru[r][0], "ky1": ru[r][1], "cols": cols})
     return out
@@ -168,6 +169,9 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     # one dw_pixels call per run of rows and columns of one border class
     assert l.c % 4 == 0, "dw_pixels reads words of 4 channels (match._depthwise: planar or rejected)"
     v["linear_rows"] = not l.inplace_ok or win_rows >= l.h + l.pad_h
+    v["cols"] = dw_cols(l)  # in place over one row in chunks of this many output pixels (DwCols), else 0
+    if v["cols"]:
+        v["cols_bytes"] = 4 * ((v["cols"] - 1) * l.sw + l.kw)
     extra = ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"] if ring is not None else []
     v.update(win_rows=win_rows, ring_arg=ring, bound=bound(l, 0, 14, ring),
              checks=l.checks + extra + [allowed(0, 14, l.inplace_ok, l)])

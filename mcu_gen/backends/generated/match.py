@@ -353,7 +353,7 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     scratch = _t(program, a[13]) if inplace else None
     scratch_bytes = scratch.nbytes if scratch is not None and scratch.dtype == "int8" and len(scratch.shape) == 1 else 0
     if (isa == "dsp" and inplace and c % 4 == 0 and scratch_bytes < kh * wd * 4
-            and kh * wd * 4 > INPLACE_GROUP_BYTES):
+            and kh * wd * 4 > INPLACE_GROUP_BYTES and not (h == 1 and kh == 1)):  # one row: in chunks (dw_cols)
         return f"in place with a window of {kh * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack and the scratch)"
     if scratch_bytes:
         checks.append(_tensor_check(13, scratch))
