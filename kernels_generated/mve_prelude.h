@@ -414,6 +414,49 @@ void depthwise3x3(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* wei
   }
 }
 
+// One input row and a kernel of one row (a Conv1d's) where a ring of the whole padded row does not fit: output pixels
+// in chunks of kM, the chunk's input columns (kCols of them from x0 kStride - kPadW; the input zero point outside
+// the input) in `ring`, the columns it shares with the chunk before kept from then. In place, those have been
+// overwritten since (output pixel ox lands on input pixel ox of these channels, kOW <= kW); the columns after them are
+// still intact (at least x0, as kPadW < kKW).
+template <class Dw, int32_t kKW, int32_t kM, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kOH, int32_t kOW,
+          int32_t kStride, int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin,
+          int32_t kMax>
+void depthwise_cols(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights, Requant q) {
+  static_assert(kH == 1 && kOH == 1 && kPadH == 0 && kC % kG == 0 && kG % 4 == 0 && kPadW < kKW,
+                "the generator emits these only");
+  constexpr int32_t kCols = (kM - 1) * kStride + kKW;
+  for (int32_t c0 = 0; c0 < kC; c0 += kG) {
+    int32_t base = -kPadW, filled = -kPadW;  // ring column 0 is input column base; [base, filled) are in the ring
+    for (int32_t x0 = 0; x0 < kOW; x0 += kM) {
+      const int32_t lo = x0 * kStride - kPadW;
+      if (lo > base) {
+        if (filled > lo) memmove(ring, ring + (lo - base) * kG, (filled - lo) * kG);
+        base = lo;
+        if (filled < lo) filled = lo;
+      }
+      for (; filled < lo + kCols; ++filled) {
+        int8_t* d = ring + (filled - base) * kG;
+        if (filled < 0 || filled >= kW) {
+          memset(d, kZeroPoint, kG);
+        } else {
+          memcpy(d, in + filled * kC + c0, kG);
+        }
+      }
+      const int32_t n = kOW - x0 < kM ? kOW - x0 : kM;
+      int8_t* y = out + x0 * kC + c0;
+      for (int32_t i = 0; i < n; ++i, y += kC) {
+        const int8_t* w = weights + kKW * c0;
+        for (int32_t g = 0; g < kG; g += 4) {
+          int32x4_t acc = vldrwq_s32(q.init + c0 + g);
+          Dw::row(ring + i * kStride * kG + g, w, acc);
+          store4<4>(y + g, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + g));
+        }
+      }
+    }
+  }
+}
+
 // The same for a kKH x kKW kernel other than 3x3 (channels a multiple of 4, padding under the kernel's size): a
 // ring of kKH padded rows (input row iy in slot (iy + kKH) % kKH, iy >= -kPadH > -kKH), and per output pixel and
 // group of 4 channels one Dw::row block per kernel row (emit_mve.dw_row_asm). In place as depthwise3x3 (the

@@ -142,6 +142,11 @@ def cases(rng):
         ("depthwise 14x14x8 5x5", depthwise_program(rng, 14, 14, 8, pad=2, k=5), "fast"),
         ("depthwise 2x3x132 1x3 (pixels 132 bytes apart in the ring: an ADD per tap)",
          depthwise_program(rng, 2, 3, 132, pad=0, k=1, kw=3), "fast"),
+        # One row whose padded ring passes 528 B (a Conv1d over 300 samples): chunks of 62 output pixels, their input
+        # columns in the ring (depthwise_cols); stride 2 over 400 samples
+        ("depthwise 1x300x8 1x5 in chunks", depthwise_program(rng, 1, 300, 8, pad=0, k=1, kw=5, pad_w=2), "fast"),
+        ("depthwise 1x400x4 1x3 column stride 2 in chunks",
+         depthwise_program(rng, 1, 400, 4, pad=0, k=1, kw=3, stride_w=2, pad_w=1), "fast"),
         # Output channels / sizes not multiples of 4 (the last block of 1 to 3 channels stored predicated), input
         # channels not multiples of 4 read straight (a predicated last chunk of K, rows K bytes apart): classifier heads
         # of 10 and 2 classes, 1x1 and k x k layers of random networks (bench/sweep_random_cnn.py)

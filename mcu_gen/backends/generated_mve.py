@@ -118,6 +118,21 @@ def ring_plan(l) -> tuple | None:
     return None
 
 
+def cols_plan(l) -> tuple | None:
+    """(channels per pass kG, output pixels per chunk kM) of a depthwise layer over one input row with a kernel of one
+    row (a Conv1d's) whose ring of the whole padded row fits neither the scratch nor RING_STACK_BYTES
+    (depthwise_cols: a chunk's input columns, kCols = (kM - 1) * stride + kw of them, in RING_STACK_BYTES of stack):
+    the most channels per pass that leave chunks of 16 pixels or more, else 4. None for other layers."""
+    if l.h != 1 or l.kh != 1 or l.c % 4:
+        return None
+    groups = [g for g in range(l.c, 3, -1) if g % 4 == 0 and l.c % g == 0]
+    g = next((g for g in groups if (15 * l.sw + l.kw) * g <= RING_STACK_BYTES), None)
+    if g is None:
+        g = 4
+    m = (RING_STACK_BYTES // g - l.kw) // l.sw + 1
+    return (g, min(m, l.ow)) if m >= 1 else None
+
+
 def patch_bytes(l) -> int:
     """A convolution's two gathered windows (conv_patches' patch): 2 x K rounded up to whole chunks of 16."""
     return 2 * ((l.k + 15) // 16 * 16)
@@ -135,6 +150,7 @@ class MveLayer:
     src: object
     mode: str
     ring: tuple | None = None  # depthwise: ring_plan()
+    cols: int = 0  # depthwise over one wide row: output pixels per chunk (cols_plan; the ring holds a chunk's columns)
 
     def __getattr__(self, name):  # everything else: the matched layer's (name, kind, shapes, checks, ...)
         if name == "src":
@@ -239,6 +255,10 @@ def eligible(program: Program):
             skipped.append((l.instruction, l.op, "input zero point outside int8 (padding reads it)"))
             continue
         ring = ring_plan(l) if l.kind == "depthwise" else None
+        if l.kind == "depthwise" and ring is None and (cols := cols_plan(l)) is not None:
+            layers.append(MveLayer(src=l, mode=requant_mode(l.mults, l.shifts, l.acc_bound()), ring=(cols[0], False),
+                                   cols=cols[1]))
+            continue
         if l.kind == "depthwise" and ring is None:
             skipped.append((l.instruction, l.op, f"{l.c} channels: a ring of {l.kh} input row{'s' if l.kh > 1 else ''} of 4 of them takes "
                             f"{4 * l.kh * (l.w + 2 * l.pad_w)} bytes (> {RING_STACK_BYTES} of stack)"))

@@ -260,7 +260,10 @@ def _layer_source(l) -> tuple:
     if s.kind == "depthwise":
         g, in_scratch = l.ring
         ring_bytes = s.kh * (s.w + 2 * s.pad_w) * g
-        if s.is_3x3:
+        if l.cols:  # one row, a chunk of output pixels at a time (depthwise_cols)
+            ring_bytes = ((l.cols - 1) * s.stride + s.kw) * g
+            helper, dw_fn, kernel = f"DwRow{g}_{s.kw}", "depthwise_cols", f"{s.kw}, {l.cols}, "
+        elif s.is_3x3:
             helper, dw_fn, kernel = f"Dw{g}_{s.stride}_{s.c}", "depthwise3x3" if s.c % 4 == 0 else "depthwise3x3_part", ""
         else:  # one kernel row's taps a block (depthwise_kxk)
             helper, dw_fn, kernel = f"DwRow{g}_{s.kw}", "depthwise_kxk", f"{s.kh}, {s.kw}, "
@@ -270,7 +273,8 @@ def _layer_source(l) -> tuple:
                  pad_h=s.pad_h, pad_w=s.pad_w, zero_point=-s.in_offset,
                  what=(f"{s.kh}x{s.kw} depthwise, {s.c} channels, {s.h}x{s.w} -> {s.oh}x{s.ow}, stride {s.stride}, "
                        f"padding {s.pad_h},{s.pad_w}; rows of {g} channels through a ring of {ring_bytes} bytes in "
-                       + ("the scratch tensor" if in_scratch else "the stack")))
+                       + ("the scratch tensor" if in_scratch else "the stack")
+                       + (f", {l.cols} output pixels a chunk" if l.cols else "")))
         if in_scratch:  # the ring: the scratch tensor (argument 13), apart from the input and output
             v["ring_arg"], extra_checks = 13, ["apart(ctx, 13, 0)", "apart(ctx, 13, 14)"]
     else:
