@@ -459,9 +459,10 @@ void depthwise_cols(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* w
 
 // The same for a kKH x kKW kernel other than 3x3 (channels a multiple of 4, padding under the kernel's size): a
 // ring of kKH padded rows (input row iy in slot (iy + kKH) % kKH, iy >= -kPadH > -kKH), and per output pixel and
-// group of 4 channels one Dw::row block per kernel row (emit_mve.dw_row_asm). In place as depthwise3x3 (the
-// planner's depthwise_channel rule: kOH * kOW <= kH * kW, so kOW <= kW): output row oy lands on input rows <= oy; the rows later outputs read that are <= oy are in the ring already (the ring
-// holds rows oy * kStride - kPadH .. + kKH - 1, and kPadH < kKH), the others not yet overwritten.
+// group of 4 channels one Dw::row block per kernel row (emit_mve.dw_row_asm). In place as depthwise3x3 (kOW <= kW:
+// match._depthwise refuses in place otherwise): output row oy lands on input rows <= oy; the rows later outputs
+// read that are <= oy are in the ring already (it holds rows oy * kStride - kPadH .. + kKH - 1, and kPadH < kKH),
+// the others not yet overwritten.
 template <class Dw, int32_t kKH, int32_t kKW, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kOH,
           int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut,
           int32_t kMin, int32_t kMax>

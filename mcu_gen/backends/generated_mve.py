@@ -260,7 +260,8 @@ def eligible(program: Program):
                                    cols=cols[1]))
             continue
         if l.kind == "depthwise" and ring is None:
-            skipped.append((l.instruction, l.op, f"{l.c} channels: a ring of {l.kh} input row{'s' if l.kh > 1 else ''} of 4 of them takes "
+            rows = f"{l.kh} input row{'s' if l.kh > 1 else ''}"
+            skipped.append((l.instruction, l.op, f"{l.c} channels: a ring of {rows} of 4 of them takes "
                             f"{4 * l.kh * (l.w + 2 * l.pad_w)} bytes (> {RING_STACK_BYTES} of stack)"))
             continue
         layers.append(MveLayer(src=l, mode=requant_mode(l.mults, l.shifts, l.acc_bound()), ring=ring))

@@ -12,7 +12,8 @@ from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm, smmlar_as
 from mcu_gen.backends.generated.layers import INPLACE_GROUP_BYTES, DepthwiseLayer
 
 
-# The largest depthwise kernel the DSP cores generate (7x7): every border class's taps are unrolled (dw_pixels).
+# The largest depthwise kernel the generated kernels take (7x7; the DSP cores unroll its interior class's taps,
+# dw_pixels, and each kernel row of its border classes, dw_pixels_border).
 MAX_DW_TAPS = 49
 DW_WINDOW_STACK_BYTES = 528  # an in-place depthwise layer's window of rows on the stack (KWS's 26 rows of 5 x 4)
 
@@ -61,8 +62,8 @@ def dw_plane(l: DepthwiseLayer) -> tuple | None:
     last pair of output pixels reads), as many rows (up to all the layer reads) as the in-place variant's
     scratch tensor (argument 13) or DW_WINDOW_STACK_BYTES of stack hold, the more rows the better, the
     scratch on a tie. None (the NHWC path, dw_pixels) where neither holds three rows, for kernels other than 3x3
-    of one stride, for strides other than 1 and 2 and for rows under DW_PLANE_MIN_W pixels (VWW's 3x3x256 layer: 60.1 k instructions planar,
-    61.3 k NHWC). Channels not a multiple of 4 (no NHWC path): any width, and three rows in up to
+    of one stride and padding <= 1 (DepthwiseLayer.is_3x3), for strides other than 1 and 2 and for rows under
+    DW_PLANE_MIN_W pixels (VWW's 3x3x256 layer: 60.1 k instructions planar, 61.3 k NHWC). Channels not a multiple of 4 (no NHWC path): any width, and three rows in up to
     DW_ODD_STACK_BYTES of stack where neither holds three."""
     odd = l.c % 4 != 0
     if not l.is_3x3 or l.stride not in DW_PLANE_STRIDES or (l.w < DW_PLANE_MIN_W and not odd):

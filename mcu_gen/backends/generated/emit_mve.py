@@ -259,9 +259,9 @@ def _layer_source(l) -> tuple:
     extra_checks = []
     if s.kind == "depthwise":
         g, in_scratch = l.ring
-        ring_bytes = s.kh * (s.w + 2 * s.pad_w) * g
-        if l.cols:  # one row, a chunk of output pixels at a time (depthwise_cols)
-            ring_bytes = ((l.cols - 1) * s.stride + s.kw) * g
+        # the ring: a chunk's input columns (one row, depthwise_cols), else kh padded rows
+        ring_bytes = ((l.cols - 1) * s.stride + s.kw) * g if l.cols else s.kh * (s.w + 2 * s.pad_w) * g
+        if l.cols:
             helper, dw_fn, kernel = f"DwRow{g}_{s.kw}", "depthwise_cols", f"{s.kw}, {l.cols}, "
         elif s.is_3x3:
             helper, dw_fn, kernel = f"Dw{g}_{s.stride}_{s.c}", "depthwise3x3" if s.c % 4 == 0 else "depthwise3x3_part", ""

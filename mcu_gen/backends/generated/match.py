@@ -7,7 +7,7 @@ import zlib
 
 import numpy as np
 
-from mcu_gen.backends.generated.dsp_depthwise_asm import DW_ODD_STACK_BYTES, MAX_DW_TAPS, dw_plane
+from mcu_gen.backends.generated.dsp_depthwise_asm import DW_ODD_STACK_BYTES, MAX_DW_TAPS, dw_cols, dw_plane
 from mcu_gen.backends.generated.exactness import wrap32
 from mcu_gen.backends.generated.layers import (ADD_OPS, ADD_TABLE_STACK_BYTES, CONV_ROWS_INPLACE, CONV_SCRATCH_ARG,
                                                DEPTHWISE_OPS, INPLACE_GROUP_BYTES, LINEAR_OPS, MAX_K, PADDED_STACK_BYTES,
@@ -352,9 +352,6 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
     b = np.asarray(bias.data, np.int64).reshape(-1) if bias is not None else np.zeros(c, np.int64)
     scratch = _t(program, a[13]) if inplace else None
     scratch_bytes = scratch.nbytes if scratch is not None and scratch.dtype == "int8" and len(scratch.shape) == 1 else 0
-    if (isa == "dsp" and inplace and c % 4 == 0 and scratch_bytes < kh * wd * 4
-            and kh * wd * 4 > INPLACE_GROUP_BYTES and not (h == 1 and kh == 1)):  # one row: in chunks (dw_cols)
-        return f"in place with a window of {kh * wd * 4} bytes (> {INPLACE_GROUP_BYTES} of stack and the scratch)"
     if scratch_bytes:
         checks.append(_tensor_check(13, scratch))
     layer = DepthwiseLayer(name=f"layer_{idx}", instruction=idx, op=ins.op, h=h, w=wd, c=c, oh=oh, ow=ow, stride=s_,
@@ -363,6 +360,10 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
                            in_offset=in_off, mults=mults.astype(np.int32), shifts=shifts.astype(np.int32),
                            out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace,
                            scratch_bytes=scratch_bytes)
+    window = kh * wd * 4  # an in-place NHWC layer's window of kh rows (dw_window), unless over one row in chunks
+    if (isa == "dsp" and inplace and c % 4 == 0 and scratch_bytes < window and window > INPLACE_GROUP_BYTES
+            and not dw_cols(layer)):
+        return f"in place with a window of {window} bytes (> {INPLACE_GROUP_BYTES} of stack and the scratch)"
     if isa == "dsp" and c % 4 and dw_plane(layer) is None:  # the NHWC path (dw_pixels) reads words of 4 channels
         if not layer.is_3x3:
             return (f"{c} channels (not a multiple of 4) and a {kh}x{kw} kernel, padding {pad[0]},{pad[1]} (the planar "
