@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from mcu_gen.plan import inplace_pass, placement, planner
 from mcu_gen.firmware.host import run_on_host
-from mcu_gen.program.ir import Instruction, Program
+from mcu_gen.program.ir import Instruction, Program, TensorValue
 from mcu_gen.backends.kernels import Kernel
 
 CL = (0, 2, 3, 1)
@@ -406,6 +406,36 @@ def test_kernel_scratch_is_not_taken_for_a_view():
     p.instructions[1].args[8] = p.add(TensorValue((0,), "uint8", offset=192))
     p.instructions[2].args[:2] = [scratch, scratch]
     assert planned_views(p) == {scratch: a}
+
+
+def test_an_in_place_variants_scratch_is_not_taken_for_a_view():
+    """An in-place variant (mcu::..._inplace) takes its operator's arguments, its scratch tensor included (a
+    convolution's argument 12: the ring of saved rows). Planned over a dead tensor of its dtype and size, it was taken
+    for a view of that tensor: the program read back from its .pte then kept the dead tensor live up to the variant,
+    and the build's plan check failed ("tensors ... are live together ... and overlap": the M55 layer cases of
+    tests/test_generated_mve.py, a 40-byte ring over a 1x40 linear input)."""
+    from mcu_gen.plan.views import planned_views, scratch_arg
+
+    assert scratch_arg("mcu::quantized_conv2d_pointwise_inplace.out") == 12
+    assert scratch_arg("mcu::quantized_depthwise_conv2d_inplace.out") == 13
+    assert scratch_arg("cortex_m::quantized_conv2d.out") == 12 and scratch_arg("aten::relu.out") is None
+    p = Program()
+    x = p.add(TensorValue((1, 40), "int8", offset=0))
+    b = p.add(TensorValue((1, 40), "int8", offset=64))
+    a = p.add(TensorValue((1, 8, 1, 5), "int8", dim_order=(0, 2, 3, 1), offset=128))
+    ring = p.add(TensorValue((40,), "int8", offset=0))  # over x, dead by then: same dtype and size
+    i = lambda v: p.add_scalar("int", v)  # noqa: E731
+    il = lambda v: p.add_scalar("int_list", v)  # noqa: E731
+    const = lambda shape, dt: p.add(TensorValue(shape, dt, data=np.zeros(shape, dt)))  # noqa: E731
+    p.inputs += [x, a]
+    p.outputs += [b, a]
+    p.instructions += [
+        Instruction("cortex_m::maximum.out", [x, x, b, b]),
+        Instruction("mcu::quantized_conv2d_pointwise_inplace.out",
+                    [a, const((8, 1, 1, 8), "int8"), p.add_scalar("none"), il([1, 1]), il([0, 0]), il([1, 1]), i(0),
+                     i(0), const((8,), "int32"), const((8,), "int32"), i(-128), i(127), ring, a, a]),
+    ]
+    assert planned_views(p) == {}
 
 
 @pytest.mark.parametrize("x_shape,w_shape,stride,padding", [

@@ -23,13 +23,25 @@ def read_program(data: bytes) -> Program:
 
 
 _SIGNATURES: dict = {}
+_VARIANT_OF: dict = {}
 
 
 def _kernel_signatures() -> dict:
     """op -> signature of the portable kernels (the CMSIS-NN adapters' are the same), read once."""
     if not _SIGNATURES:
-        _SIGNATURES.update({op: k.signature for op, k in find_kernels().items()})
+        kernels = find_kernels()
+        _SIGNATURES.update({op: k.signature for op, k in kernels.items()})
+        _VARIANT_OF.update({op: k.variant_of for op, k in kernels.items() if k.variant_of})
     return _SIGNATURES
+
+
+def scratch_arg(op: str) -> int | None:
+    """The scratch argument of an operator, if it has one: the cortex_m operators' (SCRATCH_ARG), and an in-place
+    variant's, which takes its operator's arguments (variant_of: mcu::quantized_conv2d_pointwise_inplace's ring of
+    rows is quantized_conv2d's argument 12)."""
+    _kernel_signatures()
+    op = _VARIANT_OF.get(op, op)
+    return SCRATCH_ARG.get(op.split("::")[-1].rsplit(".", 1)[0]) if op.startswith("cortex_m::") else None
 
 
 def planned_views(program: Program) -> dict:
@@ -56,7 +68,7 @@ def planned_views(program: Program) -> dict:
     for ins in program.instructions:
         sig = sigs.get(ins.op, "")
         outs = ([a for a, c in zip(ins.args, sig) if c == "O"] if len(sig) == len(ins.args) else ins.args[-1:])
-        scratch = SCRATCH_ARG.get(ins.op.split("::")[-1].rsplit(".", 1)[0]) if ins.op.startswith("cortex_m::") else None
+        scratch = scratch_arg(ins.op)
         read = []
         for k, a in enumerate(ins.args):
             if k == scratch or a in outs:
