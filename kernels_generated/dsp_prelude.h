@@ -869,9 +869,14 @@ inline void dw_tap(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1,
 // dw_tap with the input offset added to each input value (SXTAB16: no more instructions than SXTB16), `off2`
 // holding it in both halfwords: (x + input_offset) * w, so a tap outside the input would add 0 and every border
 // class starts from the bias (the layers other than 3x3: their per-class starts took more flash than their weights).
+// kRot (8, 16, 24; 0 a whole group): the word is the last four input channels of a pixel whose channel count is not a
+// multiple of 4 (4 - kRot / 8 of them the group's, at its top): rotated right by kRot bits, the group's channels come
+// to bytes 0, 1, 2 (dw_pixels' kTail); the other lanes read the channels before, against zero weights.
+template <int32_t kRot = 0>
 inline void dw_tap_off(const int8_t* x, const uint32_t* w, uint32_t off2, int32_t& a0, int32_t& a1, int32_t& a2,
                        int32_t& a3) {
-  const uint32_t v = load32(x);
+  uint32_t v = load32(x);
+  if constexpr (kRot != 0) v = (v >> kRot) | (v << (32 - kRot));
   const uint32_t x02 = sxtab16(off2, v), x13 = sxtab16_ror8(off2, v);
   const uint32_t w02 = w[0], w13 = w[1];
   a0 = smlabb(x02, w02, a0);
@@ -910,12 +915,32 @@ inline void dw_tap_at(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& 
   dw_tap(x + kOff, w + kWOff / 4, a0, a1, a2, a3);
 }
 
-// dw_tap_off at compile-time offsets (dw_tap_at with SXTAB16).
-template <int32_t kOff, int32_t kWOff>
+// dw_tap_off at compile-time offsets (dw_tap_at with SXTAB16); kRot as dw_tap_off's (SXTAB16's own rotation: no
+// more instructions).
+template <int32_t kOff, int32_t kWOff, int32_t kRot = 0>
 inline void dw_tap_off_at(const int8_t* x, const uint32_t* w, uint32_t off2, int32_t& a0, int32_t& a1, int32_t& a2,
                           int32_t& a3) {
 #if defined(__ARM_FEATURE_DSP)
-  if constexpr (kOff <= 4095) {
+  if constexpr (kOff <= 4095 && kRot != 0) {
+    uint32_t x02, x13, w02, w13;
+    __asm__(
+        "ldr     %[x13], [%[x], %[o]]\n\t"
+        "ldr     %[w02], [%[w], %[wo]]\n\t"
+        "ldr     %[w13], [%[w], %[wo4]]\n\t"
+        "sxtab16 %[x02], %[off2], %[x13], ror %[r02]\n\t"
+        "sxtab16 %[x13], %[off2], %[x13], ror %[r13]\n\t"
+        "smlabb  %[a0], %[x02], %[w02], %[a0]\n\t"
+        "smlatt  %[a2], %[x02], %[w02], %[a2]\n\t"
+        "smlabb  %[a1], %[x13], %[w13], %[a1]\n\t"
+        "smlatt  %[a3], %[x13], %[w13], %[a3]\n\t"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13),
+          [w02] "=&r"(w02), [w13] "=&r"(w13)
+        : [x] "r"(x), [w] "r"(w), [off2] "r"(off2), [o] "n"(kOff), [wo] "n"(kWOff), [wo4] "n"(kWOff + 4),
+          [r02] "n"(kRot), [r13] "n"((kRot + 8) % 32)
+        : "memory");
+    return;
+  }
+  if constexpr (kOff <= 4095 && kRot == 0) {
     uint32_t x02, x13, w02, w13;
     __asm__(
         "ldr     %[x13], [%[x], %[o]]\n\t"
@@ -934,26 +959,27 @@ inline void dw_tap_off_at(const int8_t* x, const uint32_t* w, uint32_t off2, int
     return;
   }
 #endif
-  dw_tap_off(x + kOff, w + kWOff / 4, off2, a0, a1, a2, a3);
+  dw_tap_off<kRot>(x + kOff, w + kWOff / 4, off2, a0, a1, a2, a3);
 }
 
 // The taps t = kKW * ky + kx of a kKH x kKW kernel's border class (ky in [kKY0, kKY1), kx in [kKX0, kKX1)),
 // unrolled.
-// kOffsetInTaps: dw_tap_off_at (the input offset `off2` added to each input value).
+// kOffsetInTaps: dw_tap_off_at (the input offset `off2` added to each input value), kRot its rotation.
 template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kKH = 3,
-          int32_t kKW = 3, bool kOffsetInTaps = false, int32_t kT = 0>
+          int32_t kKW = 3, bool kOffsetInTaps = false, int32_t kT = 0, int32_t kRot = 0>
 inline void dw_taps(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1, int32_t& a2, int32_t& a3,
                     uint32_t off2 = 0) {
+  static_assert(kRot == 0 || kOffsetInTaps, "a rotated group adds the input offset in its taps");
   if constexpr (kT < kKH * kKW) {
     constexpr int32_t ky = kT / kKW, kx = kT % kKW;
     if constexpr (ky >= kKY0 && ky < kKY1 && kx >= kKX0 && kx < kKX1) {
       if constexpr (kOffsetInTaps) {
-        dw_tap_off_at<(ky * kW + kx) * kXS, 8 * kT>(x, w, off2, a0, a1, a2, a3);
+        dw_tap_off_at<(ky * kW + kx) * kXS, 8 * kT, kRot>(x, w, off2, a0, a1, a2, a3);
       } else {
         dw_tap_at<(ky * kW + kx) * kXS, 8 * kT>(x, w, a0, a1, a2, a3);
       }
     }
-    dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kKH, kKW, kOffsetInTaps, kT + 1>(x, w, a0, a1, a2, a3, off2);
+    dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kKH, kKW, kOffsetInTaps, kT + 1, kRot>(x, w, a0, a1, a2, a3, off2);
   }
 }
 
@@ -1030,6 +1056,27 @@ inline void dw_requant4(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const Re
   y[3] = requant<kMode, kOutOffset, kActMin, kActMax>(a3, q, c + 3);
 }
 
+// The kTail (1-3) outputs of the last group of a channel count that is not a multiple of 4 (dw_pixels' kTail): its
+// channels c.. at y, the lanes past them not stored (in place they are the next pixel's input).
+template <int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax, int32_t kTail>
+inline void dw_requant_tail(int32_t a0, int32_t a1, int32_t a2, const Requant& q, int32_t c, int8_t* y) {
+  static_assert(kTail >= 1 && kTail <= 3, "a group of 1 to 3 channels");
+  y[0] = requant<kMode, kOutOffset, kActMin, kActMax>(a0, q, c);
+  if constexpr (kTail > 1) y[1] = requant<kMode, kOutOffset, kActMin, kActMax>(a1, q, c + 1);
+  if constexpr (kTail > 2) y[2] = requant<kMode, kOutOffset, kActMin, kActMax>(a2, q, c + 2);
+}
+
+// A channel count kC that is not a multiple of 4 (kTail = kC % 4, kC > 4; kernels other than 3x3 and the 3x3 layers
+// the planar paths do not take, DepthwiseLayer.tail): after the kGroups whole groups, one group of the last kTail
+// channels. Its taps read the word of the pixel's last four channels (within the pixel: no read past the input)
+// rotated (dw_tap_off_at's kRot) so that the group's channels are bytes 0..kTail-1; the lanes past them compute with
+// zero weights (the weights and starts are padded to whole groups) and are not stored (dw_requant_tail). kTailAt: that
+// word's offset from the pixel's first channel of the call: straight from the input (kXS == kC) the pixel's channel
+// kC - 4; in a window of one group (kXS == 4, the in-place pass of the last channels) the window copied channels
+// kC - 4 .. kC - 1, its pixel's first word.
+template <int32_t kXS, int32_t kC, int32_t kGroups, int32_t kTail>
+constexpr int32_t kTailAt = kXS == kC ? 4 * kGroups + kTail - 4 : 0;
+
 // `count` output pixels of one row that share a border class: taps ky in [kKY0, kKY1), kx in
 // [kKX0, kKX1) inside the input (compile-time, so every pixel's taps are unrolled at constant
 // offsets). `x` points at tap (0, 0) of channel c0 of the first pixel (possibly outside the input;
@@ -1044,7 +1091,7 @@ inline void dw_requant4(int32_t a0, int32_t a1, int32_t a2, int32_t a3, const Re
 // value (dw_tap_off) and `start` is the bias, the same for every border class.
 template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kC, int32_t kGroups,
           int32_t kMode, int32_t kOutOffset, int32_t kActMin, int32_t kActMax, int32_t kKH = 3, int32_t kKW = 3,
-          bool kOffsetInTaps = false>
+          bool kOffsetInTaps = false, int32_t kTail = 0>
 __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first, int32_t count, int32_t x_step,
                                          const uint32_t* w, const int32_t* start, const Requant& q, int32_t c0,
                                          int32_t rows = 1, int32_t x_row = 0, int32_t y_row = 0, uint32_t off2 = 0) {
@@ -1062,17 +1109,26 @@ __attribute__((noinline)) void dw_pixels(const int8_t* x_first, int8_t* y_first,
         dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kKH, kKW, kOffsetInTaps>(xg, wg, a0, a1, a2, a3, off2);
         dw_requant4<kMode, kOutOffset, kActMin, kActMax>(a0, a1, a2, a3, local, c0 + 4 * g, y + 4 * g);
       }
+      if constexpr (kTail != 0) {  // the last kTail channels (kTailAt)
+        static_assert(kOffsetInTaps, "the last channels' group adds the input offset in its taps");
+        int32_t a0, a1, a2, a3;
+        dw_start(s, a0, a1, a2, a3);
+        dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kKH, kKW, true, 0, 8 * (4 - kTail)>(
+            x + kTailAt<kXS, kC, kGroups, kTail>, wg, a0, a1, a2, a3, off2);
+        dw_requant_tail<kMode, kOutOffset, kActMin, kActMax, kTail>(a0, a1, a2, local, c0 + 4 * kGroups,
+                                                                   y + 4 * kGroups);
+      }
     }
   }
 }
 
 // kN taps of one kernel row, kXS input bytes apart, unrolled (dw_tap_off_at at compile-time offsets).
-template <int32_t kN, int32_t kXS, int32_t kT = 0>
+template <int32_t kN, int32_t kXS, int32_t kT = 0, int32_t kRot = 0>
 inline void dw_row_off(const int8_t* x, const uint32_t* w, uint32_t off2, int32_t& a0, int32_t& a1, int32_t& a2,
                        int32_t& a3) {
   if constexpr (kT < kN) {
-    dw_tap_off_at<kT * kXS, 8 * kT>(x, w, off2, a0, a1, a2, a3);
-    dw_row_off<kN, kXS, kT + 1>(x, w, off2, a0, a1, a2, a3);
+    dw_tap_off_at<kT * kXS, 8 * kT, kRot>(x, w, off2, a0, a1, a2, a3);
+    dw_row_off<kN, kXS, kT + 1, kRot>(x, w, off2, a0, a1, a2, a3);
   }
 }
 
@@ -1081,7 +1137,7 @@ inline void dw_row_off(const int8_t* x, const uint32_t* w, uint32_t off2, int32_
 // unrolled (dw_row_off), so that one function serves every border class of that width. Unrolled per class, a 7x7
 // kernel's 48 border classes took 57 KB of code for one layer; its interior class stays on dw_pixels.
 template <int32_t kW, int32_t kXS, int32_t kC, int32_t kGroups, int32_t kMode, int32_t kOutOffset, int32_t kActMin,
-          int32_t kActMax, int32_t kKH, int32_t kKW, int32_t kNX>
+          int32_t kActMax, int32_t kKH, int32_t kKW, int32_t kNX, int32_t kTail = 0>
 __attribute__((noinline)) void dw_pixels_border(const int8_t* x_first, int8_t* y_first, int32_t count, int32_t x_step,
                                                 const uint32_t* w, const int32_t* start, const Requant& q, int32_t c0,
                                                 int32_t rows, int32_t x_row, int32_t y_row, uint32_t off2, int32_t ky0,
@@ -1100,6 +1156,17 @@ __attribute__((noinline)) void dw_pixels_border(const int8_t* x_first, int8_t* y
           dw_row_off<kNX, kXS>(x + 4 * g + (ky * kW + kx0) * kXS, wg + 2 * (ky * kKW + kx0), off2, a0, a1, a2, a3);
         }
         dw_requant4<kMode, kOutOffset, kActMin, kActMax>(a0, a1, a2, a3, local, c0 + 4 * g, y + 4 * g);
+      }
+      if constexpr (kTail != 0) {  // the last kTail channels (dw_pixels, kTailAt)
+        const int8_t* xt = x + kTailAt<kXS, kC, kGroups, kTail>;
+        int32_t a0, a1, a2, a3;
+        dw_start(s, a0, a1, a2, a3);
+        for (int32_t ky = ky0; ky < ky1; ++ky) {
+          dw_row_off<kNX, kXS, 0, 8 * (4 - kTail)>(xt + (ky * kW + kx0) * kXS, wg + 2 * (ky * kKW + kx0), off2, a0, a1,
+                                                   a2, a3);
+        }
+        dw_requant_tail<kMode, kOutOffset, kActMin, kActMax, kTail>(a0, a1, a2, local, c0 + 4 * kGroups,
+                                                                   y + 4 * kGroups);
       }
     }
   }

@@ -414,82 +414,133 @@ void depthwise3x3(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* wei
   }
 }
 
-// One input row and a kernel of one row (a Conv1d's) where a ring of the whole padded row does not fit: output pixels
-// in chunks of kM, the chunk's input columns (kCols of them from x0 kStride - kPadW; the input zero point outside
-// the input) in `ring`, the columns it shares with the chunk before kept from then. In place, those have been
-// overwritten since (output pixel ox lands on input pixel ox of these channels, kOW <= kW); the columns after them are
-// still intact (at least x0, as kPadW < kKW).
-template <class Dw, int32_t kKW, int32_t kM, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kOH, int32_t kOW,
-          int32_t kStride, int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin,
-          int32_t kMax>
-void depthwise_cols(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights, Requant q) {
-  static_assert(kH == 1 && kOH == 1 && kPadH == 0 && kC % kG == 0 && kG % 4 == 0 && kPadW < kKW,
-                "the generator emits these only");
-  constexpr int32_t kCols = (kM - 1) * kStride + kKW;
-  for (int32_t c0 = 0; c0 < kC; c0 += kG) {
-    int32_t base = -kPadW, filled = -kPadW;  // ring column 0 is input column base; [base, filled) are in the ring
-    for (int32_t x0 = 0; x0 < kOW; x0 += kM) {
-      const int32_t lo = x0 * kStride - kPadW;
-      if (lo > base) {
-        if (filled > lo) memmove(ring, ring + (lo - base) * kG, (filled - lo) * kG);
-        base = lo;
-        if (filled < lo) filled = lo;
-      }
-      for (; filled < lo + kCols; ++filled) {
-        int8_t* d = ring + (filled - base) * kG;
-        if (filled < 0 || filled >= kW) {
-          memset(d, kZeroPoint, kG);
-        } else {
-          memcpy(d, in + filled * kC + c0, kG);
-        }
-      }
-      const int32_t n = kOW - x0 < kM ? kOW - x0 : kM;
-      int8_t* y = out + x0 * kC + c0;
-      for (int32_t i = 0; i < n; ++i, y += kC) {
-        const int8_t* w = weights + kKW * c0;
-        for (int32_t g = 0; g < kG; g += 4) {
-          int32x4_t acc = vldrwq_s32(q.init + c0 + g);
-          Dw::row(ring + i * kStride * kG + g, w, acc);
-          store4<4>(y + g, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + g));
-        }
-      }
+// A pass of the layers below over channels c0..c0 + kN - 1 (kN <= kG, the ring's channels a pixel): per output pixel,
+// the groups of 4 whole channels; where kN % 4 != 0 (the pass of the rest of a channel count that is not a multiple
+// of 4, which runs first) the last group of kN % 4 channels first, for every pixel of the row or chunk: its lanes past
+// them read the ring pixel's spare bytes against zero weights (MveLayer.packed_weights and the Requant tables pad the
+// channels to whole groups) and are not stored (store4<kN % 4>, as depthwise3x3_pass). `rows`: kernel row ky's ring
+// row at the first pixel; pixels kStride * kG bytes apart.
+template <class Dw, int32_t kKH, int32_t kKW, int32_t kC, int32_t kG, int32_t kN, int32_t kStride, int kMode,
+          int32_t kOut, int32_t kMin, int32_t kMax>
+MCU_MVE_INLINE void dw_rows_pixels(const int8_t* const* rows, int8_t* y0, int32_t pixels, const int8_t* weights,
+                                   const Requant& q, int32_t c0) {
+  constexpr int32_t kWhole = kN / 4 * 4;  // the channels in whole groups of 4
+  if constexpr (kN % 4 != 0) {
+    int8_t* y = y0 + kWhole;
+    for (int32_t ox = 0; ox < pixels; ++ox, y += kC) {
+      const int32_t col = ox * kStride * kG + kWhole;
+      const int8_t* w = weights + kKH * kKW * (c0 + kWhole);
+      int32x4_t acc = vldrwq_s32(q.init + c0 + kWhole);
+      for (int32_t ky = 0; ky < kKH; ++ky) Dw::row(rows[ky] + col, w, acc);
+      store4<kN % 4>(y, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + kWhole));
+    }
+  }
+  int8_t* y = y0;
+  for (int32_t ox = 0; ox < pixels; ++ox, y += kC) {
+    const int32_t col = ox * kStride * kG;
+    const int8_t* w = weights + kKH * kKW * c0;
+    for (int32_t g = 0; g < kWhole; g += 4) {
+      int32x4_t acc = vldrwq_s32(q.init + c0 + g);
+      for (int32_t ky = 0; ky < kKH; ++ky) Dw::row(rows[ky] + col + g, w, acc);
+      store4<4>(y + g, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + g));
     }
   }
 }
 
-// The same for a kKH x kKW kernel other than 3x3 (channels a multiple of 4, padding under the kernel's size): a
-// ring of kKH padded rows (input row iy in slot (iy + kKH) % kKH, iy >= -kPadH > -kKH), and per output pixel and
-// group of 4 channels one Dw::row block per kernel row (emit_mve.dw_row_asm). In place as depthwise3x3 (kOW <= kW:
-// match._depthwise refuses in place otherwise): output row oy lands on input rows <= oy; the rows later outputs
-// read that are <= oy are in the ring already (it holds rows oy * kStride - kPadH .. + kKH - 1, and kPadH < kKH),
-// the others not yet overwritten.
+// One input row and a kernel of one row (a Conv1d's) where a ring of the whole padded row does not fit: output pixels
+// in chunks of kM, the chunk's input columns (kCols of them from x0 kStride - kPadW; the input zero point outside
+// the input) in `ring`, the columns it shares with the chunk before kept from then. In place, those have been
+// overwritten since (output pixel ox lands on input pixel ox of these channels, kOW <= kW); the columns after them are
+// still intact (at least x0, as kPadW < kKW). kN: the pass's channels (dw_rows_pixels).
+template <class Dw, int32_t kKW, int32_t kM, int32_t kW, int32_t kC, int32_t kG, int32_t kN, int32_t kOW,
+          int32_t kStride, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin, int32_t kMax>
+MCU_MVE_INLINE void depthwise_cols_pass(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights,
+                                        const Requant& q, int32_t c0) {
+  constexpr int32_t kCols = (kM - 1) * kStride + kKW;
+  int32_t base = -kPadW, filled = -kPadW;  // ring column 0 is input column base; [base, filled) are in the ring
+  for (int32_t x0 = 0; x0 < kOW; x0 += kM) {
+    const int32_t lo = x0 * kStride - kPadW;
+    if (lo > base) {
+      if (filled > lo) memmove(ring, ring + (lo - base) * kG, (filled - lo) * kG);
+      base = lo;
+      if (filled < lo) filled = lo;
+    }
+    for (; filled < lo + kCols; ++filled) {
+      int8_t* d = ring + (filled - base) * kG;
+      if (filled < 0 || filled >= kW) {
+        memset(d, kZeroPoint, kG);
+      } else {
+        memcpy(d, in + filled * kC + c0, kN);
+      }
+    }
+    const int8_t* rows[1] = {ring};
+    dw_rows_pixels<Dw, 1, kKW, kC, kG, kN, kStride, kMode, kOut, kMin, kMax>(
+        rows, out + x0 * kC + c0, kOW - x0 < kM ? kOW - x0 : kM, weights, q, c0);
+  }
+}
+
+// The first channel of the pass of the rest of a channel count kC that is not a multiple of 4 (kC - kDwRest channels;
+// the layers below run it first, then the passes of kG channels from 0); kC where there is none.
+template <int32_t kC, int32_t kG>
+constexpr int32_t kDwRest = kC % 4 != 0 ? (kC - 1) / kG * kG : kC;
+
+template <class Dw, int32_t kKW, int32_t kM, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kOH, int32_t kOW,
+          int32_t kStride, int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut, int32_t kMin,
+          int32_t kMax>
+void depthwise_cols(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights, Requant q) {
+  static_assert(kH == 1 && kOH == 1 && kPadH == 0 && kG % 4 == 0 && kPadW < kKW, "the generator emits these only");
+  static_assert(kC % 4 != 0 || kC % kG == 0, "the generator emits these only");
+  constexpr int32_t kRest = kDwRest<kC, kG>;
+  if constexpr (kRest < kC) {
+    depthwise_cols_pass<Dw, kKW, kM, kW, kC, kG, kC - kRest, kOW, kStride, kPadW, kZeroPoint, kMode, kOut, kMin, kMax>(
+        in, out, ring, weights, q, kRest);
+  }
+  for (int32_t c0 = 0; c0 < kRest; c0 += kG) {
+    depthwise_cols_pass<Dw, kKW, kM, kW, kC, kG, kG, kOW, kStride, kPadW, kZeroPoint, kMode, kOut, kMin, kMax>(
+        in, out, ring, weights, q, c0);
+  }
+}
+
+// The same for a kKH x kKW kernel other than 3x3 (padding under the kernel's size): a ring of kKH padded rows (input
+// row iy in slot (iy + kKH) % kKH, iy >= -kPadH > -kKH), and per output pixel and group of 4 channels one Dw::row
+// block per kernel row (emit_mve.dw_row_asm). In place as depthwise3x3 (kOW <= kW: match._depthwise refuses in place
+// otherwise): output row oy lands on input rows <= oy; the rows later outputs read that are <= oy are in the ring
+// already (it holds rows oy * kStride - kPadH .. + kKH - 1, and kPadH < kKH), the others not yet overwritten; a pass
+// writes only its own channels (so the passes may run in any order: the pass of the rest first).
+template <class Dw, int32_t kKH, int32_t kKW, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kN, int32_t kOH,
+          int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut,
+          int32_t kMin, int32_t kMax>
+MCU_MVE_INLINE void depthwise_kxk_pass(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights,
+                                       const Requant& q, int32_t c0) {
+  constexpr int32_t kRow = (kW + 2 * kPadW) * kG;
+  int32_t next = -kPadH;  // the next input row to copy into the ring
+  for (int32_t oy = 0; oy < kOH; ++oy) {
+    const int32_t iy0 = oy * kStride - kPadH;
+    if (next < iy0) next = iy0;
+    for (; next < iy0 + kKH; ++next) {
+      ring_row<kH, kW, kC, kG, kN, kPadW, kZeroPoint>(in, next, c0, ring + ((next + kKH) % kKH) * kRow);
+    }
+    const int8_t* rows[kKH];  // kernel row ky's ring row
+    for (int32_t ky = 0; ky < kKH; ++ky) rows[ky] = ring + ((iy0 + ky + kKH) % kKH) * kRow;
+    dw_rows_pixels<Dw, kKH, kKW, kC, kG, kN, kStride, kMode, kOut, kMin, kMax>(rows, out + oy * kOW * kC + c0, kOW,
+                                                                              weights, q, c0);
+  }
+}
+
 template <class Dw, int32_t kKH, int32_t kKW, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kOH,
           int32_t kOW, int32_t kStride, int32_t kPadH, int32_t kPadW, int8_t kZeroPoint, int kMode, int32_t kOut,
           int32_t kMin, int32_t kMax>
 void depthwise_kxk(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights, Requant q) {
-  static_assert(kC % kG == 0 && kG % 4 == 0 && kPadH < kKH, "the generator emits these only");
-  constexpr int32_t kRow = (kW + 2 * kPadW) * kG;
-  for (int32_t c0 = 0; c0 < kC; c0 += kG) {
-    int32_t next = -kPadH;  // the next input row to copy into the ring
-    for (int32_t oy = 0; oy < kOH; ++oy) {
-      const int32_t iy0 = oy * kStride - kPadH;
-      if (next < iy0) next = iy0;
-      for (; next < iy0 + kKH; ++next) {
-        ring_row<kH, kW, kC, kG, kG, kPadW, kZeroPoint>(in, next, c0, ring + ((next + kKH) % kKH) * kRow);
-      }
-      const int8_t* rows[kKH];  // kernel row ky's ring row
-      for (int32_t ky = 0; ky < kKH; ++ky) rows[ky] = ring + ((iy0 + ky + kKH) % kKH) * kRow;
-      int8_t* y = out + oy * kOW * kC + c0;
-      for (int32_t ox = 0; ox < kOW; ++ox, y += kC) {
-        const int32_t col = ox * kStride * kG;
-        const int8_t* w = weights + kKH * kKW * c0;
-        for (int32_t g = 0; g < kG; g += 4) {
-          int32x4_t acc = vldrwq_s32(q.init + c0 + g);
-          for (int32_t ky = 0; ky < kKH; ++ky) Dw::row(rows[ky] + col + g, w, acc);
-          store4<4>(y + g, requant4<kMode, kOut, kMin, kMax>(acc, q, c0 + g));
-        }
-      }
-    }
+  static_assert(kG % 4 == 0 && kPadH < kKH, "the generator emits these only");
+  static_assert(kC % 4 != 0 || kC % kG == 0, "the generator emits these only");
+  constexpr int32_t kRest = kDwRest<kC, kG>;
+  if constexpr (kRest < kC) {
+    depthwise_kxk_pass<Dw, kKH, kKW, kH, kW, kC, kG, kC - kRest, kOH, kOW, kStride, kPadH, kPadW, kZeroPoint, kMode, kOut,
+                       kMin, kMax>(in, out, ring, weights, q, kRest);
+  }
+  for (int32_t c0 = 0; c0 < kRest; c0 += kG) {
+    depthwise_kxk_pass<Dw, kKH, kKW, kH, kW, kC, kG, kG, kOH, kOW, kStride, kPadH, kPadW, kZeroPoint, kMode, kOut, kMin,
+                       kMax>(in, out, ring, weights, q, c0);
   }
 }
 

@@ -352,6 +352,19 @@ CASES = [  # (kind, shape parameters)
     ("depthwise", dict(h=7, w=1, c=11)),
     ("depthwise", dict(h=4, w=90, c=3)),
     ("depthwise", dict(h=5, w=91, c=2, stride=2)),
+    # Channels not a multiple of 4 where no planar path takes the layer (kernels other than 3x3, stride 3, rows too wide
+    # for three int16 copies): the NHWC path, the last c % 4 channels a group of their own read from the pixel's last
+    # word, rotated (dw_pixels' kTail): 1, 2 and 3 of them; in place a pass of their own (window on the stack, in the
+    # scratch, over one wide row in chunks); requant_any, and smmlar under a fused ReLU
+    ("depthwise", dict(h=7, w=7, c=6, pad=2, k=5)),
+    ("depthwise", dict(h=1, w=40, c=30, pad=0, k=1, kw=7, stride_w=2, pad_w=3)),
+    ("depthwise", dict(h=9, w=9, c=7, stride=3)),
+    ("depthwise", dict(h=4, w=300, c=5)),
+    ("depthwise_left", dict(h=6, w=6, c=9, pad=1, k=5, kw=3)),
+    ("depthwise_inplace", dict(h=10, w=10, c=13, pad=2, k=5)),
+    ("depthwise_inplace", dict(h=14, w=14, c=10, pad=2, k=5, scratch=True)),
+    ("depthwise_inplace", dict(h=1, w=128, c=45, pad=0, k=1, kw=5, pad_w=2)),
+    ("depthwise_inplace", dict(h=8, w=7, c=7, stride=3)),
     ("conv", dict(h=49, w=10, cin=1, cout=64, kh=10, kw=4, stride=(2, 2), pad=(4, 1))),  # KWS stem
     ("conv", dict(h=11, w=9, cin=3, cout=8, kh=3, kw=3, stride=(2, 2), pad=(1, 1))),  # VWW/ResNet stem: 27 taps
     # Windows widened as they are gathered (dsp_work.pre_widened, K < 36; conv_stream_widened): an odd last window
@@ -412,6 +425,8 @@ CASES = [  # (kind, shape parameters)
     ("depthwise_relu", dict(h=25, w=5, c=64)),
     ("depthwise_inplace_relu", dict(h=7, w=5, c=15)),
     ("depthwise_relu", dict(h=9, w=7, c=9, stride=2)),
+    ("depthwise_inplace_relu", dict(h=9, w=9, c=11, pad=2, k=5)),
+    ("depthwise_relu", dict(h=1, w=64, c=6, pad=0, k=1, kw=9, pad_w=4)),
     # Output channels / sizes not multiples of 4 (match._narrow): the GEMM's rows of N rounded up to 4 into a buffer,
     # the first N of each copied out (gemm_stream_rows): classifier heads of 10 and 2 classes, odd 1x1 layers
     ("linear", dict(rows=1, k=64, n=10)),
@@ -674,15 +689,16 @@ def test_not_covered_layers_are_named():
 
 
 def test_depthwise_layers_the_generators_refuse_are_named():
-    """Kernels other than 3x3 need channels a multiple of 4 (the planar path and the M55's pass of the last channels
-    are 3x3); in place, output rows longer than input rows (padding over half the kernel) would be read after they
-    are written; a stride under 1 (a program from elsewhere) is refused, not divided by."""
+    """On the DSP cores a kernel other than 3x3 over fewer than 4 channels (the NHWC path reads a pixel's last four
+    channels as one word; the M55 takes it); in place, output rows longer than input rows (padding over half the
+    kernel) would be read after they are written; a stride under 1 (a program from elsewhere) is refused, not divided
+    by."""
     from mcu_gen.backends.generated import match
 
     rng = np.random.default_rng(4)
-    p = depthwise_program(rng, 6, 6, 5, pad=2, k=5)
-    assert "5 channels (not a multiple of 4) and a 5x5 kernel" in generated.eligible(p)[1][0][2]
-    assert "the M55's pass of the last channels takes 3x3" in match.eligible(p, isa="mve")[1][0][2]
+    p = depthwise_program(rng, 6, 6, 3, pad=2, k=5)
+    assert "3 channels (fewer than 4, which the NHWC path reads as one word)" in generated.eligible(p)[1][0][2]
+    assert len(match.eligible(p, isa="mve")[0]) == 1
     p = depthwise_program(rng, 6, 6, 8, pad=2, inplace=True)  # 3x3, padding 2: 8 output columns over 6
     for isa in ("dsp", "mve"):
         assert "in place with output rows longer than input rows (8 > 6" in match.eligible(p, isa=isa)[1][0][2]
@@ -691,18 +707,20 @@ def test_depthwise_layers_the_generators_refuse_are_named():
     assert match.eligible(p)[1][0][2] == "a stride under 1"
 
 
-def test_odd_channel_depthwise_without_a_planar_path_is_named():
-    """A depthwise layer whose channel count is not a multiple of 4 runs planar (one channel at a time) on the DSP
-    cores, the NHWC path reading words of 4 channels; where no planar path takes it (stride 3, rows whose three int16
-    copies pass DW_ODD_STACK_BYTES) it stays on the library kernel, the reason naming its channel count."""
+def test_odd_channel_depthwise_without_a_planar_path_takes_the_nhwc_path():
+    """A 3x3 depthwise layer whose channel count is not a multiple of 4 runs planar (one channel at a time) on the
+    DSP cores; where no planar path takes it (stride 3, rows whose three int16 copies pass DW_ODD_STACK_BYTES, kernels
+    other than 3x3) the NHWC path does, its last c % 4 channels a group of their own (tail); under 4 channels it
+    stays on the library kernel, the reason naming its channel count and what the planar path takes."""
     rng = np.random.default_rng(2)
-    assert len(generated.eligible(depthwise_program(rng, 5, 6, 7))[0]) == 1
-    for p, c, why in ((depthwise_program(rng, 7, 7, 3, stride=3), 3, "stride 3"),
-                      (depthwise_program(rng, 4, 800, 5), 5, "rows of 800 pixels")):
+    layers, _ = generated.eligible(depthwise_program(rng, 5, 6, 7))
+    assert len(layers) == 1 and layers[0].tail == 0  # planar
+    for p, tail in ((depthwise_program(rng, 7, 7, 7, stride=3), 3), (depthwise_program(rng, 4, 800, 5), 1),
+                    (depthwise_program(rng, 1, 50, 30, pad=0, k=1, kw=7, pad_w=3), 2)):
         layers, skipped = generated.eligible(p)
-        assert layers == [] and f"{c} channels (not a multiple of 4)" in skipped[0][2] and why in skipped[0][2], skipped
-    layers, _ = generated.eligible(depthwise_program(rng, 4, 800, 8))  # a multiple of 4: the NHWC path
-    assert len(layers) == 1
+        assert len(layers) == 1 and layers[0].tail == tail and layers[0].offset_in_taps, skipped
+    layers, skipped = generated.eligible(depthwise_program(rng, 7, 7, 3, stride=3))
+    assert layers == [] and "3 channels (fewer than 4" in skipped[0][2] and "strides 1 or 2" in skipped[0][2], skipped
 
 
 def test_a_convolution_whose_window_passes_the_stack_budget_stays_on_the_library_kernel(failing_kernels):
@@ -723,13 +741,13 @@ def test_a_convolution_whose_window_passes_the_stack_budget_stays_on_the_library
 def test_in_place_depthwise_rows_past_the_stack_budget_stay_on_the_library_kernel():
     """An in-place depthwise layer keeps three input rows (NHWC W * 4 bytes, or planar int16) in its scratch tensor or
     on the stack; more than INPLACE_GROUP_BYTES (576) of stack would take the image past its library build's stack
-    (the library in-place kernel's path is 728 B): rows of 300 pixels (3,600 B; 5 channels: 1,812 B planar) stay on
-    the library kernel, named; rows of 40 pixels (480 B) are generated."""
+    (the library in-place kernel's path is 728 B): rows of 300 pixels (3,600 B, for 8 channels and, on the NHWC path,
+    for 5: planar 1,812 B) stay on the library kernel, named; rows of 40 pixels (480 B) are generated."""
     rng = np.random.default_rng(3)
-    for c, why in ((8, "in place with a window of 3600 bytes (> 576 of stack and the scratch)"),
-                   (5, "int16 copies take more than 576 bytes of stack")):
+    for c in (8, 5):
         for scratch in (False, True):  # no scratch, or the planner's H * W bytes (1,200: too few for three rows)
             layers, skipped = generated.eligible(depthwise_program(rng, 4, 300, c, inplace=True, scratch=scratch))
+            why = "in place with a window of 3600 bytes (> 576 of stack and the scratch)"
             assert layers == [] and why in skipped[0][2], skipped
     assert len(generated.eligible(depthwise_program(rng, 4, 40, 8, inplace=True))[0]) == 1
 

@@ -147,6 +147,15 @@ def cases(rng):
         ("depthwise 1x300x8 1x5 in chunks", depthwise_program(rng, 1, 300, 8, pad=0, k=1, kw=5, pad_w=2), "fast"),
         ("depthwise 1x400x4 1x3 column stride 2 in chunks",
          depthwise_program(rng, 1, 400, 4, pad=0, k=1, kw=3, stride_w=2, pad_w=1), "fast"),
+        # ... over channel counts that are not multiples of 4 (depthwise_kxk, depthwise_cols: the pass of the rest
+        # first, its last group of 1 to 3 channels stored predicated): fewer than 4 channels, passes of 12 then 1,
+        # chunks of a Conv1d over 7 channels, a left shift, a fused ReLU
+        ("depthwise 7x7x6 5x5 padding 2", depthwise_program(rng, 7, 7, 6, pad=2, k=5), "fast"),
+        ("depthwise 9x9x13 5x5 stride 2", depthwise_program(rng, 9, 9, 13, stride=2, pad=2, k=5), "fast"),
+        ("depthwise 1x300x7 1x5 in chunks", depthwise_program(rng, 1, 300, 7, pad=0, k=1, kw=5, pad_w=2), "fast"),
+        ("depthwise 6x6x3 5x3, left shift", depthwise_program(rng, 6, 6, 3, pad=1, k=5, kw=3, left_shift=True),
+         "vector"),
+        ("depthwise 8x7x10 3x3 padding 2, ReLU", with_relu(depthwise_program(rng, 8, 7, 10, pad=2)), "fast"),
         # Output channels / sizes not multiples of 4 (the last block of 1 to 3 channels stored predicated), input
         # channels not multiples of 4 read straight (a predicated last chunk of K, rows K bytes apart): classifier heads
         # of 10 and 2 classes, 1x1 and k x k layers of random networks (bench/sweep_random_cnn.py)

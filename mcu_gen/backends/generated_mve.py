@@ -123,9 +123,10 @@ def cols_plan(l) -> tuple | None:
     row (a Conv1d's) whose ring of the whole padded row fits neither the scratch nor RING_STACK_BYTES
     (depthwise_cols: a chunk's input columns, kCols = (kM - 1) * stride + kw of them, in RING_STACK_BYTES of stack):
     the most channels per pass that leave chunks of 16 pixels or more, else 4. None for other layers."""
-    if l.h != 1 or l.kh != 1 or l.c % 4:
+    if l.h != 1 or l.kh != 1:
         return None
-    groups = [g for g in range(l.c, 3, -1) if g % 4 == 0 and l.c % g == 0]
+    c4 = (l.c + 3) // 4 * 4  # a channel count not a multiple of 4: any multiple of 4 up to it (ring_plan)
+    groups = [g for g in range(c4, 3, -1) if g % 4 == 0 and (l.c % g == 0 or l.c % 4 != 0)]
     g = next((g for g in groups if (15 * l.sw + l.kw) * g <= RING_STACK_BYTES), None)
     if g is None:
         g = 4

@@ -40,7 +40,7 @@ def dw_cols(l: DepthwiseLayer) -> int:
     row) whose window of the whole row fits neither the scratch tensor nor INPLACE_GROUP_BYTES of stack: the input
     columns of a chunk (DwCols, one group of 4 channels) in DW_WINDOW_STACK_BYTES of stack, the columns the chunk
     before read too kept. 0 where the layer takes a window of rows (dw_window) or is not in place."""
-    if not (l.inplace_ok and l.h == 1 and l.kh == 1 and l.c % 4 == 0):
+    if not (l.inplace_ok and l.h == 1 and l.kh == 1 and (l.c % 4 == 0 or l.tail)):
         return 0
     if l.scratch_bytes >= l.w * 4 or l.w * 4 <= INPLACE_GROUP_BYTES:
         return 0

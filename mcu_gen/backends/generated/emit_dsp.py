@@ -109,6 +109,15 @@ def _dw_runs(l: DepthwiseLayer) -> list:
     return out
 
 
+def _dw_init(l: DepthwiseLayer, scale: int) -> np.ndarray:
+    """The accumulator starts (DepthwiseLayer.init_table) times ``scale``; with a group of the last channels (tail)
+    zero starts pad its row to whole groups of 4, as dw_start reads them."""
+    init = l.init_table().astype(np.int64) * scale
+    if l.tail:
+        init = np.pad(init, ((0, 0), (0, -l.c % 4)))
+    return wrap32(init)
+
+
 def _dw_layer_source(l: DepthwiseLayer) -> str:
     v = _header(l)
     pre = v["pre"]
@@ -125,10 +134,13 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
              off2=f"0x{(l.in_offset & 0xFFFF) * 0x10001:08x}u",
              weight_bytes=f"{l.weight_bytes:,}", doubled=scale == 2, row_taps=str(ru), col_taps=str(cu),
              weights=table("uint32_t", f"{pre}Weights", l.packed_weights().astype(np.int64) * scale, per_line=8,
-                           align=8, fmt="pair") if l.c % 4 == 0 else None,  # the NHWC path's (whole groups of 4)
-             init=table("int32_t", f"{pre}Init", wrap32(l.init_table().astype(np.int64) * scale), per_line=8),
+                           align=8, fmt="pair") if l.c % 4 == 0 or l.tail else None,  # the NHWC path's (groups of 4)
+             init=table("int32_t", f"{pre}Init", _dw_init(l, scale), per_line=8),
              inplace=l.inplace_ok,
-             xs=4 * win[2] if l.inplace_ok else l.c, groups=win[2] if l.inplace_ok else l.c // 4,
+             xs=4 * win[2] if l.inplace_ok else l.c, groups=win[2] if l.inplace_ok else l.c // 4, tail=l.tail,
+             # (whole groups, last channels) of each pass over the channels: in place a loop of passes of whole
+             # groups, then one of the last c % 4 channels (tail), else one pass of all
+             passes=([(win[2], 0)] + ([(0, l.tail)] if l.tail else [])) if l.inplace_ok else [(l.c // 4, l.tail)],
              mode={"smmlar": "kSmmlar", "fast": "kFast", "any": "kAny"}[l.requant_kind],
              out_offset=l.out_offset, act_min=l.act_min, act_max=l.act_max, row_runs=_dw_runs(l))
     win_rows, ring, _ = win
@@ -167,7 +179,7 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
         return render("generated/dsp_depthwise_layer.cpp.j2", **v)
     # the input rows at a fixed distance (not in place, or a window that holds the whole input: DwWindow::kWhole):
     # one dw_pixels call per run of rows and columns of one border class
-    assert l.c % 4 == 0, "dw_pixels reads words of 4 channels (match._depthwise: planar or rejected)"
+    assert l.c % 4 == 0 or l.tail, "dw_pixels reads words of 4 channels (match._depthwise: planar, tail or rejected)"
     v["linear_rows"] = not l.inplace_ok or win_rows >= l.h + l.pad_h
     v["cols"] = dw_cols(l)  # in place over one row in chunks of this many output pixels (DwCols), else 0
     if v["cols"]:

@@ -186,6 +186,9 @@ class DepthwiseLayer(_RequantChoice):
     kh: int = 3
     kw: int = 3
     stride_w: int = 0  # between output columns where it differs from ``stride`` (a Conv1d's (1, s)); 0: stride
+    # DSP, channels not a multiple of 4 on the NHWC path (where the planar paths do not take the layer): c % 4, the
+    # channels of the last group (dw_pixels' kTail: a rotated word, zero weights and starts past them), else 0
+    tail: int = 0
 
     @property
     def sw(self) -> int:
@@ -206,14 +209,16 @@ class DepthwiseLayer(_RequantChoice):
 
     @property
     def weight_bytes(self) -> int:
-        return 2 * self.taps * self.c
+        return 2 * self.taps * (self.c + (-self.c % 4 if self.tail else 0))
 
     @property
     def offset_in_taps(self) -> bool:
         """Whether each tap adds (x + input_offset) * w (dw_tap_off: SXTAB16) and every border class starts from the
         bias, where the 3x3 layers start each class from bias + input_offset * (its taps' weights) (one table row per
-        class: 25 for a 5x5 kernel with padding 2, more flash than its weights)."""
-        return (self.kh, self.kw) != (3, 3)
+        class: 25 for a 5x5 kernel with padding 2, more flash than its weights). The last channels' group (``tail``)
+        reads channels of its pixel before its own, against zero weights: they must add nothing, with or without the
+        offset."""
+        return (self.kh, self.kw) != (3, 3) or self.tail > 0
 
     def acc_bound(self) -> np.ndarray:
         w = np.abs(self.weights.astype(np.int64)).sum(axis=0)
@@ -248,8 +253,11 @@ class DepthwiseLayer(_RequantChoice):
         return wrap32(np.array(rows))
 
     def packed_weights(self) -> np.ndarray:
-        """int16: per group of 4 channels, per tap: w[c], w[c+2], w[c+1], w[c+3]."""
-        w = self.weights.reshape(self.taps, self.c // 4, 4)[..., [0, 2, 1, 3]].transpose(1, 0, 2)
+        """int16: per group of 4 channels (zero channels pad the last), per tap: w[c], w[c+2], w[c+1], w[c+3]."""
+        c4 = (self.c + 3) // 4 * 4
+        w = np.zeros((self.taps, c4), np.int64)
+        w[:, :self.c] = self.weights.reshape(self.taps, self.c)
+        w = w.reshape(self.taps, c4 // 4, 4)[..., [0, 2, 1, 3]].transpose(1, 0, 2)
         return np.ascontiguousarray(w).reshape(-1).astype(np.int16)
 
     @staticmethod

@@ -293,9 +293,9 @@ def _linear(program: Program, idx: int, ins, isa: str = "dsp") -> GemmLayer | st
 def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLayer | str:
     """``isa``: "dsp" (emit_dsp.py: any kernel of up to MAX_DW_TAPS taps and padding under its size, any strides; an
     in-place layer copies the input rows of a channel group to a window in the variant's scratch (H * W bytes), or kh
-    rows of W * 4 bytes on the stack) or "mve" (generated_mve.py: the same kernels, one stride (or one output row),
-    channels a multiple of 4 where the kernel is not 3x3; a ring of kh padded rows in the in-place variant's scratch
-    or on the stack)."""
+    rows of W * 4 bytes on the stack; channels not a multiple of 4: the planar paths, else at least 4 channels, the
+    last c % 4 a group of their own) or "mve" (generated_mve.py: the same kernels, one stride (or one output row), any
+    channel count; a ring of kh padded rows in the in-place variant's scratch or on the stack)."""
     a = ins.args
     x, w, out = _t(program, a[0]), _t(program, a[1]), _t(program, a[14])
     if x is None or w is None or out is None or w.data is None:
@@ -360,19 +360,15 @@ def _depthwise(program: Program, idx: int, ins, isa: str = "dsp") -> DepthwiseLa
                            in_offset=in_off, mults=mults.astype(np.int32), shifts=shifts.astype(np.int32),
                            out_offset=out_off, act_min=act_min, act_max=act_max, checks=checks, inplace_ok=inplace,
                            scratch_bytes=scratch_bytes)
+    if isa == "dsp" and c % 4 and dw_plane(layer) is None:  # the NHWC path, the last c % 4 channels a group (tail)
+        if c < 4:  # its word of the pixel's last four channels would start before the pixel
+            return (f"{c} channels (fewer than 4, which the NHWC path reads as one word) and no planar path (3x3, "
+                    f"strides 1 or 2, padding <= 1, three int16 rows of {wd} pixels in {DW_ODD_STACK_BYTES} bytes)")
+        layer.tail = c % 4
     window = kh * wd * 4  # an in-place NHWC layer's window of kh rows (dw_window), unless over one row in chunks
-    if (isa == "dsp" and inplace and c % 4 == 0 and scratch_bytes < window and window > INPLACE_GROUP_BYTES
-            and not dw_cols(layer)):
+    if (isa == "dsp" and inplace and (c % 4 == 0 or layer.tail) and scratch_bytes < window
+            and window > INPLACE_GROUP_BYTES and not dw_cols(layer)):
         return f"in place with a window of {window} bytes (> {INPLACE_GROUP_BYTES} of stack and the scratch)"
-    if isa == "dsp" and c % 4 and dw_plane(layer) is None:  # the NHWC path (dw_pixels) reads words of 4 channels
-        if not layer.is_3x3:
-            return (f"{c} channels (not a multiple of 4) and a {kh}x{kw} kernel, padding {pad[0]},{pad[1]} (the planar "
-                    f"path takes 3x3, one stride, padding <= 1)")
-        return (f"{c} channels (not a multiple of 4) and no planar path: stride {s_}, or rows of {wd} pixels whose "
-                f"int16 copies take more than {DW_ODD_STACK_BYTES} bytes of stack for three and the scratch")
-    if isa != "dsp" and c % 4 and not layer.is_3x3:
-        return (f"{c} channels (not a multiple of 4) and a {kh}x{kw} kernel, padding {pad[0]},{pad[1]} (the M55's pass "
-                f"of the last channels takes 3x3, one stride, padding <= 1)")
     return layer
 
 
