@@ -53,6 +53,7 @@ class Function:
     end: int = 0
     frame: int = 0
     calls: set = field(default_factory=set)
+    targets: list = field(default_factory=list)  # (address, objdump's name for it, a call?) of direct branches
     indirect: bool = False
     dynamic: bool = False  # the stack pointer moved by a register amount
 
@@ -149,39 +150,53 @@ def _parse(lines, arch: str) -> tuple:
         else:
             cur.frame += down
         _edges(cur, mnemonic, m.group(3), arch)
+    _resolve_targets(order)
     return funcs, order, words
+
+
+def _resolve_targets(order: list) -> None:
+    """Each function's direct branch targets by address: a call to the function that holds the target, or a branch
+    out of the function (a tail call); a branch inside it is no edge, a call to itself is (recursion). objdump names a
+    target after the nearest symbol, an absolute one too: the linker script's __stack_size (0x10000) inside a kernel
+    of a 160 KB image made its branches read as calls to `__stack_size`. A target no function holds keeps objdump's
+    name (the walk then says the disassembly does not show it)."""
+    by_start = sorted(order, key=lambda f: f.start)
+    starts = [f.start for f in by_start]
+    for f in order:
+        for addr, name, call in f.targets:
+            k = bisect.bisect_right(starts, addr) - 1
+            g = by_start[k] if k >= 0 and addr <= by_start[k].end else None
+            if g is None:
+                f.calls.add(name)
+            elif call or g is not f:
+                f.calls.add(g.name)
 
 
 def _edges(cur: Function, mnemonic: str, ops: str, arch: str) -> None:
     base = mnemonic.split(".")[0]
     t = _TARGET.search(ops.split("@")[0].strip().split(",")[-1].strip()) if arch == "arm" else \
         _TARGET.search(ops.split(",")[-1].strip())
+    # direct branches: (target address, objdump's name, a call?), resolved by address once every function is read
+    # (_resolve_targets: a branch into another function is a tail call, a call to itself recursion)
     if arch == "arm":
         if base in ("blx", "bx") and not t:
             if ops.strip() != "lr":
                 cur.indirect = True
             return
         if base in ("bl", "blx") and t:
-            cur.calls.add(t.group(2))
+            cur.targets.append((int(t.group(1), 16), t.group(2), True))
             return
-        if re.fullmatch(r"b(eq|ne|cs|cc|hs|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)?", base) and t:
-            if t.group(2) != cur.name:  # a branch into another function: a tail call
-                cur.calls.add(t.group(2))
-            return
-        if base in ("cbz", "cbnz") and t and t.group(2) != cur.name:
-            cur.calls.add(t.group(2))
+        if (re.fullmatch(r"b(eq|ne|cs|cc|hs|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)?", base) or base in ("cbz", "cbnz")) \
+                and t:
+            cur.targets.append((int(t.group(1), 16), t.group(2), False))
         return
     # RISC-V
-    if base in ("jal", "call") and t:  # a call, to itself too (recursion)
-        cur.calls.add(t.group(2))
+    if base in ("jal", "call") and t:
+        cur.targets.append((int(t.group(1), 16), t.group(2), True))
         return
-    if base in ("j", "tail") and t:
-        if t.group(2) != cur.name:  # a jump out of the function: a tail call
-            cur.calls.add(t.group(2))
-        return
-    if re.fullmatch(r"b(eq|ne|lt|ge|ltu|geu|eqz|nez|lez|gez|ltz|gtz|gt|le|gtu|leu)", base) and t:
-        if t.group(2) != cur.name:
-            cur.calls.add(t.group(2))
+    if (base in ("j", "tail") or re.fullmatch(r"b(eq|ne|lt|ge|ltu|geu|eqz|nez|lez|gez|ltz|gtz|gt|le|gtu|leu)", base)) \
+            and t:
+        cur.targets.append((int(t.group(1), 16), t.group(2), False))
         return
     # jalr: a call through a pointer. jr: a return (ra; t0 in the save/restore millicode) or a jump table
     # inside the function (GCC's switch); an indirect tail call through a function pointer would also be a jr
