@@ -921,7 +921,7 @@ template <int32_t kOff, int32_t kWOff, int32_t kRot = 0>
 inline void dw_tap_off_at(const int8_t* x, const uint32_t* w, uint32_t off2, int32_t& a0, int32_t& a1, int32_t& a2,
                           int32_t& a3) {
 #if defined(__ARM_FEATURE_DSP)
-  if constexpr (kOff <= 4095 && kRot != 0) {
+  if constexpr (kOff <= 4095) {  // kRot 0: ROR #0, which encodes as no rotation
     uint32_t x02, x13, w02, w13;
     __asm__(
         "ldr     %[x13], [%[x], %[o]]\n\t"
@@ -937,24 +937,6 @@ inline void dw_tap_off_at(const int8_t* x, const uint32_t* w, uint32_t off2, int
           [w02] "=&r"(w02), [w13] "=&r"(w13)
         : [x] "r"(x), [w] "r"(w), [off2] "r"(off2), [o] "n"(kOff), [wo] "n"(kWOff), [wo4] "n"(kWOff + 4),
           [r02] "n"(kRot), [r13] "n"((kRot + 8) % 32)
-        : "memory");
-    return;
-  }
-  if constexpr (kOff <= 4095 && kRot == 0) {
-    uint32_t x02, x13, w02, w13;
-    __asm__(
-        "ldr     %[x13], [%[x], %[o]]\n\t"
-        "ldr     %[w02], [%[w], %[wo]]\n\t"
-        "ldr     %[w13], [%[w], %[wo4]]\n\t"
-        "sxtab16 %[x02], %[off2], %[x13]\n\t"
-        "sxtab16 %[x13], %[off2], %[x13], ror #8\n\t"
-        "smlabb  %[a0], %[x02], %[w02], %[a0]\n\t"
-        "smlatt  %[a2], %[x02], %[w02], %[a2]\n\t"
-        "smlabb  %[a1], %[x13], %[w13], %[a1]\n\t"
-        "smlatt  %[a3], %[x13], %[w13], %[a3]\n\t"
-        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13),
-          [w02] "=&r"(w02), [w13] "=&r"(w13)
-        : [x] "r"(x), [w] "r"(w), [off2] "r"(off2), [o] "n"(kOff), [wo] "n"(kWOff), [wo4] "n"(kWOff + 4)
         : "memory");
     return;
   }
