@@ -123,6 +123,8 @@ def _dw_layer_source(l: DepthwiseLayer) -> str:
     pre = v["pre"]
     _, _, ru, cu = l.classes()  # the taps inside the input per row / column border class
     win = dw_window(l)
+    # the in-place passes step 4 * groups channels up to C - tail: whole passes only with one group a pass
+    assert not (l.tail and l.inplace_ok) or win[2] == 1, "a group of the last channels after passes of one group"
     consts = l.smmlar()
     scale = 2 if consts is not None else 1  # smmlar: doubled weights and starts (requant_smmlar)
     if consts is not None:
