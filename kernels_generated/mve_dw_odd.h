@@ -12,7 +12,7 @@ template <class Dw, int32_t kH, int32_t kW, int32_t kC, int32_t kG, int32_t kOH,
 void depthwise3x3_part(const int8_t* in, int8_t* out, int8_t* ring, const int8_t* weights, Requant q) {
   static_assert(kC % 4 != 0 && kG % 4 == 0 && kG < kC + 4 && kPadH <= 1 && kOH * kOW <= kH * kW,
                 "the generator emits these only");
-  constexpr int32_t kLast = (kC - 1) / kG * kG;  // the first channel of the pass of the rest
+  constexpr int32_t kLast = kDwRest<kC, kG>;  // the first channel of the pass of the rest
   depthwise3x3_pass<Dw, kH, kW, kC, kG, kC - kLast, kOH, kOW, kStride, kPadH, kPadW, kZeroPoint, kMode, kOut, kMin,
                     kMax>(in, out, ring, weights, q, kLast);
   for (int32_t c0 = 0; c0 < kLast; c0 += kG) {

@@ -480,7 +480,8 @@ MCU_MVE_INLINE void depthwise_cols_pass(const int8_t* in, int8_t* out, int8_t* r
 }
 
 // The first channel of the pass of the rest of a channel count kC that is not a multiple of 4 (kC - kDwRest channels;
-// the layers below run it first, then the passes of kG channels from 0); kC where there is none.
+// the layers below and depthwise3x3_part, mve_dw_odd.h, run it first, then the passes of kG channels from 0); kC
+// where there is none.
 template <int32_t kC, int32_t kG>
 constexpr int32_t kDwRest = kC % 4 != 0 ? (kC - 1) / kG * kG : kC;
 

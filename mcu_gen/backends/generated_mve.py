@@ -89,6 +89,14 @@ RING_STACK_SMALL = 384  # a stack ring this small is taken over a scratch ring o
 WINDOWS_STACK_BYTES = 448
 
 
+def pass_sizes(l) -> list:
+    """The channels per pass a depthwise layer's ring may hold, largest first: the multiples of 4 dividing C, or, for a
+    channel count C not a multiple of 4, every multiple of 4 up to C rounded up (the pass of the rest takes what the
+    others leave: kDwRest in mve_prelude.h)."""
+    c4 = (l.c + 3) // 4 * 4
+    return [g for g in range(c4, 3, -1) if g % 4 == 0 and (l.c % g == 0 or l.c % 4 != 0)]
+
+
 def ring_plan(l) -> tuple | None:
     """(channels per pass kG, ring in the scratch tensor?) of a depthwise layer: the ring of kh (the kernel's rows;
     three for 3x3) padded rows takes kh * (W + 2 * pad) * kG bytes. In place, the variant's scratch (H * W bytes,
@@ -103,7 +111,7 @@ def ring_plan(l) -> tuple | None:
     up to C rounded up to 4 (the last pass takes the rest), the largest that fits."""
     row = l.kh * (l.w + 2 * l.pad_w)  # the ring's bytes per channel
     c4 = (l.c + 3) // 4 * 4
-    groups = [g for g in range(c4, 3, -1) if g % 4 == 0 and (l.c % g == 0 or l.c % 4 != 0)]
+    groups = pass_sizes(l)
     scratch = None
     if l.inplace_ok and l.scratch_bytes:
         scratch = next((g for g in groups if row * g <= l.scratch_bytes), None)
@@ -125,8 +133,7 @@ def cols_plan(l) -> tuple | None:
     the most channels per pass that leave chunks of 16 pixels or more, else 4. None for other layers."""
     if l.h != 1 or l.kh != 1:
         return None
-    c4 = (l.c + 3) // 4 * 4  # a channel count not a multiple of 4: any multiple of 4 up to it (ring_plan)
-    groups = [g for g in range(c4, 3, -1) if g % 4 == 0 and (l.c % g == 0 or l.c % 4 != 0)]
+    groups = pass_sizes(l)
     g = next((g for g in groups if (15 * l.sw + l.kw) * g <= RING_STACK_BYTES), None)
     if g is None:
         g = 4
