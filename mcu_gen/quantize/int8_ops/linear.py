@@ -71,7 +71,10 @@ def linear(lw, node, qnode, act):
         w = w.reshape(w.shape[0], c, h, wd).transpose(0, 2, 3, 1).reshape(w.shape[0], -1)
     s_out, zp_out = lw.qparams(qnode)
     mult, shift = quantize_multiplier(xt.scale * float(w_scales[0]) / s_out)
-    out = lw.int8_tensor(shape_of(node), s_out, zp_out, None, qnode.name)
+    # The kernel writes rows of features: a 4-dim output (a linear over channels-last data, as in
+    # ConvNeXt's blocks) is in logical order, not the channels-last order of the convolutions' outputs.
+    oshape = shape_of(node)
+    out = lw.int8_tensor(oshape, s_out, zp_out, tuple(range(4)) if len(oshape) == 4 else None, qnode.name)
     bias = lw.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
     lo, hi = lw.act_range(act, s_out, zp_out)
     # The kernel sum bias + input_offset * sum(w) (ExecuTorch's form; the weights are symmetric)
