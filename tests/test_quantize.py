@@ -234,3 +234,47 @@ def test_averages_with_parameters_of_their_own_lower_to_int8():
         assert np.max(np.abs(got - fq)) <= 2.01 * _output_scale(converted)
         fp = spec.module(x).detach().numpy()
         assert np.max(np.abs(got - fp)) <= 0.05 * max(1.0, float(np.max(np.abs(fp))))
+
+
+def _int8_program(path):
+    spec = load_model_file(path)
+    program, gm = export_quantized(spec, io="int8")
+    return spec, program, gm
+
+
+def test_conv1d_network_stays_channels_last_and_folds_its_dilations():
+    """A TCN (tests/models_int8/tcn_dilated.py): its causal F.pad, residual adds and x[:, :, -1] run on the Conv1d
+    outputs' channels-last bytes, so only the graph input is transposed; its dilated Conv1d layers of stride 1 (padding
+    and length multiples of the dilation) are k x 1 convolutions without dilation over the length folded into rows
+    of the dilation; the one whose padding is not a multiple keeps its dilation."""
+    spec, program, gm = _int8_program("tests/models_int8/tcn_dilated.py")
+    assert program.meta["fp32_fallback"] == []
+    # the only transposes bring the graph input ([1, 3, 96], row-major) to channels-last for the first Conv1d layers
+    moved = [program.tensor(i.args[0]).shape for i in program.instructions if i.op == "cortex_m::transpose.out"]
+    assert moved and all(s[1] == 3 for s in moved), moved
+    convs = [i for i in program.instructions if "conv2d" in i.op]
+    dilations = [program.values[i.args[5]].value for i in convs]
+    assert dilations.count([1, 2]) == 1 and all(d in ([1, 1], [1, 2]) for d in dilations)
+    folded = [(program.tensor(i.args[0]).shape, program.tensor(i.args[1]).shape) for i in convs
+              if program.tensor(i.args[0]).shape[3] in (2, 4, 8) and program.values[i.args[5]].value == [1, 1]]
+    # dilations 2, 4, 8: two convolutions each, plus the depthwise one of dilation 4 (weights IHWO)
+    assert sorted(x[3] for x, _ in folded) == [2, 2, 4, 4, 4, 8, 8]
+    assert all(w[1:3] in ((3, 1), (5, 1)) for _, w in folded)
+    pads = [i for i in program.instructions if i.op == "aten::constant_pad_nd.out"]
+    # after the graph input's, each pads the length of channels-last bytes: widths (0, 0) for the channels first
+    assert len(pads) == 8 and pads[0].args[0] == program.inputs[0]
+    assert all(program.values[i.args[1]].value[:3] == [0, 0, 2 * 2 ** (k // 2)] for k, i in enumerate(pads[1:], 1))
+    _check_close(spec, program, gm, spec.test_inputs)
+
+
+def test_linear_over_a_channels_last_view_writes_logical_order():
+    """ConvNeXt's Linear layers over x.permute(0, 2, 3, 1) (tests/models_int8/convnext_block.py): 4-dim outputs in
+    logical order (the kernel writes rows of features; a channels-last output failed on the device), and the
+    LayerNorm island's int8 result, read only by a Linear, is not transposed to channels-last and back."""
+    spec, program, gm = _int8_program("tests/models_int8/convnext_block.py")
+    linears = [i for i in program.instructions if i.op == "cortex_m::quantized_linear.out"]
+    outs = [program.tensor(i.args[11]) for i in linears]
+    assert [len(t.shape) for t in outs] == [4, 4, 4, 4, 2]
+    assert all(t.dim_order in (None, tuple(range(len(t.shape)))) for t in outs)
+    assert "cortex_m::transpose.out" not in [i.op for i in program.instructions]
+    _check_close(spec, program, gm, spec.test_inputs)

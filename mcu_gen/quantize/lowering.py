@@ -157,6 +157,25 @@ class QuantLowering:
         big = [d for d in t.dim_order if t.shape[d] != 1]
         return big == sorted(big)
 
+    def memory_view(self, v: int):
+        """(v as its bytes' row-major tensor: a view whose dims are v's in memory order, that order). A byte
+        moving op (a constant pad, a slice, a select) runs on the view with its dims mapped through the order, and
+        its result keeps the order (memory_result): no transpose before or after it."""
+        t = self.program.tensor(v)
+        order = tuple(t.dim_order or range(len(t.shape)))
+        if order == tuple(range(len(order))):
+            return v, order
+        return self.alias(v, tuple(t.shape[d] for d in order), None, t.name + "_mem"), order
+
+    def memory_result(self, shape, order, scale, zp, name: str):
+        """(the row-major int8 tensor an op on memory views writes, the result: it as `shape` in `order`)."""
+        nd = len(shape)
+        mem = self.int8_tensor(tuple(shape[d] for d in order), scale, zp, tuple(range(4)) if nd == 4 else None,
+                               name + "_mem" if order != tuple(range(nd)) else name)
+        if order == tuple(range(nd)):
+            return mem, mem
+        return mem, self.alias(mem, tuple(shape), order, name)
+
     def contig(self, v: int, node=None) -> int:
         """v in logical (row-major) memory order: an alias when it is already, else a transpose."""
         t = self.program.tensor(v)

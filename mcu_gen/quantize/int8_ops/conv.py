@@ -41,18 +41,20 @@ def conv(lw, node, qnode, act):
     w, w_scales, w_zps = wq
     if np.any(w_zps != 0):
         return "weights are not symmetric"
+    oshape = shape_of(node)
+    out_shape = oshape if not one_d else (oshape[0], oshape[1], 1, oshape[2])
     if one_d:
         v = _as_4d(lw, v)
         w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
     v = lw.to_nhwc(v, node)
+    if one_d and _dilation_folds(lw.program.tensor(v).shape[3], stride, padding, dilation):
+        v, w, out_shape, padding, dilation = _fold_dilation(lw, v, w, out_shape, padding, dilation)
     xt = lw.program.tensor(v)
     s_out, zp_out = lw.qparams(qnode)
     cin, cout = xt.shape[1], w.shape[0]
     depthwise = groups > 1 and groups == cin and cout % cin == 0
     mults, shifts = zip(*[quantize_multiplier(xt.scale * float(s) / s_out) for s in w_scales])
-    oshape = shape_of(node)
-    out = lw.int8_tensor(oshape if not one_d else (oshape[0], oshape[1], 1, oshape[2]), s_out, zp_out, NHWC,
-                   qnode.name)
+    out = lw.int8_tensor(out_shape, s_out, zp_out, NHWC, qnode.name)
     bias = lw.bias(bn, xt.scale, w_scales, f"{node.name}_bias")
     lo, hi = lw.act_range(act, s_out, zp_out)
     if depthwise:
@@ -73,10 +75,33 @@ def conv(lw, node, qnode, act):
           lw.constant(np.array(shifts), "int32", f"{node.name}_shifts"),
           lw.scalar("int", lo), lw.scalar("int", hi), scratch]
     lw.emit(name, a, out, node)
-    if one_d:  # [N, O, 1, L] channels-last is [N, O, L] with dim_order (0, 2, 1)
+    if one_d:  # [N, O, 1, L] (or [N, O, L / d, d]) channels-last is [N, O, L] with dim_order (0, 2, 1)
         out = lw.alias(out, oshape, (0, 2, 1), qnode.name + "_1d")
     lw.finish(node, qnode, act, out)
     return None
+
+
+def _dilation_folds(length: int, stride, padding, dilation) -> bool:
+    """Whether a dilated Conv1d (as a 1 x k conv2d over [N, C, 1, L]) is a k x 1 conv2d without dilation over
+    [N, C, L / d, d] (_fold_dilation): stride 1, and the padding and the length multiples of the dilation d."""
+    d = dilation[1]
+    return d > 1 and stride == [1, 1] and padding[1] % d == 0 and length % d == 0
+
+
+def _fold_dilation(lw, v: int, w, out_shape, padding, dilation):
+    """A Conv1d of dilation d over channels-last [N, C, 1, L] as a k x 1 conv2d without dilation over the same
+    bytes seen as the image [N, C, L / d, d]: input position m d + r is pixel (m, r), and tap j of output m d + r
+    reads position (m + j) d + r - p, pixel (m + j - p / d, r): the kernel runs down the columns, padding p / d
+    rows. The output [N, O, L' / d, d] is the output [N, O, 1, L'] in the same bytes. Every kernel (portable,
+    CMSIS-NN, generated) then runs it as a plain convolution. Returns the new input, weights, output shape,
+    padding and dilation."""
+    d = dilation[1]
+    t = lw.program.tensor(v)
+    n, c, _, length = t.shape
+    folded = lw.alias(v, (n, c, length // d, d), NHWC, t.name + f"_by{d}")
+    w = w.reshape(w.shape[0], w.shape[1], w.shape[3], 1)  # [O, I, 1, k] -> [O, I, k, 1]
+    out_shape = (out_shape[0], out_shape[1], out_shape[3] // d, d)
+    return folded, w, out_shape, [padding[1] // d, 0], [1, 1]
 
 
 def _as_4d(lw, v: int) -> int:

@@ -21,6 +21,18 @@ def two_tensors(node) -> bool:
     return all(isinstance(a, torch.fx.Node) for a in node.args[:2])
 
 
+def out_order(lw, shape, *operands):
+    """The dim order of a two-tensor op's int8 result: channels-last with 4 dims; otherwise the order of the
+    operands of the result's shape when they agree (a Conv1d's [N, C, L] outputs are channels-last, dim order
+    (0, 2, 1): their sum stays so, with no transposes around it), else row-major."""
+    if len(shape) == 4:
+        return NHWC
+    orders = {lw.program.tensor(v).dim_order or tuple(range(len(shape)))
+              for v in operands if tuple(lw.program.tensor(v).shape) == tuple(shape)}
+    order = orders.pop() if len(orders) == 1 else None
+    return None if order == tuple(range(len(shape))) else order
+
+
 @handler(aten.add.Tensor, aten.sub.Tensor, when=two_tensors)
 def add(lw, node, qnode, act):
     a_node, b_node = node.args[0], node.args[1]
@@ -36,7 +48,7 @@ def add(lw, node, qnode, act):
     if node.target is aten.sub.Tensor:
         m2 = -m2  # x - y: y's rescaling negated (same arithmetic on both kernels and the reference)
     shape = shape_of(node)
-    out = lw.int8_tensor(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
+    out = lw.int8_tensor(shape, s_out, zp_out, out_order(lw, shape, va, vb), qnode.name)
     lo, hi = lw.act_range(act, s_out, zp_out)
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
     lw.emit("cortex_m::quantized_add.out",
@@ -59,7 +71,7 @@ def mul(lw, node, qnode, act):
     s_out, zp_out = lw.qparams(qnode)
     m, sh = quantize_multiplier(ta.scale * tb.scale / s_out)
     shape = shape_of(node)
-    out = lw.int8_tensor(shape, s_out, zp_out, NHWC if len(shape) == 4 else None, qnode.name)
+    out = lw.int8_tensor(shape, s_out, zp_out, out_order(lw, shape, va, vb), qnode.name)
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
     lw.emit("cortex_m::quantized_mul.out", [va, i(ta.zero_point), vb, i(tb.zero_point), i(zp_out), i(m), i(sh)],
              out, node)

@@ -8,8 +8,10 @@ the op itself on int8 values (the kernels take int8):
   parameters gets its bytes requantized by a 256-entry table, the numbers an fp32 island
   (dequantize, pick, quantize) gives, without its fp32 buffer.
 
-Inputs are brought to logical (NCHW / row-major) order first; a 4-D result is stored NCHW and
-the next int8 kernel that wants channels-last transposes it (lw.to_nhwc)."""
+A constant pad, select and amax/amin run on their input's bytes in memory order (lw.memory_view: a
+channels-last input is not transposed, its dims are mapped) and their result keeps that order. expand,
+repeat and reflect/replicate padding bring their input to logical (NCHW / row-major) order first; a 4-D
+result is stored NCHW and the next int8 kernel that wants channels-last transposes it (lw.to_nhwc)."""
 from __future__ import annotations
 
 from mcu_gen.quantize.int8_common import aten, pad_mode_and_value, shape_of
@@ -39,19 +41,22 @@ def _emit(lw, node, qnode, act, op: str, args: list, t) -> None:
     lw.finish(node, qnode, act, out)
 
 
-def _picked(lw, node, qnode, act, op: str, args: list):
-    """Runs a picking op on its int8 input, then requantizes to its own output parameters."""
+def _picked(lw, node, qnode, act, op: str, args, dims, keepdim: bool):
+    """Runs a picking op over logical `dims` of its int8 input on the input's memory view (lw.memory_view: no
+    transpose; `args(mem_dims)` the op's arguments after the input), then requantizes to its own output
+    parameters. The result keeps the input's order of the dims that remain."""
     v = lw.quant_of(node.args[0])
     if v is None:
         return "input is not int8"
     if act is not None:
         return "a fused activation"
-    v = lw.to_nchw(v, node)
     t = lw.program.tensor(v)
-    shape = shape_of(node)
-    order = tuple(range(len(shape))) if len(shape) == 4 else None
-    picked = lw.int8_tensor(shape, t.scale, t.zero_point, order, qnode.name + "_picked")
-    lw.emit(op, [v] + args, picked, node)
+    nd = len(t.shape)
+    mem, order = lw.memory_view(v)
+    dims = sorted({d % nd for d in dims}) if nd else []
+    out_order = order if keepdim else tuple(o - sum(d < o for d in dims) for o in order if o not in dims)
+    picked_mem, picked = lw.memory_result(shape_of(node), out_order, t.scale, t.zero_point, qnode.name + "_picked")
+    lw.emit(op, [mem] + args([order.index(d) for d in dims]), picked_mem, node)
     out = lw.requantize(picked, *lw.qparams(qnode), node)
     lw.finish(node, qnode, act, out)
     return None
@@ -61,7 +66,8 @@ def _picked(lw, node, qnode, act, op: str, args: list):
 def select(lw, node, qnode, act):
     """x[..., i, ...]: aten::select_copy on int8, requantized."""
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
-    return _picked(lw, node, qnode, act, "aten::select_copy.int_out", [i(node.args[1]), i(node.args[2])])
+    return _picked(lw, node, qnode, act, "aten::select_copy.int_out",
+                   lambda mem_dims: [i(mem_dims[0]), i(node.args[2])], [node.args[1]], False)
 
 
 @handler(aten.expand.default)
@@ -94,15 +100,32 @@ def pad(lw, node, qnode, act):
     mode, value = pad_mode_and_value(node)
     if mode == "constant" and value != 0.0:
         return "a constant pad with a value other than 0"
+    widths = [int(p) for p in node.args[1]]
+    if mode == "constant":  # in the input's memory order: a channels-last input stays channels-last
+        r = same_qparams_input(lw, node, qnode, act, "pad")
+        if isinstance(r, str):
+            return r
+        v, t = r
+        nd = len(t.shape)
+        if len(widths) % 2 or len(widths) > 2 * nd:
+            return f"{len(widths)} pad widths for a {nd}-D tensor"
+        per_dim = [(0, 0)] * nd  # (before, after) of each logical dim; widths run from the last dim back
+        for i in range(len(widths) // 2):
+            per_dim[nd - 1 - i] = (widths[2 * i], widths[2 * i + 1])
+        mem, order = lw.memory_view(v)
+        mem_widths = [w for d in reversed(order) for w in per_dim[d]]
+        while len(mem_widths) > 2 and mem_widths[-2:] == [0, 0]:
+            mem_widths = mem_widths[:-2]
+        out_mem, out = lw.memory_result(shape_of(node), order, t.scale, t.zero_point, qnode.name)
+        lw.emit("aten::constant_pad_nd.out", [mem, lw.scalar("int_list", mem_widths),
+                                              lw.scalar("int", int(t.zero_point))], out_mem, node)
+        lw.finish(node, qnode, act, out)
+        return None
     r = _logical_input(lw, node, qnode, act, "pad")
     if isinstance(r, str):
         return r
     v, t = r
-    widths = [int(p) for p in node.args[1]]
     pads = lw.scalar("int_list", widths)
-    if mode == "constant":
-        _emit(lw, node, qnode, act, "aten::constant_pad_nd.out", [v, pads, lw.scalar("int", int(t.zero_point))], t)
-        return None
     kind = {"reflect": "reflection", "replicate": "replication"}.get(mode)
     nd = len(widths) // 2
     if kind is None or not 1 <= nd <= 3 or len(t.shape) not in (nd + 1, nd + 2):
@@ -117,5 +140,7 @@ def extreme(lw, node, qnode, act):
     dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", [])
     keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
     op = "aten::amax.out" if node.target is aten.amax.default else "aten::amin.out"
-    return _picked(lw, node, qnode, act, op, [lw.scalar("int_list", [int(d) for d in dims]),
-                                              lw.scalar("bool", bool(keepdim))])
+    nd = len(lw.program.tensor(lw.quant_of(node.args[0])).shape) if lw.quant_of(node.args[0]) is not None else 0
+    dims = list(dims) if len(dims) else list(range(nd))  # (no dims: all of them)
+    return _picked(lw, node, qnode, act, op, lambda mem_dims: [lw.scalar("int_list", sorted(mem_dims)),
+                                                              lw.scalar("bool", bool(keepdim))], dims, keepdim)

@@ -90,20 +90,19 @@ def cat(lw, node, qnode, act):
 @handler(aten.slice.Tensor)
 def slice_tensor(lw, node, qnode, act):
     """A slice (e.g. the older frames of a ring buffer): a byte copy, aten::slice_copy on int8 in
-    logical order."""
+    the input's memory order (lw.memory_view)."""
     r = same_qparams_input(lw, node, qnode, act, "slice")
     if isinstance(r, str):
         return r
     v, t = r
     args = list(node.args) + [0, None, None, 1][len(node.args) - 1:]
     dim, start, end, step = args[1:5]
-    v = lw.to_nchw(v, node)  # logical order (a 4-D channels-last input is transposed)
-    shape = shape_of(node)
-    out = lw.int8_tensor(shape, t.scale, t.zero_point, tuple(range(4)) if len(shape) == 4 else None, qnode.name)
+    mem, order = lw.memory_view(v)  # in memory order: a channels-last input stays channels-last
+    out_mem, out = lw.memory_result(shape_of(node), order, t.scale, t.zero_point, qnode.name)
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
     lw.emit("aten::slice_copy.Tensor_out",
-             [v, i(dim), i(0 if start is None else start), i(2**63 - 1 if end is None else end), i(step)], out,
-             node)
+             [mem, i(order.index(dim % len(order))), i(0 if start is None else start),
+              i(2**63 - 1 if end is None else end), i(step)], out_mem, node)
     lw.finish(node, qnode, act, out)
     return None
 
