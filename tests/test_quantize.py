@@ -278,3 +278,17 @@ def test_linear_over_a_channels_last_view_writes_logical_order():
     assert all(t.dim_order in (None, tuple(range(len(t.shape)))) for t in outs)
     assert "cortex_m::transpose.out" not in [i.op for i in program.instructions]
     _check_close(spec, program, gm, spec.test_inputs)
+
+
+def test_one_d_pools_run_in_int8_on_channels_last_bytes():
+    """max_pool1d (ceil_mode and padding too), avg_pool1d and AdaptiveAvgPool1d after Conv1d layers
+    (tests/models_int8/audio_m5.py): int8 pools over [N, C, 1, L] views of the Conv1d outputs' channels-last bytes,
+    so nothing falls back to fp32 and only the graph input ([1, 1, 1600]: the same bytes) could need a transpose."""
+    spec, program, gm = _int8_program("tests/models_int8/audio_m5.py")
+    assert program.meta["fp32_fallback"] == []
+    ops = [i.op for i in program.instructions]
+    assert "cortex_m::transpose.out" not in ops
+    assert ops.count("cortex_m::quantized_max_pool2d.out") == 2 and ops.count("cortex_m::quantized_avg_pool2d.out") == 3
+    pools = [i for i in program.instructions if "pool2d" in i.op]
+    assert all(program.tensor(i.args[0]).shape[2] == 1 and program.values[i.args[1]].value[0] == 1 for i in pools)
+    _check_close(spec, program, gm, spec.test_inputs)

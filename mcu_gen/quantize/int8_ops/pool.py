@@ -17,22 +17,65 @@ def _pool_args(lw, node, n_defaults):
     return list(node.args) + [None] * (n_defaults - len(node.args))
 
 
-@handler(aten.max_pool2d.default)
+POOL_1D = (aten.max_pool1d.default, aten.avg_pool1d.default, aten.adaptive_avg_pool1d.default)
+
+
+def _one_d(values, default: int) -> int:
+    """A 1-D pool's int[1] argument (a list, a bare int, or empty / None: the default) as an int."""
+    if values is None or (isinstance(values, (list, tuple)) and not values):
+        return default
+    return int(values[0] if isinstance(values, (list, tuple)) else values)
+
+
+def _pool_geometry_1d(kernel, stride, padding, dilation=None):
+    """A 1-D pool over [N, C, L] as a 1 x k 2-D pool over [N, C, 1, L]: kernel, stride, padding, dilation."""
+    k = _one_d(kernel, 1)
+    return [1, k], [1, _one_d(stride, k)], [0, _one_d(padding, 0)], [1, _one_d(dilation, 1)]
+
+
+def _pool_input(lw, node, v: int) -> int:
+    """A pool's int8 input as 4-D channels-last: a 1-D pool's [N, C, L] as [N, C, 1, L] (a Conv1d's output already
+    is, conv._as_4d: no transpose)."""
+    if node.target in POOL_1D:
+        from mcu_gen.quantize.int8_ops.conv import _as_4d
+        v = _as_4d(lw, v)
+    return lw.to_nhwc(v, node)
+
+
+def _pool_output_shape(node) -> tuple:
+    """The 4-D output shape of a pool: a 1-D pool's [N, C, L'] as [N, C, 1, L']."""
+    shape = shape_of(node)
+    return (shape[0], shape[1], 1, shape[2]) if node.target in POOL_1D else shape
+
+
+def _pool_result(lw, node, qnode, out: int) -> int:
+    """A pool's 4-D channels-last result as the node's shape: a 1-D pool's [N, C, 1, L'] is [N, C, L'] with dim
+    order (0, 2, 1), as a Conv1d's."""
+    if node.target in POOL_1D:
+        return lw.alias(out, shape_of(node), (0, 2, 1), qnode.name + "_1d")
+    return out
+
+
+@handler(aten.max_pool2d.default, aten.max_pool1d.default)
 def max_pool(lw, node, qnode, act):
     x, kernel, stride, padding, dilation, ceil_mode = _pool_args(lw, node, 6)
-    kernel, stride, padding = pool_geometry(kernel, stride, padding)
-    dilation = list(dilation) if dilation else [1, 1]
-    dilation = dilation * 2 if len(dilation) == 1 else dilation
+    if node.target is aten.max_pool1d.default:
+        kernel, stride, padding, dilation = _pool_geometry_1d(kernel, stride, padding, dilation)
+    else:
+        kernel, stride, padding = pool_geometry(kernel, stride, padding)
+        dilation = list(dilation) if dilation else [1, 1]
+        dilation = dilation * 2 if len(dilation) == 1 else dilation
     if dilation != [1, 1]:
         return "max pool with dilation"
     v = lw.quant_of(x)
     if v is None:
         return "input is not int8"
-    v = lw.to_nhwc(v, node)
+    v = _pool_input(lw, node, v)
     xt = lw.program.tensor(v)
+    oshape = _pool_output_shape(node)
     if ceil_mode:  # the windows past the end: pad bottom/right with -128 (never the max)
         n, c, h, w = xt.shape
-        oh, ow = shape_of(node)[2:]
+        oh, ow = oshape[2:]
         eh = max(0, (oh - 1) * stride[0] + kernel[0] - h - 2 * padding[0])
         ew = max(0, (ow - 1) * stride[1] + kernel[1] - w - 2 * padding[1])
         if eh or ew:
@@ -45,20 +88,23 @@ def max_pool(lw, node, qnode, act):
     if zp_out != xt.zero_point or s_out != xt.scale:
         return "output quantization differs from the input's"
     lo, hi = lw.act_range(act, s_out, zp_out)
-    out = lw.int8_tensor(shape_of(node), s_out, zp_out, NHWC, qnode.name)
+    out = lw.int8_tensor(oshape, s_out, zp_out, NHWC, qnode.name)
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
     il = lambda x: lw.scalar("int_list", [int(a) for a in x])  # noqa: E731
     lw.emit("cortex_m::quantized_max_pool2d.out",
              [v, il(kernel), il(stride), il(padding), il(dilation), lw.scalar("bool", False),
                 i(xt.zero_point), i(zp_out), i(lo), i(hi)], out, node)
-    lw.finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, _pool_result(lw, node, qnode, out))
     return None
 
 
-@handler(aten.avg_pool2d.default)
+@handler(aten.avg_pool2d.default, aten.avg_pool1d.default)
 def avg_pool(lw, node, qnode, act):
     x, kernel, stride, padding, ceil_mode, count_include_pad, divisor = _pool_args(lw, node, 7)
-    kernel, stride, padding = pool_geometry(kernel, stride, padding)
+    if node.target is aten.avg_pool1d.default:
+        kernel, stride, padding, _ = _pool_geometry_1d(kernel, stride, padding)
+    else:
+        kernel, stride, padding = pool_geometry(kernel, stride, padding)
     if divisor is not None or act is not None:
         return "avg pool with divisor_override or a fused activation"
     if any(padding) and count_include_pad is not False:
@@ -66,23 +112,24 @@ def avg_pool(lw, node, qnode, act):
     v = lw.quant_of(x)
     if v is None:
         return "input is not int8"
-    v = lw.to_nhwc(v, node)
+    v = _pool_input(lw, node, v)
     xt = lw.program.tensor(v)
+    oshape = _pool_output_shape(node)
     s_out, zp_out = lw.qparams(qnode)
     if zp_out != xt.zero_point or s_out != xt.scale:
-        oh, ow = shape_of(node)[2:]
+        oh, ow = oshape[2:]
         overhang = any((o - 1) * st + k > n + 2 * p for o, st, k, n, p in
                        zip((oh, ow), stride, kernel, xt.shape[2:], padding))
         if not overhang and (not any(padding) or count_include_pad is not False):
             out = _average_as_depthwise(lw, node, qnode, v, kernel, stride, padding)
         else:  # windows of different sizes: the average at the input's parameters, then a table
             same = _emit_avg_pool(lw, node, v, kernel, stride, padding, ceil_mode, xt.scale, xt.zero_point,
-                                  shape_of(node), qnode.name + "_avg")
+                                  oshape, qnode.name + "_avg")
             out = lw.requantize(same, s_out, zp_out, node)
-        lw.finish(node, qnode, act, out)
+        lw.finish(node, qnode, act, _pool_result(lw, node, qnode, out))
         return None
-    out = _emit_avg_pool(lw, node, v, kernel, stride, padding, ceil_mode, s_out, zp_out, shape_of(node), qnode.name)
-    lw.finish(node, qnode, act, out)
+    out = _emit_avg_pool(lw, node, v, kernel, stride, padding, ceil_mode, s_out, zp_out, oshape, qnode.name)
+    lw.finish(node, qnode, act, _pool_result(lw, node, qnode, out))
     return None
 
 
@@ -148,26 +195,27 @@ def _avg_pool_int8(lw, node, qnode, v, kernel, stride, padding):
     return out, None
 
 
-@handler(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default)
+@handler(aten.adaptive_avg_pool2d.default, aten._adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default)
 def adaptive_avg_pool(lw, node, qnode, act):
-    """adaptive_avg_pool2d whose windows tile the input (H, W multiples of the output size,
-    global pooling among them): an int8 average pool with kernel = stride = H/oh x W/ow."""
+    """adaptive_avg_pool2d (1d) whose windows tile the input (H, W (L) multiples of the output size,
+    global pooling among them): an int8 average pool with kernel = stride = H/oh x W/ow (1 x L/ol)."""
     v = lw.quant_of(node.args[0])
     if v is None:
         return "input is not int8"
     if act is not None:
         return "adaptive avg pool with a fused activation"
+    v = _pool_input(lw, node, v) if node.target is aten.adaptive_avg_pool1d.default else v
     xt = lw.program.tensor(v)
     if len(xt.shape) != 4:
         return "adaptive avg pool of a tensor that is not 4-D"
-    (_, _, h, w), (oh, ow) = xt.shape, shape_of(node)[2:]
+    (_, _, h, w), (oh, ow) = xt.shape, _pool_output_shape(node)[2:]
     if h % oh or w % ow:
         return f"adaptive avg pool {h}x{w} -> {oh}x{ow}: windows of different sizes"
     k = [h // oh, w // ow]
     out, why = _avg_pool_int8(lw, node, qnode, v, k, k, [0, 0])
     if why:
         return why
-    lw.finish(node, qnode, act, out)
+    lw.finish(node, qnode, act, _pool_result(lw, node, qnode, out))
     return None
 
 
