@@ -292,3 +292,36 @@ def test_one_d_pools_run_in_int8_on_channels_last_bytes():
     pools = [i for i in program.instructions if "pool2d" in i.op]
     assert all(program.tensor(i.args[0]).shape[2] == 1 and program.values[i.args[1]].value[0] == 1 for i in pools)
     _check_close(spec, program, gm, spec.test_inputs)
+
+
+def test_multihead_attention_without_a_mask_runs_in_int8():
+    """nn.MultiheadAttention (tests/models_int8/mha_encoder.py) calls scaled_dot_product_attention, whose PyTorch
+    decomposition (a softmax that zeroes rows of -inf: eq, logical_not, any, where) was an fp32 island; without a
+    mask it is q @ k^T * scale, softmax, @ v in int8: two quantized_batch_matmul and the int8 softmax."""
+    spec, program, gm = _int8_program("tests/models_int8/mha_encoder.py")
+    ops = [i.op for i in program.instructions]
+    assert ops.count("cortex_m::quantized_batch_matmul.out") == 2 and ops.count("cortex_m::softmax.out") == 1
+    islands = [f["op"] for f in program.meta["fp32_fallback"]]
+    assert islands and all(op == "aten::layer_norm.default" for op in islands), islands
+    _check_close(spec, program, gm, spec.test_inputs)
+
+
+def test_attention_with_a_mask_keeps_pytorchs_decomposition():
+    """scaled_dot_product_attention with an additive mask is not expanded (a row of -inf would differ): it stays an
+    fp32 island and still matches."""
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(8, 24)
+            self.register_buffer("mask", torch.triu(torch.full((5, 5), -1e4), 1))
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).unflatten(-1, (3, 8)).unbind(-2)
+            return nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+
+    spec = _spec(Net(), (1, 5, 8))
+    program, gm = export_quantized(spec)
+    assert "cortex_m::quantized_batch_matmul.out" not in [i.op for i in program.instructions]
+    assert any("scaled_dot_product" in f["op"] or "softmax" in f["op"] or "bmm" in f["op"]
+               for f in program.meta["fp32_fallback"])
+    _check_close(spec, program, gm, [spec.example_inputs])

@@ -262,11 +262,52 @@ def decompose_rnn_cells(gm: torch.fx.GraphModule) -> int:
     return count
 
 
+def _sdpa_arg(node, i: int, name: str, default):
+    return node.args[i] if len(node.args) > i else node.kwargs.get(name, default)
+
+
+def expand_attention(gm: torch.fx.GraphModule) -> int:
+    """aten.scaled_dot_product_attention (nn.MultiheadAttention, nn.TransformerEncoderLayer,
+    F.scaled_dot_product_attention) without a mask, dropout, causal masking or grouped heads as its equations:
+
+        softmax(q @ k^T * scale) @ v          (scale: the call's, else 1 / sqrt(E))
+
+    which the int8 lowering runs as two quantized_batch_matmul (k^T a view), a table for the scale and the int8
+    softmax. PyTorch's own decomposition (a softmax that gives 0 for rows that are all -inf: an equality, two
+    logical_not, an any and a where) ran as an fp32 island. Without a mask no row of finite q, k is -inf, so the
+    numbers are the same. Returns how many it expanded; the others stay as they were."""
+    count = 0
+    mode = None
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.scaled_dot_product_attention.default:
+            continue
+        q, k, v = node.args[:3]
+        if (_sdpa_arg(node, 3, "attn_mask", None) is not None or _sdpa_arg(node, 4, "dropout_p", 0.0)
+                or _sdpa_arg(node, 5, "is_causal", False) or node.kwargs.get("enable_gqa", False)):
+            continue
+        mode = mode or _fake_mode(gm)
+        if mode is None or "val" not in q.meta:
+            return count
+        scale = _sdpa_arg(node, 6, "scale", None)
+        scale = float(scale) if scale is not None else 1.0 / float(q.meta["val"].shape[-1]) ** 0.5
+        with gm.graph.inserting_before(node):
+            new = lambda t, *a: _new_node(gm, mode, t, a)  # noqa: E731
+            scores = new(aten.mul.Tensor, new(aten.matmul.default, q, new(aten.transpose.int, k, -2, -1)), scale)
+            out = new(aten.matmul.default, new(aten.softmax.int, scores, -1), v)
+        node.replace_all_uses_with(out)
+        gm.graph.erase_node(node)
+        count += 1
+    if count:
+        gm.graph.lint()
+        gm.recompile()
+    return count
+
+
 def capture_for_quantization(module: torch.nn.Module, example_inputs: tuple, fold_bn: bool = True
                              ) -> torch.fx.GraphModule:
     """torch.export the model for PT2E (guards off: torch 2.13 adds a _guards_fn call otherwise),
-    fold eval BatchNorm, drop eval dropout and split GRU / LSTM cells into linears and elementwise
-    ops. A model with state (buffers that forward writes) becomes a pure function of its inputs and
+    fold eval BatchNorm, drop eval dropout, split GRU / LSTM cells into linears and elementwise
+    ops and attention into its matmuls and softmax (expand_attention). A model with state (buffers that forward writes) becomes a pure function of its inputs and
     states (see _functional_module; ``gm.meta["mcu_states"]``)."""
     ep = torch.export.export(module.eval(), tuple(example_inputs))
     if _mutated_buffers(ep):
@@ -275,6 +316,7 @@ def capture_for_quantization(module: torch.nn.Module, example_inputs: tuple, fol
         gm = ep.module(check_guards=False)
     _remove_eval_noops(gm)
     decompose_rnn_cells(gm)
+    expand_attention(gm)
     if fold_bn:
         fold_batch_norm(gm)
     gm.graph.lint()

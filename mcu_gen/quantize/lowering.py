@@ -219,6 +219,21 @@ class QuantLowering:
         """The int8 value behind an activation dequantize node, else None."""
         return self.q.get(node)
 
+    def operand_of(self, node) -> Optional[int]:
+        """quant_of, or a constant quantized per tensor (a learned position embedding added to the tokens) as an
+        int8 constant with its scale and zero point, else None."""
+        v = self.quant_of(node)
+        if v is not None:
+            return v
+        wq = self.weight(node)
+        if wq is None or node.target in DQ_CHANNEL_OPS:
+            return None
+        w, scales, zps = wq
+        if nontrivial_nhwc(w.shape):  # (4-D activations are channels-last: such a constant stays an fp32 island)
+            return None
+        return self.program.add(TensorValue(w.shape, "int8", data=np.ascontiguousarray(w), name=node.name,
+                                            scale=float(scales[0]), zero_point=int(zps[0])))
+
     # -- weights ------------------------------------------------------------------------------------
     def weight(self, node, axis: int = 0):
         """(int8 array, per-channel scales array, zero points) of a dequantized constant weight

@@ -64,6 +64,7 @@ SHARED_OPS = {
     aten.adaptive_avg_pool1d.default,
     aten.mean.dim,
     aten.flatten.using_ints,
+    aten.unflatten.int,
     aten.view.default,
     aten.reshape.default,
     aten.squeeze.dim,

@@ -38,8 +38,8 @@ def add(lw, node, qnode, act):
     a_node, b_node = node.args[0], node.args[1]
     if node.kwargs.get("alpha", 1) != 1 or len(node.args) > 2:
         return "add with alpha != 1"
-    va, vb = lw.quant_of(a_node), lw.quant_of(b_node)
-    if va is None or vb is None:
+    va, vb = lw.operand_of(a_node), lw.operand_of(b_node)
+    if va is None or vb is None or (lw.program.tensor(va).is_constant and lw.program.tensor(vb).is_constant):
         return "an input is not int8"
     va, vb = lw.to_nhwc(va, node), lw.to_nhwc(vb, node)
     ta, tb = lw.program.tensor(va), lw.program.tensor(vb)
