@@ -10,7 +10,7 @@
 //   out = clamp(requantize(acc, m, s) + output_zero_point, -128, 127)
 // The accumulation is exact in int32 (the reference sums in float32, which
 // is exact while |partial sums| < 2^24). scratch is accepted, not used.
-#include "int8_common.h"
+#include "int8_dot.h"
 
 namespace mcu {
 namespace kernels {
@@ -29,20 +29,23 @@ Error cortex_m_quantized_batch_matmul_out(const KernelContext& ctx) {
   if (rhs.size(0) != b || rhs.size(2) != k || out.size(0) != b || out.size(1) != rows || out.size(2) != cols) {
     return Error::KernelFailed;
   }
-  if (k > 14563 || l_off < -256 || l_off > 256 || r_off < -256 || r_off > 256 || o_zp < -256 || o_zp > 256) {
+  if (k > kMaxLinearK || l_off < -256 || l_off > 256 || r_off < -256 || r_off > 256 || o_zp < -256 || o_zp > 256) {
     return Error::KernelFailed;
   }
   if (!valid_multiplier(m) || !valid_shift(s)) return Error::KernelFailed;
   const int32_t lo = static_cast<int32_t>(l_off), ro = static_cast<int32_t>(r_off);
+  const int32_t mult = static_cast<int32_t>(m), shift = static_cast<int32_t>(s), zp = static_cast<int32_t>(o_zp);
+  int8_t* y = out.i8();
   for (int32_t bi = 0; bi < b; ++bi) {
-    for (int32_t r = 0; r < rows; ++r) {
+    const int8_t* w = rhs.i8() + static_cast<size_t>(bi) * cols * k;
+    for (int32_t r = 0; r < rows; ++r, y += cols) {
       const int8_t* a = lhs.i8() + (static_cast<size_t>(bi) * rows + r) * k;
-      for (int32_t c = 0; c < cols; ++c) {
-        const int8_t* w = rhs.i8() + (static_cast<size_t>(bi) * cols + c) * k;
-        int32_t acc = 0;
-        for (int32_t i = 0; i < k; ++i) acc += (a[i] + lo) * (w[i] + ro);
-        out.i8()[(static_cast<size_t>(bi) * rows + r) * cols + c] = requantize_to_int8(
-            acc, static_cast<int32_t>(m), static_cast<int32_t>(s), static_cast<int32_t>(o_zp), -128, 127);
+      // a row of lhs against up to kRowsPerPass rows of rhs^T at a time (int8_dot.h: the fully connected kernel's)
+      for (int32_t c0 = 0; c0 < cols; c0 += kRowsPerPass) {
+        const int32_t count = cols - c0 < kRowsPerPass ? cols - c0 : kRowsPerPass;
+        int32_t acc[kRowsPerPass];
+        dot_rows(a, w + static_cast<size_t>(c0) * k, k, count, lo, ro, acc);
+        for (int32_t j = 0; j < count; ++j) y[c0 + j] = requantize_to_int8(acc[j], mult, shift, zp, -128, 127);
       }
     }
   }
