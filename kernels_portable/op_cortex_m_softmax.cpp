@@ -20,6 +20,9 @@
 namespace mcu {
 namespace kernels {
 
+// A row's expf values kept between its sum and its outputs (256 B of stack; longer rows compute the rest twice).
+constexpr int32_t kCached = 64;
+
 Error cortex_m_softmax_out(const KernelContext& ctx) {
   const TensorRef in = ctx.tensor(0);
   const TensorRef out = ctx.tensor(7);
@@ -49,21 +52,25 @@ Error cortex_m_softmax_out(const KernelContext& ctx) {
   if (len == 0) return Error::Ok;
   const int8_t* x = in.i8();
   int8_t* y = out.i8();
+  const int32_t zp = static_cast<int32_t>(zero_point);
   // Every row: the elements whose index along `dim` is 0 start one.
   for (int32_t start = 0; start < in.numel; ++start) {
     if ((start / step) % len != 0) continue;
-    float max_v = -INFINITY;
-    for (int32_t i = 0; i < len; ++i) {
-      const float v = static_cast<float>(x[start + i * step] - zero_point) * scale;
-      if (v > max_v) max_v = v;
-    }
+    // The largest value is the value of the largest code (scale > 0: the float product is monotonic).
+    int32_t max_q = -128;
+    for (int32_t i = 0; i < len; ++i) max_q = x[start + i * step] > max_q ? x[start + i * step] : max_q;
+    const float max_v = static_cast<float>(max_q - zp) * scale;
+    // expf of the row's first kCached elements kept for the last pass (the same floats, not computed twice)
+    float cached[kCached];
     float sum = 0.0f;
     for (int32_t i = 0; i < len; ++i) {
-      sum += expf(static_cast<float>(x[start + i * step] - zero_point) * scale - max_v);
+      const float e = expf(static_cast<float>(x[start + i * step] - zp) * scale - max_v);
+      if (i < kCached) cached[i] = e;
+      sum += e;
     }
     const float inv_sum = 1.0f / sum;
     for (int32_t i = 0; i < len; ++i) {
-      const float e = expf(static_cast<float>(x[start + i * step] - zero_point) * scale - max_v);
+      const float e = i < kCached ? cached[i] : expf(static_cast<float>(x[start + i * step] - zp) * scale - max_v);
       const float q = round_half_even(e * inv_sum * 256.0f) - 128.0f;
       y[start + i * step] = static_cast<int8_t>(float_to_int_clamped(q, -128, 127));
     }
