@@ -29,8 +29,25 @@ Error cortex_m_transpose_out(const KernelContext& ctx) {
   }
   const int8_t* x = in.i8();
   int8_t* y = out.i8();
-  for (int32_t i = 0; i < out.numel; ++i) {
-    y[i] = x[walk.offset_a];
+  if (out.numel == 0) return Error::Ok;
+  // Rows along the output's innermost memory dim of more than one element (dims of size 1 after it change
+  // nothing): a row is one loop of loads at the input's stride (or one copy), then the walk steps to the next row.
+  int32_t p = out.dim - 1;
+  while (p > 0 && out.size(walk.order[p]) == 1) --p;
+  const int32_t inner = out.dim > 0 ? walk.order[p] : 0;
+  const int32_t n = out.dim > 0 ? out.size(inner) : 1;
+  const int32_t step = out.dim > 0 ? walk.stride_a[inner] : 0;
+  for (int32_t i = 0; i < out.numel; i += n) {
+    const int8_t* src = x + walk.offset_a;
+    if (step == 1) {
+      memcpy(y + i, src, static_cast<size_t>(n));
+    } else {
+      for (int32_t j = 0; j < n; ++j) y[i + j] = src[j * step];
+    }
+    if (out.dim > 0) {  // the row's last element, then one step on
+      walk.index[inner] = n - 1;
+      walk.offset_a += step * (n - 1);
+    }
     walk.next();
   }
   return Error::Ok;
