@@ -303,6 +303,12 @@ def test_multihead_attention_without_a_mask_runs_in_int8():
     assert ops.count("cortex_m::quantized_batch_matmul.out") == 2 and ops.count("cortex_m::softmax.out") == 1
     islands = [f["op"] for f in program.meta["fp32_fallback"]]
     assert islands and all(op == "aten::layer_norm.default" for op in islands), islands
+    # the residual adds: MultiheadAttention's [L, 1, E] -> [1, L, E] only moves a dim of size 1, so both operands
+    # and the sum are row-major (the generated add takes them; it refuses operands of different orders)
+    adds = [i for i in program.instructions if i.op == "cortex_m::quantized_add.out"]
+    orders = {program.tensor(i.args[k]).dim_order or tuple(range(3)) for i in adds for k in (0, 4, 13)
+              if len(program.tensor(i.args[k]).shape) == 3}
+    assert len(adds) >= 2 and orders == {(0, 1, 2)}, orders
     _check_close(spec, program, gm, spec.test_inputs)
 
 

@@ -46,7 +46,10 @@ def permute(lw, node, qnode, act):
     order = t.dim_order or tuple(range(nd))
     new_order = tuple(inv[d] for d in order)
     shape = tuple(t.shape[p] for p in perm)
-    out = lw.alias(v, shape, None if new_order == tuple(range(nd)) else new_order, qnode.name)
+    # an order that only moves dims of size 1 is row-major memory: no order (MultiheadAttention's [L, 1, E] ->
+    # [1, L, E], whose residual add then sees operands of one order)
+    moved = [d for d in new_order if shape[d] != 1]
+    out = lw.alias(v, shape, None if moved == sorted(moved) else new_order, qnode.name)
     lw.finish(node, qnode, act, out)
     return None
 
