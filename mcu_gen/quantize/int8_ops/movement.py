@@ -138,9 +138,10 @@ def pad(lw, node, qnode, act):
 def extreme(lw, node, qnode, act):
     """amax/amin over dims: the int8 extreme is the real extreme (order-preserving), requantized."""
     dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", [])
+    dims = [dims] if isinstance(dims, int) else list(dims)
     keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
     op = "aten::amax.out" if node.target is aten.amax.default else "aten::amin.out"
-    nd = len(lw.program.tensor(lw.quant_of(node.args[0])).shape) if lw.quant_of(node.args[0]) is not None else 0
-    dims = list(dims) if len(dims) else list(range(nd))  # (no dims: all of them)
+    v = lw.quant_of(node.args[0])
+    dims = dims or list(range(len(lw.program.tensor(v).shape) if v is not None else 0))  # (none: all of them)
     return _picked(lw, node, qnode, act, op, lambda mem_dims: [lw.scalar("int_list", sorted(mem_dims)),
                                                               lw.scalar("bool", bool(keepdim))], dims, keepdim)
