@@ -75,7 +75,7 @@ def set_places(program, layers) -> None:
 def bound(layer, *args) -> list:
     """The tensors a layer's kernel function reads by address, in the order it reads them (input, output, the
     ring's tensor; None: no such argument): the `bound` of the `matches` macro, each {arg, mem, offset} with the
-    place set_places() found (offset None: not planned, its pointer is bound at load)."""
+    place set_places() found (offset None: not planned, a constant: its argument decoded on each call)."""
     places = getattr(layer, "places", {})
     return [{"arg": a, "mem": places[a][0] if a in places else 1, "offset": places[a][1] if a in places else None}
             for a in args if a is not None]
