@@ -44,7 +44,7 @@ def conv(lw, node, qnode, act):
     oshape = shape_of(node)
     out_shape = oshape if not one_d else (oshape[0], oshape[1], 1, oshape[2])
     if one_d:
-        v = _as_4d(lw, v)
+        v = as_4d(lw, v)
         w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
     v = lw.to_nhwc(v, node)
     if one_d and _dilation_folds(lw.program.tensor(v).shape[3], stride, padding, dilation):
@@ -104,7 +104,7 @@ def _fold_dilation(lw, v: int, w, out_shape, padding, dilation):
     return folded, w, out_shape, [padding[1] // d, 0], [1, 1]
 
 
-def _as_4d(lw, v: int) -> int:
+def as_4d(lw, v: int) -> int:
     """A 3-D [N, C, L] int8 value as the 4-D [N, C, 1, L] (free: same bytes)."""
     t = lw.program.tensor(v)
     n, c, length = t.shape

@@ -10,6 +10,7 @@ import numpy as np
 from mcu_gen.program.ir import TensorValue
 from mcu_gen.quantize.int8_common import (INT8_MAX, INT8_MIN, NHWC, QuantLoweringError, aten, conv_scratch_bytes,
                                           pool_geometry, quantize_multiplier, shape_of)
+from mcu_gen.quantize.int8_ops.conv import as_4d
 from mcu_gen.quantize.int8_ops.registry import handler
 
 
@@ -35,10 +36,9 @@ def _pool_geometry_1d(kernel, stride, padding, dilation=None):
 
 def _pool_input(lw, node, v: int) -> int:
     """A pool's int8 input as 4-D channels-last: a 1-D pool's [N, C, L] as [N, C, 1, L] (a Conv1d's output already
-    is, conv._as_4d: no transpose)."""
+    is, conv.as_4d: no transpose)."""
     if node.target in POOL_1D:
-        from mcu_gen.quantize.int8_ops.conv import _as_4d
-        v = _as_4d(lw, v)
+        v = as_4d(lw, v)
     return lw.to_nhwc(v, node)
 
 
