@@ -60,17 +60,6 @@ class _ConstAdapter:
         return self.const(node) is not None
 
 
-def _only_linears_read(qnode) -> bool:
-    """True when every reader of this quantize node's value is a linear layer's input (through its
-    dequantize): linear reads rows in logical order, so a channels-last copy would be transposed back."""
-    dqs = list(qnode.users)
-    if not dqs or any(d.op != "call_function" or d.target not in DQ_OPS for d in dqs):
-        return False
-    readers = [u for d in dqs for u in d.users]
-    return bool(readers) and all(u.op == "call_function" and u.target == aten.linear.default and
-                                 u.args[0] in dqs and all(a not in dqs for a in u.args[1:]) for u in readers)
-
-
 class QuantLowering:
     def __init__(self, gm: torch.fx.GraphModule, io: str = "float32", user_file=None,
                  has_kernel: Optional[Callable[[str], bool]] = None):
@@ -457,7 +446,7 @@ class QuantLowering:
         out = self.program.add(TensorValue(t.shape, "int8", dim_order=t.dim_order, name=node.name, scale=scale,
                                            zero_point=zp))
         self.emit("cortex_m::quantize_per_tensor.out", [v] + self._quant_args(scale, zp), out, node)
-        self.q[node] = self.to_nhwc(out, node) if len(t.shape) == 4 and not _only_linears_read(node) else out
+        self.q[node] = self.to_nhwc(out, node) if len(t.shape) == 4 and not self._only_int8_linears(node) else out
 
     # -- driver -------------------------------------------------------------------------------------------
     def lower(self) -> Program:

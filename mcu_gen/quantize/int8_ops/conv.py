@@ -76,7 +76,7 @@ def conv(lw, node, qnode, act):
           lw.scalar("int", lo), lw.scalar("int", hi), scratch]
     lw.emit(name, a, out, node)
     if one_d:  # [N, O, 1, L] (or [N, O, L / d, d]) channels-last is [N, O, L] with dim_order (0, 2, 1)
-        out = lw.alias(out, oshape, (0, 2, 1), qnode.name + "_1d")
+        out = as_3d(lw, out, oshape, qnode.name)
     lw.finish(node, qnode, act, out)
     return None
 
@@ -102,6 +102,12 @@ def _fold_dilation(lw, v: int, w, out_shape, padding, dilation):
     w = w.reshape(w.shape[0], w.shape[1], w.shape[3], 1)  # [O, I, 1, k] -> [O, I, k, 1]
     out_shape = (out_shape[0], out_shape[1], out_shape[3] // d, d)
     return folded, w, out_shape, [padding[1] // d, 0], [1, 1]
+
+
+def as_3d(lw, v: int, shape, name: str) -> int:
+    """A 4-D channels-last [N, C, 1, L] int8 value (a Conv1d's or 1-D pool's result) as the 3-D [N, C, L] of
+    `shape`, dim order (0, 2, 1) (free: same bytes); as_4d's inverse."""
+    return lw.alias(v, tuple(shape), (0, 2, 1), name + "_1d")
 
 
 def as_4d(lw, v: int) -> int:

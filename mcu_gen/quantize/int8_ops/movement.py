@@ -53,7 +53,7 @@ def _picked(lw, node, qnode, act, op: str, args, dims, keepdim: bool):
     t = lw.program.tensor(v)
     nd = len(t.shape)
     mem, order = lw.memory_view(v)
-    dims = sorted({d % nd for d in dims}) if nd else []
+    dims = sorted({d % nd for d in dims}) if dims else list(range(nd))  # (none: all of them)
     out_order = order if keepdim else tuple(o - sum(d < o for d in dims) for o in order if o not in dims)
     picked_mem, picked = lw.memory_result(shape_of(node), out_order, t.scale, t.zero_point, qnode.name + "_picked")
     lw.emit(op, [mem] + args([order.index(d) for d in dims]), picked_mem, node)
@@ -141,7 +141,5 @@ def extreme(lw, node, qnode, act):
     dims = [dims] if isinstance(dims, int) else list(dims)
     keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
     op = "aten::amax.out" if node.target is aten.amax.default else "aten::amin.out"
-    v = lw.quant_of(node.args[0])
-    dims = dims or list(range(len(lw.program.tensor(v).shape) if v is not None else 0))  # (none: all of them)
     return _picked(lw, node, qnode, act, op, lambda mem_dims: [lw.scalar("int_list", sorted(mem_dims)),
                                                               lw.scalar("bool", bool(keepdim))], dims, keepdim)

@@ -10,7 +10,7 @@ import numpy as np
 from mcu_gen.program.ir import TensorValue
 from mcu_gen.quantize.int8_common import (INT8_MAX, INT8_MIN, NHWC, QuantLoweringError, aten, conv_scratch_bytes,
                                           pool_geometry, quantize_multiplier, shape_of)
-from mcu_gen.quantize.int8_ops.conv import as_4d
+from mcu_gen.quantize.int8_ops.conv import as_3d, as_4d
 from mcu_gen.quantize.int8_ops.registry import handler
 
 
@@ -51,9 +51,7 @@ def _pool_output_shape(node) -> tuple:
 def _pool_result(lw, node, qnode, out: int) -> int:
     """A pool's 4-D channels-last result as the node's shape: a 1-D pool's [N, C, 1, L'] is [N, C, L'] with dim
     order (0, 2, 1), as a Conv1d's."""
-    if node.target in POOL_1D:
-        return lw.alias(out, shape_of(node), (0, 2, 1), qnode.name + "_1d")
-    return out
+    return as_3d(lw, out, shape_of(node), qnode.name) if node.target in POOL_1D else out
 
 
 @handler(aten.max_pool2d.default, aten.max_pool1d.default)
