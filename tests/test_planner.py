@@ -553,3 +553,14 @@ def test_exact_search_keeps_first_fits_between_nodes_without_changing_a_placemen
             want = _naive_exact(bufs, conf, greedy, bound, limit)
             got = placement.exact_search(bufs, conf, greedy, bound, limit)
             assert got + (placement.exact_search.last_nodes,) == want
+
+
+def test_exact_search_is_not_bounded_by_the_call_stack():
+    """The exact search went one Python call deeper per buffer: an int8 GRU unrolled over 49 steps (1,380
+    instructions) stopped the build with 'maximum recursion depth exceeded'. Its frames are a list now: 1,500
+    buffers of 16 B, each overlapping the next, pack into 32 B."""
+    from mcu_gen.plan.placement import Buffer, conflicts, exact_search
+
+    bufs = [Buffer([k], k, k + 1, [16, 16]) for k in range(1500)]
+    top, offsets, complete = exact_search(bufs, conflicts(bufs), 10**9, 32, 3000)
+    assert top == 32 and len(offsets) == 1500 and complete

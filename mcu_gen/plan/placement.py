@@ -183,33 +183,60 @@ def exact_search(bufs, conf, best_top, bound, node_limit) -> tuple:
     complete = [True]
     nodes = [0]
 
-    def dfs(offsets, top, fits):
-        # fits: each unplaced buffer's lowest free offset here. A buffer's offset in the parent stays its
-        # lowest here unless the buffer placed last blocks it (another placed buffer only raises it).
+    offsets: dict = {}
+
+    def enter(top, fits):
+        """A node of the search (``fits``: each unplaced buffer's lowest free offset here; a buffer's offset in the
+        parent stays its lowest here unless the buffer placed last blocks it): None where it ends at once (every
+        buffer placed, or the node limit), else its frame. The search keeps its frames on a list, not the call
+        stack: a program of a thousand buffers (an unrolled GRU) is a thousand levels deep."""
         if len(offsets) == n:
             if top < best[0]:
                 best[0], best[1] = top, dict(offsets)
-            return
+            return None
         nodes[0] += 1
         if nodes[0] > node_limit:
             complete[0] = False
-            return
-        tried = set()
-        for i in by_size:
-            if i in offsets or shape[i] in tried:
+            return None
+        return {"top": top, "fits": fits, "next": 0, "tried": set(), "placed": None}
+
+    def stop() -> bool:
+        return best[0] <= bound or not complete[0]
+
+    root = enter(0, dict.fromkeys(range(n), 0))
+    stack = [root] if root is not None else []
+    while stack:
+        f, child = stack[-1], None
+        while f["next"] < n:
+            i = by_size[f["next"]]
+            f["next"] += 1
+            if i in offsets or shape[i] in f["tried"]:
                 continue
-            tried.add(shape[i])
-            o = fits[i]
-            t = max(top, o + bufs[i].size)
+            f["tried"].add(shape[i])
+            o = f["fits"][i]
+            t = max(f["top"], o + bufs[i].size)
             if t >= best[0]:
                 continue
             offsets[i] = o
-            dfs(offsets, t, _refit(fits, i, o, offsets, conf))
+            child = enter(t, _refit(f["fits"], i, o, offsets, conf))
+            if child is not None:
+                child["placed"] = i
+                break
             del offsets[i]
-            if best[0] <= bound or not complete[0]:
-                return
+            if stop():
+                return _searched(best, complete, nodes)
+        if child is not None:
+            stack.append(child)
+            continue
+        stack.pop()  # f has no more children: back to its parent
+        if f["placed"] is not None:
+            del offsets[f["placed"]]
+        if stop():
+            break
+    return _searched(best, complete, nodes)
 
-    dfs({}, 0, dict.fromkeys(range(n), 0))
+
+def _searched(best, complete, nodes) -> tuple:
     exact_search.last_nodes = nodes[0]
     return best[0], best[1], complete[0]
 
