@@ -331,3 +331,87 @@ def test_attention_with_a_mask_keeps_pytorchs_decomposition():
     assert any("scaled_dot_product" in f["op"] or "softmax" in f["op"] or "bmm" in f["op"]
                for f in program.meta["fp32_fallback"])
     _check_close(spec, program, gm, [spec.example_inputs])
+
+
+def test_chunk_split_unbind_and_channel_shuffle_run_in_int8():
+    """tests/models_int8/shuffle_split.py: chunk, split with sizes and unbind were fp32 islands (the quantizer left
+    their parts unquantized); now each part read is an int8 byte copy on the channels-last bytes, and a channel
+    shuffle (view to 5 dims, transpose, contiguous, view back: three transposes) is one transpose of the
+    [H, W, groups, C / groups] memory view into [H, W, C / groups, groups]."""
+    spec, program, gm = _int8_program("tests/models_int8/shuffle_split.py")
+    assert program.meta["fp32_fallback"] == []
+    ops = [i.op for i in program.instructions]
+    assert ops.count("aten::slice_copy.Tensor_out") == 6  # two chunks of two parts, a split of two
+    assert ops.count("aten::select_copy.int_out") == 3  # unbind: the three rows the head reads
+    shuffles = [i for i in program.instructions if i.op == "cortex_m::transpose.out"]
+    assert len(shuffles) == 2
+    for i in shuffles:
+        assert program.tensor(i.args[0]).shape == (8, 8, 2, 8) and program.values[i.args[1]].value == [0, 1, 3, 2]
+    _check_close(spec, program, gm, spec.test_inputs)
+
+
+def test_view_refinement_and_orders():
+    """layouts.refinement: the finest shape two shapes are merges of; order_over: a view's order over the fine dims
+    of the bytes, or None where it needs a copy."""
+    from mcu_gen.quantize.layouts import order_over, refinement
+
+    fine, a, s = refinement((1, 16, 8, 8), (1, 2, 8, 8, 8))
+    assert fine == [2, 8, 8, 8] and a == [[], [0, 1], [2], [3]] and s == [[], [0], [1], [2], [3]]
+    assert refinement((2, 3), (3, 2)) is None and refinement((0, 4), (4, 0)) is None
+    # NCHW [1, 16, 8, 8] in channels-last memory: fine dims in memory order H, W, G, C / G
+    nhwc_fine = [f for d in (0, 2, 3, 1) for f in a[d]]
+    assert order_over(nhwc_fine, s) == (0, 3, 4, 1, 2)  # the 5-dim view is the same bytes
+    assert order_over(nhwc_fine, [[], [0, 1], [2, 3]]) == (0, 2, 1)  # [1, 16, 64]: H * W outer, C inner
+    assert order_over(nhwc_fine, [[], [0, 1, 2], [3]]) is None  # [1, 16 * 8, 8]: C * H is not one run of bytes
+    assert order_over([2, 3, 0, 1], [[], [0, 1], [2], [3]], prefer=(0, 2, 3, 1)) == (0, 2, 3, 1)
+
+
+class _GruFirst(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 8, batch_first=True)
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc(self.gru(x)[0][:, -1])
+
+
+class _NormFirst(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(6)
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.fc(self.norm(x)) + self.fc(x)
+
+
+@pytest.mark.parametrize("net,shape", [(_GruFirst, (1, 5, 4)), (_NormFirst, (1, 4, 6))], ids=["gru", "layer_norm"])
+def test_int8_io_input_read_by_an_fp32_island(net, shape):
+    """--io int8 with a graph input that an fp32 island reads (nn.GRU, a LayerNorm): it was 'needs the input to be
+    quantized once'. The input now gets an observer of its own, shared by its int8 readers: one int8 input, the
+    islands read it dequantized. With float32 I/O the island still reads the float input as it is."""
+    torch.manual_seed(3)
+    spec = _spec(net(), shape, n_cal=32)
+    program, gm = export_quantized(spec, io="int8")
+    (inp,) = program.inputs
+    assert program.tensor(inp).dtype == "int8"
+    assert program.meta["fp32_fallback"], "the model's first layer is an fp32 island"
+    _check_close(spec, program, gm, [spec.example_inputs], rel=0.1)
+    program, gm = export_quantized(spec, io="float32")
+    assert program.tensor(program.inputs[0]).dtype == "float32"
+    readers = [i.op for i in program.instructions if program.inputs[0] in i.args[:1]]
+    assert "cortex_m::dequantize_per_tensor.out" not in readers, readers  # (no quantize -> dequantize round trip)
+    _check_close(spec, program, gm, [spec.example_inputs], rel=0.1)
+
+
+def test_handwritten_attention_splits_qkv_in_int8():
+    """timm's qkv.reshape(...).permute(2, 0, 3, 1, 4).unbind(0) and nanoGPT's qkv.split(E, dim=2)
+    (tests/models_int8/attention_handwritten.py) were fp32 islands (unbind, split) with 14 transposes around them;
+    now the parts are int8 copies (3 selects, 3 slices), no island, 8 transposes."""
+    spec, program, gm = _int8_program("tests/models_int8/attention_handwritten.py")
+    assert program.meta["fp32_fallback"] == []
+    ops = [i.op for i in program.instructions]
+    assert ops.count("aten::select_copy.int_out") == 3 and ops.count("aten::slice_copy.Tensor_out") == 3
+    assert ops.count("cortex_m::quantized_batch_matmul.out") == 4 and ops.count("cortex_m::transpose.out") == 8
+    _check_close(spec, program, gm, spec.test_inputs)

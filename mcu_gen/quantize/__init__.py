@@ -60,7 +60,7 @@ def load_calibration(path, n_inputs: int) -> list:
 
 
 def quantized_module(spec, calibration=None, method: str | None = None,
-                     bias_correction: bool = False) -> tuple[torch.fx.GraphModule, bool]:
+                     bias_correction: bool = False, int8_inputs: bool = False) -> tuple[torch.fx.GraphModule, bool]:
     """(converted GraphModule, was it quantized already). A model that is already a converted
     PT2E graph (QAT with McuQuantizer, then convert_pt2e) is taken as is. ``method``: the calibration
     method (quantize/observers.py CHOICES; None: the default, auto). A model without test inputs keeps a few
@@ -98,7 +98,7 @@ def quantized_module(spec, calibration=None, method: str | None = None,
     hold = 0 if (spec.test_inputs or sequences) else held_out_count(len(data))
     try:
         gm = quantize_ptq(module, spec.example_inputs, data, method=method, hold_out=hold,
-                          bias_correction=bias_correction, compare_on=spec.test_inputs)
+                          bias_correction=bias_correction, compare_on=spec.test_inputs, int8_inputs=int8_inputs)
         spec.held_out_inputs = gm.meta.get("mcu_held_out") or None
         return gm, False
     except QuantizeError:
@@ -116,7 +116,7 @@ def export_quantized(spec, io: str = "float32", calibration=None,
     calibrated and how every calibration method did (calibration.quantize_ptq)."""
     from mcu_gen.quantize.lowering import lower_quantized
 
-    gm, pre = quantized_module(spec, calibration, calibration_method, bias_correction)
+    gm, pre = quantized_module(spec, calibration, calibration_method, bias_correction, int8_inputs=io == "int8")
     program = lower_quantized(gm, io=io, user_file=spec.path, has_kernel=has_kernel)
     program.meta["model"] = spec.name
     program.meta["prequantized"] = pre

@@ -156,7 +156,7 @@ def compare_methods(prepared, module, calibration: list, samples: list, chosen: 
 
 def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: list, method: str = DEFAULT_CHOICE,
                  hold_out: int = 0, bias_correction: bool = False, compare: bool = True,
-                 compare_on: list | None = None) -> torch.fx.GraphModule:
+                 compare_on: list | None = None, int8_inputs: bool = False) -> torch.fx.GraphModule:
     """Post-training quantization: capture, annotate, calibrate on every input tuple, convert.
     A stateful model is calibrated step by step over sequences, the state carried from step to
     step (reset to its initial value at the start of each sequence). ``hold_out``: the last so many
@@ -164,7 +164,7 @@ def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: li
     ``compare``: measure every calibration method on `compare_on` (the model's test inputs), else the
     held-out samples, else the calibration samples. ``method`` AUTO: the variant that measured best
     there (histogram when nothing is compared); ``bias_correction`` True then restricts it to the
-    bias-corrected variants."""
+    bias-corrected variants. ``int8_inputs`` (--io int8): every float input observed, read unquantized or not."""
     from torchao.quantization.pt2e.quantize_pt2e import prepare_pt2e
 
     check_method(method, CHOICES)
@@ -175,7 +175,8 @@ def quantize_ptq(module: torch.nn.Module, example_inputs: tuple, calibration: li
     gm = capture_for_quantization(module, example_inputs)
     states = gm.meta.get("mcu_states", [])
     n_user_out = gm.meta.get("mcu_user_outputs")
-    prepared = prepare_pt2e(gm, McuQuantizer(method=DEFAULT_METHOD if auto else method))
+    prepared = prepare_pt2e(gm, McuQuantizer(method=DEFAULT_METHOD if auto else method,
+                                                int8_inputs=int8_inputs))
     if states:
         share_state_observers(prepared, states)
     from mcu_gen.progress import Progress

@@ -34,6 +34,7 @@ import torchao.quantization.pt2e  # noqa: F401  (registers the quantized_decompo
 from mcu_gen.capture.export import Fp32Lowering, UnsupportedOperatorError, op_name, source_line, torch_dtype_name
 from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
 from mcu_gen.quantize.islands import lower_island
+from mcu_gen.quantize.layouts import Int8Layouts, is_row_major
 from mcu_gen.quantize.int8_common import (  # noqa: F401  (re-exported: lowering's public names)
     ACTIVATIONS, DQ_CHANNEL_OPS, DQ_OPS, INT8_MAX, INT8_MIN, LUT_OPS, NHWC, NOOP_OPS, Q_OPS,
     SOFTMAX_INPUT_INTEGER_BITS, VIEW_OPS, QuantLoweringError, activation_bounds, activation_lut, add_params, aten,
@@ -43,6 +44,7 @@ from mcu_gen.quantize import int8_ops
 
 
 ASSERT_OPS = {aten._assert_tensor_metadata.default, aten._assert_scalar.default}
+PERMUTE_OPS = {aten.permute.default, aten.transpose.int, aten.t.default}
 
 
 class _ConstAdapter:
@@ -60,7 +62,7 @@ class _ConstAdapter:
         return self.const(node) is not None
 
 
-class QuantLowering:
+class QuantLowering(Int8Layouts):
     def __init__(self, gm: torch.fx.GraphModule, io: str = "float32", user_file=None,
                  has_kernel: Optional[Callable[[str], bool]] = None):
         if io not in ("float32", "int8"):
@@ -111,71 +113,6 @@ class QuantLowering:
     def scratch(self, nbytes: int, name: str) -> int:
         """The schema's scratch tensor: empty unless the kernels read one (CMSIS-NN backed kernels)."""
         return self.program.add(TensorValue((nbytes if self.cmsis_scratch else 0,), "uint8", name=name))
-
-    # layout changes of int8 activations
-    def to_nhwc(self, v: int, node=None) -> int:
-        t = self.program.tensor(v)
-        if len(t.shape) != 4 or t.dim_order == NHWC:
-            return v
-        if not nontrivial_nhwc(t.shape):
-            return self.alias(v, t.shape, NHWC, t.name + "_nhwc")
-        n, c, h, w = t.shape
-        out = self.program.add(TensorValue((n, h, w, c), t.dtype, name=t.name + "_nhwc", scale=t.scale,
-                                           zero_point=t.zero_point))
-        self.emit("cortex_m::transpose.out", [v, self.scalar("int_list", [0, 2, 3, 1])], out, node)
-        return self.alias(out, t.shape, NHWC, t.name + "_nhwc_view")
-
-    def to_nchw(self, v: int, node=None) -> int:
-        t = self.program.tensor(v)
-        if len(t.shape) != 4 or t.dim_order != NHWC:
-            return self.contig(v, node)
-        if not nontrivial_nhwc(t.shape):
-            return self.alias(v, t.shape, None, t.name + "_nchw")
-        n, c, h, w = t.shape
-        flat = self.alias(v, (n, h, w, c), None, t.name + "_as_nhwc")
-        out = self.program.add(TensorValue(t.shape, t.dtype, name=t.name + "_nchw", scale=t.scale,
-                                           zero_point=t.zero_point))
-        self.emit("cortex_m::transpose.out", [flat, self.scalar("int_list", [0, 3, 1, 2])], out, node)
-        return out
-
-    @staticmethod
-    def _is_contiguous(t) -> bool:
-        """True when t's bytes are in logical (row-major) order: its non-unit dims are in order."""
-        if t.dim_order is None:
-            return True
-        big = [d for d in t.dim_order if t.shape[d] != 1]
-        return big == sorted(big)
-
-    def memory_view(self, v: int):
-        """(v as its bytes' row-major tensor: a view whose dims are v's in memory order, that order). A byte
-        moving op (a constant pad, a slice, a select) runs on the view with its dims mapped through the order, and
-        its result keeps the order (memory_result): no transpose before or after it."""
-        t = self.program.tensor(v)
-        order = tuple(t.dim_order or range(len(t.shape)))
-        if order == tuple(range(len(order))):
-            return v, order
-        return self.alias(v, tuple(t.shape[d] for d in order), None, t.name + "_mem"), order
-
-    def memory_result(self, shape, order, scale, zp, name: str):
-        """(the row-major int8 tensor an op on memory views writes, the result: it as `shape` in `order`)."""
-        nd = len(shape)
-        mem = self.int8_tensor(tuple(shape[d] for d in order), scale, zp, tuple(range(4)) if nd == 4 else None,
-                               name + "_mem" if order != tuple(range(nd)) else name)
-        if order == tuple(range(nd)):
-            return mem, mem
-        return mem, self.alias(mem, tuple(shape), order, name)
-
-    def contig(self, v: int, node=None) -> int:
-        """v in logical (row-major) memory order: an alias when it is already, else a transpose."""
-        t = self.program.tensor(v)
-        if t.dim_order is None:
-            return v
-        if self._is_contiguous(t):
-            return self.alias(v, t.shape, None, t.name + "_c")
-        out = self.program.add(TensorValue(t.shape, t.dtype, name=t.name + "_c", scale=t.scale,
-                                           zero_point=t.zero_point))
-        self.emit("cortex_m::transpose.out", [v, self.scalar("int_list", list(range(len(t.shape))))], out, node)
-        return out
 
     def _quant_args(self, scale, zp) -> list:
         return [self.scalar("float", float(scale)), self.scalar("int", int(zp)), self.scalar("int", INT8_MIN),
@@ -346,7 +283,10 @@ class QuantLowering:
                 self.nhwc_flat[out] = t.shape[1:]
                 self.finish(node, qnode, None, out)
                 return None
-            v = self.to_nchw(v, node)
+        out = self.view_of(v, shape, node.name, node, any_order=self._only_relaid(qnode))
+        if out is not None:
+            self.finish(node, qnode, None, out)
+            return None
         v = self.contig(v, node)
         dim_order = NHWC if len(shape) == 4 else None
         out = self.alias(v, shape, dim_order, node.name)
@@ -356,6 +296,17 @@ class QuantLowering:
             out = self.to_nhwc(out, node)
         self.finish(node, qnode, None, out)
         return None
+
+    def _only_relaid(self, node) -> bool:
+        """True when node's int8 result is only viewed or permuted again (through its dequantize nodes and
+        no-op copies): those take any memory order, so a view may leave the bytes in theirs."""
+        for u in node.users:
+            if u.target in DQ_OPS or u.target in NOOP_OPS:
+                if not self._only_relaid(u):
+                    return False
+            elif u.target not in VIEW_OPS and u.target not in PERMUTE_OPS:
+                return False
+        return True
 
     def _only_int8_linears(self, qnode) -> bool:
         for dq in qnode.users:
@@ -584,8 +535,8 @@ class QuantLowering:
         if root == state:
             return
         s, r = self.program.tensor(src), self.program.tensor(root)
-        if (root != src and (r.shape, r.dtype) == (s.shape, s.dtype) and self._is_contiguous(r)
-                and self._is_contiguous(s)):
+        if (root != src and (r.shape, r.dtype) == (s.shape, s.dtype) and is_row_major(r)
+                and is_row_major(s)):
             src, s = root, r  # a view with the same bytes and shape: its source can write the state
         if s.shape != t.shape or s.dtype != t.dtype or (s.dim_order or None) != (t.dim_order or None):
             raise QuantLoweringError(f"buffer {t.name}: the model writes a {s.dtype} {list(s.shape)} value into a "

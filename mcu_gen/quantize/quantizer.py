@@ -96,6 +96,8 @@ PRELU_OPS = {aten.prelu.default}
 EMBEDDING_OPS = {aten.embedding.default}
 # (values, indices) of the largest / smallest elements: the values share the input's parameters (picked, exact).
 RANK_OPS = {aten.max.dim, aten.min.dim, aten.topk.default}
+# Ops that cut their input into parts (a tuple, read by getitem): the parts share the input's parameters (byte copies).
+SPLIT_OPS = {aten.chunk.default, aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int}
 ARG_OPS = {aten.argmax.default, aten.argmin.default}  # int64 results of int8 codes: the input quantized
 _CMP = ("eq", "ne", "lt", "le", "gt", "ge")
 SCALAR_COMPARE_OPS = {getattr(aten, n).Scalar for n in _CMP}  # bool results of int8 codes
@@ -171,6 +173,9 @@ def _annotated(node: torch.fx.Node) -> bool:
     return a is not None and a._annotated
 
 
+_NONE = QuantizationAnnotation(input_qspec_map={})
+
+
 def _annotate(node, inputs: dict, output) -> None:
     node.meta["quantization_annotation"] = QuantizationAnnotation(
         input_qspec_map=inputs, output_qspec=output, _annotated=True)
@@ -210,9 +215,10 @@ def _fused_activation(node: torch.fx.Node):
 class McuQuantizer(Quantizer):
     """Annotates a torch.export graph (pre-dispatch ATen) for mcu-gen's int8 lowering."""
 
-    def __init__(self, qat: bool = False, method: str = DEFAULT_METHOD):
+    def __init__(self, qat: bool = False, method: str = DEFAULT_METHOD, int8_inputs: bool = False):
         super().__init__()
         self.qat = qat
+        self.int8_inputs = int8_inputs  # --io int8: every float input is observed (_annotate_inputs)
         self.act = activation_spec(qat, method)
         self.conv_w = conv_weight_spec(qat)
         self.linear_w = linear_weight_spec(qat)
@@ -229,7 +235,7 @@ class McuQuantizer(Quantizer):
         for node in model.graph.nodes:
             if node.op != "call_function" or _annotated(node):
                 continue
-            if self._annotate_integer_io(node):
+            if self._annotate_tuple_or_integer_results(node):
                 continue
             if not _float_only(node):
                 continue
@@ -289,13 +295,32 @@ class McuQuantizer(Quantizer):
                 x = node.args[0]
                 if isinstance(x, torch.fx.Node):
                     _annotate(node, {x: self.act}, SOFTMAX_SPEC)
+        if self.int8_inputs:
+            self._annotate_inputs(model)
         return model
 
-    def _annotate_integer_io(self, node) -> bool:
+    def _annotate_inputs(self, model: torch.fx.GraphModule) -> None:
+        """--io int8: a float graph input (not a state) that something reads unquantized (a GRU, a LayerNorm: an fp32
+        island) gets an observer of its own, and the readers that quantize it share it: the input is quantized once
+        (the int8 input's parameters), and the islands read it dequantized."""
+        states = {st["input"] for st in model.meta.get("mcu_states", [])}
+        for p in model.graph.nodes:
+            if p.op != "placeholder" or p.name in states or not _float_activation(p) or not p.users:
+                continue
+            specs = [(u, (u.meta.get("quantization_annotation") or _NONE).input_qspec_map.get(p)) for u in p.users]
+            if all(spec is not None for _, spec in specs):
+                continue  # every reader quantizes it already (PT2E shares the one observer)
+            _annotate(p, {}, self.act)
+            for u, spec in specs:
+                if spec is self.act:
+                    u.meta["quantization_annotation"].input_qspec_map[p] = SharedQuantizationSpec(p)
+
+    def _annotate_tuple_or_integer_results(self, node) -> bool:
         """Ops with integer or bool operands or results that run on int8 (int8_ops/indexing.py,
         compare.py): an embedding (int64 ids, a quantized table), argmax / argmin, max / min over a dim
         and topk (int64 indices beside values with the input's parameters), comparisons (bool results)
-        and where (a bool condition). True when node was one of them."""
+        and where (a bool condition); chunk / split / unbind (a tuple of parts, each read by a getitem, with the
+        input's parameters). True when node was one of them."""
         t = node.target
         if t in EMBEDDING_OPS:
             w = node.args[0]
@@ -310,6 +335,14 @@ class McuQuantizer(Quantizer):
                     _annotate(node, {a: self.act, b: self.act}, self.act)
                 else:
                     _annotate(node, {a: self.act, b: SharedQuantizationSpec((a, node))}, None)
+            return True
+        if t in SPLIT_OPS:
+            x = node.args[0]
+            if _float_activation(x):
+                _annotate(node, {x: self.act}, None)
+                for u in node.users:
+                    if u.op == "call_function" and u.target is operator.getitem:
+                        _annotate(u, {}, SharedQuantizationSpec((x, node)))
             return True
         if t in RANK_OPS or t in ARG_OPS or t in SCALAR_COMPARE_OPS:
             x = node.args[0]

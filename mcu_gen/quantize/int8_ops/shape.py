@@ -6,6 +6,8 @@ its quantize node and the activation fused into it (or None); it returns None wh
 the pattern, else the reason it cannot (the node then runs as an fp32 island)."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import torch
 
@@ -108,6 +110,70 @@ def slice_tensor(lw, node, qnode, act):
               i(2**63 - 1 if end is None else end), i(step)], out_mem, node)
     lw.finish(node, qnode, act, out)
     return None
+
+
+def _parts(node, size: int) -> list:
+    """[(start, length)] of the parts chunk / split / split_with_sizes / unbind cut a dim of `size` into
+    (unbind: parts of length 0, a select)."""
+    t, arg = node.target, node.args[1] if len(node.args) > 1 else None
+    if t is aten.unbind.int:
+        return [(i, 0) for i in range(size)]
+    if t is aten.chunk.default:
+        step = -(-size // arg)  # torch.chunk: parts of ceil(size / chunks), the last one shorter
+        lengths = [min(step, size - s) for s in range(0, size, step)]
+    elif t is aten.split.Tensor:
+        lengths = [min(arg, size - s) for s in range(0, size, arg)] if arg else [0]
+    else:
+        lengths = list(arg)
+    starts = np.cumsum([0] + lengths[:-1]).tolist()
+    return list(zip(starts, lengths))
+
+
+@handler(aten.chunk.default, aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int, plain=True)
+def split(lw, node, qnode, act):
+    """chunk / split / split_with_sizes / unbind: each part read (a getitem whose result is quantized with the
+    input's parameters, the quantizer's shared spec) is a byte copy of its slice (aten::slice_copy, unbind's
+    aten::select_copy) on the input's memory-order view (lw.memory_view): a channels-last input cut along its
+    channels stays channels-last."""
+    v = lw.quant_of(node.args[0])
+    if v is None:
+        return "input is not int8"
+    t = lw.program.tensor(v)
+    default_dim = 0
+    dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", default_dim)
+    if node.target is aten.unbind.int:
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", default_dim)
+    dim %= len(t.shape)
+    parts = _parts(node, t.shape[dim])
+    picked = []
+    for u in node.users:
+        if u.op != "call_function" or u.target is not operator.getitem:
+            return f"a part used other than by indexing ({u.name})"
+        if not u.users:
+            continue
+        oq = lw.output_quant(u)
+        if oq is None or oq[1] is not None or lw.qparams(oq[0]) != (t.scale, t.zero_point):
+            return "a part that is not quantized with the input's parameters"
+        picked.append((u, oq[0], parts[u.args[1]]))
+    mem, order = lw.memory_view(v)
+    mdim = order.index(dim)
+    i = lambda x: lw.scalar("int", int(x))  # noqa: E731
+    for u, uq, (start, length) in picked:
+        out_mem, out = lw.memory_result(shape_of(u), order if length else _without(order, dim), t.scale,
+                                        t.zero_point, uq.name)
+        if length:
+            lw.emit("aten::slice_copy.Tensor_out", [mem, i(mdim), i(start), i(start + length), i(1)], out_mem, node)
+        else:
+            lw.emit("aten::select_copy.int_out", [mem, i(mdim), i(start)], out_mem, node)
+        lw.finish(u, uq, None, out)
+    lw.done.add(node)
+    lw.done.update(u for u in node.users if not u.users)
+    return None
+
+
+def _without(order: tuple, dim: int) -> tuple:
+    """A memory order with `dim` taken out (the dims after it renumbered): unbind's parts."""
+    return tuple(d - (d > dim) for d in order if d != dim)
 
 
 @handler(aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default)
