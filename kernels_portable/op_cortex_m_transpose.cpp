@@ -30,23 +30,46 @@ Error cortex_m_transpose_out(const KernelContext& ctx) {
   const int8_t* x = in.i8();
   int8_t* y = out.i8();
   if (out.numel == 0) return Error::Ok;
-  // Rows along the output's innermost memory dim of more than one element (dims of size 1 after it change
-  // nothing): a row is one loop of loads at the input's stride (or one copy), then the walk steps to the next row.
+  if (out.dim == 0) {
+    y[0] = x[0];
+    return Error::Ok;
+  }
+  // Tiles of the output's two innermost memory dims of more than one element (dims of size 1 between and after
+  // them change nothing): `rows` rows of `n`, a row one copy (the input's stride 1) or one loop of loads at the
+  // input's stride, or, where the rows are shorter than the tile is tall, one loop down each column; then the walk
+  // steps to the next tile. A channel shuffle's rows are 2 elements long: a tile of C / 2 of them makes the walk's
+  // step (an index per dim) rare, and its columns are C / 2 long.
   int32_t p = out.dim - 1;
   while (p > 0 && out.size(walk.order[p]) == 1) --p;
-  const int32_t inner = out.dim > 0 ? walk.order[p] : 0;
-  const int32_t n = out.dim > 0 ? out.size(inner) : 1;
-  const int32_t step = out.dim > 0 ? walk.stride_a[inner] : 0;
-  for (int32_t i = 0; i < out.numel; i += n) {
+  int32_t q = p - 1;
+  while (q > 0 && out.size(walk.order[q]) == 1) --q;
+  const int32_t inner = walk.order[p];
+  const int32_t outer = q >= 0 ? walk.order[q] : inner;
+  const int32_t n = out.size(inner);
+  const int32_t rows = outer != inner ? out.size(outer) : 1;
+  const int32_t step = walk.stride_a[inner];
+  const int32_t row_step = outer != inner ? walk.stride_a[outer] : 0;
+  for (int32_t i = 0; i < out.numel; i += rows * n) {
     const int8_t* src = x + walk.offset_a;
-    if (step == 1) {
-      memcpy(y + i, src, static_cast<size_t>(n));
-    } else {
-      for (int32_t j = 0; j < n; ++j) y[i + j] = src[j * step];
+    int8_t* dst = y + i;
+    if (n >= rows || step == 1) {
+      for (int32_t r = 0; r < rows; ++r, src += row_step, dst += n) {
+        if (step == 1) {
+          memcpy(dst, src, static_cast<size_t>(n));
+        } else {
+          for (int32_t j = 0; j < n; ++j) dst[j] = src[j * step];
+        }
+      }
+    } else {  // rows shorter than the tile is tall (a shuffle's 2): down the columns, the longer loop inside
+      for (int32_t j = 0; j < n; ++j, src += step, ++dst) {
+        for (int32_t r = 0; r < rows; ++r) dst[r * n] = src[r * row_step];
+      }
     }
-    if (out.dim > 0) {  // the row's last element, then one step on
-      walk.index[inner] = n - 1;
-      walk.offset_a += step * (n - 1);
+    walk.index[inner] = n - 1;  // the tile's last element, then one step on
+    walk.offset_a += step * (n - 1);
+    if (outer != inner) {
+      walk.index[outer] = rows - 1;
+      walk.offset_a += row_step * (rows - 1);
     }
     walk.next();
   }

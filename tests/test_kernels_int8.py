@@ -804,3 +804,23 @@ def test_activation_table_word_path_on_qemu(qemu_tools, tmp_path, board):
     assert r.verified and r.bit_exact, r
     assert r.bit_exact and all(np.array_equal(lut[x.astype(np.int16) + 128], y)
                                for x, y in zip(inputs, r.outputs[0])), "outputs differ from the table"
+
+
+def test_transpose_cases():
+    """cortex_m::transpose.out over ranks 0-5, dims of size 1, input and output dim orders, a channel shuffle's
+    [H, W, 2, C / 2] -> [H, W, C / 2, 2] (rows of 2 in tiles of C / 2 rows) and a plain NCHW -> NHWC: out equals
+    numpy's transpose of the logical input, byte for byte."""
+    rng = np.random.default_rng(7)
+    b = Batch()
+    cases = [((), (), None, None), ((5,), (0,), None, None), ((3, 4), (1, 0), None, None),
+             ((4, 4, 2, 24), (0, 1, 3, 2), None, None), ((1, 16, 8, 8), (0, 2, 3, 1), None, None),
+             ((1, 8, 6, 6), (0, 1, 2, 3), CL, None), ((1, 8, 6, 6), (0, 1, 2, 3), None, CL),
+             ((2, 1, 3, 1, 5), (4, 1, 0, 3, 2), None, None), ((1, 3, 1, 7), (0, 3, 2, 1), CL, CL),
+             ((6, 1), (1, 0), None, None), ((2, 3, 4), (2, 0, 1), (1, 2, 0), (2, 0, 1))]
+    for shape, perm, in_order, out_order in cases:
+        x = i8(rng, *shape) if shape else np.array(5, np.int8)
+        want = np.transpose(x, perm)
+        xi = b.const(x, in_order)
+        o = b.output(want, out_order, label=f"transpose {shape} {perm} in {in_order} out {out_order}")
+        b.op("cortex_m::transpose.out", [xi, b.ints(perm)], o)
+    b.run_and_check()
