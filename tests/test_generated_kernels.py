@@ -1144,3 +1144,34 @@ def test_in_place_depthwise_over_one_wide_row_runs_in_chunks(failing_kernels):
     p, _ = case_program("depthwise_inplace", dict(h=1, w=64, c=12, pad=0, k=1, kw=5, pad_w=2))
     gen = generated.generate(p, [failing_kernels[op] for op in p.operators])
     assert len(gen.layers) == 1 and "DwWindow<" in gen.source and "DwCols<" not in gen.source
+
+
+def test_grouped_convolutions_of_up_to_four_groups_are_generated_dense():
+    """A grouped convolution of at most match.MAX_DENSE_GROUPS groups is generated as the dense one with a
+    block-diagonal weight (zeros between the groups; the same accumulators): tests/models_int8/grouped_convs.py's
+    4-group 3x3 and 2-group 1x1 layers; its 8-group layer stays on the library kernel, named. The layers' weights are
+    the dense ones; the model runs bit-exact on QEMU in test_int8_models."""
+    from mcu_gen.backends.generated.match import MAX_DENSE_GROUPS, dense_weight
+    from mcu_gen.capture.model_file import load_model_file
+    from mcu_gen.quantize import export_quantized
+
+    program, _ = export_quantized(load_model_file(Path(__file__).parent / "models_int8" / "grouped_convs.py"), io="int8")
+    layers, skipped = generated.eligible(program)
+    convs = {l.instruction: l for l in layers if l.kind in ("conv", "pointwise")}
+    grouped = [(i, ins) for i, ins in enumerate(program.instructions) if ins.op == "cortex_m::quantized_conv2d.out"
+               and program.tensor(ins.args[1]).shape[3] != program.tensor(ins.args[0]).shape[1]]
+    groups = {i: program.tensor(ins.args[0]).shape[1] // program.tensor(ins.args[1]).shape[3] for i, ins in grouped}
+    assert sorted(groups.values()) == [2, 4, 8] and MAX_DENSE_GROUPS == 4
+    for i, ins in grouped:
+        w = program.tensor(ins.args[1])
+        if groups[i] > MAX_DENSE_GROUPS:
+            assert i not in convs and (i, ins.op, "grouped convolution of more than 4 groups") in skipped
+            continue
+        cin = program.tensor(ins.args[0]).shape[1]
+        dense = dense_weight(w, cin)
+        cout, g = dense.shape[0], groups[i]
+        for o in range(cout):  # each output channel reads its own group's channels only
+            grp = o // (cout // g)
+            outside = np.delete(dense[o], np.s_[grp * cin // g:(grp + 1) * cin // g], axis=-1)
+            assert not outside.any()
+        assert np.array_equal(convs[i].weights[:, :dense[0].size], dense.reshape(cout, -1))
