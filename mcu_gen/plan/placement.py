@@ -184,12 +184,24 @@ def exact_search(bufs, conf, best_top, bound, node_limit) -> tuple:
     nodes = [0]
 
     offsets: dict = {}
+    size = [b.size for b in bufs]
+
+    def children(top, fits):
+        """The branches of a node (``fits``: each unplaced buffer's lowest free offset here; a buffer's offset in
+        the parent stays its lowest here unless the buffer placed last blocks it): (buffer, offset, new top), one
+        buffer of each shape, those that could still beat the best."""
+        tried = set()
+        for i in by_size:
+            if i in offsets or shape[i] in tried:
+                continue
+            tried.add(shape[i])
+            o = fits[i]
+            t = max(top, o + size[i])
+            if t < best[0]:
+                yield i, o, t
 
     def enter(top, fits):
-        """A node of the search (``fits``: each unplaced buffer's lowest free offset here; a buffer's offset in the
-        parent stays its lowest here unless the buffer placed last blocks it): None where it ends at once (every
-        buffer placed, or the node limit), else its frame. The search keeps its frames on a list, not the call
-        stack: a program of a thousand buffers (an unrolled GRU) is a thousand levels deep."""
+        """A node's branches, or None where it ends at once (every buffer placed, or the node limit)."""
         if len(offsets) == n:
             if top < best[0]:
                 best[0], best[1] = top, dict(offsets)
@@ -198,41 +210,31 @@ def exact_search(bufs, conf, best_top, bound, node_limit) -> tuple:
         if nodes[0] > node_limit:
             complete[0] = False
             return None
-        return {"top": top, "fits": fits, "next": 0, "tried": set(), "placed": None}
+        return children(top, fits)
 
-    def stop() -> bool:
-        return best[0] <= bound or not complete[0]
-
-    root = enter(0, dict.fromkeys(range(n), 0))
-    stack = [root] if root is not None else []
+    # Depth first, the open nodes on a list (branches, fits, the buffer placed to reach it), not the call stack: a
+    # program of a thousand buffers (an unrolled GRU) is a thousand levels deep.
+    fits0 = dict.fromkeys(range(n), 0)
+    root = enter(0, fits0)
+    stack = [(root, fits0, None)] if root is not None else []
     while stack:
-        f, child = stack[-1], None
-        while f["next"] < n:
-            i = by_size[f["next"]]
-            f["next"] += 1
-            if i in offsets or shape[i] in f["tried"]:
-                continue
-            f["tried"].add(shape[i])
-            o = f["fits"][i]
-            t = max(f["top"], o + bufs[i].size)
-            if t >= best[0]:
-                continue
+        branches, fits, placed = stack[-1]
+        for i, o, t in branches:
             offsets[i] = o
-            child = enter(t, _refit(f["fits"], i, o, offsets, conf))
+            child_fits = _refit(fits, i, o, offsets, conf)
+            child = enter(t, child_fits)
             if child is not None:
-                child["placed"] = i
+                stack.append((child, child_fits, i))
                 break
             del offsets[i]
-            if stop():
+            if best[0] <= bound or not complete[0]:
                 return _searched(best, complete, nodes)
-        if child is not None:
-            stack.append(child)
-            continue
-        stack.pop()  # f has no more children: back to its parent
-        if f["placed"] is not None:
-            del offsets[f["placed"]]
-        if stop():
-            break
+        else:
+            stack.pop()  # no more branches: back to the parent
+            if placed is not None:
+                del offsets[placed]
+            if best[0] <= bound or not complete[0]:
+                break
     return _searched(best, complete, nodes)
 
 
