@@ -158,6 +158,7 @@ def activation_lut(fn, args, kwargs, in_scale, in_zp, out_scale, out_zp, lo=INT8
 
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
                aten.hardtanh_.default, aten.clamp.default}
+PERMUTE_OPS = {aten.transpose.int, aten.permute.default, aten.t.default}  # free: a view with another dim_order
 VIEW_OPS = {aten.flatten.using_ints, aten.view.default, aten.reshape.default, aten.squeeze.dim, aten.squeeze.dims,
             aten.unsqueeze.default, aten._unsafe_view.default, aten.unflatten.int}
 # the same values (contiguous: the same logical tensor, its memory order is the lowering's own business)

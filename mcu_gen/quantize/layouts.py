@@ -55,6 +55,12 @@ def order_over(fine_order: list, dims: list, prefer=None):
     return tuple([d for d in range(len(dims)) if not dims[d]] + found)
 
 
+def order_without(order, dims) -> tuple:
+    """A memory order with the logical `dims` taken out and the dims after them renumbered: the order of what a
+    reduction or a select over those dims leaves."""
+    return tuple(o - sum(d < o for d in dims) for o in order if o not in dims)
+
+
 class Int8Layouts:
     def to_nhwc(self, v: int, node=None) -> int:
         t = self.program.tensor(v)

@@ -36,7 +36,7 @@ from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, TensorValue
 from mcu_gen.quantize.islands import lower_island
 from mcu_gen.quantize.layouts import Int8Layouts, is_row_major
 from mcu_gen.quantize.int8_common import (  # noqa: F401  (re-exported: lowering's public names)
-    ACTIVATIONS, DQ_CHANNEL_OPS, DQ_OPS, INT8_MAX, INT8_MIN, LUT_OPS, NHWC, NOOP_OPS, Q_OPS,
+    ACTIVATIONS, DQ_CHANNEL_OPS, DQ_OPS, INT8_MAX, INT8_MIN, LUT_OPS, NHWC, NOOP_OPS, PERMUTE_OPS, Q_OPS,
     SOFTMAX_INPUT_INTEGER_BITS, VIEW_OPS, QuantLoweringError, activation_bounds, activation_lut, add_params, aten,
     conv_scratch_bytes, get_attr_value, is_lut_node, nontrivial_nhwc, pool_geometry, qd, quantize_multiplier,
     shape_of, softmax_params)
@@ -44,7 +44,6 @@ from mcu_gen.quantize import int8_ops
 
 
 ASSERT_OPS = {aten._assert_tensor_metadata.default, aten._assert_scalar.default}
-PERMUTE_OPS = {aten.permute.default, aten.transpose.int, aten.t.default}
 
 
 class _ConstAdapter:

@@ -173,7 +173,10 @@ def _annotated(node: torch.fx.Node) -> bool:
     return a is not None and a._annotated
 
 
-_NONE = QuantizationAnnotation(input_qspec_map={})
+def _input_spec(node, x):
+    """The spec node's annotation gives its input x, or None."""
+    a = node.meta.get("quantization_annotation")
+    return a.input_qspec_map.get(x) if a is not None else None
 
 
 def _annotate(node, inputs: dict, output) -> None:
@@ -307,7 +310,7 @@ class McuQuantizer(Quantizer):
         for p in model.graph.nodes:
             if p.op != "placeholder" or p.name in states or not _float_activation(p) or not p.users:
                 continue
-            specs = [(u, (u.meta.get("quantization_annotation") or _NONE).input_qspec_map.get(p)) for u in p.users]
+            specs = [(u, _input_spec(u, p)) for u in p.users]
             if all(spec is not None for _, spec in specs):
                 continue  # every reader quantizes it already (PT2E shares the one observer)
             _annotate(p, {}, self.act)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from mcu_gen.quantize.int8_common import aten, pad_mode_and_value, shape_of
 from mcu_gen.quantize.int8_ops.registry import handler
 from mcu_gen.quantize.int8_ops.shape import same_qparams_input
+from mcu_gen.quantize.layouts import order_without
 
 
 def _logical_input(lw, node, qnode, act, what: str):
@@ -54,7 +55,7 @@ def _picked(lw, node, qnode, act, op: str, args, dims, keepdim: bool):
     nd = len(t.shape)
     mem, order = lw.memory_view(v)
     dims = sorted({d % nd for d in dims}) if dims else list(range(nd))  # (none: all of them)
-    out_order = order if keepdim else tuple(o - sum(d < o for d in dims) for o in order if o not in dims)
+    out_order = order if keepdim else order_without(order, dims)
     picked_mem, picked = lw.memory_result(shape_of(node), out_order, t.scale, t.zero_point, qnode.name + "_picked")
     lw.emit(op, [mem] + args([order.index(d) for d in dims]), picked_mem, node)
     out = lw.requantize(picked, *lw.qparams(qnode), node)

@@ -12,8 +12,9 @@ import numpy as np
 import torch
 
 from mcu_gen.program.ir import TensorValue
-from mcu_gen.quantize.int8_common import NHWC, aten, quantize_multiplier, shape_of
+from mcu_gen.quantize.int8_common import NHWC, PERMUTE_OPS, aten, quantize_multiplier, shape_of
 from mcu_gen.quantize.int8_ops.registry import handler
+from mcu_gen.quantize.layouts import order_without
 
 
 def same_qparams_input(lw, node, qnode, act, what: str):
@@ -28,7 +29,7 @@ def same_qparams_input(lw, node, qnode, act, what: str):
     return v, t
 
 
-@handler(aten.transpose.int, aten.permute.default, aten.t.default)
+@handler(*PERMUTE_OPS)
 def permute(lw, node, qnode, act):
     """transpose / permute of an int8 activation: free, a view with another dim_order."""
     r = same_qparams_input(lw, node, qnode, act, "a permute")
@@ -139,11 +140,8 @@ def split(lw, node, qnode, act):
     if v is None:
         return "input is not int8"
     t = lw.program.tensor(v)
-    default_dim = 0
-    dim = node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", default_dim)
-    if node.target is aten.unbind.int:
-        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", default_dim)
-    dim %= len(t.shape)
+    k = 1 if node.target is aten.unbind.int else 2  # unbind(x, dim), the others (x, parts, dim)
+    dim = (node.args[k] if len(node.args) > k else node.kwargs.get("dim", 0)) % len(t.shape)
     parts = _parts(node, t.shape[dim])
     picked = []
     for u in node.users:
@@ -159,7 +157,7 @@ def split(lw, node, qnode, act):
     mdim = order.index(dim)
     i = lambda x: lw.scalar("int", int(x))  # noqa: E731
     for u, uq, (start, length) in picked:
-        out_mem, out = lw.memory_result(shape_of(u), order if length else _without(order, dim), t.scale,
+        out_mem, out = lw.memory_result(shape_of(u), order if length else order_without(order, [dim]), t.scale,
                                         t.zero_point, uq.name)
         if length:
             lw.emit("aten::slice_copy.Tensor_out", [mem, i(mdim), i(start), i(start + length), i(1)], out_mem, node)
@@ -169,11 +167,6 @@ def split(lw, node, qnode, act):
     lw.done.add(node)
     lw.done.update(u for u in node.users if not u.users)
     return None
-
-
-def _without(order: tuple, dim: int) -> tuple:
-    """A memory order with `dim` taken out (the dims after it renumbered): unbind's parts."""
-    return tuple(d - (d > dim) for d in order if d != dim)
 
 
 @handler(aten.upsample_nearest2d.vec, aten.upsample_nearest2d.default)
