@@ -564,3 +564,47 @@ def test_exact_search_is_not_bounded_by_the_call_stack():
     bufs = [Buffer([k], k, k + 1, [16, 16]) for k in range(1500)]
     top, offsets, complete = exact_search(bufs, conflicts(bufs), 10**9, 32, 3000)
     assert top == 32 and len(offsets) == 1500 and complete
+
+
+def test_fits_and_conflicts_match_their_definitions():
+    """first_fit, best_fit and conflicts run in one sorted pass (a 2,000-buffer elementwise test program took
+    107 s to place when each candidate offset was checked against every placed buffer); here they are checked
+    against the definitions, on buffers of one size and of sizes that change (and drop to 0) step by step."""
+    import random
+
+    def conflict(a, b):
+        steps = [s for s in range(max(a.start, b.start), min(a.end, b.end) + 1) if a.at(s) and b.at(s)]
+        return (max(a.at(s) for s in steps), max(b.at(s) for s in steps)) if steps else None
+
+    def free(i, o, offsets, conf):  # o does not overlap any placed buffer that conflicts with i
+        return all(conf[i][j] is None or o + conf[i][j][0] <= off or o >= off + conf[i][j][1]
+                   for j, off in offsets.items())
+
+    rng = random.Random(11)
+    for _ in range(150):
+        bufs = []
+        for k in range(rng.randint(1, 30)):
+            s, d = rng.randint(0, 25), rng.randint(0, 8)
+            if rng.random() < 0.5:
+                sizes = [16 * rng.randint(1, 8)] * (d + 1)
+            else:
+                sizes = [16 * rng.randint(0, 8) for _ in range(d + 1)]
+            bufs.append(placement.Buffer([k], s, s + d, sizes))
+        conf = placement.conflicts(bufs)
+        for i, a in enumerate(bufs):
+            for j, b in enumerate(bufs):
+                assert conf[i][j] == (conflict(a, b) if i != j else None)
+        order = list(range(len(bufs)))
+        rng.shuffle(order)
+        offsets = {}
+        for i in order:
+            cands = sorted({0} | {off + conf[i][j][1] for j, off in offsets.items() if conf[i][j]}
+                           | {off - conf[i][j][0] for j, off in offsets.items() if conf[i][j]
+                              and off - conf[i][j][0] >= 0})
+            ok = [o for o in cands if free(i, o, offsets, conf)]
+            assert placement.first_fit(i, offsets, conf) == ok[0]
+            los = [off - conf[i][j][0] for j, off in offsets.items() if conf[i][j]]
+            slack = {o: min([lo - o for lo in los if lo >= o], default=float("inf")) for o in ok}
+            assert placement.best_fit(i, offsets, conf) == min(ok, key=lambda o: (slack[o], o))
+            offsets[i] = placement.first_fit(i, offsets, conf) if rng.random() < 0.5 else \
+                placement.best_fit(i, offsets, conf)

@@ -12,6 +12,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +43,41 @@ RUNTIME_SOURCES = ("program_view.cpp", "verifier.cpp", "executor.cpp")
 
 def runtime_sources() -> list:
     return [RUNTIME_CORE / "src" / name for name in RUNTIME_SOURCES]
+
+
+# Flags that only change the preprocessed text (which the object key hashes): left out of the key and the link.
+PREPROCESSOR_ONLY = ("-D", "-U")
+
+
+def _runtime_hint(stderr: str) -> str:
+    if "libclang_rt" not in stderr:  # libFuzzer/sanitizer runtimes: Debian's libclang-rt-<N>-dev
+        return ""
+    return ("\nclang's compiler-rt runtimes (libFuzzer, ASan, UBSan) are not installed: on Debian/Ubuntu "
+            "install libclang-rt-<N>-dev for your clang <N> (scripts/setup.sh does)")
+
+
+def compile_object(cxx: str, flags: list, includes: list, source: Path, build_dir: Path, cache: Path,
+                   error=RuntimeError) -> Path:
+    """One translation unit's object file, shared by every native build whose preprocessed text of it
+    is the same (the key: compiler, flags other than -D/-U, and that text with the build's own folder
+    named "<build>"). The kernels of the fuzz harnesses and the host runners differ in their
+    runtime defines, not in what most kernels see, so each kernel compiles once per flag set
+    instead of once per binary."""
+    pre = subprocess.run([cxx, *flags, *includes, "-E", str(source)], capture_output=True)
+    if pre.returncode != 0:
+        raise error(f"{Path(source).name} failed to preprocess:\n" + pre.stderr.decode(errors="replace")[-4000:])
+    key = hashlib.sha256(cxx.encode() + b"\0" + " ".join(f for f in flags if not f.startswith(PREPROCESSOR_ONLY))
+                         .encode() + b"\0" + pre.stdout.replace(str(build_dir).encode(), b"<build>"))
+    obj = cache / "objects" / f"{key.hexdigest()[:24]}.o"
+    if obj.exists():
+        return obj
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    tmp = obj.with_name(f"{obj.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
+    r = subprocess.run([cxx, *flags, *includes, "-c", str(source), "-o", str(tmp)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise error(f"{Path(source).name} failed to build:\n" + r.stderr[-4000:] + _runtime_hint(r.stderr))
+    os.replace(tmp, obj)  # atomic: concurrent builds of the same object do not see a half-written file
+    return obj
 
 
 def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, error=RuntimeError,
@@ -81,16 +118,15 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
     includes = ["-I", str(out), "-I", str(RUNTIME_CORE / "include"), "-I", str(RUNTIME_CORE / "src")]
     for folder in [*folders, *extra_includes]:
         includes += ["-I", str(folder)]
+    units = [*sources, *kernel_sources, out / "kernel_table.cpp"]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        objects = list(pool.map(lambda src: compile_object(cxx, flags, includes, src, out, cache, error), units))
+    link_flags = [f for f in flags if not f.startswith(PREPROCESSOR_ONLY)]
     tmp = out / f"{driver.stem}.{os.getpid()}"
-    cmd = [cxx, *flags, *includes, *map(str, sources), *map(str, kernel_sources), str(out / "kernel_table.cpp"),
-           *map(str, extra_objects), "-o", str(tmp), "-lm"]
+    cmd = [cxx, *link_flags, *map(str, objects), *map(str, extra_objects), "-o", str(tmp), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        hint = ""
-        if "libclang_rt" in r.stderr:  # libFuzzer/sanitizer runtimes: Debian's libclang-rt-<N>-dev
-            hint = ("\nclang's compiler-rt runtimes (libFuzzer, ASan, UBSan) are not installed: on Debian/Ubuntu "
-                    "install libclang-rt-<N>-dev for your clang <N> (scripts/setup.sh does)")
-        raise error(f"{driver.stem} build failed:\n" + r.stderr[-4000:] + hint)
+        raise error(f"{driver.stem} failed to link:\n" + r.stderr[-4000:] + _runtime_hint(r.stderr))
     os.replace(tmp, exe)  # atomic: concurrent builds of the same key do not see a half-written binary
     return exe
 

@@ -7,6 +7,7 @@ fit), then an exact branch-and-bound search over placement orders, bounded by a 
 as soon as the arena equals the packing bound. The planner (planner.py) decides what the buffers are."""
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 ALIGNMENT = 16
@@ -75,62 +76,68 @@ def conflicts(bufs) -> list:
     """conf[i][j] = (most bytes of i, most bytes of j) over the steps both are live, or None."""
     n = len(bufs)
     conf = [[None] * n for _ in range(n)]
-    for i in range(n):
+    # A buffer of one size at every step of its life (most are) conflicts with its full size: no step loop.
+    flat = [bool(b.sizes) and min(b.sizes) == max(b.sizes) > 0 for b in bufs]
+    by_start = sorted(range(n), key=lambda i: bufs[i].start)
+    for x, i in enumerate(by_start):
         a = bufs[i]
-        for j in range(i + 1, n):
+        for j in by_start[x + 1:]:
             b = bufs[j]
-            lo, hi = max(a.start, b.start), min(a.end, b.end)
-            if lo > hi:
-                continue
-            ma = mb = 0
-            for s in range(lo, hi + 1):
-                x, y = a.at(s), b.at(s)
-                if x and y:
-                    ma, mb = max(ma, x), max(mb, y)
+            if b.start > a.end:
+                break  # every later buffer starts after a ends
+            lo, hi = b.start, min(a.end, b.end)
+            if flat[i] and flat[j]:
+                ma, mb = a.sizes[0], b.sizes[0]
+            else:
+                ma = mb = 0
+                for s in range(lo, hi + 1):
+                    u, v = a.at(s), b.at(s)
+                    if u and v:
+                        ma, mb = max(ma, u), max(mb, v)
             if ma and mb:
                 conf[i][j] = (ma, mb)
                 conf[j][i] = (mb, ma)
     return conf
 
 
-def _candidates(i, offsets, conf):
-    """Blocked ranges (lo, hi) for buffer i's offset o (needs o <= lo or o >= hi) and candidate offsets."""
-    blocks = []
-    for j, off in offsets.items():
-        c = conf[i][j]
-        if c is not None:
-            blocks.append((off - c[0], off + c[1]))
-    cands = {0}
-    for lo, hi in blocks:
-        cands.add(hi)
-        if lo >= 0:
-            cands.add(lo)
-    return blocks, sorted(cands)
-
-
-def _feasible(o, blocks) -> bool:
-    return all(o <= lo or o >= hi for lo, hi in blocks)
+def _blocks(i, offsets, conf) -> list:
+    """Buffer i's blocked offsets: open ranges (lo, hi) (offset o is blocked where lo < o < hi), sorted."""
+    row = conf[i]
+    return sorted((off - c[0], off + c[1]) for j, off in offsets.items() if (c := row[j]) is not None)
 
 
 def first_fit(i, offsets, conf) -> int:
-    blocks, cands = _candidates(i, offsets, conf)
-    for o in cands:
-        if _feasible(o, blocks):
-            return o
-    raise AssertionError("unreachable: the top is always free")
+    """The lowest free offset: one pass over the blocked ranges by their low ends."""
+    o = 0
+    for lo, hi in _blocks(i, offsets, conf):
+        if lo >= o:
+            break  # this range and every later one start at or above o: o is free
+        if hi > o:
+            o = hi
+    return o
 
 
 def best_fit(i, offsets, conf) -> int:
-    blocks, cands = _candidates(i, offsets, conf)
+    """Of the free offsets that are 0 or an end of a blocked range, the one with the least room up to the
+    next blocked range above it (the lower offset on a tie)."""
+    blocks = _blocks(i, offsets, conf)
+    los = [lo for lo, _ in blocks]
+    merged_lo, merged_hi = [], []  # the blocked ranges' union: disjoint open ranges
+    for lo, hi in blocks:
+        if merged_hi and lo < merged_hi[-1]:
+            merged_hi[-1] = max(merged_hi[-1], hi)
+        else:
+            merged_lo.append(lo)
+            merged_hi.append(hi)
     best = None
-    for o in cands:
-        if not _feasible(o, blocks):
+    for o in sorted({0, *(hi for _, hi in blocks), *(lo for lo in los if lo >= 0)}):
+        k = bisect_left(merged_lo, o) - 1  # the one merged range that starts below o
+        if k >= 0 and o < merged_hi[k]:
             continue
-        above = [lo for lo, _ in blocks if lo >= o]
-        slack = min(above) - o if above else float("inf")
-        key = (slack, o)
-        if best is None or key < best[0]:
-            best = (key, o)
+        k = bisect_left(los, o)
+        key = (los[k] - o if k < len(los) else float("inf"), o)
+        if best is None or key < best:
+            best = key
     return best[1]
 
 
