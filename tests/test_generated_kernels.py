@@ -235,7 +235,7 @@ def run_generated(program: Program, gen: generated.Generated, lib: dict, tmp_pat
                              "-I", str(KERNELS_PORTABLE)]
     flags += [f"-DMCU_EXTERNAL_CONSTANTS={len(owners)}"] if owners else []
     exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",
-                            generated.hooked_kernels(sel, gen), tmp_path / "cache", host.HostRunError,
+                            generated.hooked_kernels(sel, gen), host.CACHE, host.HostRunError,
                             extra_sources=[src, host.RUNTIME_CORE / "src" / "crc32.cpp"])
     out_t = program.tensor(program.outputs[0])
     with tempfile.TemporaryDirectory() as tmp:
@@ -965,7 +965,7 @@ def test_generated_add_is_bit_exact(params, shape, chain, failing_kernels, tmp_p
                              "-I", str(KERNELS_PORTABLE)]
     sel = [failing_kernels[op] for op in p.operators]
     exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",
-                            generated.hooked_kernels(sel, gen), tmp_path / "cache", host.HostRunError,
+                            generated.hooked_kernels(sel, gen), host.CACHE, host.HostRunError,
                             extra_sources=[src, host.RUNTIME_CORE / "src" / "crc32.cpp"])
     (tmp_path / "p.pte").write_bytes(pte.write(p))
     paths = []
@@ -1010,7 +1010,7 @@ def test_a_bound_table_in_flash_runs_the_layers_it_lists_and_rejects_a_wrong_one
         flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1", "-DMCU_VALUE_CACHE=0", "-DMCU_INSTRUCTION_CACHE=1",
                                  f"-DMCU_BOUND_TABLE={len(table)}", "-I", str(KERNELS_PORTABLE)]
         exe = host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp",
-                                generated.hooked_kernels(sel, gen), tmp_path / f"cache_{k}", host.HostRunError,
+                                generated.hooked_kernels(sel, gen), host.CACHE, host.HostRunError,
                                 extra_sources=[src, host.RUNTIME_CORE / "src" / "crc32.cpp", tmp_path / f"bound_{k}.cpp"])
         results.append(subprocess.run([str(exe), str(tmp_path / "p.pte"), str(max(p.arena_size, 16)), str(tmp_path),
                                        *paths], capture_output=True, text=True, timeout=60))

@@ -70,7 +70,7 @@ def runner(test_kernels, tmp_path, **defines):
         pytest.fail("no host C++ compiler: install g++")
     flags = host.CXXFLAGS + ["-DMCU_KERNEL_PREPARE=1"] + [f"-D{k}={v}" for k, v in defines.items()]
     return host.build_native(cxx, flags, host.RUNTIME_CORE / "tools" / "host_runner.cpp", test_kernels,
-                             tmp_path / "cache", host.HostRunError)
+                             host.CACHE, host.HostRunError)
 
 
 def chain(n: int, numel: int):
@@ -173,7 +173,7 @@ def test_value_cache_size_does_not_change_results(value_cache, tmp_path):
     assert not sel.missing, sel.missing
     cxx = shutil.which("g++") or shutil.which("c++")
     exe = host.build_native(cxx, host.CXXFLAGS + [f"-DMCU_VALUE_CACHE={value_cache}"],
-                            host.RUNTIME_CORE / "tools" / "host_runner.cpp", sel.kernels, tmp_path / "cache",
+                            host.RUNTIME_CORE / "tools" / "host_runner.cpp", sel.kernels, host.CACHE,
                             host.HostRunError)
     got = run(exe, p, xv.reshape(-1))
     for g, w in zip(got, want):
