@@ -3,7 +3,9 @@
 The native runner is runtime_core plus exactly the kernels a program uses,
 compiled with g++ under AddressSanitizer and UBSan, so kernel tests are fast
 and any out-of-bounds access fails loudly. Builds are cached by the hash of
-their sources, so many tests with the same operators share one binary.
+their sources, so many tests with the same operators share one binary, and
+each translation unit's object by its preprocessed text (compile_object), so
+binaries with other kernels or runtime defines share the objects that are the same.
 """
 from __future__ import annotations
 

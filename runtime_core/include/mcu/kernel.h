@@ -103,12 +103,11 @@ class KernelContext {
   const void* decoded_data(int32_t i) const { return decoded(i).data; }
   // The planned buffer of memory id `mem_id` (1: the main arena): where a layer generated for this program
   // finds the tensors the build planned at fixed offsets (checked at load by its matches()).
-  // Set only in builds with prepare functions (MCU_KERNEL_PREPARE), the only way to a generated layer.
-// Read through the executor (executor.cpp), not a field of its own: the context, on the stack of the
-// executor's run loop, keeps the size of a build without prepare functions.
-#if defined(MCU_KERNEL_PREPARE) && MCU_KERNEL_PREPARE
+  // Defined only in builds with prepare functions (MCU_KERNEL_PREPARE, executor.cpp), the only way to a
+  // generated layer: a call from any other build fails to link. Read through the executor, not a field of
+  // its own: the context, on the stack of the executor's run loop, keeps the size of a build without
+  // prepare functions. Declared in every build, so a kernel's object is the same with and without them.
   uint8_t* planned(int32_t mem_id) const;
-#endif
   int32_t decoded_size(int32_t i, int32_t d) const { return decoded(i).sizes[d]; }
 #if defined(MCU_EXTERNAL_CONSTANTS) && MCU_EXTERNAL_CONSTANTS > 0
   // Tensor argument i's data is external (its data pointer is null): its key's bytes and length, else
