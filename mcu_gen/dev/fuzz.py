@@ -29,7 +29,7 @@ import zlib
 from pathlib import Path
 
 from mcu_gen.backends import kernels as kernel_registry
-from mcu_gen.firmware.host import build_native
+from mcu_gen.firmware.host import build_native, compile_object
 from mcu_gen.errors import McuGenError
 from mcu_gen.paths import EXAMPLES, PACKAGE, RUNTIME_CORE
 
@@ -68,27 +68,14 @@ def _portable() -> list:
 
 
 def _cmsis_nn_objects(root: Path, adapters) -> list:
-    """CMSIS-NN's C sources that the adapters reach, compiled for the host (scalar code)."""
+    """CMSIS-NN's C sources that the adapters reach, compiled for the host (scalar code), each object cached
+    by its preprocessed text like the runtime's (host.compile_object)."""
     from mcu_gen.backends.cmsis_nn import needed_sources
 
     clang = _clang().replace("clang++", "clang")
-    files = needed_sources(root, [k.file for k in adapters])
-    h = hashlib.sha256(" ".join(C_FLAGS).encode() + str(root).encode())
-    for f in files:
-        h.update(f.read_bytes())
-    out = CACHE / f"cmsis-nn-{h.hexdigest()[:16]}"
-    out.mkdir(parents=True, exist_ok=True)
-    objects = []
-    for f in files:
-        o = out / (f.stem + ".o")
-        if not o.exists():
-            r = subprocess.run([clang, *C_FLAGS, "-I", str(root / "Include"), "-c", str(f), "-o", str(o) + ".tmp"],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise FuzzError(f"CMSIS-NN {f.name} failed to build:\n{r.stderr[-3000:]}")
-            os.replace(str(o) + ".tmp", o)
-        objects.append(o)
-    return objects
+    includes = ["-I", str(root / "Include")]
+    return [compile_object(clang, C_FLAGS, includes, f, root, CACHE, FuzzError)
+            for f in needed_sources(root, [k.file for k in adapters])]
 
 
 def build_fuzzer(harness: str = "program", state: bool = False, methods: bool = False) -> Path:
@@ -111,17 +98,18 @@ def build_fuzzer(harness: str = "program", state: bool = False, methods: bool = 
         from mcu_gen.backends import cmsis_nn
 
         kernels = {k.op: k for k in _portable()}
-        objects, includes = [], []
+        partners, objects, includes = [], [], []
         root, _how = cmsis_nn.locate(use_pack_manager=False)
         if root is not None:
             adapters = list(cmsis_nn.find_kernels().values())
             kernels.update({k.op: k for k in adapters})
-            # the adapters' portable fallbacks, and the CMSIS-NN code they call
-            objects = cmsis_nn.portable_partners(adapters) + _cmsis_nn_objects(root, adapters)
+            # the adapters' portable fallbacks (sources), and the CMSIS-NN code they call (objects)
+            partners = cmsis_nn.portable_partners(adapters)
+            objects = _cmsis_nn_objects(root, adapters)
             includes = [root / "Include"]
         table = sorted(kernels.values(), key=lambda k: k.op)
         return build_native(cxx, FLAGS + PREPARED_DEFINES, tools / "fuzz_program.cpp", table, CACHE, FuzzError,
-                            extra_objects=objects, extra_includes=includes)
+                            extra_objects=objects, extra_includes=includes, extra_sources=partners)
     raise FuzzError(f"unknown harness {harness!r} (one of {', '.join(HARNESSES)})")
 
 
