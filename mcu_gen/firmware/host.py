@@ -60,11 +60,11 @@ def _runtime_hint(stderr: str) -> str:
 
 def compile_object(cxx: str, flags: list, includes: list, source: Path, build_dir: Path, cache: Path,
                    error=RuntimeError) -> Path:
-    """One translation unit's object file, shared by every native build whose preprocessed text of it
-    is the same (the key: compiler, flags other than -D/-U, and that text with the build's own folder
-    named "<build>"). The kernels of the fuzz harnesses and the host runners differ in their
-    runtime defines, not in what most kernels see, so each kernel compiles once per flag set
-    instead of once per binary."""
+    """One translation unit's object file (in cache/objects), shared by every native build whose
+    preprocessed text of it is the same (the key: compiler, flags other than -D/-U, and that text with
+    `build_dir`, the folder of the build's generated sources, named "<build>"). The kernels of the fuzz
+    harnesses and the host runners differ in their runtime defines, not in what most kernels see, so
+    each kernel compiles once per flag set instead of once per binary."""
     pre = subprocess.run([cxx, *flags, *includes, "-E", str(source)], capture_output=True)
     if pre.returncode != 0:
         raise error(f"{Path(source).name} failed to preprocess:\n" + pre.stderr.decode(errors="replace")[-4000:])

@@ -130,7 +130,7 @@ def best_fit(i, offsets, conf) -> int:
             merged_lo.append(lo)
             merged_hi.append(hi)
     best = None
-    for o in sorted({0, *(hi for _, hi in blocks), *(lo for lo in los if lo >= 0)}):
+    for o in {0, *(hi for _, hi in blocks), *(lo for lo in los if lo >= 0)}:  # (slack, o) is unique: any order
         k = bisect_left(merged_lo, o) - 1  # the one merged range that starts below o
         if k >= 0 and o < merged_hi[k]:
             continue

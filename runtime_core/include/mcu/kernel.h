@@ -103,7 +103,7 @@ class KernelContext {
   const void* decoded_data(int32_t i) const { return decoded(i).data; }
   // The planned buffer of memory id `mem_id` (1: the main arena): where a layer generated for this program
   // finds the tensors the build planned at fixed offsets (checked at load by its matches()).
-  // Defined only in builds with prepare functions (MCU_KERNEL_PREPARE, executor.cpp), the only way to a
+  // Defined only in builds with prepare functions (MCU_KERNEL_PREPARE, program_view.cpp), the only way to a
   // generated layer: a call from any other build fails to link. Read through the executor, not a field of
   // its own: the context, on the stack of the executor's run loop, keeps the size of a build without
   // prepare functions. Declared in every build, so a kernel's object is the same with and without them.
