@@ -40,7 +40,9 @@ fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
-  "$PY" -m venv --system-site-packages .venv
+  # Not --system-site-packages: whatever the machine's own Python happens to have must not stand in
+  # for a dependency that pyproject.toml forgets (a fresh Debian machine has none of it).
+  "$PY" -m venv .venv
 fi
 VPY=.venv/bin/python
 export PIP_DISABLE_PIP_VERSION_CHECK=1

@@ -49,6 +49,7 @@ def runtime_sources() -> list:
 
 # Flags that only change the preprocessed text (which the object key hashes): left out of the key and the link.
 PREPROCESSOR_ONLY = ("-D", "-U")
+SOURCE_ROOT = RUNTIME_CORE.parent  # runtime_core/, kernels_portable/, ... (the checkout, or the wheel's _data)
 
 
 def _runtime_hint(stderr: str) -> str:
@@ -64,18 +65,25 @@ def compile_object(cxx: str, flags: list, includes: list, source: Path, build_di
     preprocessed text of it is the same (the key: compiler, flags other than -D/-U, and that text with
     `build_dir`, the folder of the build's generated sources, named "<build>"). The kernels of the fuzz
     harnesses and the host runners differ in their runtime defines, not in what most kernels see, so
-    each kernel compiles once per flag set instead of once per binary."""
+    each kernel compiles once per flag set instead of once per binary. The source tree's own folder is
+    "<root>" in the key too, so every checkout and installed copy of the same sources shares the objects.
+    Both folders are mapped in the object (-ffile-prefix-map: debug information and __FILE__ say
+    "mcu-gen/..." and "build/..."); GCC's sanitizer locations in headers keep the folder of the checkout
+    that compiled the object first (the same text: the same file and line in any checkout)."""
     pre = subprocess.run([cxx, *flags, *includes, "-E", str(source)], capture_output=True)
     if pre.returncode != 0:
         raise error(f"{Path(source).name} failed to preprocess:\n" + pre.stderr.decode(errors="replace")[-4000:])
+    text = pre.stdout.replace(str(build_dir).encode(), b"<build>").replace(str(SOURCE_ROOT).encode(), b"<root>")
     key = hashlib.sha256(cxx.encode() + b"\0" + " ".join(f for f in flags if not f.startswith(PREPROCESSOR_ONLY))
-                         .encode() + b"\0" + pre.stdout.replace(str(build_dir).encode(), b"<build>"))
+                         .encode() + b"\0" + text)
     obj = cache / "objects" / f"{key.hexdigest()[:24]}.o"
     if obj.exists():
         return obj
     obj.parent.mkdir(parents=True, exist_ok=True)
     tmp = obj.with_name(f"{obj.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
-    r = subprocess.run([cxx, *flags, *includes, "-c", str(source), "-o", str(tmp)], capture_output=True, text=True)
+    maps = [f"-ffile-prefix-map={build_dir}=build", f"-ffile-prefix-map={SOURCE_ROOT}=mcu-gen"]
+    r = subprocess.run([cxx, *flags, *maps, *includes, "-c", str(source), "-o", str(tmp)], capture_output=True,
+                       text=True)
     if r.returncode != 0:
         raise error(f"{Path(source).name} failed to build:\n" + r.stderr[-4000:] + _runtime_hint(r.stderr))
     os.replace(tmp, obj)  # atomic: concurrent builds of the same object do not see a half-written file
