@@ -66,14 +66,20 @@ def compile_object(cxx: str, flags: list, includes: list, source: Path, build_di
     `build_dir`, the folder of the build's generated sources, named "<build>"). The kernels of the fuzz
     harnesses and the host runners differ in their runtime defines, not in what most kernels see, so
     each kernel compiles once per flag set instead of once per binary. The source tree's own folder is
-    "<root>" in the key too, so every checkout and installed copy of the same sources shares the objects.
+    "<root>" in the key too, so every checkout and installed copy of the same sources shares the objects, and
+    so is a source's own folder outside the tree ("<source>": a generated kernel in a temporary folder).
     Both folders are mapped in the object (-ffile-prefix-map: debug information and __FILE__ say
     "mcu-gen/..." and "build/..."); GCC's sanitizer locations in headers keep the folder of the checkout
     that compiled the object first (the same text: the same file and line in any checkout)."""
     pre = subprocess.run([cxx, *flags, *includes, "-E", str(source)], capture_output=True)
     if pre.returncode != 0:
         raise error(f"{Path(source).name} failed to preprocess:\n" + pre.stderr.decode(errors="replace")[-4000:])
-    text = pre.stdout.replace(str(build_dir).encode(), b"<build>").replace(str(SOURCE_ROOT).encode(), b"<root>")
+    text = pre.stdout.replace(str(build_dir).encode(), b"<build>")
+    folder = Path(source).parent  # a generated kernel's own folder (a test's temporary one, too)
+    own = folder.is_absolute() and not folder.is_relative_to(SOURCE_ROOT) and len(folder.parts) > 2
+    if own:
+        text = text.replace(str(folder).encode(), b"<source>")
+    text = text.replace(str(SOURCE_ROOT).encode(), b"<root>")
     key = hashlib.sha256(cxx.encode() + b"\0" + " ".join(f for f in flags if not f.startswith(PREPROCESSOR_ONLY))
                          .encode() + b"\0" + text)
     obj = cache / "objects" / f"{key.hexdigest()[:24]}.o"
@@ -82,6 +88,7 @@ def compile_object(cxx: str, flags: list, includes: list, source: Path, build_di
     obj.parent.mkdir(parents=True, exist_ok=True)
     tmp = obj.with_name(f"{obj.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
     maps = [f"-ffile-prefix-map={build_dir}=build", f"-ffile-prefix-map={SOURCE_ROOT}=mcu-gen"]
+    maps += [f"-ffile-prefix-map={folder}=source"] if own else []
     r = subprocess.run([cxx, *flags, *maps, *includes, "-c", str(source), "-o", str(tmp)], capture_output=True,
                        text=True)
     if r.returncode != 0:
