@@ -68,18 +68,20 @@ def compile_object(cxx: str, flags: list, includes: list, source: Path, build_di
     each kernel compiles once per flag set instead of once per binary. The source tree's own folder is
     "<root>" in the key too, so every checkout and installed copy of the same sources shares the objects, and
     so is a source's own folder outside the tree ("<source>": a generated kernel in a temporary folder).
-    Both folders are mapped in the object (-ffile-prefix-map: debug information and __FILE__ say
-    "mcu-gen/..." and "build/..."); GCC's sanitizer locations in headers keep the folder of the checkout
+    Each such folder is mapped in the object too (-ffile-prefix-map: debug information and __FILE__ say
+    "mcu-gen/...", "build/...", "source/..."); GCC's sanitizer locations in headers keep the folder of the checkout
     that compiled the object first (the same text: the same file and line in any checkout)."""
     pre = subprocess.run([cxx, *flags, *includes, "-E", str(source)], capture_output=True)
     if pre.returncode != 0:
         raise error(f"{Path(source).name} failed to preprocess:\n" + pre.stderr.decode(errors="replace")[-4000:])
-    text = pre.stdout.replace(str(build_dir).encode(), b"<build>")
+    # (folder, its name in the key, its name in the object), replaced in this order
     folder = Path(source).parent  # a generated kernel's own folder (a test's temporary one, too)
     own = folder.is_absolute() and not folder.is_relative_to(SOURCE_ROOT) and len(folder.parts) > 2
-    if own:
-        text = text.replace(str(folder).encode(), b"<source>")
-    text = text.replace(str(SOURCE_ROOT).encode(), b"<root>")
+    names = [(build_dir, "<build>", "build")] + ([(folder, "<source>", "source")] if own else [])
+    names.append((SOURCE_ROOT, "<root>", "mcu-gen"))
+    text = pre.stdout
+    for path, placeholder, _ in names:
+        text = text.replace(str(path).encode(), placeholder.encode())
     key = hashlib.sha256(cxx.encode() + b"\0" + " ".join(f for f in flags if not f.startswith(PREPROCESSOR_ONLY))
                          .encode() + b"\0" + text)
     obj = cache / "objects" / f"{key.hexdigest()[:24]}.o"
@@ -87,8 +89,7 @@ def compile_object(cxx: str, flags: list, includes: list, source: Path, build_di
         return obj
     obj.parent.mkdir(parents=True, exist_ok=True)
     tmp = obj.with_name(f"{obj.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
-    maps = [f"-ffile-prefix-map={build_dir}=build", f"-ffile-prefix-map={SOURCE_ROOT}=mcu-gen"]
-    maps += [f"-ffile-prefix-map={folder}=source"] if own else []
+    maps = [f"-ffile-prefix-map={path}={mapped}" for path, _, mapped in names]
     r = subprocess.run([cxx, *flags, *maps, *includes, "-c", str(source), "-o", str(tmp)], capture_output=True,
                        text=True)
     if r.returncode != 0:
