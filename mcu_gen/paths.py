@@ -6,6 +6,7 @@ editable install of it) has them at the top of the tree. ROOT is whichever holds
 packaged copy when there is one, else the checkout. Every file mcu-gen reads at run time is
 found through this module.
 """
+import os
 from importlib.resources import files
 from pathlib import Path
 
@@ -28,6 +29,12 @@ def _root() -> Path:
 
 
 ROOT = _root()
+
+
+def cache_root() -> Path:
+    """Where mcu-gen keeps what it builds for reuse ($MCU_GEN_CACHE, default ~/.cache/mcu-gen): host runners and
+    objects (host/), fuzz harnesses (fuzz/), the QEMU cycle plugin (qemu-plugin/), sweep results (sweep/)."""
+    return Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen"))
 RUNTIME_CORE = ROOT / "runtime_core"
 KERNELS_PORTABLE = ROOT / "kernels_portable"
 KERNELS_CMSIS_NN = ROOT / "kernels_cmsis_nn"

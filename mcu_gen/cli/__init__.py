@@ -404,6 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mcu_gen.cli.sweep_command import add_sweep_command
 
     add_sweep_command(sub)  # sweep
+    from mcu_gen.cli.cache_command import add_cache_command
+
+    add_cache_command(sub)  # cache
     verbose_help = f"show everything the libraries (torch, torchao) print, not only mcu-gen's own messages (or {VERBOSE_ENV}=1)"
     p.add_argument("--verbose", action="store_true", help=verbose_help)
     for s in sub.choices.values():  # also after the command: mcu-gen run --verbose ...

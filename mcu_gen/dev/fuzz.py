@@ -29,11 +29,12 @@ import zlib
 from pathlib import Path
 
 from mcu_gen.backends import kernels as kernel_registry
+from mcu_gen.firmware.cache_trim import mark_used
 from mcu_gen.firmware.host import build_native, compile_object
 from mcu_gen.errors import McuGenError
-from mcu_gen.paths import EXAMPLES, PACKAGE, RUNTIME_CORE
+from mcu_gen.paths import EXAMPLES, PACKAGE, RUNTIME_CORE, cache_root
 
-CACHE = Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "fuzz"
+CACHE = cache_root() / "fuzz"
 FLAGS = ["-std=c++17", "-g", "-O1", "-fno-exceptions", "-fno-rtti", "-fsanitize=fuzzer,address,undefined",
          "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
 C_FLAGS = ["-std=c99", "-g", "-O1", "-fsanitize=fuzzer-no-link,address,undefined", "-fno-sanitize-recover=all",
@@ -134,7 +135,7 @@ def seed_programs(examples=SEED_EXAMPLES, int8: bool = True) -> dict:
     float32 and with int8 I/O, planned as `mcu-gen build` plans them. Cached on disk by the hash
     of the examples and of the export and quantization sources (quantizing five models takes a while)."""
     cache = CACHE / "seeds" / _source_key((tuple(examples), int8))
-    if cache.is_dir() and (cache / "done").exists():
+    if cache.is_dir() and (cache / "done").exists() and mark_used(cache):
         return {p.stem: p.read_bytes() for p in sorted(cache.glob("*.pte"))}
     from mcu_gen.firmware.builder import load_program
 

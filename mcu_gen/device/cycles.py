@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcu_gen.paths import BOARDS
+from mcu_gen.paths import BOARDS, cache_root
 
 PLUGIN_DIR = BOARDS / "common" / "qemu_plugin"
 PLUGIN_SOURCE = PLUGIN_DIR / "insn_classes.c"
@@ -32,7 +32,7 @@ PLUGIN_SOURCE = PLUGIN_DIR / "insn_classes.c"
 
 def cache_dir() -> Path:
     """Where built plugins are kept ($MCU_GEN_CACHE/qemu-plugin, default ~/.cache/mcu-gen/qemu-plugin)."""
-    return Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "qemu-plugin"
+    return cache_root() / "qemu-plugin"
 
 CFLAGS = ["-O2", "-std=c11", "-shared", "-fPIC", "-fvisibility=hidden", "-Wall", "-Wextra"]
 # The firmware reads its tick counter with mcu_pal_ticks() right before and right after an inference

@@ -24,10 +24,11 @@ from mcu_gen.backends import kernels as kernel_registry
 from mcu_gen.plan import inplace_pass
 from mcu_gen.program import pte
 from mcu_gen.program.ir import Program, TensorValue
-from mcu_gen.paths import RUNTIME_CORE
+from mcu_gen.paths import RUNTIME_CORE, cache_root
 from mcu_gen.errors import McuGenError
+from mcu_gen.firmware.cache_trim import built, mark_used
 
-CACHE = Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "host"
+CACHE = cache_root() / "host"
 CXXFLAGS = ["-std=c++17", "-O1", "-g", "-fno-exceptions", "-fno-rtti", "-fsanitize=address,undefined",
             "-fno-sanitize-recover=all", "-Wall", "-Wextra"]
 
@@ -85,7 +86,7 @@ def compile_object(cxx: str, flags: list, includes: list, source: Path, build_di
     key = hashlib.sha256(cxx.encode() + b"\0" + " ".join(f for f in flags if not f.startswith(PREPROCESSOR_ONLY))
                          .encode() + b"\0" + text)
     obj = cache / "objects" / f"{key.hexdigest()[:24]}.o"
-    if obj.exists():
+    if obj.exists() and mark_used(obj):
         return obj
     obj.parent.mkdir(parents=True, exist_ok=True)
     tmp = obj.with_name(f"{obj.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -128,7 +129,7 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
         h.update(path.read_bytes())
     out = cache / h.hexdigest()[:20]
     exe = out / driver.stem
-    if exe.exists():
+    if exe.exists() and mark_used(out):
         return exe
     out.mkdir(parents=True, exist_ok=True)
     (out / "kernel_table.cpp").write_text(table)
@@ -146,6 +147,7 @@ def build_native(cxx: str, flags: list, driver: Path, kernels, cache: Path, erro
     if r.returncode != 0:
         raise error(f"{driver.stem} failed to link:\n" + r.stderr[-4000:] + _runtime_hint(r.stderr))
     os.replace(tmp, exe)  # atomic: concurrent builds of the same key do not see a half-written binary
+    built(cache)  # now and then: the least recently used runners and objects over MCU_GEN_CACHE_LIMIT_MB
     return exe
 
 

@@ -20,12 +20,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from mcu_gen.paths import cache_root
+
 # Bump when the task's row format changes.
 ROW_FORMAT = 1
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("MCU_GEN_CACHE", Path.home() / ".cache" / "mcu-gen")) / "sweep"
+    return cache_root() / "sweep"
 
 
 # Sources that do not decide a task's row: the command line, and the sweep's own driver (grid, table,
