@@ -487,7 +487,7 @@ __attribute__((always_inline)) inline void widen_step(const int8_t** src, int8_t
 // A convolution (groups 1) of small windows (dsp_work.pre_widened: K < PRE_MAX_K, e.g. the 3-channel stems) on
 // the smmlar GEMM, its windows widened as they are gathered: kChunk (even) windows at a time into `buf` (kChunk *
 // 2 kK bytes: the layer's scratch tensor or the caller's stack), a pair of output pixels in kK words laid out as
-// the GEMM's _widen_rows lays out its two rows (group g of 4 taps at word 4g: the first pixel's SXTB16 (taps 0,
+// the GEMM's widen_rows lays out its two rows (group g of 4 taps at word 4g: the first pixel's SXTB16 (taps 0,
 // 2), the second's, the first's SXTB16 ROR 8 (1, 3), the second's), which the GEMM ("pre": dsp_gemm_asm.py)
 // reads without widening. Taps in the order of dsp_work.pre_order (the layer's weights are reordered to match):
 // per window row its whole words (one unaligned load and two SXTB16 each, no byte copies), then the last

@@ -14,7 +14,9 @@ import re
 import numpy as np
 import pytest
 
-from mcu_gen.backends.generated.dsp_gemm_asm import PAIR_LOOP_K, STEM_PERIOD, WIDE_PTR, gemm_asm_body, pair_ok
+from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body
+from mcu_gen.backends.generated.dsp_gemm_pairs import PAIR_LOOP_K, WIDE_PTR, pair_ok
+from mcu_gen.backends.generated.dsp_gemm_quads import STEM_PERIOD
 
 M32 = 0xFFFFFFFF
 SP_TOP, X0, D0, STREAM0, Y0, WIDE0 = 0x10000, 0x20000, 0x30000, 0x40000, 0x80000, 0xC0000
@@ -565,7 +567,7 @@ def test_gemm_asm_writes_over_its_input(k, n, rows, wide, own):
     """An in-place 1x1 layer's GEMM over its own input (gemm_inplace_direct): the rows at X0, the outputs from X0 too;
     N > K from the last pair backwards (``back``), else forwards; every pair widened before its outputs overwrite
     it: the outputs equal the reference on the original rows. The layer's own functions (``own``) run four rows at a
-    time first (_quad_block over the rows widened in the frame), forwards or backwards."""
+    time first (quad_block over the rows widened in the frame), forwards or backwards."""
     rng = np.random.default_rng(k * 3 + n + rows)
     tail = n % 8 == 4
     words, end8 = random_stream(rng, k, n)

@@ -3,8 +3,8 @@ arena scratch tensors, so the planner counts them").
 
 A smmlar GEMM layer calls its GEMM with buffers that live for one call of the layer: the gathered windows of a
 convolution (``conv_stream``'s patch), the output rows of an in-place 1x1 convolution (``gemm_stream_rows``)
-and the pair of input rows the two-row GEMM widens once (``_widen_rows``). On the stack the image's static stack
-bound counts them on the deepest path, so they had to stay small (dsp_gemm_asm.wide_ok's WIDE_STACK_BYTES). Here
+and the pair of input rows the two-row GEMM widens once (``widen_rows``). On the stack the image's static stack
+bound counts them on the deepest path, so they had to stay small (dsp_gemm_pairs.wide_ok's WIDE_STACK_BYTES). Here
 they go in the instruction's scratch tensor (argument 12 of the convolutions, after an in-place convolution's
 ring of rows): the planner places it, live at that instruction only, in a gap of the arena.
 

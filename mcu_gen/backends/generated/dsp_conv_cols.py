@@ -3,7 +3,7 @@
 row reads straight from the input rows, once each, into int16 pairs (per window row, per input column, per 4
 channels the words SXTB16 x and SXTB16 x, ROR #8); the GEMM (``gemm_cols_asm_body``) reads both windows of a pair
 of pixels from those columns at fixed offsets: window j's tap (ky, kx) is column kx + j * stride of window row ky.
-Against conv_stream + the widened pair of rows (_widen_rows) this drops the int8 gather and widens each input
+Against conv_stream + the widened pair of rows (widen_rows) this drops the int8 gather and widens each input
 column once per chunk instead of once per window of a pair (stride 1, chunk of q pixels: q + 2 columns of 3 rows
 against 2 * 3 * 3 per pair).
 
@@ -14,7 +14,7 @@ arena does not grow), else on the stack within the old buffers plus the old func
 the stack a library kernel of the image takes anyway (``stack_room``: the stack bound does not grow)."""
 from __future__ import annotations
 
-from mcu_gen.backends.generated.dsp_gemm_asm import WIDE_PTR, pair_block_asm, pair_blocks8
+from mcu_gen.backends.generated.dsp_gemm_pairs import WIDE_PTR, pair_block_asm, pair_blocks8
 from mcu_gen.backends.generated.dsp_work import COLS_MAX_BYTES, cols_geometry_ok, cols_row_bytes, layer_work
 
 class ColsWork:

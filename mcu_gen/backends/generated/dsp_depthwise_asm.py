@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu_gen.backends.generated.dsp_gemm_asm import adjust, clamp_asm, smmlar_asm
+from mcu_gen.backends.generated.dsp_asm_common import adjust, clamp_asm, smmlar_asm
 from mcu_gen.backends.generated.layers import INPLACE_GROUP_BYTES, DepthwiseLayer
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from mcu_gen.backends.generated.dsp_depthwise_asm import (DW_ACC0_REG, DW_ACC1_REG, DW_IN_REG, DW_OUT_REG,
                                                            dw_requant_asm, dw_rights)
-from mcu_gen.backends.generated.dsp_gemm_asm import adjust
+from mcu_gen.backends.generated.dsp_asm_common import adjust
 from mcu_gen.backends.generated.layers import DepthwiseLayer
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mcu_gen.backends.generated.dsp_gemm_asm import STEM_PERIOD, pair_ok, wide_ok
+from mcu_gen.backends.generated.dsp_gemm_pairs import pair_ok, wide_ok
+from mcu_gen.backends.generated.dsp_gemm_quads import STEM_PERIOD
 from mcu_gen.backends.generated.layers import PADDED_STACK_BYTES, POINTWISE_OPS
 
 

@@ -12,7 +12,8 @@ from mcu_gen.backends.generated.dsp_conv_cols import cols_fn_name, cols_fn_sig, 
 from mcu_gen.backends.generated.dsp_depthwise_asm import (dw_all_asm, dw_all_ok, dw_blocks, dw_plane, dw_rights,
                                                            dw_cols, dw_rows_asm, dw_window)
 from mcu_gen.backends.generated.dsp_depthwise_direct_asm import dw_direct_asm, dw_direct_block, dw_direct_ok
-from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body, pair_ok
+from mcu_gen.backends.generated.dsp_gemm_asm import gemm_asm_body
+from mcu_gen.backends.generated.dsp_gemm_pairs import pair_ok
 from mcu_gen.backends.generated.dsp_work import (CONV_STACK_BYTES, call_kind, calls_pairs, inplace_direct, layer_work,
                                                  pre_order, quads_only, stack_bytes, stem_chunk)
 from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
