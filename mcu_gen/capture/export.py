@@ -22,6 +22,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
 from mcu_gen.program.ir import Program
 from mcu_gen.capture.model_file import ModelSpec
+from mcu_gen.capture.recurrent import with_recurrent_loops
 from mcu_gen.capture.passes import ConstGraph, run_passes
 from mcu_gen.capture.fp32_lowering import Fp32Lowering
 # Re-exported: the operator facts and errors most of mcu-gen imports from here.
@@ -65,6 +66,7 @@ def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
                 f"{where}: torch.export could not capture the model (mcu-gen needs static shapes and no "
                 f"data-dependent control flow):\n{type(e).__name__}: {e}"
             ) from e
+    ep = with_recurrent_loops(ep)  # nn.GRU / nn.LSTM as one loop each, before the decomposition unrolls them
     try:
         return ep.run_decompositions(decomposition_table())
     except Exception as e:

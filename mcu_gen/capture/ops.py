@@ -11,6 +11,7 @@ overload, whose schema the device kernels implement exactly:
                       from a build-time twiddle table (capture/complex_to_real.py)
 - ``mcu::conv2d_max_pool2d`` ``mcu::conv2d``, then a 2x2 / stride 2 max pool (no padding, floor); the
   convolution's output is never stored (kernels_portable/f32_conv_pool.h)
+- ``mcu::gru``, ``mcu::lstm`` an nn.GRU / nn.LSTM as one loop over its steps (capture/recurrent.py)
 
 ``out_min`` / ``out_max`` of ``-inf`` / ``inf`` mean "no clamp"; a fused ReLU is
 ``out_min = 0``, a fused ReLU6 is ``[0, 6]``.
@@ -22,6 +23,8 @@ from __future__ import annotations
 import math
 
 import torch
+
+from mcu_gen.capture import recurrent
 
 NAMESPACE = "mcu"
 
@@ -143,6 +146,8 @@ def _register() -> None:
     for name, fn in (("conv2d.out", _conv2d_out), ("linear.out", _linear_out), ("max_pool2d.out", _max_pool2d_out),
                      ("rfft.out", _rfft_out), ("conv2d_max_pool2d.out", _conv2d_max_pool2d_out)):
         lib.impl(name, fn, "CompositeExplicitAutograd")
+
+    recurrent.register(lib)  # mcu::gru, mcu::lstm (capture/recurrent.py)
 
     @torch.library.register_fake("mcu::conv2d", lib=lib)
     def _conv2d_fake(input, weight, bias, stride, padding, dilation, groups, out_min, out_max):

@@ -9,6 +9,8 @@ import numpy as np
 import torch
 
 from mcu_gen.program.ir import ScalarValue
+from mcu_gen.reference import recurrent_f32
+from mcu_gen.reference.c_libm import LIBM_UNARY, libm
 from mcu_gen.reference.interpreter import Memory, execute_portable
 
 
@@ -52,21 +54,6 @@ def _emulated_layer_norm(mem: Memory, ins) -> None:
         mem.write(index, torch.from_numpy(np.asarray(val.reshape(p.tensor(index).shape), order="C")))
 
 
-def _libm():
-    import ctypes
-    import ctypes.util
-
-    if not hasattr(_libm, "lib"):
-        lib = ctypes.CDLL(ctypes.util.find_library("m"))
-        for name in ("expf", "logf") + tuple(LIBM_UNARY.values()):
-            getattr(lib, name).restype = ctypes.c_float
-            getattr(lib, name).argtypes = [ctypes.c_float]
-        lib.powf.restype = ctypes.c_float
-        lib.powf.argtypes = [ctypes.c_float, ctypes.c_float]
-        _libm.lib = lib
-    return _libm.lib
-
-
 def _along_rows(x: np.ndarray, dim: int, fn) -> np.ndarray:
     """fn(rows) over x's float32 rows along dim, put back in x's layout."""
     xm = np.moveaxis(x.astype(np.float32), dim, -1)
@@ -76,7 +63,7 @@ def _along_rows(x: np.ndarray, dim: int, fn) -> np.ndarray:
 
 def _shifted_exp(rows: np.ndarray) -> tuple:
     """(rows - each row's max, expf of that) with the C library's expf, as softmax_common.h's rows."""
-    lib = _libm()
+    lib = libm()
     shifted = rows - rows.max(axis=1, keepdims=True)
     e = np.array([[lib.expf(float(v)) for v in row] for row in shifted], np.float32).reshape(rows.shape)
     return shifted, e
@@ -86,7 +73,7 @@ def log_softmax_f32(x: np.ndarray, dim: int) -> np.ndarray:
     """kernels_portable/op_log_softmax.cpp: max, a sequential float32 sum of expf(x - max), logf,
     (x - max) - log_sum; expf/logf from the C library (the same correctly-rounded-in-practice
     algorithms as newlib's)."""
-    lib = _libm()
+    lib = libm()
 
     def rows_out(rows):
         shifted, e = _shifted_exp(rows)
@@ -172,7 +159,7 @@ def _emulated_vector_norm(mem: Memory, ins) -> None:
         elif ord_ == 0.0:
             y = _seq_sum((rows != 0).astype(np.float32))
         else:
-            lib, p = _libm(), np.float32(ord_)
+            lib, p = libm(), np.float32(ord_)
             powered = np.array([lib.powf(float(v), float(p)) for v in np.abs(rows).reshape(-1)],
                                np.float32).reshape(rows.shape)
             inv = float(np.float32(1.0) / p)
@@ -274,17 +261,9 @@ def _emulated_logit(mem: Memory, ins) -> None:
         z = np.where(x < lo, lo, np.where(x > hi, hi, x)).astype(np.float32)
     with np.errstate(all="ignore"):
         q = (z / (np.float32(1.0) - z)).astype(np.float32)
-    lib = _libm()
+    lib = libm()
     y = np.array([lib.logf(float(v)) for v in q.reshape(-1)], np.float32).reshape(x.shape)
     mem.write(ins.args[2], torch.from_numpy(np.asarray(y, order="C")))
-
-
-# fp32 kernels that are one C library call per element (kernels_portable/op_<name>.cpp: unary_to_float
-# with asinf(x), ...): the same call here, not torch's (vectorized) implementation, which differs in the
-# last bits.
-LIBM_UNARY = {f"aten::{name}.out": f"{name}f" for name in (
-    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "cosh", "erf", "exp", "expm1", "log", "log10",
-    "log1p", "log2", "sin", "sinh", "sqrt", "tan")}
 
 
 def _emulated_libm_unary(mem: Memory, ins) -> None:
@@ -292,7 +271,7 @@ def _emulated_libm_unary(mem: Memory, ins) -> None:
     if x.dtype != np.float32 or mem.program.tensor(ins.args[1]).dtype != "float32":
         execute_portable(mem, ins)
         return
-    fn = getattr(_libm(), LIBM_UNARY[ins.op])
+    fn = getattr(libm(), LIBM_UNARY[ins.op])
     y = np.array([fn(float(v)) for v in x.reshape(-1)], np.float32).reshape(x.shape)
     mem.write(ins.args[1], torch.from_numpy(np.asarray(y, order="C")))
 
@@ -366,7 +345,8 @@ def _emulated_rfft(mem: Memory, ins) -> None:
 
 # Islands whose kernels call the C library's expf/logf/powf/...: the host emulation calls the host's
 # libm (glibc), the device newlib; the two agree on nearly every input, not on all (1 ulp apart).
-LIBM_OPS = frozenset(LIBM_UNARY) | {"aten::_log_softmax.out", "aten::_softmax.out", "aten::linalg_vector_norm.out"}
+LIBM_OPS = frozenset(LIBM_UNARY) | {"aten::_log_softmax.out", "aten::_softmax.out", "aten::linalg_vector_norm.out",
+                                     "mcu::gru.out", "mcu::lstm.out"}
 
 EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::var.correction_out": _emulated_var, "aten::var_mean.correction_out": _emulated_var,
@@ -376,4 +356,5 @@ EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::logit.out": _emulated_logit, "mcu::rfft.out": _emulated_rfft,
             "aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
-            "aten::_softmax.out": _emulated_softmax(softmax_f32)}
+            "aten::_softmax.out": _emulated_softmax(softmax_f32),
+            "mcu::gru.out": recurrent_f32.emulated("gru"), "mcu::lstm.out": recurrent_f32.emulated("lstm")}
