@@ -50,32 +50,14 @@ Error mcu_gru_out(const KernelContext& ctx) {
       work.numel < s.work_floats(kGateWork)) {
     return Error::KernelFailed;
   }
-  RecurrentWeights w;
-  for (int32_t l = 0; l < s.layers; ++l) {  // every weight checked before any output is written
-    for (int32_t d = 0; d < s.directions; ++d) {
-      if (!recurrent_weights(ctx, 2, s, l, d, &w)) return Error::KernelFailed;
-    }
-  }
+  if (!recurrent_weights_ok(ctx, 2, s)) return Error::KernelFailed;  // before any output is written
   if (h_n.f32() != hx.f32()) memmove(h_n.f32(), hx.f32(), h_n.nbytes());
   float* gates = work.f32();
-  float* seq = work.f32() + kGateWork * s.hidden;
-  const int32_t width_out = s.directions * s.hidden;
-  for (int32_t l = 0; l < s.layers; ++l) {
-    const float* src = recurrent_src(s, l, in.f32(), out.f32(), seq);
-    float* dst = recurrent_dst(s, l, out.f32(), seq);
-    const int32_t width = s.width_in(l);
-    for (int32_t d = 0; d < s.directions; ++d) {
-      recurrent_weights(ctx, 2, s, l, d, &w);
-      for (int32_t b = 0; b < s.batch; ++b) {
-        float* h = h_n.f32() + static_cast<size_t>((l * s.directions + d) * s.batch + b) * s.hidden;
-        for (int32_t k = 0; k < s.steps; ++k) {
-          const int32_t t = d == 0 ? k : s.steps - 1 - k;
-          gru_step(w, src + s.row(t, b, width), width, s.hidden, h, gates);
-          memcpy(dst + s.row(t, b, width_out) + d * s.hidden, h, sizeof(float) * static_cast<size_t>(s.hidden));
-        }
-      }
-    }
-  }
+  float* h = h_n.f32();
+  recurrent_layers(ctx, 2, s, in.f32(), out.f32(), work.f32() + kGateWork * s.hidden, h,
+                   [&](const RecurrentWeights& w, const float* x, int32_t width, size_t state) {
+                     gru_step(w, x, width, s.hidden, h + state, gates);
+                   });
   return Error::Ok;
 }
 

@@ -109,4 +109,42 @@ inline const float* recurrent_src(const RecurrentShape& s, int32_t l, const floa
   return l == 0 ? in : recurrent_dst(s, l - 1, out, seq);
 }
 
+// True when every layer's and direction's weights in `params` (argument `arg`) are what `s` needs.
+inline bool recurrent_weights_ok(const KernelContext& ctx, int32_t arg, const RecurrentShape& s) {
+  RecurrentWeights w;
+  for (int32_t l = 0; l < s.layers; ++l) {
+    for (int32_t d = 0; d < s.directions; ++d) {
+      if (!recurrent_weights(ctx, arg, s, l, d, &w)) return false;
+    }
+  }
+  return true;
+}
+
+// The loop both kernels run, after recurrent_weights_ok: per layer, direction and batch item, every step in the
+// direction's order: step(w, x, width, state) updates the state at element `state` of h_n (and c_n) from the
+// input row x of `width` floats; then h is copied into the layer's output row. seq: the work tensor's sequence.
+template <class Step>
+void recurrent_layers(const KernelContext& ctx, int32_t arg, const RecurrentShape& s, const float* in, float* out,
+                      float* seq, const float* h_n, Step step) {
+  const int32_t width_out = s.directions * s.hidden;
+  RecurrentWeights w;
+  for (int32_t l = 0; l < s.layers; ++l) {
+    const float* src = recurrent_src(s, l, in, out, seq);
+    float* dst = recurrent_dst(s, l, out, seq);
+    const int32_t width = s.width_in(l);
+    for (int32_t d = 0; d < s.directions; ++d) {
+      recurrent_weights(ctx, arg, s, l, d, &w);
+      for (int32_t b = 0; b < s.batch; ++b) {
+        const size_t state = static_cast<size_t>((l * s.directions + d) * s.batch + b) * s.hidden;
+        for (int32_t k = 0; k < s.steps; ++k) {
+          const int32_t t = d == 0 ? k : s.steps - 1 - k;
+          step(w, src + s.row(t, b, width), width, state);
+          memcpy(dst + s.row(t, b, width_out) + d * s.hidden, h_n + state,
+                 sizeof(float) * static_cast<size_t>(s.hidden));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace mcu::kernels
