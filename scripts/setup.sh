@@ -38,6 +38,11 @@ if [ "${1:-}" = "--apt-only" ]; then
 fi
 
 PY=${PYTHON:-python3}
+# A .venv an older setup made with --system-site-packages is made again (without them, as below).
+if [ -f .venv/pyvenv.cfg ] && grep -qi '^include-system-site-packages *= *true' .venv/pyvenv.cfg; then
+  echo "setup: .venv sees the machine's own site-packages (an older setup made it so): making it again"
+  rm -rf .venv
+fi
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv"
   # Not --system-site-packages: whatever the machine's own Python happens to have must not stand in
