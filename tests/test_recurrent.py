@@ -95,3 +95,28 @@ def test_int8_gru_program_is_one_loop_and_small(tmp_path):
     # the GRU's 22,752 float weights are 91,008 B of it) and an arena of 56,448 B (now 22,320 B)
     assert r.report["pte_bytes"] < 100_000 and r.report["arena_bytes"] < 25_000, \
         (r.report["pte_bytes"], r.report["arena_bytes"])
+
+
+def test_a_program_that_lies_about_the_layer_is_refused_not_run():
+    """Arguments of an mcu::gru instruction changed after the build (a corrupt or hostile program): the kernel checks
+    every weight's and state's shape against them before writing anything, and fails the instruction (the host
+    runner is built with ASan and UBSan: a read outside a tensor would abort it instead)."""
+    import copy
+
+    import pytest
+
+    from mcu_gen.firmware.host import HostRunError
+
+    torch.manual_seed(0)
+    net = nn.GRU(4, 5, num_layers=2).eval()
+    x = torch.randn(3, 1, 4)
+    program = export_model(ModelSpec(net, (x,)))
+    assert run_on_host(program, [x.numpy()])[0].shape == (3, 1, 5)
+    k = next(i for i, ins in enumerate(program.instructions) if ins.op == "mcu::gru.out")
+    lies = {4: 3, 3: False, 5: True, 6: True,  # layers, biases, directions, batch_first (steps 1, batch 3)
+            2: list(reversed(program.values[program.instructions[k].args[2]].value))}  # the weights out of order
+    for arg, value in lies.items():
+        bad = copy.deepcopy(program)
+        bad.values[bad.instructions[k].args[arg]].value = value
+        with pytest.raises(HostRunError, match="KernelFailed"):
+            run_on_host(bad, [x.numpy()])
