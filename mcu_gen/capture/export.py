@@ -53,6 +53,12 @@ def decomposition_table():
     return table
 
 
+def to_core_aten(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """The exported program in core ATen, as mcu-gen lowers it (a model's capture and each fp32 island's): nn.GRU /
+    nn.LSTM first as one loop each (capture/recurrent.py), then the decomposition with decomposition_table()."""
+    return with_recurrent_loops(ep).run_decompositions(decomposition_table())
+
+
 def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
     where = f"{spec.name} ({spec.path})" if spec.path else spec.name
     ep = spec.exported_program
@@ -66,9 +72,8 @@ def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
                 f"{where}: torch.export could not capture the model (mcu-gen needs static shapes and no "
                 f"data-dependent control flow):\n{type(e).__name__}: {e}"
             ) from e
-    ep = with_recurrent_loops(ep)  # nn.GRU / nn.LSTM as one loop each, before the decomposition unrolls them
     try:
-        return ep.run_decompositions(decomposition_table())
+        return to_core_aten(ep)
     except Exception as e:
         raise ExportError(f"{where}: decomposition to core ATen failed: {type(e).__name__}: {e}") from e
 

@@ -18,8 +18,7 @@ import numpy as np
 import torch
 import torch.fx
 
-from mcu_gen.capture.recurrent import with_recurrent_loops
-from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, Fp32Lowering, decomposition_table, op_name, source_line, to_const_graph
+from mcu_gen.capture.export import ExportError, UnsupportedOperatorError, Fp32Lowering, op_name, source_line, to_const_graph, to_core_aten
 from mcu_gen.capture.passes import run_passes
 from mcu_gen.program.ir import TensorValue
 
@@ -90,7 +89,7 @@ def lower_island(fp: Fp32Lowering, nodes, activations: dict, constants: dict):
                        for n in nodes)
     try:
         ep = torch.export.export(_Nodes(nodes, acts, constants), tuple(_example(fp.program, activations[a]) for a in acts))
-        ep = with_recurrent_loops(ep).run_decompositions(decomposition_table())  # an LSTM / GRU: one loop
+        ep = to_core_aten(ep)
     except Exception as e:
         raise ExportError(f"{what}: cannot decompose it to core ATen for an fp32 island: "
                           f"{type(e).__name__}: {e}") from e
