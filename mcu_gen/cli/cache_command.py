@@ -15,13 +15,14 @@ def cmd_cache(args) -> int:
     rows = []
     for name in CACHES:
         folder = cache_root() / name
-        done = None
-        if args.clear or args.trim:
+        if args.clear or args.trim:  # the trim's own count of what is left: no second pass over the cache
             done = trim(folder, 0, 0) if args.clear else trim(folder, limit, MIN_AGE_SECONDS)
-        found = entries(folder)
-        rows.append({"cache": name, "folder": str(folder), "entries": len(found), "bytes": sum(e.size for e in found),
-                     "limit_bytes": limit, "removed": done.removed if done else 0,
-                     "freed_bytes": done.freed if done else 0})
+            left, size, removed, freed = done.kept, done.size, done.removed, done.freed
+        else:
+            found = entries(folder)
+            left, size, removed, freed = len(found), sum(e.size for e in found), 0, 0
+        rows.append({"cache": name, "folder": str(folder), "entries": left, "bytes": size, "limit_bytes": limit,
+                     "removed": removed, "freed_bytes": freed})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
