@@ -945,7 +945,7 @@ inline void dw_tap_off_at(const int8_t* x, const uint32_t* w, uint32_t off2, int
 }
 
 // The taps t = kKW * ky + kx of a kKH x kKW kernel's border class (ky in [kKY0, kKY1), kx in [kKX0, kKX1)),
-// unrolled.
+// unrolled; `x` points at its first tap inside the input, (kKY0, kKX0).
 // kOffsetInTaps: dw_tap_off_at (the input offset `off2` added to each input value), kRot its rotation.
 template <int32_t kKY0, int32_t kKY1, int32_t kKX0, int32_t kKX1, int32_t kW, int32_t kXS, int32_t kKH = 3,
           int32_t kKW = 3, bool kOffsetInTaps = false, int32_t kT = 0, int32_t kRot = 0>
@@ -955,10 +955,11 @@ inline void dw_taps(const int8_t* x, const uint32_t* w, int32_t& a0, int32_t& a1
   if constexpr (kT < kKH * kKW) {
     constexpr int32_t ky = kT / kKW, kx = kT % kKW;
     if constexpr (ky >= kKY0 && ky < kKY1 && kx >= kKX0 && kx < kKX1) {
+      constexpr int32_t kAt = ((ky - kKY0) * kW + (kx - kKX0)) * kXS;  // x: tap (kKY0, kKX0)
       if constexpr (kOffsetInTaps) {
-        dw_tap_off_at<(ky * kW + kx) * kXS, 8 * kT, kRot>(x, w, off2, a0, a1, a2, a3);
+        dw_tap_off_at<kAt, 8 * kT, kRot>(x, w, off2, a0, a1, a2, a3);
       } else {
-        dw_tap_at<(ky * kW + kx) * kXS, 8 * kT>(x, w, a0, a1, a2, a3);
+        dw_tap_at<kAt, 8 * kT>(x, w, a0, a1, a2, a3);
       }
     }
     dw_taps<kKY0, kKY1, kKX0, kKX1, kW, kXS, kKH, kKW, kOffsetInTaps, kT + 1, kRot>(x, w, a0, a1, a2, a3, off2);
@@ -1061,8 +1062,8 @@ constexpr int32_t kTailAt = kXS == kC ? 4 * kGroups + kTail - 4 : 0;
 
 // `count` output pixels of one row that share a border class: taps ky in [kKY0, kKY1), kx in
 // [kKX0, kKX1) inside the input (compile-time, so every pixel's taps are unrolled at constant
-// offsets). `x` points at tap (0, 0) of channel c0 of the first pixel (possibly outside the input;
-// only taps inside are read), pixels `x_step` bytes apart, input pixels kXS bytes apart (kC: the
+// offsets). `x` points at the class's first tap inside the input, (kKY0, kKX0), of channel c0 of the first
+// pixel (never outside the input or its window: no pointer is formed outside its array), pixels `x_step` bytes apart, input pixels kXS bytes apart (kC: the
 // input itself; 4: a copy of one group); kGroups groups of 4 channels from c0, output pixels kC apart.
 // `w`: per group of 4 channels, per tap, the int16 pairs (w[c], w[c+2]) and (w[c+1], w[c+3]).
 // `start`: the border class's accumulator starts at channel c0. `rows` rows of such runs (one output row
@@ -1116,7 +1117,8 @@ inline void dw_row_off(const int8_t* x, const uint32_t* w, uint32_t off2, int32_
 
 // dw_pixels for the border classes of a kernel other than 3x3 (kOffsetInTaps) whose taps inside the input span kNX
 // columns (kx in [kx0, kx0 + kNX)): the class's kernel rows ky in [ky0, ky1) looped at run time, each row's kNX taps
-// unrolled (dw_row_off), so that one function serves every border class of that width. Unrolled per class, a 7x7
+// unrolled (dw_row_off), so that one function serves every border class of that width; `x_first` points at tap
+// (ky0, kx0) as in dw_pixels. Unrolled per class, a 7x7
 // kernel's 48 border classes took 57 KB of code for one layer; its interior class stays on dw_pixels.
 template <int32_t kW, int32_t kXS, int32_t kC, int32_t kGroups, int32_t kMode, int32_t kOutOffset, int32_t kActMin,
           int32_t kActMax, int32_t kKH, int32_t kKW, int32_t kNX, int32_t kTail = 0>
@@ -1135,7 +1137,7 @@ __attribute__((noinline)) void dw_pixels_border(const int8_t* x_first, int8_t* y
         int32_t a0, a1, a2, a3;
         dw_start(s, a0, a1, a2, a3);
         for (int32_t ky = ky0; ky < ky1; ++ky) {
-          dw_row_off<kNX, kXS>(x + 4 * g + (ky * kW + kx0) * kXS, wg + 2 * (ky * kKW + kx0), off2, a0, a1, a2, a3);
+          dw_row_off<kNX, kXS>(x + 4 * g + (ky - ky0) * kW * kXS, wg + 2 * (ky * kKW + kx0), off2, a0, a1, a2, a3);
         }
         dw_requant4<kMode, kOutOffset, kActMin, kActMax>(a0, a1, a2, a3, local, c0 + 4 * g, y + 4 * g);
       }
@@ -1144,7 +1146,7 @@ __attribute__((noinline)) void dw_pixels_border(const int8_t* x_first, int8_t* y
         int32_t a0, a1, a2, a3;
         dw_start(s, a0, a1, a2, a3);
         for (int32_t ky = ky0; ky < ky1; ++ky) {
-          dw_row_off<kNX, kXS, 0, 8 * (4 - kTail)>(xt + (ky * kW + kx0) * kXS, wg + 2 * (ky * kKW + kx0), off2, a0, a1,
+          dw_row_off<kNX, kXS, 0, 8 * (4 - kTail)>(xt + (ky - ky0) * kW * kXS, wg + 2 * (ky * kKW + kx0), off2, a0, a1,
                                                    a2, a3);
         }
         dw_requant_tail<kMode, kOutOffset, kActMin, kActMax, kTail>(a0, a1, a2, local, c0 + 4 * kGroups,
