@@ -277,10 +277,11 @@ def eligible(program: Program):
     return layers, skipped
 
 
-def generate(program: Program, kernels) -> Generated:
+def generate(program: Program, kernels, leave=None) -> Generated:
     """The generated MVE layers of this program and the C++ file that holds them (emit_mve.py).
-    ``kernels``: the selected library kernels (their fn/prepare are the fallback of each generated prepare)."""
-    layers, skipped = eligible(program)
+    ``kernels``: the selected library kernels (their fn/prepare are the fallback of each generated prepare);
+    ``leave``: {instruction: reason} left to them (generated/match.left_out)."""
+    layers, skipped = match.left_out(*eligible(program), leave)
     g = Generated(layers=layers, skipped=skipped)
     if layers:
         set_places(program, [l.src for l in layers])

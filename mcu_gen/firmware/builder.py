@@ -16,7 +16,7 @@ from mcu_gen.program.ir import Program, TensorValue
 from mcu_gen.progress import Progress
 from mcu_gen.firmware.project import (DEFAULT_INSTRUCTION_CACHE, FIRMWARE_DIR, compile_project, program_id,
                                       render_project, value_cache_size, write_stack_file)
-from mcu_gen.firmware import stack
+from mcu_gen.firmware import flash_fit, stack
 from mcu_gen.firmware.report import build_report, memory_usage, write_reports
 from mcu_gen.firmware.stack_bound import stack_bound
 from mcu_gen.plan.views import read_program
@@ -153,8 +153,21 @@ def place_regions(board: Board, program: Program, available, ram_regions=None, a
     return before != after
 
 
+class FlashOverflow(BuildError):
+    """The linked image is ``excess`` bytes over the board's flash (the flash fit may leave generated layers out)."""
+
+    def __init__(self, board: Board, excess: int, more: str = ""):
+        self.excess = excess
+        super().__init__(f"the model does not fit {board.name}: flash: needs {board.flash.size + excess:,} bytes, the "
+                         f"board has {board.flash.size:,} ({excess:,} bytes too many){more}")
+
+
 def check_fits(board: Board, usage: dict) -> None:
     problems = []
+    if usage["flash_bytes"] > board.flash.size and not any(
+            usage.get("ram_regions", {board.ram_name: usage["ram_bytes"]}).get(r.name, 0) > r.size
+            for r in board.ram_regions):
+        raise FlashOverflow(board, usage["flash_bytes"] - board.flash.size)
     if usage["flash_bytes"] > board.flash.size:
         problems.append(
             f"flash: needs {usage['flash_bytes']:,} bytes, the board has {board.flash.size:,} "
@@ -175,7 +188,10 @@ def precheck_fits(board: Board, program: Program, data: bytes) -> None:
     sizes = [program.max_arena_size] + list(program.extra_arenas)
     regions = {r.name: (sizes[k - 1] if k <= len(sizes) else 0) for k, r in enumerate(board.ram_regions, start=1)}
     regions[board.ram_name] += board.stack_bytes + sum(sizes[len(board.ram_regions):])
-    check_fits(board, {"flash_bytes": len(data), "ram_bytes": sum(regions.values()), "ram_regions": regions})
+    try:
+        check_fits(board, {"flash_bytes": len(data), "ram_bytes": sum(regions.values()), "ram_regions": regions})
+    except FlashOverflow as e:  # the program alone: leaving generated layers out only makes it larger
+        raise BuildError(str(e)) from None
 
 
 def plan_check_inputs(program: Program, seed: int = 0) -> list:
@@ -375,8 +391,6 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
         if gen.layers:
             gen = gen.regenerate()
         check_program_plan(program, available)  # the plan over several arenas, run on the host again
-    embedded, owners = _embedded_program(program, data, gen)
-    precheck_fits(b, program, embedded)
     name = spec.name if spec is not None else Path(pte_path).stem
     out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"
     out.mkdir(parents=True, exist_ok=True)
@@ -384,12 +398,49 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     stored = pte.read(data)
     num_values = max(len(m.values) for m in stored.methods)
     num_instructions = max(len(m.instructions) for m in stored.methods)
+    cache = value_cache_size(value_cache, backend_choice.backend, num_values)
+    icache = num_instructions if cache >= num_values else min(num_instructions, DEFAULT_INSTRUCTION_CACHE)
+    while True:  # once, or again with generated layers left to the library kernels to fit the flash (flash_fit)
+        try:
+            project, elf, usage, stop, embedded, bound_calls = _render_and_compile(
+                b, program, data, sel, gen, out, framework, backend_choice, npu_build, compile, opt_level, cache,
+                icache, upload, frame_bytes, stack_bytes, debug)
+            break
+        except FlashOverflow as e:
+            leave = flash_fit.layers_to_leave(gen.layers, e.excess) if kernels == "auto" else []
+            if not leave:
+                hint = ("; `--kernels auto` leaves generated layers to the library kernels until the image fits"
+                        if kernels == "generated" and gen.layers else "")
+                raise BuildError(f"{e}{hint}") from None
+            with Progress.step(f"{e.excess:,} B over {b.name}'s flash: {len(leave)} generated layer(s) left to the "
+                               "library kernels"):
+                gen = gen.regenerate({l.instruction: flash_fit.leave_reason(l, b.name, e.excess) for l in leave})
+    report = build_report(out, name, b, program, data, usage, sel, upload=upload, frame_bytes=frame_bytes,
+                          quantize=quantize, io=io, spec=spec, backend_choice=backend_choice, kernels=kernels,
+                          gen=gen, num_values=num_values, cache=cache, num_instructions=num_instructions,
+                          icache=icache, bound_calls=bound_calls, npu_build=npu_build, embedded=embedded)
+    write_reports(out, report)
+    if stop is not None:
+        raise BuildError(stop)
+    result = BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
+                         kernels=sel.kernels)
+    if elf is not None and framework == "baremetal" and stack_bytes is None and b.emulator.kind != "native":
+        reserve_static_stack(result)  # the stack the image can use, bounded from its code, is what it reserves
+    return result
+
+
+def _render_and_compile(b: Board, program: Program, data: bytes, sel, gen, out: Path, framework: str,
+                        backend_choice, npu_build, compile: bool, opt_level: str, cache: int, icache: int, upload: bool,
+                        frame_bytes, stack_bytes, debug: bool):
+    """The firmware project of this program and its generated layers, compiled (``compile``): (project, ELF or None,
+    usage, the NPU build's stop message or None, the embedded program, bound calls). FlashOverflow when the image is
+    over the board's flash."""
+    embedded, owners = _embedded_program(program, data, gen)
+    precheck_fits(b, program, embedded)
     # Generated layers are chosen at load by prepare functions, which decode the arguments they check on
     # demand and check their tensors' planned places (templates/generated/macros.j2 `matches`): they need no value cache;
     # a layer after the instruction cache is one (instruction, function) pair: in a flash table the load checks
     # (MCU_BOUND_TABLE) in an image without uploads, else 8 B of RAM (MCU_BOUND_CALLS).
-    cache = value_cache_size(value_cache, backend_choice.backend, num_values)
-    icache = num_instructions if cache >= num_values else min(num_instructions, DEFAULT_INSTRUCTION_CACHE)
     bound_table = sorted((int(layer.instruction), layer.name) for layer in gen.layers if layer.instruction >= icache)
     bound_calls = len(bound_table)
     project = render_project(out / FIRMWARE_DIR, b, program, data, sel.kernels, opt_level=opt_level,
@@ -406,7 +457,13 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
     if compile:
         if framework == "baremetal":
             with Progress.step(f"compiling firmware for {b.name}"):
-                built = compile_project(project, b)
+                try:
+                    built = compile_project(project, b)
+                except BuildError as e:
+                    excess = flash_fit.flash_excess(str(e))
+                    if excess is None:
+                        raise
+                    raise FlashOverflow(b, excess) from None
         else:  # an upstream PlatformIO platform: needs network on first use
             from mcu_gen.firmware.platformio_setup import PioError, build_framework_project
 
@@ -415,18 +472,7 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
             except PioError as e:
                 raise BuildError(str(e)) from None
         elf, usage = install_elf(built, out, project, b, program, embedded)
-    report = build_report(out, name, b, program, data, usage, sel, upload=upload, frame_bytes=frame_bytes,
-                          quantize=quantize, io=io, spec=spec, backend_choice=backend_choice, kernels=kernels,
-                          gen=gen, num_values=num_values, cache=cache, num_instructions=num_instructions,
-                          icache=icache, bound_calls=bound_calls, npu_build=npu_build, embedded=embedded)
-    write_reports(out, report)
-    if stop is not None:
-        raise BuildError(stop)
-    result = BuildResult(out=out, board=b, program=program, pte_bytes=data, report=report, elf=elf, spec=spec,
-                         kernels=sel.kernels)
-    if elf is not None and framework == "baremetal" and stack_bytes is None and b.emulator.kind != "native":
-        reserve_static_stack(result)  # the stack the image can use, bounded from its code, is what it reserves
-    return result
+    return project, elf, usage, stop, embedded, bound_calls
 
 
 def _embedded_program(program: Program, data: bytes, gen) -> tuple:
@@ -479,18 +525,17 @@ def _generated_kernels(board: Board, program: Program, sel, mode: str):
             raise BuildError(f"--kernels generated: {board.name} ({board.core}) has no generated kernels "
                              "(they need the DSP extension (Cortex-M33, M4) or MVE (Cortex-M55))")
         return generated.Generated()
-    library = list(sel.kernels)
-    gen = gen_module.generate(program, library)
-    sel.kernels = gen_module.hooked_kernels(library, gen)
-    # A later plan (place_regions) moves tensors: the layers, which read their tensors at the places the plan
-    # gave them, are generated again for it (_regenerate).
-    gen.regenerate = lambda: _regenerate(gen_module, program, sel, library)
-    return gen
+    return _regenerate(gen_module, program, sel, list(sel.kernels), {})
 
 
-def _regenerate(gen_module, program: Program, sel, library: list):
-    gen = gen_module.generate(program, library)
+def _regenerate(gen_module, program: Program, sel, library: list, leave: dict):
+    """The generated layers (but those of ``leave``, {instruction: reason}) over the library kernels
+    ``library``, with ``sel`` rewired to reach them. A later plan (place_regions) moves tensors, and the flash
+    fit leaves layers out: then the layers, which read their tensors at the places the plan gave them, are
+    generated again (``gen.regenerate(leave)``)."""
+    gen = gen_module.generate(program, library, leave)
     sel.kernels = gen_module.hooked_kernels(library, gen)
+    gen.regenerate = lambda more=None: _regenerate(gen_module, program, sel, library, {**leave, **(more or {})})
     return gen
 
 

@@ -20,7 +20,7 @@ from mcu_gen.backends.generated.exactness import add_dsp_plan, wrap32
 from mcu_gen.backends.generated.hooks import prepare_hooks_source
 from mcu_gen.backends.generated.layers import (ADD_OPS, CONV_SCRATCH_ARG, AddLayer, DepthwiseLayer,
                                                GemmLayer, Generated)
-from mcu_gen.backends.generated.match import eligible
+from mcu_gen.backends.generated.match import eligible, left_out
 from mcu_gen.backends.render import allowed, bound, describe, prefix, render, rows, set_places, table
 from mcu_gen.paths import KERNELS_GENERATED
 from mcu_gen.program.ir import Program
@@ -278,10 +278,11 @@ def _add_layer_source(l: AddLayer, plan) -> str:
     return render("generated/dsp_add_layer.cpp.j2", **v)
 
 
-def generate(program: Program, kernels) -> Generated:
+def generate(program: Program, kernels, leave=None) -> Generated:
     """The generated layers for this program and the C++ file that holds them. ``kernels``: the
-    selected library kernels (their fn/prepare are the fallback of each generated prepare)."""
-    layers, skipped = eligible(program)
+    selected library kernels (their fn/prepare are the fallback of each generated prepare). ``leave``:
+    {instruction: reason} left to the library kernels (the builder's flash fit, firmware/flash_fit.py)."""
+    layers, skipped = left_out(*eligible(program), leave)
     add_plans = {l.instruction: add_dsp_plan(l) for l in layers if l.kind == "add"}
     skipped += [(i, ADD_OPS[0], r) for i, r in add_plans.items() if isinstance(r, str)]
     layers = [l for l in layers if l.kind != "add" or not isinstance(add_plans[l.instruction], str)]

@@ -462,3 +462,11 @@ def eligible(program: Program, isa: str = "dsp"):
         for l in layers:  # the add's library kernel (the generated adds' fallback) is in the image
             l.stack_room = ADD_TABLE_STACK_BYTES
     return layers, skipped
+
+
+def left_out(layers: list, skipped: list, leave=None) -> tuple:
+    """(layers, skipped) with the instructions of ``leave`` ({instruction: reason}) moved to skipped."""
+    if not leave:
+        return layers, skipped
+    return ([l for l in layers if l.instruction not in leave],
+            skipped + [(l.instruction, l.op, leave[l.instruction]) for l in layers if l.instruction in leave])
