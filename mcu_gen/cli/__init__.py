@@ -59,7 +59,7 @@ def cmd_build(args) -> int:
         print(json.dumps(rep, indent=2))
     else:
         print(f"built {rep['model']} for {rep['board']} in {r.out}")
-        print(f"  arena {rep['arena_bytes']:,} B (lower bound {rep['arena_lower_bound_bytes']:,} B), "
+        print(f"  arena {rep['arena_bytes']:,} B (lower bound without in-place {rep['arena_lower_bound_bytes']:,} B), "
               f".pte {rep['pte_bytes']:,} B, flash {rep['flash_bytes']:,} B, RAM {rep['ram_bytes']:,} B")
         for g in rep.get("ram_regions", []):
             print(f"  RAM region {g['name']} (memory {g['memory_id']}, speed {g['speed']}): arena {g['arena_bytes']:,} B "
@@ -100,6 +100,7 @@ def _print_npu(rep: dict) -> None:
 
 def _print_generated_hint(rep) -> None:
     """A build on library kernels whose layers the core could run on generated ones says so."""
+    from mcu_gen.firmware.flash_fit import left_count
     from mcu_gen.firmware.report import generated_hint
 
     if not isinstance(rep, dict):  # a run's output directory
@@ -109,6 +110,10 @@ def _print_generated_hint(rep) -> None:
     n = (rep.get("generated_kernels") or {}).get("available_layers")
     if n:
         print(f"  hint: {generated_hint(n)}")
+    left = left_count(rep)
+    if left:
+        print(f"  flash: {left} layer(s) left to the library kernels, the image did not fit {rep['board']}'s flash "
+              "with them generated (report.md, \"Generated kernels\", names each)")
 
 
 def cmd_run(args) -> int:
@@ -148,7 +153,7 @@ def cmd_run(args) -> int:
         _print_state(r)
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         _print_cycles(r)
-        print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
+        print(f"  arena {r.arena_bytes:,} B (lower bound without in-place {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
         _print_generated_hint(r.out)
@@ -172,7 +177,7 @@ def cmd_run(args) -> int:
             print(f"  shared state {r.state_bytes:,} B: after RESET the same calls gave {reset} outputs")
         print(f"  instructions per inference: {r.instructions_per_inference:,}")
         _print_cycles(r)
-        print(f"  arena {r.arena_bytes:,} B (lower bound {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
+        print(f"  arena {r.arena_bytes:,} B (lower bound without in-place {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
         _print_stack(r)
         _print_generated_hint(r.out)
@@ -237,7 +242,6 @@ def _print_stack(r) -> None:
 
 def cmd_inspect(args) -> int:
     from mcu_gen.plan import planner
-    from mcu_gen.program import pte
     from mcu_gen.program.ir import TensorValue
 
     data = Path(args.pte).read_bytes()
@@ -271,7 +275,7 @@ def cmd_inspect(args) -> int:
         print(json.dumps(info, indent=2))
         return 0
     print(f"{args.pte}: {len(data):,} bytes (program {info['flatbuffer_bytes']:,}, constants {info['constant_bytes']:,})")
-    print(f"arena {p.arena_size:,} bytes, lower bound {lb:,} bytes")
+    print(f"arena {p.arena_size:,} bytes, lower bound without in-place {lb:,} bytes")
     print(f"operators ({len(p.operators)}): " + ", ".join(p.operators))
     if p.more_methods:
         print(f"methods ({len(p.methods)}; shown: {p.name}): " + ", ".join(

@@ -131,7 +131,7 @@ def methods_section(r: dict) -> list:
              "constants, each stored once) and one arena, sized by the largest method; each method's plan is "
              "checked on its own (check_plan) and against the others (shared state at one offset, never "
              "overwritten by another method's tensors). `SELECT_METHOD name` makes a method the one RUN executes.",
-             "", "| # | method | inputs | outputs | instructions | arena | lower bound | state (offset, bytes) | plan |",
+             "", "| # | method | inputs | outputs | instructions | arena | lower bound without in-place | state (offset, bytes) | plan |",
              "|---|---|---|---|---:|---:|---:|---|---|"]
     for k, m in enumerate(r["methods"]):
         state = ", ".join(f"`{t['name']}` ({t['offset']:,}, {t['bytes']:,})" for t in m["state"]) or "none"
@@ -187,7 +187,7 @@ def markdown(r: dict) -> str:
         "| figure | bytes |",
         "|---|---|",
         f"| arena (planned activations) | {r['arena_bytes']:,} |",
-        f"| arena lower bound (most bytes live at one step) | {r['arena_lower_bound_bytes']:,} |",
+        f"| arena lower bound without in-place (most bytes live at one step) | {r['arena_lower_bound_bytes']:,} |",
         f"| program (.pte) | {r['pte_bytes']:,} |",
         *([f"| program in the image (constants the generated layers hold left out) | {r['embedded_pte_bytes']:,} |"]
           if _left_out(r) > 0 else []),
