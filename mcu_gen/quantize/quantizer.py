@@ -292,7 +292,8 @@ class McuQuantizer(Quantizer):
                     continue
                 first = (inputs[0], node)
                 spec = {inputs[0]: self.act}
-                spec.update({n: SharedQuantizationSpec(first) for n in inputs[1:]})
+                # the same node twice (torch.cat([y, y])) is one input edge: sharing it with itself is a cycle
+                spec.update({n: SharedQuantizationSpec(first) for n in inputs[1:] if n is not inputs[0]})
                 _annotate(node, spec, SharedQuantizationSpec(first))
             elif t in SOFTMAX_OPS:
                 x = node.args[0]
@@ -337,7 +338,8 @@ class McuQuantizer(Quantizer):
                 if t in WHERE_OPS:
                     _annotate(node, {a: self.act, b: self.act}, self.act)
                 else:
-                    _annotate(node, {a: self.act, b: SharedQuantizationSpec((a, node))}, None)
+                    _annotate(node, {a: self.act} if b is a else {a: self.act, b: SharedQuantizationSpec((a, node))},
+                              None)
             return True
         if t in SPLIT_OPS:
             x = node.args[0]
