@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mcu_gen.firmware.builder import BuildResult
-from mcu_gen.program.ir import Program, TensorValue, tensor_args
+from mcu_gen.program.ir import Program, tensor_args
 from mcu_gen.reference.inputs import dequantize_outputs, to_numpy
 
 
@@ -46,41 +46,29 @@ def identical_outputs(got: list, want: list) -> bool:
         for g, w in zip(got, want))
 
 
+FLOATS = ("float32", "float64", "float16")
+
+
 def libm_island_outputs(program) -> set:
     """Positions of the program's float outputs that depend on an fp32 island's call of the C library's
     expf/logf/... (fp32_emulation.LIBM_OPS) with nothing quantizing in between (the island's own output, or
     computed from it in float: an unrolled LSTM's projection of tanh(c)): the host's libm and the device's may
     differ there in the last bit, so those outputs are held to the fp32 tolerance, the others exactly."""
-    from mcu_gen.plan.planner import links
+    from mcu_gen.plan.planner import alias_root, links
     from mcu_gen.reference.fp32_emulation import LIBM_OPS
 
-    producer = {}
-    for k, ins in enumerate(program.instructions):
+    views = links(program)
+    tainted = set()  # alias roots of float tensors computed from a libm call without a quantize in between
+    for ins in program.instructions:  # in order: each value is written before it is read
         if not ins.args:
             continue
         # an .out operator's last argument is what it returns: its out tensor, or the list of them (mcu::gru.out
         # returns output, h and its work tensor, mcu::lstm.out also c: each may be a graph output)
-        for v in tensor_args(program, ins.args[-1:]):
-            producer[v] = k
-    memo, views = {}, links(program)
-
-    def from_libm(v) -> bool:
-        if v in memo:
-            return memo[v]
-        memo[v] = False  # (a value is written once: no cycles; this also ends a revisit)
-        t = program.values[v]
-        k = producer.get(v)
-        if k is None and v in views:  # a view (no instruction writes it): its source's bytes
-            memo[v] = from_libm(views[v][0])
-            return memo[v]
-        if k is None or not isinstance(t, TensorValue) or t.dtype not in ("float32", "float64", "float16"):
-            return False  # an input, a constant, or an integer tensor: exact from here back
-        ins = program.instructions[k]
         outs = set(tensor_args(program, ins.args[-1:]))
-        memo[v] = ins.op in LIBM_OPS or any(from_libm(a) for a in tensor_args(program, ins.args) if a not in outs)
-        return memo[v]
-
-    return {k for k, v in enumerate(program.outputs) if from_libm(v)}
+        if ins.op in LIBM_OPS or any(alias_root(views, a) in tainted
+                                     for a in tensor_args(program, ins.args) if a not in outs):
+            tainted.update(alias_root(views, v) for v in outs if program.values[v].dtype in FLOATS)
+    return {k for k, v in enumerate(program.outputs) if alias_root(views, v) in tainted}
 
 
 def int8_program_outputs_match(program, got: list, want: list) -> bool:
