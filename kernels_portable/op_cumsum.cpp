@@ -2,6 +2,9 @@
 // aten::cumsum.out(Tensor self, int dim, *, ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)
 // Running sum along dim in out's dtype (int64 for integer and bool inputs
 // unless `dtype` says otherwise, as in ATen); integer sums wrap.
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include "dtype_util.h"
 #include "reduce_common.h"
 

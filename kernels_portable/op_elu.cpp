@@ -3,6 +3,9 @@
 //     Tensor(a!) out) -> Tensor(a!)
 // out = x > 0 ? x * scale : expm1(x * input_scale) * alpha * scale (F.elu, and F.selu with
 // alpha = 1.6732632, scale = 1.0507010).
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 
 #include "elementwise_common.h"

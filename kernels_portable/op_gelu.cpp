@@ -2,6 +2,9 @@
 // aten::gelu.out(Tensor self, *, str approximate="none", Tensor(a!) out)
 // approximate "none": out = x/2 * (1 + erf(x / sqrt(2)));
 // approximate "tanh": out = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))).
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 
 #include "elementwise_common.h"

@@ -2,6 +2,9 @@
 // aten::glu.out(Tensor self, int dim=-1, *, Tensor(a!) out) -> Tensor(a!)
 // F.glu: the input's halves a, b along dim (its size must be even); out = a * sigmoid(b),
 // out the input's shape with dim halved.
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 #include <stddef.h>
 

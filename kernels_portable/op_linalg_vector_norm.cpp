@@ -4,6 +4,9 @@
 // The vector p-norm over dim (None or []: all dims), fp32: ord 2 (sqrt of the
 // sum of squares), 1, inf (max |x|), -inf (min |x|), 0 (count of non-zeros)
 // and any other p ((sum |x|^p)^(1/p)). NaN propagates.
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 
 #include "dtype_util.h"

@@ -1,6 +1,9 @@
 // mcu-gen-kernel: op=aten::logit.out fn=aten_logit_out sig=TdOO dtypes=float32,uint8,int8,int16,int32,int64,bool
 // aten::logit.out(Tensor self, float? eps=None, *, Tensor(a!) out) -> Tensor(a!)
 // out = log(z / (1 - z)), z = self clamped to [eps, 1 - eps] when eps is given; float32 out.
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 
 #include "elementwise_math.h"

@@ -4,6 +4,9 @@
 // Normalises each (sample, group) of C/group channels x HxW elements with its
 // own mean and biased variance, then the per-channel affine; out1 = mean and
 // out2 = rstd, shape [N, group].
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 #include <stddef.h>
 

@@ -5,6 +5,9 @@
 //     Tensor(b!) out1, Tensor(c!) out2) -> (Tensor(a!), Tensor(b!), Tensor(c!))
 // Normalises over the trailing normalized_shape dims; out1 = mean and
 // out2 = rstd (one value per normalised row, shape [..., 1, ..., 1]).
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 #include <stddef.h>
 

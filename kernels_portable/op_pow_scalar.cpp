@@ -1,6 +1,9 @@
 // mcu-gen-kernel: op=aten::pow.Scalar_out fn=aten_pow_scalar_out sig=STOO dtypes=float32,uint8,int8,int16,int32,int64 inplace=0
 // aten::pow.Scalar_out(Scalar self, Tensor exponent, *, Tensor(a!) out) -> Tensor(a!)
 // out = self ** exponent, the Scalar base promoted with the exponent tensor.
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include "elementwise_math.h"
 
 namespace mcu {

@@ -1,6 +1,9 @@
 // mcu-gen-kernel: op=aten::pow.Tensor_Scalar_out fn=aten_pow_tensor_scalar_out sig=TSOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0
 // aten::pow.Tensor_Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out) -> Tensor(a!)
 // out = self ** exponent (a Scalar).
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 
 #include "elementwise_math.h"

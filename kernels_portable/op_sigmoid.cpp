@@ -1,6 +1,9 @@
 // mcu-gen-kernel: op=aten::sigmoid.out fn=aten_sigmoid_out sig=TOO dtypes=float32,uint8,int8,int16,int32,int64,bool inplace=0
 // aten::sigmoid.out(Tensor self, *, Tensor(a!) out)
 // out = 1 / (1 + exp(-self)); integer and bool self give a float out (ATen).
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include <math.h>
 
 #include "elementwise_common.h"

@@ -1,5 +1,8 @@
 // mcu-gen-kernel: op=aten::var.out fn=aten_var_out sig=TlBBOO dtypes=float32
 // aten::var.out(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False, *, Tensor(a!) out) -> Tensor(a!)
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include "reduce_common.h"
 
 namespace mcu {

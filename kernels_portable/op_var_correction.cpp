@@ -4,6 +4,9 @@
 // Variance over `dim` (None or []: all dims) with divisor N - correction
 // (None: 1); two passes (mean, then squared deviations), as ATen's CPU kernel
 // is numerically. N - correction <= 0 gives inf/NaN as in ATen.
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include "dtype_util.h"
 #include "reduce_common.h"
 

@@ -3,6 +3,9 @@
 //     bool keepdim=False, Tensor(a!) out0, Tensor(b!) out1) -> (Tensor(a!), Tensor(b!))
 // out0 the variance over `dim` (None or []: all dims) with divisor N - correction (None: 1),
 // out1 the mean (reduce_common.h: reduce_var).
+// Compiled without fp-contract (no fused multiply-adds), as the host reference's emulation computes it
+// (mcu_gen/reference/fp32_emulation.py): an int8 program's fp32 island stays bit-exact.
+#pragma GCC optimize("fp-contract=off")
 #include "dtype_util.h"
 #include "reduce_common.h"
 

@@ -167,6 +167,27 @@ def _emulated_vector_norm(mem: Memory, ins) -> None:
     mem.write(ins.args[5], torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(ins.args[5]).shape), order="C")))
 
 
+def matmul_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """f32_matrix.h matmul_f32: out[r, :] = sum over t, in order, of a[r, t] * b[t, :] (float32, no contraction)."""
+    o = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    for t in range(a.shape[1]):
+        o = o + a[:, t:t + 1] * b[t:t + 1, :]
+    return o
+
+
+def _emulated_matmul(mem: Memory, ins) -> None:
+    """op_mm.cpp / op_bmm.cpp on float32: matmul_f32 (per batch matrix). PyTorch's own order (blocked, vectorized)
+    differs in the last bits: a bmm's float output (an einsum's) was a MISMATCH in an int8 program's run."""
+    a, b = (mem.tensor(ins.args[k]).numpy() for k in range(2))
+    if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim != b.ndim or a.ndim not in (2, 3):
+        execute_portable(mem, ins)
+        return
+    with np.errstate(all="ignore"):
+        o = matmul_f32(a, b) if a.ndim == 2 else np.stack([matmul_f32(x, y) for x, y in zip(a, b)]) if len(a) \
+            else np.zeros((0, a.shape[1], b.shape[2]), np.float32)
+    mem.write(ins.args[2], torch.from_numpy(np.asarray(o, np.float32, order="C")))
+
+
 def _emulated_addmm(mem: Memory, ins) -> None:
     """op_addmm.cpp: f32_matrix.h matmul_f32 (row r of out += a[r, t] * b[t, :], t in order), then
     alpha * that (unless alpha is 1) + beta * self (unless beta is 0), in float32."""
@@ -177,9 +198,7 @@ def _emulated_addmm(mem: Memory, ins) -> None:
         return
     beta, alpha = np.float32(_scalar(mem, ins.args[3])), np.float32(_scalar(mem, ins.args[4]))
     with np.errstate(all="ignore"):
-        o = np.zeros((a.shape[0], b.shape[1]), np.float32)
-        for t in range(a.shape[1]):
-            o = o + a[:, t:t + 1] * b[t:t + 1, :]
+        o = matmul_f32(a, b)
         if alpha != 1.0:
             o = alpha * o
         if beta != 0.0:
@@ -358,6 +377,7 @@ EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::var.correction_out": _emulated_var, "aten::var_mean.correction_out": _emulated_var,
             "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _emulated_cumsum,
             "aten::sum.IntList_out": _emulated_sum, "aten::addmm.out": _emulated_addmm,
+            "aten::mm.out": _emulated_matmul, "aten::bmm.out": _emulated_matmul,
             "aten::native_group_norm.out": _emulated_group_norm,
             "aten::logit.out": _emulated_logit, "mcu::rfft.out": _emulated_rfft,
             "aten::native_layer_norm.out": _emulated_layer_norm,
