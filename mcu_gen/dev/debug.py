@@ -98,17 +98,18 @@ def reference_trace(result, inputs: list) -> list:
 
 
 def used_later(program):
-    """A function of (k, value): whether a later instruction than k reads the value's bytes, or the program
-    returns or keeps them (outputs, state); a view or slice counts for the tensor it lives in."""
-    from mcu_gen.plan.planner import alias_root, links
+    """A function of (k, value): whether the value's bytes matter after instruction k, i.e. it lives past step k
+    in the planner's lifetimes (a later instruction reads it or a view of it, tensor lists included) or the
+    program returns or keeps it (outputs, state). A kernel's work tensor lives for its own step only."""
+    from mcu_gen.plan.planner import alias_root, lifetimes, links
 
-    aliases = links(program)
-    roots = {alias_root(aliases, v) for v in list(program.outputs) + list(program.states)}
-    after = [set() for _ in program.instructions]
-    for k in range(len(program.instructions) - 1, -1, -1):
-        after[k] = set(roots)
-        roots |= {alias_root(aliases, a) for a in program.instructions[k].args}
-    return lambda k, v: alias_root(aliases, v) in after[k]
+    aliases, iv = links(program), lifetimes(program)
+    kept = {alias_root(aliases, v) for v in list(program.outputs) + list(program.states)}
+
+    def used(k: int, v: int) -> bool:
+        r = alias_root(aliases, v)
+        return r in kept or (r in iv and iv[r].end > k)
+    return used
 
 
 def debug_link(result, link, inputs=None, progress=None) -> DebugResult:

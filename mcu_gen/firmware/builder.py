@@ -156,29 +156,27 @@ def place_regions(board: Board, program: Program, available, ram_regions=None, a
 class FlashOverflow(BuildError):
     """The linked image is ``excess`` bytes over the board's flash (the flash fit may leave generated layers out)."""
 
-    def __init__(self, board: Board, excess: int, more: str = ""):
+    def __init__(self, board: Board, excess: int):
         self.excess = excess
         super().__init__(f"the model does not fit {board.name}: flash: needs {board.flash.size + excess:,} bytes, the "
-                         f"board has {board.flash.size:,} ({excess:,} bytes too many){more}")
+                         f"board has {board.flash.size:,} ({excess:,} bytes too many)")
 
 
 def check_fits(board: Board, usage: dict) -> None:
+    """BuildError naming each memory the build is over; FlashOverflow when the flash is the only one."""
     problems = []
-    if usage["flash_bytes"] > board.flash.size and not any(
-            usage.get("ram_regions", {board.ram_name: usage["ram_bytes"]}).get(r.name, 0) > r.size
-            for r in board.ram_regions):
-        raise FlashOverflow(board, usage["flash_bytes"] - board.flash.size)
-    if usage["flash_bytes"] > board.flash.size:
-        problems.append(
-            f"flash: needs {usage['flash_bytes']:,} bytes, the board has {board.flash.size:,} "
-            f"({usage['flash_bytes'] - board.flash.size:,} bytes too many)"
-        )
     per_region = usage.get("ram_regions") or {board.ram_name: usage["ram_bytes"]}
     for r in board.ram_regions:
         need = per_region.get(r.name, 0)
         if need > r.size:
             where = "RAM" if len(board.ram_regions) == 1 else f"RAM region {r.name}"
             problems.append(f"{where}: needs {need:,} bytes, the board has {r.size:,} ({need - r.size:,} bytes too many)")
+    excess = usage["flash_bytes"] - board.flash.size
+    if excess > 0 and not problems:
+        raise FlashOverflow(board, excess)
+    if excess > 0:
+        problems.insert(0, f"flash: needs {usage['flash_bytes']:,} bytes, the board has {board.flash.size:,} "
+                           f"({excess:,} bytes too many)")
     if problems:
         raise BuildError(f"the model does not fit {board.name}: " + "; ".join(problems))
 

@@ -168,10 +168,11 @@ def _emulated_vector_norm(mem: Memory, ins) -> None:
 
 
 def matmul_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """f32_matrix.h matmul_f32: out[r, :] = sum over t, in order, of a[r, t] * b[t, :] (float32, no contraction)."""
-    o = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    for t in range(a.shape[1]):
-        o = o + a[:, t:t + 1] * b[t:t + 1, :]
+    """f32_matrix.h matmul_f32 over the last two dims (bmm: per batch matrix): out[..., r, :] = sum over t, in
+    order, of a[..., r, t] * b[..., t, :] (float32, no contraction)."""
+    o = np.zeros(a.shape[:-1] + b.shape[-1:], np.float32)
+    for t in range(a.shape[-1]):
+        o = o + a[..., t:t + 1] * b[..., t:t + 1, :]
     return o
 
 
@@ -183,8 +184,7 @@ def _emulated_matmul(mem: Memory, ins) -> None:
         execute_portable(mem, ins)
         return
     with np.errstate(all="ignore"):
-        o = matmul_f32(a, b) if a.ndim == 2 else np.stack([matmul_f32(x, y) for x, y in zip(a, b)]) if len(a) \
-            else np.zeros((0, a.shape[1], b.shape[2]), np.float32)
+        o = matmul_f32(a, b)
     mem.write(ins.args[2], torch.from_numpy(np.asarray(o, np.float32, order="C")))
 
 
@@ -362,11 +362,9 @@ def _emulated_rfft(mem: Memory, ins) -> None:
     mem.write(ins.args[4], torch.from_numpy(np.ascontiguousarray(y, np.float32)))
 
 
-# Islands whose kernels call the C library's expf/logf/powf/...: the host emulation calls the host's
-# libm (glibc), the device newlib; the two agree on nearly every input, not on all (1 ulp apart).
 # The fp32 operators whose device kernels call the C library's expf/logf/tanhf/powf/... (kernels_portable: every
-# kernel file that calls one): the host computes them with its own libm or with PyTorch, which may differ in the
-# last bit (device/compare.libm_island_outputs).
+# kernel file that calls one): the host computes them with its own libm (glibc; the device's is newlib) or with
+# PyTorch, which agree on nearly every input, not on all (1 ulp apart: device/compare.libm_island_outputs).
 LIBM_OPS = frozenset(LIBM_UNARY) | {"aten::_log_softmax.out", "aten::_softmax.out", "aten::linalg_vector_norm.out",
                                      "mcu::gru.out", "mcu::lstm.out", "aten::sigmoid.out", "aten::tanh.out",
                                      "aten::elu.out", "aten::gelu.out", "aten::glu.out", "aten::logit.out",
