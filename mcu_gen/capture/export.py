@@ -19,6 +19,7 @@ import torch
 import torch.fx
 from torch.export.graph_signature import InputKind, OutputKind
 
+from mcu_gen.capture import decompositions
 from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
 from mcu_gen.program.ir import Program
 from mcu_gen.capture.model_file import ModelSpec
@@ -50,6 +51,7 @@ def decomposition_table():
         op = getattr(torch.ops.aten, name).default
         if op in table:
             table.pop(op)
+    table.update(decompositions.table())  # operators without a kernel that others compute (adaptive max pool, LRN)
     return table
 
 

@@ -129,14 +129,17 @@ def bind_args(schema, args, kwargs) -> dict:
 # -- source lines --------------------------------------------------------------------------------
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n([^\n]*)')
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent)
+_MCU_GEN_DIR = str(Path(__file__).resolve().parents[1])  # an fp32 island's graph is traced from mcu-gen's own code
 
 
 def source_line(node: torch.fx.Node, user_file: Optional[str]) -> str:
     """'path:line: code' of the last frame of the node's stack trace in the user's file."""
     trace = node.meta.get("stack_trace") or ""
     frames = [(f, int(n), code.strip()) for f, n, code in _FRAME.findall(trace)]
-    if not frames:
-        return ""
+    user_made = [fr for fr in frames if not fr[0].startswith(_MCU_GEN_DIR + "/")]
+    if not user_made:
+        return ""  # an fp32 island's node: its caller names the user's line
+    frames = user_made
     user = str(Path(user_file).resolve()) if user_file else None
     mine = [fr for fr in frames if user and _same_file(fr[0], user)]
     if mine:

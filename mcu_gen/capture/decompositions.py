@@ -1,0 +1,69 @@
+"""mcu-gen's own decompositions, for core-ATen operators that have no kernel here (nor in ExecuTorch's portable
+library) but that a graph of operators with kernels computes exactly:
+
+- ``adaptive_max_pool2d`` (F.adaptive_max_pool1d/2d, whose indices nothing reads): a max is separable, so the
+  rows' windows first (one amax per output row, cat), then the columns' (one amax per output column, cat);
+  PyTorch's windows, [floor(i * in / out), ceil((i + 1) * in / out)). A pool whose windows tile the input (in a
+  multiple of out) is one max_pool2d instead.
+- ``avg_pool3d`` with a window of 1 x 1 in its last two dims (nn.LocalResponseNorm's channel window): an
+  avg_pool2d over the depth and the flattened (H, W).
+
+Each returns NotImplemented for any other case, which keeps the operator (and its "no kernel" error)."""
+from __future__ import annotations
+
+import torch
+
+aten = torch.ops.aten
+
+
+def _windows(size: int, out: int) -> list:
+    return [((i * size) // out, -((-(i + 1) * size) // out)) for i in range(out)]
+
+
+def _cell_indices(x, rows, cols, w: int):
+    """PyTorch's indices of adaptive_max_pool2d (flat in H x W, the first maximum of a window in row-major order):
+    per window of rh x rw from (a, c), max.dim over its flattened elements gives t, at a * W + c + t + (t // rw)(W - rw)."""
+    out_rows = []
+    for a, b in rows:
+        cells = []
+        for c, d in cols:
+            region = aten.slice.Tensor(aten.slice.Tensor(x, -2, a, b), -1, c, d)
+            flat = aten.view.default(aten.clone.default(region, memory_format=torch.contiguous_format),
+                                     list(x.shape[:-2]) + [1, (b - a) * (d - c)])
+            t = aten.max.dim(flat, -1, True)[1]
+            row = aten.div.Scalar_mode(t, d - c, rounding_mode="floor")
+            at = aten.add.Tensor(t, aten.mul.Scalar(row, w - (d - c)))
+            cells.append(aten.add.Scalar(at, a * w + c))
+        out_rows.append(aten.cat.default(cells, -1))
+    return aten.cat.default(out_rows, -2)
+
+
+def adaptive_max_pool2d(x, output_size):
+    h, w = int(x.shape[-2]), int(x.shape[-1])
+    oh, ow = (int(s) for s in output_size)
+    if h % oh == 0 and w % ow == 0:
+        k = [h // oh, w // ow]
+        return aten.max_pool2d_with_indices.default(x, k, k)
+    rows, cols = _windows(h, oh), _windows(w, ow)
+    y = aten.cat.default([aten.amax.default(aten.slice.Tensor(x, -2, a, b), [-2], True) for a, b in rows], -2)
+    values = aten.cat.default([aten.amax.default(aten.slice.Tensor(y, -1, c, d), [-1], True) for c, d in cols], -1)
+    return values, _cell_indices(x, rows, cols, w)  # (removed as dead code when nothing reads the indices)
+
+
+def avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
+    k = list(kernel_size) * (3 if len(kernel_size) == 1 else 1)
+    s = list(stride) if stride else k
+    s = s * (3 if len(s) == 1 else 1)
+    p = list(padding) if isinstance(padding, (list, tuple)) else [padding]
+    p = p * (3 if len(p) == 1 else 1)
+    if k[1:] != [1, 1] or s[1:] != [1, 1] or p[1:] != [0, 0] or x.dim() not in (4, 5):
+        return NotImplemented
+    d, h, w = (int(v) for v in x.shape[-3:])
+    flat = aten.view.default(x, list(x.shape[:-2]) + [h * w])
+    y = aten.avg_pool2d.default(flat, [k[0], 1], [s[0], 1], [p[0], 0], ceil_mode, count_include_pad, divisor_override)
+    return aten.view.default(y, list(x.shape[:-3]) + [int(y.shape[-2]), h, w])
+
+
+def table() -> dict:
+    """The decompositions, keyed by the OpOverload they replace."""
+    return {aten.adaptive_max_pool2d.default: adaptive_max_pool2d, aten.avg_pool3d.default: avg_pool3d}
