@@ -9,18 +9,15 @@
 // same algorithms with the same comparison on a stack array of element numbers (uint16_t,
 // 256 bytes), so indices of ties and sorted=False's order match PyTorch's (same libstdc++).
 // std::sort is libstdc++'s introsort, whose recursion the image's static stack bound cannot
-// bound (mcu_gen/firmware/stack_bound.py); `introsort` below is the same algorithm with the
-// recursion as a loop over an explicit list of ranges (disjoint ranges: the order in which they
-// are sorted does not change the result), so the bound holds and the order is the same.
+// bound; sort_common.h's `introsort` is the same algorithm as a loop, the same order.
 // Longer slices need no scratch: each output is the successor of the previous one in the
 // (value, index) order, one pass per output (k * n comparisons): equal values come lowest
 // index first there, and sorted=False returns them sorted.
 #include <stddef.h>
 
-#include <algorithm>
-
 #include "dtype_util.h"
 #include "elementwise_common.h"
+#include "sort_common.h"
 
 namespace mcu {
 namespace kernels {
@@ -40,69 +37,6 @@ bool comes_before(C a, int32_t i, C b, int32_t j, bool largest) {
 }
 
 constexpr int32_t kOrderedMax = 128;
-
-// libstdc++'s std::sort on [first, last) (bits/stl_algo.h: __introsort_loop with a depth limit of
-// 2 * floor(log2(n)), median-of-three pivots moved to the front, unguarded partitions, the heap sort
-// at depth 0, ranges of up to 16 left to the final insertion sort, which is stable: equal to any
-// stable insertion sort), without recursion.
-template <class Before>
-void introsort(uint16_t* first, uint16_t* last, Before before) {
-  constexpr int32_t kThreshold = 16;
-  const int32_t n = static_cast<int32_t>(last - first);
-  if (n < 2) return;
-  if (n > kOrderedMax) {  // (not called so: the list below holds the ranges of up to kOrderedMax elements)
-    std::partial_sort(first, last, last, before);
-    return;
-  }
-  int32_t depth = 0;
-  for (int32_t m = n; m > 1; m >>= 1) depth += 2;
-  struct Range {
-    uint16_t* first;
-    uint16_t* last;
-    int32_t depth;
-  };
-  Range todo[2 * 7 + 2];  // one range per level: the depth limit is at most 2 * 6 for kOrderedMax
-  int32_t count = 0;
-  todo[count++] = {first, last, depth};
-  while (count > 0) {
-    Range r = todo[--count];
-    while (r.last - r.first > kThreshold) {
-      if (r.depth == 0) {
-        std::partial_sort(r.first, r.last, r.last, before);
-        break;
-      }
-      --r.depth;
-      uint16_t* a = r.first + 1;
-      uint16_t* b = r.first + (r.last - r.first) / 2;
-      uint16_t* c = r.last - 1;
-      uint16_t* median;
-      if (before(*a, *b)) {
-        median = before(*b, *c) ? b : (before(*a, *c) ? c : a);
-      } else {
-        median = before(*a, *c) ? a : (before(*b, *c) ? c : b);
-      }
-      std::swap(*r.first, *median);
-      uint16_t* lo = r.first + 1;
-      uint16_t* hi = r.last;
-      for (;;) {  // unguarded partition around *r.first
-        while (before(*lo, *r.first)) ++lo;
-        --hi;
-        while (before(*r.first, *hi)) --hi;
-        if (!(lo < hi)) break;
-        std::swap(*lo, *hi);
-        ++lo;
-      }
-      todo[count++] = {lo, r.last, r.depth};  // the upper part, as the recursion would sort it
-      r.last = lo;
-    }
-  }
-  for (uint16_t* i = first + 1; i < last; ++i) {  // the final insertion sort
-    const uint16_t v = *i;
-    uint16_t* j = i;
-    for (; j > first && before(v, *(j - 1)); --j) *j = *(j - 1);
-    *j = v;
-  }
-}
 
 // ATen's comparison: NaN before numbers (largest) or after them (smallest), values only.
 template <typename C>
@@ -136,7 +70,7 @@ void topk_slices(const TensorRef& in, C* values, int64_t* indices, int32_t dim, 
           std::partial_sort(order, order + k, order + n, before);
         } else {
           std::nth_element(order, order + k - 1, order + n, before);
-          if (sorted) introsort(order, order + k - 1, before);
+          if (sorted) introsort<14>(order, order + k - 1, before);  // depth limit 2 * 6 for kOrderedMax
         }
         for (int32_t r = 0; r < k; ++r) {
           values[out_base + static_cast<size_t>(r) * inner] = xs[static_cast<size_t>(order[r]) * inner];

@@ -1,6 +1,6 @@
 """Operators without a kernel that mcu-gen computes from others (mcu_gen/capture/decompositions.py):
 adaptive max pooling (values and PyTorch's indices, windows that tile the input or overlap) and nn.LocalResponseNorm's
-avg_pool3d, on the host build of the portable kernels against PyTorch; the bucketize kernel; and the error of an
+avg_pool3d, on the host build of the portable kernels against PyTorch; the bucketize and sort kernels; and the error of an
 operator that stays unsupported inside an int8 model's fp32 island: the operator and the user's line, no line of
 mcu-gen's own code."""
 from __future__ import annotations
@@ -87,3 +87,20 @@ def test_an_unsupported_operator_in_an_fp32_island_names_the_users_line(tmp_path
     assert "aten::avg_pool3d" in msg
     assert f"{path}:11: return F.avg_pool3d(self.conv(x).unsqueeze(1), 2)" in msg
     assert "mcu_gen/" not in msg, msg
+
+
+def test_sort_equals_pytorch_with_ties_and_nan():
+    """ATen's CPU order of equal elements: std::sort's (stable up to 16 elements, not beyond) or a stable sort."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(-2, 3, (3, 7, 5), generator=g).float()
+    x[1, 3, 2] = float("nan")
+    x[2, 0, 2] = float("nan")
+    ints = torch.randint(-5, 5, (2, 40), generator=g, dtype=torch.int32)
+    cols = torch.randint(0, 3, (20, 3), generator=g).float()  # 20 elements along a dim that is not the last
+    cols[4, 1] = float("nan")
+    check(lambda x, ints, cols: (*torch.sort(x, 1), *torch.sort(x, -1, descending=True),
+                                 *torch.sort(x, stable=True, dim=0, descending=True), *torch.sort(ints),
+                                 *torch.sort(ints, descending=True), *torch.sort(ints, stable=True, descending=True),
+                                 *torch.sort(cols, 0), *torch.sort(cols, 0, descending=True),
+                                 *torch.sort(cols, stable=False, dim=0), torch.msort(x)),
+          x, ints, cols)

@@ -5,6 +5,7 @@ library) but that a graph of operators with kernels computes exactly:
   rows' windows first (one amax per output row, cat), then the columns' (one amax per output column, cat);
   PyTorch's windows, [floor(i * in / out), ceil((i + 1) * in / out)). A pool whose windows tile the input (in a
   multiple of out) is one max_pool2d instead.
+- ``sort.stable`` with stable=False (torch.sort(x, stable=False, ...)): sort.default, std::sort's order.
 - ``avg_pool3d`` with a window of 1 x 1 in its last two dims (nn.LocalResponseNorm's channel window): an
   avg_pool2d over the depth and the flattened (H, W).
 
@@ -64,6 +65,13 @@ def avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_incl
     return aten.view.default(y, list(x.shape[:-3]) + [int(y.shape[-2]), h, w])
 
 
+def sort_stable(x, *, stable=None, dim=-1, descending=False):
+    if stable:
+        return NotImplemented  # the stable kernel (op_sort_stable.cpp)
+    return aten.sort.default(x, dim, descending)
+
+
 def table() -> dict:
     """The decompositions, keyed by the OpOverload they replace."""
-    return {aten.adaptive_max_pool2d.default: adaptive_max_pool2d, aten.avg_pool3d.default: avg_pool3d}
+    return {aten.adaptive_max_pool2d.default: adaptive_max_pool2d, aten.avg_pool3d.default: avg_pool3d,
+            aten.sort.stable: sort_stable}

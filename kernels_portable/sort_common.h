@@ -1,0 +1,211 @@
+// The sorts that reproduce ATen's CPU order of equal elements: libstdc++'s std::sort (introsort, what
+// torch.sort(stable=False) and topk run), without recursion, on any random-access iterator; an iterator
+// over every `stride`-th int64 (a slice's indices along a dim that is not the last); and the sort kernels'
+// shared body (op_sort.cpp, op_sort_stable.cpp).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "dtype_util.h"
+#include "elementwise_common.h"
+
+namespace mcu {
+namespace kernels {
+
+// libstdc++'s std::sort on [first, last) (bits/stl_algo.h: __introsort_loop with a depth limit of
+// 2 * floor(log2(n)), median-of-three pivots moved to the front, unguarded partitions, the heap sort
+// at depth 0, ranges of up to 16 left to the final insertion sort, which is stable: equal to any
+// stable insertion sort), without recursion: std::sort's recursion is one the image's static stack
+// bound cannot bound (mcu_gen/firmware/stack_bound.py). The ranges the recursion would sort later are
+// kept in a list (disjoint ranges: the order in which they are sorted does not change the result), at
+// most one per level of the depth limit: kMaxDepth levels, so for up to 2^(kMaxDepth / 2 + 1) - 1
+// elements (the caller checks).
+template <int kMaxDepth, class It, class Before>
+void introsort(It first, It last, Before before) {
+  constexpr int32_t kThreshold = 16;
+  const int32_t n = static_cast<int32_t>(last - first);
+  if (n < 2) return;
+  int32_t depth = 0;
+  for (int32_t m = n; m > 1; m >>= 1) depth += 2;
+  struct Range {  // offsets from first: 12 bytes a level, whatever the iterator
+    int32_t first;
+    int32_t last;
+    int32_t depth;
+  };
+  Range todo[kMaxDepth + 2];
+  int32_t count = 0;
+  todo[count++] = {0, n, depth};
+  while (count > 0) {
+    const Range r = todo[--count];
+    It lo_end = first + r.first;
+    It hi_end = first + r.last;
+    int32_t d = r.depth;
+    while (hi_end - lo_end > kThreshold) {
+      if (d == 0) {
+        std::partial_sort(lo_end, hi_end, hi_end, before);
+        break;
+      }
+      --d;
+      It a = lo_end + 1;
+      It b = lo_end + (hi_end - lo_end) / 2;
+      It c = hi_end - 1;
+      It median;
+      if (before(*a, *b)) {
+        median = before(*b, *c) ? b : (before(*a, *c) ? c : a);
+      } else {
+        median = before(*a, *c) ? a : (before(*b, *c) ? c : b);
+      }
+      std::iter_swap(lo_end, median);
+      It lo = lo_end + 1;
+      It hi = hi_end;
+      for (;;) {  // unguarded partition around *lo_end
+        while (before(*lo, *lo_end)) ++lo;
+        --hi;
+        while (before(*lo_end, *hi)) --hi;
+        if (!(lo < hi)) break;
+        std::iter_swap(lo, hi);
+        ++lo;
+      }
+      todo[count++] = {static_cast<int32_t>(lo - first), static_cast<int32_t>(hi_end - first), d};  // the upper part
+      hi_end = lo;
+    }
+  }
+  for (It i = first + 1; i < last; ++i) {  // the final insertion sort
+    const auto v = *i;
+    It j = i;
+    for (; j > first && before(v, *(j - 1)); --j) *j = *(j - 1);
+    *j = v;
+  }
+}
+
+// A random-access iterator over data[0], data[stride], data[2 * stride], ...
+class StridedIndices {
+ public:
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = int64_t;
+  using difference_type = ptrdiff_t;
+  using pointer = int64_t*;
+  using reference = int64_t&;
+
+  StridedIndices() = default;
+  StridedIndices(int64_t* data, ptrdiff_t stride) : data_(data), stride_(stride) {}
+  reference operator*() const { return *data_; }
+  reference operator[](difference_type k) const { return data_[k * stride_]; }
+  StridedIndices& operator++() { data_ += stride_; return *this; }
+  StridedIndices& operator--() { data_ -= stride_; return *this; }
+  StridedIndices operator++(int) { StridedIndices t = *this; data_ += stride_; return t; }
+  StridedIndices operator--(int) { StridedIndices t = *this; data_ -= stride_; return t; }
+  StridedIndices& operator+=(difference_type k) { data_ += k * stride_; return *this; }
+  StridedIndices& operator-=(difference_type k) { data_ -= k * stride_; return *this; }
+  StridedIndices operator+(difference_type k) const { return StridedIndices(data_ + k * stride_, stride_); }
+  StridedIndices operator-(difference_type k) const { return StridedIndices(data_ - k * stride_, stride_); }
+  friend StridedIndices operator+(difference_type k, const StridedIndices& it) { return it + k; }
+  difference_type operator-(const StridedIndices& o) const { return (data_ - o.data_) / stride_; }
+  bool operator==(const StridedIndices& o) const { return data_ == o.data_; }
+  bool operator!=(const StridedIndices& o) const { return data_ != o.data_; }
+  bool operator<(const StridedIndices& o) const { return data_ < o.data_; }
+  bool operator>(const StridedIndices& o) const { return data_ > o.data_; }
+  bool operator<=(const StridedIndices& o) const { return data_ <= o.data_; }
+  bool operator>=(const StridedIndices& o) const { return data_ >= o.data_; }
+
+ private:
+  int64_t* data_ = nullptr;
+  ptrdiff_t stride_ = 1;
+};
+
+
+// ATen's sort order (KeyValueCompAsc / KeyValueCompDesc): NaN after every number, first when descending.
+template <typename C>
+struct SortBefore {
+  const C* xs;
+  ptrdiff_t inner;
+  bool descending;
+  bool operator()(int64_t i, int64_t j) const {
+    const C a = xs[i * inner], b = xs[j * inner];
+    const bool a_nan = a != a, b_nan = b != b;  // always false for integers
+    return descending ? (a_nan && !b_nan) || a > b : (!a_nan && b_nan) || a < b;
+  }
+};
+
+constexpr int32_t kSortMax = 65535;  // elements along the sorted dim: introsort<30>'s list holds their depth limit
+
+// Each slice of `in` along dim sorted into values and its int64 indices, as ATen's CPU kernel does: stable
+// (std::stable_sort: a binary insertion sort, n log n comparisons and at most n^2 / 2 moves of an index) or
+// std::sort's order (introsort). No scratch: a slice's order is built in its own indices, then the values are
+// read through it. False when an index read back is not one of the slice's (values overlapping indices: a
+// corrupt program; nothing is read outside self).
+template <typename C>
+bool sort_slices(const TensorRef& in, C* values, int64_t* indices, int32_t dim, bool descending, bool stable) {
+  const C* x = static_cast<const C*>(in.data);
+  const int32_t n = in.sizes[dim];
+  const int32_t outer = size_product(in, 0, dim);
+  const int32_t inner = size_product(in, dim + 1, in.dim);
+  for (int32_t o = 0; o < outer; ++o) {
+    for (int32_t s = 0; s < inner; ++s) {
+      const size_t base = static_cast<size_t>(o) * n * inner + s;
+      const SortBefore<C> before{x + base, inner, descending};
+      const StridedIndices order(indices + base, inner);
+      for (int32_t i = 0; i < n; ++i) {
+        if (!stable) {
+          order[i] = i;
+          continue;
+        }
+        int32_t lo = 0, hi = i;  // the first of the i sorted elements that element i sorts before
+        while (lo < hi) {
+          const int32_t mid = lo + (hi - lo) / 2;
+          if (before(i, order[mid])) {
+            hi = mid;
+          } else {
+            lo = mid + 1;
+          }
+        }
+        for (int32_t j = i; j > lo; --j) order[j] = order[j - 1];
+        order[lo] = i;
+      }
+      if (!stable) introsort<30>(order, order + n, before);
+      for (int32_t r = 0; r < n; ++r) {
+        const int64_t k = order[r];
+        if (k < 0 || k >= n) return false;
+        values[base + static_cast<size_t>(r) * inner] = x[base + static_cast<size_t>(k) * inner];
+      }
+    }
+  }
+  return true;
+}
+
+// aten::sort.values / sort.values_stable: self, dim, descending and the two outs at these argument positions.
+template <DTypeSet kSet>
+Error sort_kernel(const KernelContext& ctx, int32_t dim_arg, int32_t descending_arg, int32_t values_arg,
+                  bool stable) {
+  const TensorRef in = ctx.tensor(0);
+  const bool descending = ctx.bool_arg(descending_arg);
+  const TensorRef values = ctx.tensor(values_arg);
+  const TensorRef indices = ctx.tensor(values_arg + 1);
+  if (values.dtype != in.dtype || indices.dtype != DType::Int64) return Error::KernelFailed;
+  if (!in.is_contiguous() || !values.is_contiguous() || !indices.is_contiguous()) return Error::KernelFailed;
+  if (!in.same_shape(values) || !in.same_shape(indices)) return Error::KernelFailed;
+  int32_t dim = 0;
+  if (!wrap_dim(ctx.int_arg(dim_arg), in.dim == 0 ? 1 : in.dim, &dim)) return Error::KernelFailed;
+  if (in.dim == 0) {  // one element
+    move_bytes(values.data, in.data, element_size(in));
+    static_cast<int64_t*>(indices.data)[0] = 0;
+    return Error::Ok;
+  }
+  if (in.numel == 0) return Error::Ok;
+  // the values are written from self after a slice's indices are complete: self must not be either out
+  if (in.sizes[dim] > kSortMax || values.data == in.data || indices.data == in.data) return Error::KernelFailed;
+  bool ok = false;
+  dispatch_dtype<kSet>(in.dtype, [&](auto tag) {
+    using C = decltype(tag);
+    ok = sort_slices<C>(in, static_cast<C*>(values.data), static_cast<int64_t*>(indices.data), dim, descending,
+                        stable);
+  });
+  return ok ? Error::Ok : Error::KernelFailed;
+}
+
+}  // namespace kernels
+}  // namespace mcu
