@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib qemu-system-arm
               gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc
-              cmake ninja-build g++ clang python3 python3-venv python3-pip)
+              cmake ninja-build ccache g++ clang python3 python3-venv python3-pip)
 # The fuzz tests link clang's libFuzzer and sanitizer runtimes (compiler-rt). Debian ships them
 # in libclang-rt-<N>-dev, only a recommendation of libclang-common-<N>-dev (packages are installed here
 # without recommendations): name it, for the N of the distribution's default clang (14 on Debian 12).

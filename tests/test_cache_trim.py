@@ -115,9 +115,13 @@ def test_cache_command_reports_trims_and_clears(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "host" in out and "removed 2" in out and "0 entries" in out
     assert fresh.exists()  # used within the hour: --trim keeps it
+    (tmp_path / "ccache" / "a").mkdir(parents=True)
+    (tmp_path / "ccache" / "a" / "x.o").write_bytes(b"0" * 300)  # the firmware builds' ccache folder
     assert main(["cache", "--clear", "--json"]) == 0
     rows = {r["cache"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["fuzz"]["removed"] == 1 and rows["fuzz"]["entries"] == 0 and not fresh.exists()
+    assert (rows["ccache"]["removed"], rows["ccache"]["freed_bytes"]) == (1, 300)
+    assert not (tmp_path / "ccache").exists()
 
     monkeypatch.setenv(LIMIT_ENV, "lots")
     assert main(["cache"]) == 1

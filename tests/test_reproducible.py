@@ -108,3 +108,26 @@ def test_build_twice_once_under_load_gives_identical_bytes(tmp_path):
     rb = (tmp_path / "b" / "report.json").read_text()
     assert ra == rb
     assert a.elf.read_bytes() == b.elf.read_bytes()
+
+
+def test_ccache_gives_the_compilers_bytes_and_serves_a_second_project(tmp_path, monkeypatch):
+    """The firmware compiles through ccache when it is installed (toolchain.ccache_setup): the same ELF as without
+    it, and a project in another folder compiles nothing again (its objects are cache hits)."""
+    import subprocess
+
+    if shutil.which("arm-none-eabi-gcc") is None or shutil.which("ccache") is None:
+        pytest.skip("arm-none-eabi-gcc or ccache is not installed (scripts/setup.sh installs both)")
+    monkeypatch.setenv("MCU_GEN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MCU_GEN_CCACHE", "0")
+    plain = builder.build(MODEL, board="mps2-an505", out=tmp_path / "plain").elf.read_bytes()
+    monkeypatch.delenv("MCU_GEN_CCACHE")
+    first = builder.build(MODEL, board="mps2-an505", out=tmp_path / "first")
+    second = builder.build(MODEL, board="mps2-an505", out=tmp_path / "second")
+    assert first.elf.read_bytes() == plain and second.elf.read_bytes() == plain
+    stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True, check=True,
+                           env=dict(os.environ, CCACHE_DIR=str(tmp_path / "cache" / "ccache"))).stdout
+    counts = dict(line.split("\t") for line in stats.splitlines() if "\t" in line)
+    misses = int(counts["cache_miss"])
+    hits = int(counts["direct_cache_hit"]) + int(counts.get("preprocessed_cache_hit", 0))
+    assert hits >= misses > 0, counts  # the second project: every object a hit
+    assert "CMAKE_CXX_COMPILER_LAUNCHER" in (second.out / "firmware" / "build" / "CMakeCache.txt").read_text()

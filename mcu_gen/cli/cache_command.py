@@ -1,8 +1,13 @@
 """`mcu-gen cache`: the native build caches' folders, sizes and limit (mcu_gen/firmware/cache_trim.py), and
-trimming or emptying them."""
+trimming or emptying them; and the firmware builds' ccache folder (mcu_gen/firmware/toolchain.py: ccache_setup),
+which ccache itself keeps under the same limit."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
 from mcu_gen.firmware.cache_trim import LIMIT_ENV, MIN_AGE_SECONDS, entries, limit_bytes, trim
 from mcu_gen.paths import cache_root
@@ -23,21 +28,39 @@ def cmd_cache(args) -> int:
             left, size, removed, freed = len(found), sum(e.size for e in found), 0, 0
         rows.append({"cache": name, "folder": str(folder), "entries": left, "bytes": size, "limit_bytes": limit,
                      "removed": removed, "freed_bytes": freed})
+    rows.append(ccache_row(cache_root() / "ccache", limit, args.clear, args.trim))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     print(f"limit per cache: {limit >> 20} MiB ({LIMIT_ENV}); entries used in the last {MIN_AGE_SECONDS // 60} min "
           f"are kept by --trim")
     for r in rows:
-        line = f"{r['cache']:<5} {r['folder']}: {r['entries']:,} entries, {r['bytes'] / 2**20:,.1f} MiB"
+        line = f"{r['cache']:<6} {r['folder']}: {r['entries']:,} entries, {r['bytes'] / 2**20:,.1f} MiB"
         if args.clear or args.trim:
             line += f" (removed {r['removed']:,}, {r['freed_bytes'] / 2**20:,.1f} MiB)"
         print(line)
     return 0
 
 
+def _files(folder: Path) -> list:
+    return [p.stat().st_size for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
+
+
+def ccache_row(folder: Path, limit: int, clear: bool, trim: bool) -> dict:
+    """The ccache folder's files and bytes; --clear removes it, --trim has ccache clean it up to the limit."""
+    before = _files(folder)
+    if clear:
+        shutil.rmtree(folder, ignore_errors=True)
+    elif trim and before and shutil.which("ccache"):
+        env = dict(os.environ, CCACHE_DIR=str(folder), CCACHE_MAXSIZE=f"{max(limit >> 20, 1)}M")
+        subprocess.run([shutil.which("ccache"), "--cleanup"], env=env, capture_output=True, check=False)
+    after = _files(folder)
+    return {"cache": "ccache", "folder": str(folder), "entries": len(after), "bytes": sum(after), "limit_bytes": limit,
+            "removed": max(len(before) - len(after), 0), "freed_bytes": max(sum(before) - sum(after), 0)}
+
+
 def add_cache_command(sub) -> None:
-    s = sub.add_parser("cache", help="the native build caches ($MCU_GEN_CACHE/host, /fuzz): size and limit; "
+    s = sub.add_parser("cache", help="the native build caches ($MCU_GEN_CACHE/host, /fuzz, /ccache): size and limit; "
                                     "--trim or --clear them")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--trim", action="store_true", help=f"remove the least recently used entries over the limit "

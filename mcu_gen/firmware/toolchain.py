@@ -78,29 +78,51 @@ def qemu_system_arm(path: str | None = None) -> str:
     return find_tool("qemu-system-arm", path)
 
 
-def _run(cmd: list[str], cwd: Path | None = None) -> None:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+def _run(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> None:
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         out = (proc.stdout + proc.stderr).strip().splitlines()
         tail = "\n".join(out[-40:])
         raise ToolchainError(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{tail}")
 
 
+def ccache_setup(project_dir: Path) -> tuple[dict, dict]:
+    """(CMake defines, environment) that compile through ccache when it is installed (scripts/setup.sh installs
+    it): the same objects, each compiled once per content. Every project mcu-gen generates has the same runtime and
+    kernel sources, so ccache's cache ($MCU_GEN_CACHE/ccache, under MCU_GEN_CACHE_LIMIT_MB) with the project as its
+    base_dir (paths rewritten relative to the build folder: projects in different folders share objects) saves most
+    of a build's compiling. The firmware is compiled without -g, so an object does not depend on where it was built.
+    ({}, None) without ccache, or with MCU_GEN_CCACHE=0."""
+    exe = shutil.which("ccache")
+    if exe is None or os.environ.get("MCU_GEN_CCACHE", "1") == "0":
+        return {}, None
+    from mcu_gen.firmware.cache_trim import limit_bytes
+    from mcu_gen.paths import cache_root
+
+    env = dict(os.environ)
+    env.setdefault("CCACHE_DIR", str(cache_root() / "ccache"))
+    env["CCACHE_BASEDIR"] = str(project_dir)
+    env.setdefault("CCACHE_MAXSIZE", f"{max(limit_bytes() >> 20, 64)}M")
+    return {"CMAKE_C_COMPILER_LAUNCHER": exe, "CMAKE_CXX_COMPILER_LAUNCHER": exe}, env
+
+
 def cmake_build(project_dir: Path, build_dir: Path, target: str = "firmware.elf",
                 defines: dict | None = None, prefix: str = "arm-none-eabi") -> Path:
     """Configures (once) and builds a generated CMake firmware project; returns the ELF path.
 
-    The project's CMakeLists.txt names its toolchain file itself (templates/cmake).
+    The project's CMakeLists.txt names its toolchain file itself (templates/cmake). With ccache installed the
+    compiler runs through it (``ccache_setup``).
     """
     exe = cmake()
     arm_toolchain(prefix=prefix)  # fail early with the package hint, not deep inside CMake
     project_dir, build_dir = Path(project_dir).resolve(), Path(build_dir).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
+    launcher, env = ccache_setup(project_dir)
     if not (build_dir / "CMakeCache.txt").exists():
         cmd = [exe, "-S", str(project_dir), "-B", str(build_dir)]
         if shutil.which("ninja"):
             cmd += ["-G", "Ninja"]
-        cmd += [f"-D{k}={v}" for k, v in (defines or {}).items()]
+        cmd += [f"-D{k}={v}" for k, v in {**launcher, **(defines or {})}.items()]
         _run(cmd)
-    _run([exe, "--build", str(build_dir), "--target", target])
+    _run([exe, "--build", str(build_dir), "--target", target], env=env)
     return build_dir / target
