@@ -38,19 +38,6 @@ bool comes_before(C a, int32_t i, C b, int32_t j, bool largest) {
 
 constexpr int32_t kOrderedMax = 128;
 
-// ATen's comparison: NaN before numbers (largest) or after them (smallest), values only.
-template <typename C>
-struct TopkBefore {
-  const C* xs;
-  int32_t inner;
-  bool largest;
-  bool operator()(uint16_t i, uint16_t j) const {
-    const C a = xs[static_cast<size_t>(i) * inner], b = xs[static_cast<size_t>(j) * inner];
-    const bool a_nan = a != a, b_nan = b != b;
-    return largest ? (a_nan && !b_nan) || a > b : (!a_nan && b_nan) || a < b;
-  }
-};
-
 template <typename C>
 void topk_slices(const TensorRef& in, C* values, int64_t* indices, int32_t dim, int32_t k, bool largest,
                  bool sorted) {
@@ -65,7 +52,7 @@ void topk_slices(const TensorRef& in, C* values, int64_t* indices, int32_t dim, 
       const size_t out_base = static_cast<size_t>(o) * k * inner + s;
       if (n <= kOrderedMax) {
         for (int32_t i = 0; i < n; ++i) order[i] = static_cast<uint16_t>(i);
-        const TopkBefore<C> before{xs, inner, largest};
+        const SortBefore<C> before{xs, inner, largest};  // largest first: ATen's descending order
         if (static_cast<int64_t>(k) * 64 <= n) {
           std::partial_sort(order, order + k, order + n, before);
         } else {

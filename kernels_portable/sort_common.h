@@ -124,8 +124,9 @@ struct SortBefore {
   const C* xs;
   ptrdiff_t inner;
   bool descending;
-  bool operator()(int64_t i, int64_t j) const {
-    const C a = xs[i * inner], b = xs[j * inner];
+  template <typename Index>  // topk's uint16_t element numbers, sort's int64_t indices
+  bool operator()(Index i, Index j) const {
+    const C a = xs[static_cast<ptrdiff_t>(i) * inner], b = xs[static_cast<ptrdiff_t>(j) * inner];
     const bool a_nan = a != a, b_nan = b != b;  // always false for integers
     return descending ? (a_nan && !b_nan) || a > b : (!a_nan && b_nan) || a < b;
   }
@@ -157,7 +158,7 @@ bool sort_slices(const TensorRef& in, C* values, int64_t* indices, int32_t dim, 
         int32_t lo = 0, hi = i;  // the first of the i sorted elements that element i sorts before
         while (lo < hi) {
           const int32_t mid = lo + (hi - lo) / 2;
-          if (before(i, order[mid])) {
+          if (before(static_cast<int64_t>(i), order[mid])) {
             hi = mid;
           } else {
             lo = mid + 1;
