@@ -103,6 +103,9 @@ def ccache_setup(project_dir: Path) -> tuple[dict, dict]:
     env.setdefault("CCACHE_DIR", str(cache_root() / "ccache"))
     env["CCACHE_BASEDIR"] = str(project_dir)
     env.setdefault("CCACHE_MAXSIZE", f"{max(limit_bytes() >> 20, 64)}M")
+    # the project's generated headers are written just before the build and never during it: without this, ccache
+    # finds them "too new" for its direct mode and preprocesses every source to look it up
+    env.setdefault("CCACHE_SLOPPINESS", "include_file_mtime,include_file_ctime")
     return {"CMAKE_C_COMPILER_LAUNCHER": exe, "CMAKE_CXX_COMPILER_LAUNCHER": exe}, env
 
 
