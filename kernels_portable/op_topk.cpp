@@ -54,9 +54,9 @@ void topk_slices(const TensorRef& in, C* values, int64_t* indices, int32_t dim, 
         for (int32_t i = 0; i < n; ++i) order[i] = static_cast<uint16_t>(i);
         const SortBefore<C> before{xs, inner, largest};  // largest first: ATen's descending order
         if (static_cast<int64_t>(k) * 64 <= n) {
-          std::partial_sort(order, order + k, order + n, before);
+          partial_sort(order, order + k, order + n, before);
         } else {
-          std::nth_element(order, order + k - 1, order + n, before);
+          nth_element(order, order + k - 1, order + n, before);
           if (sorted) introsort<14>(order, order + k - 1, before);  // depth limit 2 * 6 for kOrderedMax
         }
         for (int32_t r = 0; r < k; ++r) {

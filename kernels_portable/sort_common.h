@@ -1,5 +1,6 @@
 // The sorts that reproduce ATen's CPU order of equal elements: libstdc++'s std::sort (introsort, what
-// torch.sort(stable=False) and topk run), without recursion, on any random-access iterator; an iterator
+// torch.sort(stable=False) and topk run, without recursion), std::partial_sort and std::nth_element, written
+// out on any random-access iterator (no C++ standard library: the RISC-V toolchain has none); an iterator
 // over every `stride`-th int64 (a slice's indices along a dim that is not the last); and the sort kernels'
 // shared body (op_sort.cpp, op_sort_stable.cpp).
 #pragma once
@@ -7,14 +8,146 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <algorithm>
-#include <iterator>
 
 #include "dtype_util.h"
 #include "elementwise_common.h"
 
 namespace mcu {
 namespace kernels {
+
+// libstdc++'s heap algorithms (bits/stl_heap.h), step for step: std::partial_sort and std::nth_element are
+// built on them, and the order they leave equal elements in is theirs. Written out because the RISC-V
+// toolchain (picolibc) has no C++ standard library headers.
+template <class It, class Before, class V>
+void push_heap_hole(It first, ptrdiff_t hole, ptrdiff_t top, V value, Before before) {
+  ptrdiff_t parent = (hole - 1) / 2;
+  while (hole > top && before(first[parent], value)) {
+    first[hole] = first[parent];
+    hole = parent;
+    parent = (hole - 1) / 2;
+  }
+  first[hole] = value;
+}
+
+template <class It, class Before, class V>
+void adjust_heap(It first, ptrdiff_t hole, ptrdiff_t len, V value, Before before) {
+  const ptrdiff_t top = hole;
+  ptrdiff_t child = hole;
+  while (child < (len - 1) / 2) {
+    child = 2 * (child + 1);
+    if (before(first[child], first[child - 1])) child--;
+    first[hole] = first[child];
+    hole = child;
+  }
+  if ((len & 1) == 0 && child == (len - 2) / 2) {
+    child = 2 * (child + 1);
+    first[hole] = first[child - 1];
+    hole = child - 1;
+  }
+  push_heap_hole(first, hole, top, value, before);
+}
+
+template <class It, class Before>
+void make_heap(It first, It last, Before before) {
+  const ptrdiff_t len = last - first;
+  if (len < 2) return;
+  for (ptrdiff_t parent = (len - 2) / 2;; --parent) {
+    adjust_heap(first, parent, len, first[parent], before);
+    if (parent == 0) return;
+  }
+}
+
+template <class It, class Before>
+void pop_heap_into(It first, It last, It result, Before before) {
+  const auto value = *result;
+  *result = *first;
+  adjust_heap(first, 0, last - first, value, before);
+}
+
+template <class It, class Before>
+void heap_select(It first, It middle, It last, Before before) {
+  make_heap(first, middle, before);
+  for (It i = middle; i < last; ++i) {
+    if (before(*i, *first)) pop_heap_into(first, middle, i, before);
+  }
+}
+
+// std::partial_sort(first, middle, last): the smallest middle - first elements, sorted, in front.
+template <class It, class Before>
+void partial_sort(It first, It middle, It last, Before before) {
+  heap_select(first, middle, last, before);
+  for (It end = middle; end - first > 1;) {
+    --end;
+    pop_heap_into(first, end, end, before);
+  }
+}
+
+template <class It>
+void swap_at(It a, It b) {
+  const auto t = *a;
+  *a = *b;
+  *b = t;
+}
+
+// The insertion sort of libstdc++'s final passes (stable).
+template <class It, class Before>
+void insertion_sort(It first, It last, Before before) {
+  if (last - first < 2) return;
+  for (It i = first + 1; i < last; ++i) {
+    const auto v = *i;
+    It j = i;
+    for (; j > first && before(v, *(j - 1)); --j) *j = *(j - 1);
+    *j = v;
+  }
+}
+
+// libstdc++'s median-of-three pivot moved to the front and unguarded partition (__unguarded_partition_pivot).
+template <class It, class Before>
+It partition_pivot(It first, It last, Before before) {
+  It a = first + 1;
+  It b = first + (last - first) / 2;
+  It c = last - 1;
+  It median;
+  if (before(*a, *b)) {
+    median = before(*b, *c) ? b : (before(*a, *c) ? c : a);
+  } else {
+    median = before(*a, *c) ? a : (before(*b, *c) ? c : b);
+  }
+  swap_at(first, median);
+  It lo = first + 1;
+  It hi = last;
+  for (;;) {
+    while (before(*lo, *first)) ++lo;
+    --hi;
+    while (before(*first, *hi)) --hi;
+    if (!(lo < hi)) return lo;
+    swap_at(lo, hi);
+    ++lo;
+  }
+}
+
+// std::nth_element (libstdc++'s __introselect: depth limit 2 * floor(log2(n)), then the heap select).
+template <class It, class Before>
+void nth_element(It first, It nth, It last, Before before) {
+  if (first == last || nth == last) return;
+  int32_t depth = 0;
+  for (ptrdiff_t m = last - first; m > 1; m >>= 1) depth += 2;
+  while (last - first > 3) {
+    if (depth == 0) {
+      heap_select(first, nth + 1, last, before);
+      swap_at(first, nth);
+      return;
+    }
+    --depth;
+    const It cut = partition_pivot(first, last, before);
+    if (cut <= nth) {
+      first = cut;
+    } else {
+      last = cut;
+    }
+  }
+  insertion_sort(first, last, before);
+}
 
 // libstdc++'s std::sort on [first, last) (bits/stl_algo.h: __introsort_loop with a depth limit of
 // 2 * floor(log2(n)), median-of-three pivots moved to the front, unguarded partitions, the heap sort
@@ -46,49 +179,22 @@ void introsort(It first, It last, Before before) {
     int32_t d = r.depth;
     while (hi_end - lo_end > kThreshold) {
       if (d == 0) {
-        std::partial_sort(lo_end, hi_end, hi_end, before);
+        partial_sort(lo_end, hi_end, hi_end, before);
         break;
       }
       --d;
-      It a = lo_end + 1;
-      It b = lo_end + (hi_end - lo_end) / 2;
-      It c = hi_end - 1;
-      It median;
-      if (before(*a, *b)) {
-        median = before(*b, *c) ? b : (before(*a, *c) ? c : a);
-      } else {
-        median = before(*a, *c) ? a : (before(*b, *c) ? c : b);
-      }
-      std::iter_swap(lo_end, median);
-      It lo = lo_end + 1;
-      It hi = hi_end;
-      for (;;) {  // unguarded partition around *lo_end
-        while (before(*lo, *lo_end)) ++lo;
-        --hi;
-        while (before(*lo_end, *hi)) --hi;
-        if (!(lo < hi)) break;
-        std::iter_swap(lo, hi);
-        ++lo;
-      }
-      todo[count++] = {static_cast<int32_t>(lo - first), static_cast<int32_t>(hi_end - first), d};  // the upper part
-      hi_end = lo;
+      const It cut = partition_pivot(lo_end, hi_end, before);
+      todo[count++] = {static_cast<int32_t>(cut - first), static_cast<int32_t>(hi_end - first), d};  // the upper part
+      hi_end = cut;
     }
   }
-  for (It i = first + 1; i < last; ++i) {  // the final insertion sort
-    const auto v = *i;
-    It j = i;
-    for (; j > first && before(v, *(j - 1)); --j) *j = *(j - 1);
-    *j = v;
-  }
+  insertion_sort(first, last, before);  // the final insertion sort
 }
 
 // A random-access iterator over data[0], data[stride], data[2 * stride], ...
 class StridedIndices {
  public:
-  using iterator_category = std::random_access_iterator_tag;
-  using value_type = int64_t;
   using difference_type = ptrdiff_t;
-  using pointer = int64_t*;
   using reference = int64_t&;
 
   StridedIndices() = default;

@@ -104,3 +104,37 @@ def test_sort_equals_pytorch_with_ties_and_nan():
                                  *torch.sort(cols, 0), *torch.sort(cols, 0, descending=True),
                                  *torch.sort(cols, stable=False, dim=0), torch.msort(x)),
           x, ints, cols)
+
+
+@pytest.mark.qemu
+def test_sort_and_topk_run_on_the_rv32_board_without_a_cxx_library(tmp_path, qemu_tools):
+    """The RISC-V toolchain (picolibc) has no C++ standard library headers: sort_common.h writes out libstdc++'s
+    introsort, heap and nth_element, so topk and sort build and verify there too."""
+    from mcu_gen.device.runner import run
+
+    path = tmp_path / "ranks.py"
+    path.write_text(textwrap.dedent("""\
+        import torch
+
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                v, i = torch.sort(x, -1, descending=True)
+                t = torch.topk(x, 3, -1)
+                return v, i, t.values, t.indices, torch.sort(x, stable=True, dim=0).indices
+
+
+        def model():
+            return M().eval()
+
+
+        def example_inputs():
+            return (torch.randint(-3, 4, (4, 70)).float(),)
+
+
+        def test_inputs():
+            g = torch.Generator().manual_seed(3)
+            return [(torch.randint(-3, 4, (4, 70), generator=g).float(),) for _ in range(2)]
+        """))
+    r = run(str(path), board="rv32-virt", out=tmp_path / "out")
+    assert r.verified, r
