@@ -4,12 +4,12 @@ which ccache itself keeps under the same limit."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from mcu_gen.firmware.cache_trim import LIMIT_ENV, MIN_AGE_SECONDS, entries, limit_bytes, trim
+from mcu_gen.firmware.toolchain import ccache_env
 from mcu_gen.paths import cache_root
 
 CACHES = ("host", "fuzz")
@@ -28,7 +28,7 @@ def cmd_cache(args) -> int:
             left, size, removed, freed = len(found), sum(e.size for e in found), 0, 0
         rows.append({"cache": name, "folder": str(folder), "entries": left, "bytes": size, "limit_bytes": limit,
                      "removed": removed, "freed_bytes": freed})
-    rows.append(ccache_row(cache_root() / "ccache", limit, args.clear, args.trim))
+    rows.append(ccache_row(args.clear, args.trim))
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -46,16 +46,19 @@ def _files(folder: Path) -> list:
     return [p.stat().st_size for p in folder.rglob("*") if p.is_file()] if folder.is_dir() else []
 
 
-def ccache_row(folder: Path, limit: int, clear: bool, trim: bool) -> dict:
-    """The ccache folder's files and bytes; --clear removes it, --trim has ccache clean it up to the limit."""
+def ccache_row(clear: bool, trim: bool) -> dict:
+    """The firmware builds' ccache folder (toolchain.ccache_env): its files and bytes; --clear removes it, --trim has
+    ccache clean it up to its limit."""
+    env = ccache_env()
+    folder = Path(env["CCACHE_DIR"])
     before = _files(folder)
     if clear:
         shutil.rmtree(folder, ignore_errors=True)
     elif trim and before and shutil.which("ccache"):
-        env = dict(os.environ, CCACHE_DIR=str(folder), CCACHE_MAXSIZE=f"{max(limit >> 20, 1)}M")
         subprocess.run([shutil.which("ccache"), "--cleanup"], env=env, capture_output=True, check=False)
     after = _files(folder)
-    return {"cache": "ccache", "folder": str(folder), "entries": len(after), "bytes": sum(after), "limit_bytes": limit,
+    return {"cache": "ccache", "folder": str(folder), "entries": len(after), "bytes": sum(after),
+            "limit_bytes": int(env["CCACHE_MAXSIZE"].rstrip("M")) << 20,
             "removed": max(len(before) - len(after), 0), "freed_bytes": max(sum(before) - sum(after), 0)}
 
 

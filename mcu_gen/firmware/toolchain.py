@@ -86,27 +86,32 @@ def _run(cmd: list[str], cwd: Path | None = None, env: dict | None = None) -> No
         raise ToolchainError(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{tail}")
 
 
+def ccache_env(base_dir: Path | None = None) -> dict:
+    """The environment of mcu-gen's ccache: its folder $MCU_GEN_CACHE/ccache, kept under MCU_GEN_CACHE_LIMIT_MB
+    (`mcu-gen cache` shows, trims and clears the same folder), and with ``base_dir`` the folder whose paths it
+    rewrites relative to the build folder, so that projects in different folders share objects."""
+    from mcu_gen.firmware.cache_trim import limit_bytes
+    from mcu_gen.paths import cache_root
+
+    env = dict(os.environ, CCACHE_DIR=str(cache_root() / "ccache"), CCACHE_MAXSIZE=f"{max(limit_bytes() >> 20, 64)}M")
+    # the project's generated headers are written just before the build and never during it: without this, ccache
+    # finds them "too new" for its direct mode and preprocesses every source to look it up
+    env["CCACHE_SLOPPINESS"] = "include_file_mtime,include_file_ctime"
+    if base_dir is not None:
+        env["CCACHE_BASEDIR"] = str(base_dir)
+    return env
+
+
 def ccache_setup(project_dir: Path) -> tuple[dict, dict]:
     """(CMake defines, environment) that compile through ccache when it is installed (scripts/setup.sh installs
     it): the same objects, each compiled once per content. Every project mcu-gen generates has the same runtime and
-    kernel sources, so ccache's cache ($MCU_GEN_CACHE/ccache, under MCU_GEN_CACHE_LIMIT_MB) with the project as its
-    base_dir (paths rewritten relative to the build folder: projects in different folders share objects) saves most
-    of a build's compiling. The firmware is compiled without -g, so an object does not depend on where it was built.
+    kernel sources, so ccache (``ccache_env``, the project as its base_dir) saves most of a build's compiling. The
+    firmware is compiled without -g, so an object does not depend on where it was built.
     ({}, None) without ccache, or with MCU_GEN_CCACHE=0."""
     exe = shutil.which("ccache")
     if exe is None or os.environ.get("MCU_GEN_CCACHE", "1") == "0":
         return {}, None
-    from mcu_gen.firmware.cache_trim import limit_bytes
-    from mcu_gen.paths import cache_root
-
-    env = dict(os.environ)
-    env.setdefault("CCACHE_DIR", str(cache_root() / "ccache"))
-    env["CCACHE_BASEDIR"] = str(project_dir)
-    env.setdefault("CCACHE_MAXSIZE", f"{max(limit_bytes() >> 20, 64)}M")
-    # the project's generated headers are written just before the build and never during it: without this, ccache
-    # finds them "too new" for its direct mode and preprocesses every source to look it up
-    env.setdefault("CCACHE_SLOPPINESS", "include_file_mtime,include_file_ctime")
-    return {"CMAKE_C_COMPILER_LAUNCHER": exe, "CMAKE_CXX_COMPILER_LAUNCHER": exe}, env
+    return {"CMAKE_C_COMPILER_LAUNCHER": exe, "CMAKE_CXX_COMPILER_LAUNCHER": exe}, ccache_env(project_dir)
 
 
 def cmake_build(project_dir: Path, build_dir: Path, target: str = "firmware.elf",
