@@ -7,9 +7,9 @@
 // when k * 64 <= n, else std::nth_element then std::sort of the first k - 1), whose tie order
 // is the standard library's. For a slice of up to kOrderedMax elements this kernel runs the
 // same algorithms with the same comparison on a stack array of element numbers (uint16_t,
-// 256 bytes), so indices of ties and sorted=False's order match PyTorch's (same libstdc++).
-// std::sort is libstdc++'s introsort, whose recursion the image's static stack bound cannot
-// bound; sort_common.h's `introsort` is the same algorithm as a loop, the same order.
+// 256 bytes), so indices of ties and sorted=False's order match PyTorch's: sort_common.h writes out
+// libstdc++'s partial_sort, nth_element and std::sort (that one as a loop, which the image's static
+// stack bound can bound), step for step.
 // Longer slices need no scratch: each output is the successor of the previous one in the
 // (value, index) order, one pass per output (k * n comparisons): equal values come lowest
 // index first there, and sorted=False returns them sorted.

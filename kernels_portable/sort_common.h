@@ -1,13 +1,12 @@
 // The sorts that reproduce ATen's CPU order of equal elements: libstdc++'s std::sort (introsort, what
 // torch.sort(stable=False) and topk run, without recursion), std::partial_sort and std::nth_element, written
 // out on any random-access iterator (no C++ standard library: the RISC-V toolchain has none); an iterator
-// over every `stride`-th int64 (a slice's indices along a dim that is not the last); and the sort kernels'
-// shared body (op_sort.cpp, op_sort_stable.cpp).
+// over every `stride`-th int64 (a slice's indices along a dim that is not the last); a stable sort; and the sort
+// kernels' shared body (op_sort.cpp, op_sort_stable.cpp).
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
-
 
 #include "dtype_util.h"
 #include "elementwise_common.h"
@@ -101,6 +100,27 @@ void insertion_sort(It first, It last, Before before) {
   }
 }
 
+// A stable sort without scratch (what std::stable_sort's order is): each element inserted after the sorted ones
+// it does not sort before, found by binary search: n log n comparisons, at most n^2 / 2 moves.
+template <class It, class Before>
+void binary_insertion_sort(It first, It last, Before before) {
+  for (It i = first + 1; i < last; ++i) {
+    const auto v = *i;
+    It lo = first;
+    It hi = i;
+    while (lo < hi) {
+      const It mid = lo + (hi - lo) / 2;
+      if (before(v, *mid)) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    for (It j = i; j > lo; --j) *j = *(j - 1);
+    *lo = v;
+  }
+}
+
 // libstdc++'s median-of-three pivot moved to the front and unguarded partition (__unguarded_partition_pivot).
 template <class It, class Before>
 It partition_pivot(It first, It last, Before before) {
@@ -191,7 +211,7 @@ void introsort(It first, It last, Before before) {
   insertion_sort(first, last, before);  // the final insertion sort
 }
 
-// A random-access iterator over data[0], data[stride], data[2 * stride], ...
+// A random-access iterator over data[0], data[stride], data[2 * stride], ... (the operators the sorts above use)
 class StridedIndices {
  public:
   using difference_type = ptrdiff_t;
@@ -203,26 +223,18 @@ class StridedIndices {
   reference operator[](difference_type k) const { return data_[k * stride_]; }
   StridedIndices& operator++() { data_ += stride_; return *this; }
   StridedIndices& operator--() { data_ -= stride_; return *this; }
-  StridedIndices operator++(int) { StridedIndices t = *this; data_ += stride_; return t; }
-  StridedIndices operator--(int) { StridedIndices t = *this; data_ -= stride_; return t; }
-  StridedIndices& operator+=(difference_type k) { data_ += k * stride_; return *this; }
-  StridedIndices& operator-=(difference_type k) { data_ -= k * stride_; return *this; }
   StridedIndices operator+(difference_type k) const { return StridedIndices(data_ + k * stride_, stride_); }
   StridedIndices operator-(difference_type k) const { return StridedIndices(data_ - k * stride_, stride_); }
-  friend StridedIndices operator+(difference_type k, const StridedIndices& it) { return it + k; }
   difference_type operator-(const StridedIndices& o) const { return (data_ - o.data_) / stride_; }
   bool operator==(const StridedIndices& o) const { return data_ == o.data_; }
-  bool operator!=(const StridedIndices& o) const { return data_ != o.data_; }
   bool operator<(const StridedIndices& o) const { return data_ < o.data_; }
   bool operator>(const StridedIndices& o) const { return data_ > o.data_; }
   bool operator<=(const StridedIndices& o) const { return data_ <= o.data_; }
-  bool operator>=(const StridedIndices& o) const { return data_ >= o.data_; }
 
  private:
   int64_t* data_ = nullptr;
   ptrdiff_t stride_ = 1;
 };
-
 
 // ATen's sort order (KeyValueCompAsc / KeyValueCompDesc): NaN after every number, first when descending.
 template <typename C>
@@ -241,8 +253,7 @@ struct SortBefore {
 constexpr int32_t kSortMax = 65535;  // elements along the sorted dim: introsort<30>'s list holds their depth limit
 
 // Each slice of `in` along dim sorted into values and its int64 indices, as ATen's CPU kernel does: stable
-// (std::stable_sort: a binary insertion sort, n log n comparisons and at most n^2 / 2 moves of an index) or
-// std::sort's order (introsort). No scratch: a slice's order is built in its own indices, then the values are
+// (binary_insertion_sort) or std::sort's order (introsort). No scratch: a slice's order is built in its own indices, then the values are
 // read through it. False when an index read back is not one of the slice's (values overlapping indices: a
 // corrupt program; nothing is read outside self).
 template <typename C>
@@ -256,24 +267,12 @@ bool sort_slices(const TensorRef& in, C* values, int64_t* indices, int32_t dim, 
       const size_t base = static_cast<size_t>(o) * n * inner + s;
       const SortBefore<C> before{x + base, inner, descending};
       const StridedIndices order(indices + base, inner);
-      for (int32_t i = 0; i < n; ++i) {
-        if (!stable) {
-          order[i] = i;
-          continue;
-        }
-        int32_t lo = 0, hi = i;  // the first of the i sorted elements that element i sorts before
-        while (lo < hi) {
-          const int32_t mid = lo + (hi - lo) / 2;
-          if (before(static_cast<int64_t>(i), order[mid])) {
-            hi = mid;
-          } else {
-            lo = mid + 1;
-          }
-        }
-        for (int32_t j = i; j > lo; --j) order[j] = order[j - 1];
-        order[lo] = i;
+      for (int32_t i = 0; i < n; ++i) order[i] = i;
+      if (stable) {
+        binary_insertion_sort(order, order + n, before);
+      } else {
+        introsort<30>(order, order + n, before);
       }
-      if (!stable) introsort<30>(order, order + n, before);
       for (int32_t r = 0; r < n; ++r) {
         const int64_t k = order[r];
         if (k < 0 || k >= n) return false;

@@ -1,10 +1,10 @@
 """mcu-gen's own decompositions, for core-ATen operators that have no kernel here (nor in ExecuTorch's portable
 library) but that a graph of operators with kernels computes exactly:
 
-- ``adaptive_max_pool2d`` (F.adaptive_max_pool1d/2d, whose indices nothing reads): a max is separable, so the
-  rows' windows first (one amax per output row, cat), then the columns' (one amax per output column, cat);
-  PyTorch's windows, [floor(i * in / out), ceil((i + 1) * in / out)). A pool whose windows tile the input (in a
-  multiple of out) is one max_pool2d instead.
+- ``adaptive_max_pool2d`` (F.adaptive_max_pool1d/2d): a max is separable, so the rows' windows first (one amax
+  per output row, cat), then the columns' (one amax per output column, cat); PyTorch's windows,
+  [floor(i * in / out), ceil((i + 1) * in / out)). The indices, per window, only when something reads them. A pool
+  whose windows tile the input (in a multiple of out) is one max_pool2d instead.
 - ``sort.stable`` with stable=False (torch.sort(x, stable=False, ...)): sort.default, std::sort's order.
 - ``avg_pool3d`` with a window of 1 x 1 in its last two dims (nn.LocalResponseNorm's channel window): an
   avg_pool2d over the depth and the flattened (H, W).
@@ -59,7 +59,7 @@ def avg_pool3d(x, kernel_size, stride=(), padding=0, ceil_mode=False, count_incl
     p = p * (3 if len(p) == 1 else 1)
     if k[1:] != [1, 1] or s[1:] != [1, 1] or p[1:] != [0, 0] or x.dim() not in (4, 5):
         return NotImplemented
-    d, h, w = (int(v) for v in x.shape[-3:])
+    h, w = int(x.shape[-2]), int(x.shape[-1])
     flat = aten.view.default(x, list(x.shape[:-2]) + [h * w])
     y = aten.avg_pool2d.default(flat, [k[0], 1], [s[0], 1], [p[0], 0], ceil_mode, count_include_pad, divisor_override)
     return aten.view.default(y, list(x.shape[:-3]) + [int(y.shape[-2]), h, w])

@@ -51,7 +51,7 @@ def decomposition_table():
         op = getattr(torch.ops.aten, name).default
         if op in table:
             table.pop(op)
-    table.update(decompositions.table())  # operators without a kernel that others compute (adaptive max pool, LRN)
+    table.update(decompositions.table())  # operators without a kernel that others compute (decompositions.py)
     return table
 
 
