@@ -88,11 +88,34 @@ void swap_at(It a, It b) {
   *b = t;
 }
 
-// The insertion sort of libstdc++'s final passes (stable).
+// libstdc++'s __insertion_sort: an element that sorts before the first moves straight to the front, any other
+// is inserted by scanning back. Under a strict weak order the same as any stable insertion sort; under mode's
+// comparison by value alone, which NaNs break (they compare false both ways), the order is libstdc++'s.
 template <class It, class Before>
 void insertion_sort(It first, It last, Before before) {
   if (last - first < 2) return;
   for (It i = first + 1; i < last; ++i) {
+    const auto v = *i;
+    It j = i;
+    const bool to_front = before(v, *first);
+    for (; j > first && (to_front || before(v, *(j - 1))); --j) *j = *(j - 1);
+    *j = v;
+  }
+}
+
+// libstdc++'s __final_insertion_sort (std::sort's last pass): the first kSortThreshold elements by insertion_sort,
+// each later one by scanning back (__unguarded_linear_insert: no move to the front; the bound at `first` only
+// keeps a scan that NaNs confuse inside the range, where libstdc++ relies on a smaller element in front).
+constexpr int32_t kSortThreshold = 16;  // libstdc++'s _S_threshold: std::sort leaves ranges this short to this pass
+
+template <class It, class Before>
+void final_insertion_sort(It first, It last, Before before) {
+  if (last - first <= kSortThreshold) {
+    insertion_sort(first, last, before);
+    return;
+  }
+  insertion_sort(first, first + kSortThreshold, before);
+  for (It i = first + kSortThreshold; i < last; ++i) {
     const auto v = *i;
     It j = i;
     for (; j > first && before(v, *(j - 1)); --j) *j = *(j - 1);
@@ -171,15 +194,13 @@ void nth_element(It first, It nth, It last, Before before) {
 
 // libstdc++'s std::sort on [first, last) (bits/stl_algo.h: __introsort_loop with a depth limit of
 // 2 * floor(log2(n)), median-of-three pivots moved to the front, unguarded partitions, the heap sort
-// at depth 0, ranges of up to 16 left to the final insertion sort, which is stable: equal to any
-// stable insertion sort), without recursion: std::sort's recursion is one the image's static stack
+// at depth 0, ranges of up to 16 left to the final insertion sort: final_insertion_sort), without recursion: std::sort's recursion is one the image's static stack
 // bound cannot bound (mcu_gen/firmware/stack_bound.py). The ranges the recursion would sort later are
 // kept in a list (disjoint ranges: the order in which they are sorted does not change the result), at
 // most one per level of the depth limit: kMaxDepth levels, so for up to 2^(kMaxDepth / 2 + 1) - 1
 // elements (the caller checks).
 template <int kMaxDepth, class It, class Before>
 void introsort(It first, It last, Before before) {
-  constexpr int32_t kThreshold = 16;
   const int32_t n = static_cast<int32_t>(last - first);
   if (n < 2) return;
   int32_t depth = 0;
@@ -197,7 +218,7 @@ void introsort(It first, It last, Before before) {
     It lo_end = first + r.first;
     It hi_end = first + r.last;
     int32_t d = r.depth;
-    while (hi_end - lo_end > kThreshold) {
+    while (hi_end - lo_end > kSortThreshold) {
       if (d == 0) {
         partial_sort(lo_end, hi_end, hi_end, before);
         break;
@@ -208,7 +229,7 @@ void introsort(It first, It last, Before before) {
       hi_end = cut;
     }
   }
-  insertion_sort(first, last, before);  // the final insertion sort
+  final_insertion_sort(first, last, before);
 }
 
 // A random-access iterator over data[0], data[stride], data[2 * stride], ... (the operators the sorts above use)
