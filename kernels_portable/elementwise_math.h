@@ -109,6 +109,27 @@ C trunc_div(C a, C b, Status& st) {
   else return int_div(a, b, st);
 }
 
+// |a| as ATen's integer abs gives it: the lowest value of a signed type wraps to itself; unsigned unchanged.
+template <typename C>
+C abs_wrapping(C a) {
+  if constexpr (is_signed_c<C>()) return a < C(0) ? wrapping_neg(a) : a;
+  else return a;
+}
+
+// ATen's calc_gcd: Euclid's algorithm on |a| and |b| (gcd(0, 0) = 0). Only a wrapped lowest value is negative,
+// and its remainders never make a divisor of -1 meet it; the check keeps % defined anyway.
+template <typename C>
+C gcd_of(C a, C b) {
+  a = abs_wrapping(a);
+  b = abs_wrapping(b);
+  while (a != C(0)) {
+    const C c = a;
+    a = is_signed_c<C>() && a == C(-1) ? C(0) : static_cast<C>(b % a);
+    b = c;
+  }
+  return b;
+}
+
 // a ** b: powf for float; integers by squaring (wrapping), a negative exponent
 // gives 0 except for a of 1 or -1 (ATen's integer pow).
 template <typename C>

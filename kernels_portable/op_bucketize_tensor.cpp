@@ -3,34 +3,10 @@
 // out[i] = the bucket of self[i] among the sorted 1-d `boundaries`, as PyTorch counts it: the first k with
 // boundaries[k] >= self[i] (right: > self[i]), boundaries.numel() when there is none (and for NaN). Both
 // tensors are compared in their promoted dtype; out is int64, or int32 with out_int32.
-#include "dtype_util.h"
-#include "elementwise_common.h"
+#include "search_common.h"
 
 namespace mcu {
 namespace kernels {
-
-namespace {
-
-// PyTorch's binary search (ATen's cus_lower_bound / cus_upper_bound): "not >=" / "not >" moves right, so a
-// NaN value (and a NaN boundary it meets) lands after every boundary.
-template <typename C>
-int64_t bucket(C value, LoadFn<C> load, const void* boundaries, int32_t n, bool right) {
-  int32_t start = 0;
-  int32_t end = n;
-  while (start < end) {
-    const int32_t mid = start + ((end - start) >> 1);
-    const C b = load(boundaries, mid);
-    const bool go_right = right ? !(b > value) : !(b >= value);
-    if (go_right) {
-      start = mid + 1;
-    } else {
-      end = mid;
-    }
-  }
-  return start;
-}
-
-}  // namespace
 
 Error aten_bucketize_tensor_out(const KernelContext& ctx) {
   constexpr DTypeSet kSet = selected::aten_bucketize_tensor_out & kRealTypes;
@@ -49,13 +25,11 @@ Error aten_bucketize_tensor_out(const KernelContext& ctx) {
     const LoadFn<C> load_in = loader<kSet, C>(in.dtype);
     const LoadFn<C> load_b = loader<kSet, C>(boundaries.dtype);
     if (load_in == nullptr || load_b == nullptr) return;
+    const void* b = boundaries.data;
     for (int32_t i = 0; i < in.numel; ++i) {
-      const int64_t k = bucket<C>(load_in(in.data, i), load_b, boundaries.data, boundaries.numel, right);
-      if (out_int32) {
-        static_cast<int32_t*>(out.data)[i] = static_cast<int32_t>(k);
-      } else {
-        static_cast<int64_t*>(out.data)[i] = k;
-      }
+      const int64_t k = sorted_position<C>(load_in(in.data, i), [&](int32_t j) { return load_b(b, j); },
+                                           boundaries.numel, right);
+      store_position(out, i, k);
     }
     ok = true;
   });

@@ -8,6 +8,11 @@ library) but that a graph of operators with kernels computes exactly:
 - ``sort.stable`` with stable=False (torch.sort(x, stable=False, ...)): sort.default, std::sort's order.
 - ``avg_pool3d`` with a window of 1 x 1 in its last two dims (nn.LocalResponseNorm's channel window): an
   avg_pool2d over the depth and the flattened (H, W).
+- ``__lshift__`` / ``__rshift__`` (Python's ``x << n``, ``x >> y`` on tensors): the bitwise shifts they are;
+  ``bitwise_left_shift.Scalar_Tensor`` / ``bitwise_right_shift.Scalar_Tensor`` (``3 << x``): the Tensor shift
+  of the number as a 0-d tensor of the result's dtype; so is ``remainder.Scalar_Tensor`` (``7 % x``).
+- ``rrelu_with_noise_functional`` in eval (nn.RReLU, F.rrelu(training=False)): leaky_relu with the mean slope
+  (lower + upper) / 2, as ATen computes it; its noise is left as it was.
 
 Each returns NotImplemented for any other case, which keeps the operator (and its "no kernel" error)."""
 from __future__ import annotations
@@ -71,7 +76,27 @@ def sort_stable(x, *, stable=None, dim=-1, descending=False):
     return aten.sort.default(x, dim, descending)
 
 
+def rrelu_eval(x, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+    if training:
+        return NotImplemented  # random slopes: a training-time operator
+    return aten.leaky_relu.default(x, (lower + upper) / 2), aten.clone.default(noise)
+
+
+def _tensor_op_of_scalar(op):
+    def decompose(number, x):
+        dtype = torch.result_type(number, x)
+        return op(aten.scalar_tensor.default(number, dtype=dtype), x)
+    return decompose
+
+
 def table() -> dict:
     """The decompositions, keyed by the OpOverload they replace."""
     return {aten.adaptive_max_pool2d.default: adaptive_max_pool2d, aten.avg_pool3d.default: avg_pool3d,
-            aten.sort.stable: sort_stable}
+            aten.sort.stable: sort_stable, aten.rrelu_with_noise_functional.default: rrelu_eval,
+            aten.__lshift__.Scalar: aten.bitwise_left_shift.Tensor_Scalar,
+            aten.__lshift__.Tensor: aten.bitwise_left_shift.Tensor,
+            aten.__rshift__.Scalar: aten.bitwise_right_shift.Tensor_Scalar,
+            aten.__rshift__.Tensor: aten.bitwise_right_shift.Tensor,
+            aten.bitwise_left_shift.Scalar_Tensor: _tensor_op_of_scalar(aten.bitwise_left_shift.Tensor),
+            aten.bitwise_right_shift.Scalar_Tensor: _tensor_op_of_scalar(aten.bitwise_right_shift.Tensor),
+            aten.remainder.Scalar_Tensor: _tensor_op_of_scalar(aten.remainder.Tensor)}

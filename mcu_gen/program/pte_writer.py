@@ -6,6 +6,7 @@ device reads weights in place from flash."""
 from __future__ import annotations
 
 import hashlib
+import math
 import struct
 
 import flatbuffers
@@ -120,8 +121,8 @@ class _Writer:
                 b.PrependInt64Slot(slot, value, 0)
             elif kind == "u64":
                 b.PrependUint64Slot(slot, value, 0)
-            elif kind == "f64":
-                b.PrependFloat64Slot(slot, value, 0.0)
+            elif kind == "f64":  # -0.0 equals the default 0.0: written anyway (no default), or it reads back as +0.0
+                b.PrependFloat64Slot(slot, value, None if value == 0.0 and math.copysign(1.0, value) < 0 else 0.0)
             else:  # pragma: no cover
                 raise AssertionError(kind)
         return b.EndObject()

@@ -249,21 +249,39 @@ def _emulated_sum(mem: Memory, ins) -> None:
     mem.write(out, torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(out).shape), order="C")))
 
 
-def _emulated_cumsum(mem: Memory, ins) -> None:
-    """op_cumsum.cpp in float32: a running float32 sum along dim."""
-    x = mem.tensor(ins.args[0]).numpy()
-    out = ins.args[3]
-    if x.dtype != np.float32 or mem.program.tensor(out).dtype != "float32" or x.ndim == 0:
-        execute_portable(mem, ins)
-        return
-    xm = np.moveaxis(x, int(_scalar(mem, ins.args[1])) % x.ndim, -1)
-    y = np.empty_like(xm)
-    s = np.zeros(xm.shape[:-1], np.float32)
-    for i in range(xm.shape[-1]):
-        s = s + xm[..., i]
-        y[..., i] = s
-    y = np.moveaxis(y, -1, int(_scalar(mem, ins.args[1])) % x.ndim)
-    mem.write(out, torch.from_numpy(np.asarray(y, order="C")))
+def _running(step, first):
+    """A scan kernel in float32 along dim (op_cumsum.cpp, op_cumprod.cpp, op_logcumsumexp.cpp): acc = step(acc, x)
+    from `first`, element by element (ATen keeps cumprod's and logcumsumexp's running value in double)."""
+    def emulated(mem: Memory, ins) -> None:
+        x = mem.tensor(ins.args[0]).numpy()
+        out = ins.args[-2]
+        if x.dtype != np.float32 or mem.program.tensor(out).dtype != "float32" or x.ndim == 0:
+            execute_portable(mem, ins)
+            return
+        dim = int(_scalar(mem, ins.args[1])) % x.ndim
+        xm = np.moveaxis(x, dim, -1)
+        y = np.empty_like(xm)
+        acc = np.full(xm.shape[:-1], first, np.float32)
+        with np.errstate(all="ignore"):
+            for i in range(xm.shape[-1]):
+                acc = step(acc, xm[..., i]).astype(np.float32)
+                y[..., i] = acc
+        mem.write(out, torch.from_numpy(np.asarray(np.moveaxis(y, -1, dim), order="C")))
+    return emulated
+
+
+def _log_add_exp(acc, x):
+    """op_logcumsumexp.cpp's log_add_exp (ATen's _log_add_exp_helper) with the C library's expf and log1pf."""
+    lib = libm()
+    out = np.empty_like(acc)
+    for k, (a, v) in enumerate(zip(acc.reshape(-1), x.reshape(-1))):
+        lo = a if a != a else (a if a < v else v)
+        hi = a if a != a else (a if v < a else v)
+        if lo != hi or np.isfinite(lo):
+            out.reshape(-1)[k] = hi + np.float32(lib.log1pf(lib.expf(lo - hi)))
+        else:
+            out.reshape(-1)[k] = v
+    return out
 
 
 def _emulated_logit(mem: Memory, ins) -> None:
@@ -369,11 +387,13 @@ LIBM_OPS = frozenset(LIBM_UNARY) | {"aten::_log_softmax.out", "aten::_softmax.ou
                                      "mcu::gru.out", "mcu::lstm.out", "aten::sigmoid.out", "aten::tanh.out",
                                      "aten::elu.out", "aten::gelu.out", "aten::glu.out", "aten::logit.out",
                                      "aten::atan2.out", "aten::pow.Scalar_out", "aten::pow.Tensor_Scalar_out",
-                                     "aten::pow.Tensor_Tensor_out"}
+                                     "aten::pow.Tensor_Tensor_out", "aten::logcumsumexp.out", "aten::hypot.out",
+                                     "aten::erfinv.out", "aten::i0.out"}
 
 EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::var.correction_out": _emulated_var, "aten::var_mean.correction_out": _emulated_var,
-            "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _emulated_cumsum,
+            "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _running(np.add, 0.0),
+            "aten::cumprod.out": _running(np.multiply, 1.0), "aten::logcumsumexp.out": _running(_log_add_exp, -np.inf),
             "aten::sum.IntList_out": _emulated_sum, "aten::addmm.out": _emulated_addmm,
             "aten::mm.out": _emulated_matmul, "aten::bmm.out": _emulated_matmul,
             "aten::native_group_norm.out": _emulated_group_norm,
