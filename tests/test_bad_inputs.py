@@ -227,3 +227,60 @@ def test_no_cross_compiler_names_the_debian_package(tmp_path, monkeypatch):
     with pytest.raises(builder.BuildError) as e:
         firmware_project.compile_project(project, board)
     assert "gcc-arm-none-eabi" in str(e.value)
+
+
+BAG_MODEL = '''import torch
+from torch import nn
+
+
+class Bags(nn.Module):  # the PyTorch text classification tutorial's model
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.EmbeddingBag(50, 8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, text, offsets):
+        return self.fc(self.embedding(text, offsets))
+
+
+def model():
+    torch.manual_seed(0)
+    return Bags().eval()
+
+
+def example_inputs():
+    return (torch.tensor([3, 9, 1, 44, 7, 7, 20]), torch.tensor([0, 2, 2, 5]))
+'''
+
+
+@pytest.mark.qemu
+def test_index_inputs_out_of_range_name_the_operator_on_the_device(tmp_path, qemu_tools):
+    """An EmbeddingBag model builds, runs and verifies; word ids beyond its table make the device's kernel refuse
+    the call, and the error names the instruction, the operator and the user's line, not only an error code."""
+    import mcu_gen
+
+    path = tmp_path / "bags.py"
+    path.write_text(BAG_MODEL)
+    text, offsets = np.array([3, 9, 1, 44, 7, 7, 20]), np.array([0, 2, 2, 5])
+    assert mcu_gen.run(str(path), board="mps2-an505", out=tmp_path / "out", inputs=[(text, offsets)]).verified
+    with pytest.raises(DeviceError, match=r"instruction 0, aten::_embedding_bag\.out \(.*bags\.py:12: .*"
+                                          r"self\.embedding\(text, offsets\).*out of range"):
+        mcu_gen.run(str(path), board="mps2-an505", out=tmp_path / "out", inputs=[(text + 50, offsets)])
+
+
+def test_the_plan_check_runs_on_valid_index_inputs():
+    """The build's memory-plan check runs the program on the host: on the model's own example inputs when they are
+    the program's (same shapes and dtypes), else on random ones whose integers are valid offsets (0s then 1s)."""
+    import torch
+
+    p = Program()
+    text, offsets, x = p.add_tensor((7,), "int64"), p.add_tensor((4,), "int64"), p.add_tensor((2, 3))
+    p.inputs = [text, offsets, x]
+    examples = (torch.tensor([3, 9, 1, 44, 7, 7, 20]), torch.tensor([0, 2, 2, 5]), torch.ones(2, 3))
+    got = builder.example_check_inputs(p, examples)
+    assert [g.tolist() for g in got] == [e.tolist() for e in examples]
+    assert builder.example_check_inputs(p, examples[:2]) is None
+    assert builder.example_check_inputs(p, (examples[0].int(),) + examples[1:]) is None  # int32, not int64
+    for seed in range(5):
+        o = builder.plan_check_inputs(p, seed)[1]
+        assert o[0] == 0 and (np.diff(o) >= 0).all() and set(o.tolist()) <= {0, 1}

@@ -115,6 +115,9 @@ def test_matched_inputs_keep_range_dtype_and_token_ids():
     ids_all = np.concatenate([d[1].reshape(-1) for d in drawn])
     assert ids_all.min() >= 3 and ids_all.max() <= 16
     assert matched_inputs(images, 3, seed=1)[0][0].tobytes() == drawn[0][0].tobytes()  # seeded
+    seen = [one[1].numpy().tolist() for one in images]
+    assert all(d[1].tolist() in seen for d in drawn)  # integer tensors drawn whole: an EmbeddingBag's offsets stay
+    assert len({str(d[1].tolist()) for d in drawn}) > 1  # ordered, lengths match their sequences
 
 
 class _Spec:

@@ -116,3 +116,29 @@ def test_negative_zero_scalar_keeps_its_sign_in_the_program():
     floats = [v.value for v in back.values if getattr(v, "kind", None) == "float"]
     assert floats == [0.0] and math.copysign(1.0, floats[0]) == -1.0
 
+
+class _Bags(nn.Module):
+    def __init__(self):
+        super().__init__()
+        g = torch.Generator().manual_seed(6)
+        self.mean = nn.EmbeddingBag(20, 3, mode="mean", padding_idx=3)
+        self.sum = nn.EmbeddingBag(20, 3, mode="sum")
+        self.max = nn.EmbeddingBag(20, 3, mode="max", padding_idx=3)
+        for e in (self.mean, self.sum, self.max):
+            e.weight.data = torch.randn(20, 3, generator=g)
+
+    def forward(self, words, offsets, weights, sentences):
+        return (self.mean(words, offsets), self.sum(words, offsets, per_sample_weights=weights),
+                self.max(words, offsets), self.mean(sentences),  # 2-d: equal bags
+                *torch.ops.aten._embedding_bag.default(self.max.weight.detach(), words, offsets, False, 2, False, None, False, 3),
+                *torch.ops.aten._embedding_bag_forward_only.default(self.mean.weight.detach(), words.int(), offsets.int(),
+                                                                    False, 1, False, None, True, 3)[::3])
+
+
+def test_embedding_bag_equals_pytorch():
+    """nn.EmbeddingBag (text classification's bag of words): sum with per-sample weights, mean and max, padding
+    entries left out, an empty bag, the last offset ending the bags; all four outputs of the operator."""
+    words = torch.tensor([1, 2, 3, 4, 5, 3, 7, 3, 19, 0])
+    offsets = torch.tensor([0, 2, 2, 5, 7])
+    weights = torch.rand(10, generator=torch.Generator().manual_seed(2))
+    check(_Bags().eval(), words, offsets, weights, torch.tensor([[1, 2, 3], [4, 5, 6]]))

@@ -42,10 +42,22 @@ class LinkTimeout(LinkError):
 class DeviceError(McuGenError, RuntimeError):
     """The device answered with an error status (an mcu::Error code)."""
 
-    def __init__(self, msg: int, code: int, detail: int):
+    def __init__(self, msg: int, code: int, detail: int, where: str = ""):
         self.msg, self.code, self.detail = msg, code, detail
         name = msg.name if isinstance(msg, Msg) else f"request 0x{msg:02x}"
-        super().__init__(f"{name} failed on the device: {error_name(code)} (code {code}, detail {detail})")
+        super().__init__(f"{name} failed on the device: {error_name(code)} (code {code}, detail {detail})"
+                         + (f": {where}" if where else ""))
+
+    def at_instruction(self, program) -> "DeviceError":
+        """This error naming the instruction a failed RUN stopped at (its detail), with the user's line."""
+        if self.msg != Msg.RUN or not 0 <= self.detail < len(program.instructions):
+            return self
+        ins = program.instructions[self.detail]
+        where = f"instruction {self.detail}, {ins.op}" + (f" ({ins.source})" if ins.source else "")
+        if self.code == Error.KernelFailed:
+            where += (": its kernel refused the arguments (a shape or dtype it does not take, or input values outside "
+                      "what the operator accepts, such as indices or offsets out of range)")
+        return DeviceError(self.msg, self.code, self.detail, where)
 
 
 class PipePort:

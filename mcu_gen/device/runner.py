@@ -92,6 +92,15 @@ def check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCh
     fp32 builds: with PyTorch (model file) or the reference interpreter, within 1e-4 relative.
     int8 builds (--quantize int8): identical to the host integer reference, plus the quantization
     error of the dequantized outputs against the fp32 model when the model is known."""
+    from mcu_gen.device.link import DeviceError
+
+    try:
+        return _check_link(link, result, inputs, progress)
+    except DeviceError as e:
+        raise e.at_instruction(result.program) from None
+
+
+def _check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkCheck:
     import torch
 
     from mcu_gen.reference.integer import run_int8_reference

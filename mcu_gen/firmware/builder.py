@@ -205,19 +205,43 @@ def plan_check_inputs(program: Program, seed: int = 0) -> list:
         elif t.dtype == "bool":
             out.append(rng.integers(0, 2, t.shape).astype(bool))
         elif t.dtype in ("int32", "int64"):
-            # token ids, positions, lengths: values any index or count accepts (an embedding of two rows)
-            out.append(rng.integers(0, 2, t.shape).astype(t.dtype))
+            # token ids, positions, lengths, offsets: values any index, count or list of offsets accepts (an
+            # embedding of two rows; an EmbeddingBag's offsets rise from 0): 0s then 1s
+            flat = np.sort(rng.integers(0, 2, int(np.prod(t.shape, dtype=np.int64))))
+            flat[:1] = 0
+            out.append(flat.reshape(t.shape).astype(t.dtype))
         else:  # int8/uint8/int16: quantized data, every value valid
             info = np.iinfo(t.dtype)
             out.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, t.shape).astype(t.dtype))
     return out
 
 
-def check_program_plan(program: Program, available=None) -> None:
+def example_check_inputs(program: Program, examples) -> list | None:
+    """The model's own example inputs as the program's inputs (for check_program_plan), when they are its tensors
+    one for one, of its shapes and dtypes (an int8-I/O program's inputs are not: None). Real values are valid
+    for every operator (offsets that start at 0, indices inside a table), where random ones may not be."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    from mcu_gen.capture.export import torch_dtype_name
+
+    leaves = pytree.tree_leaves(tuple(examples or ()))
+    if len(leaves) != len(program.inputs) or not all(isinstance(x, torch.Tensor) for x in leaves):
+        return None
+    out = []
+    for x, i in zip(leaves, program.inputs):
+        t = program.tensor(i)
+        if tuple(x.shape) != tuple(t.shape) or torch_dtype_name(x.dtype) != t.dtype:
+            return None
+        out.append(x.detach().contiguous().numpy())
+    return out
+
+
+def check_program_plan(program: Program, available=None, examples=None) -> None:
     """check_method_plan for every method of the program, then plan_check.check_methods (shared state at one
-    offset, never overwritten by another method's tensors)."""
+    offset, never overwritten by another method's tensors). ``examples``: the model's example inputs (one method)."""
     if not program.more_methods:
-        check_method_plan(program, available)
+        check_method_plan(program, available, examples)
         return
     for m in program.methods:
         check_method_plan(m, available)
@@ -254,11 +278,12 @@ def adopt_method_plan(program: Program, available=None) -> bool:
     return False
 
 
-def check_method_plan(program: Program, available=None) -> None:
+def check_method_plan(program: Program, available=None, examples=None) -> None:
     """Every build's memory plan, a .pte's as it came included (docs/memory_planning.md; adopted
     by adopt_program_plan before the kernels were chosen): check_plan proves it, then the program
     runs on the host twice, each tensor in its own buffer and all in the planned arena, and the
-    outputs must be identical."""
+    outputs must be identical: on the model's example inputs (``examples``) when they are the program's (real
+    values, valid for every operator), else on plan_check_inputs' random ones."""
     from mcu_gen.reference import PlannedExecutionError, ReferenceUnsupported, check_planned_execution
 
     try:
@@ -267,8 +292,9 @@ def check_method_plan(program: Program, available=None) -> None:
         raise BuildError(f"the memory plan is wrong: {e}") from None
     if any(ins.op.startswith(pte.DELEGATE_PREFIX) for ins in program.instructions):
         return  # the host cannot run an NPU's part of the program
+    real = example_check_inputs(program, examples)
     try:
-        check_planned_execution(program, plan_check_inputs(program))
+        check_planned_execution(program, real if real is not None else plan_check_inputs(program))
     except PlannedExecutionError as e:
         raise BuildError(f"the memory plan is wrong: {e}") from None
     except ReferenceUnsupported:
@@ -383,12 +409,13 @@ def build(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, fus
             "no kernel for operator(s) " + ", ".join(sel.missing) + f" (mcu-gen has kernels for {len(available)} operators; "
             "see `mcu-gen kernels`)"
         )
-    check_program_plan(program, available)
+    examples = spec.example_inputs if spec is not None else None
+    check_program_plan(program, available, examples)
     if place_regions(b, program, available, ram_regions, arena_region, stack_bytes):
         data = pte.write(program)
         if gen.layers:
             gen = gen.regenerate()
-        check_program_plan(program, available)  # the plan over several arenas, run on the host again
+        check_program_plan(program, available, examples)  # the plan over several arenas, run on the host again
     name = spec.name if spec is not None else Path(pte_path).stem
     out = Path(out) if out is not None else Path("mcu-gen-out") / f"{name}-{b.name}"
     out.mkdir(parents=True, exist_ok=True)

@@ -284,6 +284,32 @@ def _log_add_exp(acc, x):
     return out
 
 
+def _emulated_embedding_bag(mem: Memory, ins) -> None:
+    """embedding_bag_common.h's out0: per bag, the rows' sequential float32 sum (times per_sample_weights), divided
+    by the bag's size for the mean; the other outputs (and the max mode, exact) as PyTorch computes them."""
+    execute_portable(mem, ins)
+    mode, weighted = int(_scalar(mem, ins.args[4])), not isinstance(mem.program.values[ins.args[6]], ScalarValue)
+    if mode == 2:
+        return
+    weight = mem.tensor(ins.args[0]).numpy().astype(np.float32)
+    idx, offsets = mem.tensor(ins.args[1]).numpy(), mem.tensor(ins.args[2]).numpy()
+    psw = mem.tensor(ins.args[6]).numpy().astype(np.float32) if weighted else None
+    padding = int(_scalar(mem, ins.args[8]))
+    bags = len(offsets) - 1 if _scalar(mem, ins.args[7]) else len(offsets)
+    out = np.zeros((bags, weight.shape[1]), np.float32)
+    for b in range(bags):
+        end = offsets[b + 1] if b + 1 < bags else len(idx)  # the last bag: every index from its offset on
+        count = 0
+        for i in range(int(offsets[b]), int(end)):
+            if padding >= 0 and idx[i] == padding:
+                continue
+            out[b] = out[b] + (psw[i] * weight[idx[i]] if weighted else weight[idx[i]])
+            count += 1
+        if mode == 1 and count:
+            out[b] = out[b] / np.float32(count)
+    mem.write(ins.args[9], torch.from_numpy(out))
+
+
 def _emulated_logit(mem: Memory, ins) -> None:
     """op_logit.cpp: logf(z / (1 - z)), z clamped to [eps, 1 - eps] when eps is given."""
     x = mem.tensor(ins.args[0]).numpy()
@@ -401,4 +427,6 @@ EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::native_layer_norm.out": _emulated_layer_norm,
             "aten::_log_softmax.out": _emulated_softmax(log_softmax_f32),
             "aten::_softmax.out": _emulated_softmax(softmax_f32),
+            "aten::_embedding_bag.out": _emulated_embedding_bag,
+            "aten::_embedding_bag_forward_only.out": _emulated_embedding_bag,
             "mcu::gru.out": recurrent_f32.emulated("gru"), "mcu::lstm.out": recurrent_f32.emulated("lstm")}

@@ -70,19 +70,23 @@ def _arrays(samples) -> list:
 def matched_inputs(samples: list, n: int, seed: int = 0) -> list:
     """`n` input tuples drawn like `samples` (input tuples): every element of input k is drawn from the
     values input k takes over the samples (its empirical distribution per tensor), in its shape and dtype.
-    Range, mean, spread and the set of values (token ids, bools) are the samples'; nothing lies outside."""
+    Range, mean, spread and the set of values (token ids, bools) are the samples'; nothing lies outside.
+    An int32/int64 input is drawn whole, one of the samples' tensors: indices carry structure that drawing per
+    element would break (an EmbeddingBag's offsets rise from 0; lengths and positions belong together)."""
     rng = np.random.RandomState(seed)
     samples = _arrays(samples)
     pools = []
     for k, first in enumerate(samples[0]):
+        whole = first.dtype in (np.int32, np.int64) and all(np.asarray(one[k]).shape == first.shape for one in samples)
         pool = np.concatenate([np.asarray(one[k]).reshape(-1) for one in samples])
         if pool.size > MAX_POOL:
             pool = pool[np.linspace(0, pool.size - 1, MAX_POOL).astype(np.int64)]
-        pools.append((pool, first.shape, first.dtype))
+        pools.append((pool, first.shape, first.dtype, [np.asarray(one[k]) for one in samples] if whole else None))
     out = []
     for _ in range(n):
-        out.append(tuple(np.asarray(rng.choice(pool, size=shape)).astype(dtype) if pool.size else np.zeros(shape, dtype)
-                         for pool, shape, dtype in pools))
+        out.append(tuple(tensors[rng.randint(len(tensors))].copy() if tensors is not None else
+                         np.asarray(rng.choice(pool, size=shape)).astype(dtype) if pool.size else np.zeros(shape, dtype)
+                         for pool, shape, dtype, tensors in pools))
     return out
 
 
