@@ -57,8 +57,32 @@ def decomposition_table():
 
 def to_core_aten(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
     """The exported program in core ATen, as mcu-gen lowers it (a model's capture and each fp32 island's): nn.GRU /
-    nn.LSTM first as one loop each (capture/recurrent.py), then the decomposition with decomposition_table()."""
-    return with_recurrent_loops(ep).run_decompositions(decomposition_table())
+    nn.LSTM first as one loop each (capture/recurrent.py), then the decomposition with decomposition_table(), then
+    without linear algebra's error checks (without_error_checks)."""
+    return without_error_checks(with_recurrent_loops(ep).run_decompositions(decomposition_table()))
+
+
+# Operators torch.linalg calls only to raise on a bad result (a singular matrix for inv / solve, one that is not
+# positive-definite for cholesky): torch.export keeps them as effects, threaded through a token input and output.
+ERROR_CHECKS = (torch.ops.aten._linalg_check_errors.default,)
+
+
+def without_error_checks(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """``ep`` without ERROR_CHECKS and their effect tokens. A device cannot raise: where PyTorch stops, the program
+    computes on (a singular matrix's inverse is inf / NaN; the operators' ``info`` outputs say what the check
+    would have)."""
+    nodes = list(ep.graph.nodes)
+    if not any(n.op == "call_function" and (n.target in ERROR_CHECKS or (len(n.args) > 1 and n.args[1] in ERROR_CHECKS))
+               for n in nodes):
+        return ep
+    from torch.export._remove_effect_tokens_pass import _remove_effect_tokens
+
+    ep = _remove_effect_tokens(ep)
+    for n in list(ep.graph.nodes):
+        if n.op == "call_function" and n.target in ERROR_CHECKS and not n.users:
+            ep.graph.erase_node(n)
+    ep.graph_module.recompile()
+    return ep
 
 
 def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
