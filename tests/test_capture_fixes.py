@@ -131,6 +131,26 @@ def test_assert_tensor_metadata_is_dropped():
         np.testing.assert_array_equal(g, w.numpy())
 
 
+class LinearAlgebra(torch.nn.Module):
+    def forward(self, x):
+        a = x @ x.T + torch.eye(3)
+        return torch.linalg.inv(a), torch.linalg.cholesky(a), torch.linalg.solve(a, x)
+
+
+def test_linalg_error_checks_are_dropped():
+    """torch.linalg.inv / cholesky / solve raise on a bad matrix through _linalg_check_errors, which torch.export
+    keeps as an effect behind a token input ("TOKEN inputs are not supported" before): capture drops the checks and
+    their token, and the program keeps the operators and their info outputs."""
+    x = torch.randn(3, 3)
+    spec = _spec(LinearAlgebra(), (x,))
+    ep = torch.export.export(spec.module, (x,)).run_decompositions()
+    assert any(s.kind.name == "TOKEN" for s in ep.graph_signature.input_specs)
+    program, _, _ = load_program(spec)
+    ops = [ins.op for ins in program.instructions]
+    assert {"aten::linalg_inv_ex.inverse", "aten::linalg_cholesky_ex.L", "aten::_linalg_solve_ex.result"} <= set(ops)
+    assert not any("check_errors" in op for op in ops) and len(program.inputs) == 1
+
+
 class InplaceIsland(torch.nn.Module):
     """In-place activations as torchvision's MobileNetV3 has them; hardswish_ is an fp32 island in int8."""
 
