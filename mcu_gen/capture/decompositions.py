@@ -11,6 +11,9 @@ library) but that a graph of operators with kernels computes exactly:
 - ``__lshift__`` / ``__rshift__`` (Python's ``x << n``, ``x >> y`` on tensors): the bitwise shifts they are;
   ``bitwise_left_shift.Scalar_Tensor`` / ``bitwise_right_shift.Scalar_Tensor`` (``3 << x``): the Tensor shift
   of the number as a 0-d tensor of the result's dtype; so is ``remainder.Scalar_Tensor`` (``7 % x``).
+- the older linear algebra calls, to the torch.linalg operators with kernels: ``cholesky`` (linalg_cholesky_ex's L),
+  ``triangular_solve`` (linalg_solve_triangular of A or A^T, and A's copy), ``cholesky_solve`` (two triangular
+  solves with the factor and its transpose) and ``cholesky_inverse`` (cholesky_solve of the identity).
 - ``rrelu_with_noise_functional`` in eval (nn.RReLU, F.rrelu(training=False)): leaky_relu with the mean slope
   (lower + upper) / 2, as ATen computes it; its noise is left as it was.
 
@@ -89,6 +92,34 @@ def _tensor_op_of_scalar(op):
     return decompose
 
 
+def _mt(x):
+    return aten.transpose.int(x, -2, -1)
+
+
+def cholesky(x, upper=False):
+    return aten.linalg_cholesky_ex.default(x, upper=upper)[0]
+
+
+def triangular_solve(b, a, upper=True, transpose=False, unitriangular=False):
+    if transpose:  # A^T X = B: A^T is triangular the other way
+        x = aten.linalg_solve_triangular.default(_mt(a), b, upper=not upper, unitriangular=unitriangular)
+    else:
+        x = aten.linalg_solve_triangular.default(a, b, upper=upper, unitriangular=unitriangular)
+    return x, aten.clone.default(a)
+
+
+def cholesky_solve(b, factor, upper=False):
+    lower = _mt(factor) if upper else factor  # A = L L^T with L lower
+    y = aten.linalg_solve_triangular.default(lower, b, upper=False)
+    return aten.linalg_solve_triangular.default(_mt(lower), y, upper=True)
+
+
+def cholesky_inverse(factor, upper=False):
+    n = int(factor.shape[-1])
+    eye = aten.eye.default(n, dtype=factor.dtype)
+    return cholesky_solve(eye, factor, upper)
+
+
 def table() -> dict:
     """The decompositions, keyed by the OpOverload they replace."""
     return {aten.adaptive_max_pool2d.default: adaptive_max_pool2d, aten.avg_pool3d.default: avg_pool3d,
@@ -99,4 +130,6 @@ def table() -> dict:
             aten.__rshift__.Tensor: aten.bitwise_right_shift.Tensor,
             aten.bitwise_left_shift.Scalar_Tensor: _tensor_op_of_scalar(aten.bitwise_left_shift.Tensor),
             aten.bitwise_right_shift.Scalar_Tensor: _tensor_op_of_scalar(aten.bitwise_right_shift.Tensor),
-            aten.remainder.Scalar_Tensor: _tensor_op_of_scalar(aten.remainder.Tensor)}
+            aten.remainder.Scalar_Tensor: _tensor_op_of_scalar(aten.remainder.Tensor),
+            aten.cholesky.default: cholesky, aten.triangular_solve.default: triangular_solve,
+            aten.cholesky_solve.default: cholesky_solve, aten.cholesky_inverse.default: cholesky_inverse}
