@@ -18,6 +18,7 @@ from mcu_gen.firmware import builder, host
 from mcu_gen.firmware import project as firmware_project
 from mcu_gen.backends import kernels as kernel_registry
 from mcu_gen.plan import inplace_pass
+from mcu_gen.reference import inputs as reference_inputs
 from mcu_gen.program import pte
 from mcu_gen.boards import get_board, load_board
 from mcu_gen.program.ir import Instruction, Program
@@ -277,10 +278,10 @@ def test_the_plan_check_runs_on_valid_index_inputs():
     text, offsets, x = p.add_tensor((7,), "int64"), p.add_tensor((4,), "int64"), p.add_tensor((2, 3))
     p.inputs = [text, offsets, x]
     examples = (torch.tensor([3, 9, 1, 44, 7, 7, 20]), torch.tensor([0, 2, 2, 5]), torch.ones(2, 3))
-    got = builder.example_check_inputs(p, examples)
+    got = reference_inputs.example_check_inputs(p, examples)
     assert [g.tolist() for g in got] == [e.tolist() for e in examples]
-    assert builder.example_check_inputs(p, examples[:2]) is None
-    assert builder.example_check_inputs(p, (examples[0].int(),) + examples[1:]) is None  # int32, not int64
+    assert reference_inputs.example_check_inputs(p, examples[:2]) is None
+    assert reference_inputs.example_check_inputs(p, (examples[0].int(),) + examples[1:]) is None  # int32, not int64
     for seed in range(5):
-        o = builder.plan_check_inputs(p, seed)[1]
+        o = reference_inputs.plan_check_inputs(p, seed)[1]
         assert o[0] == 0 and (np.diff(o) >= 0).all() and set(o.tolist()) <= {0, 1}

@@ -8,7 +8,8 @@ import torch
 
 import mcu_gen
 from mcu_gen.capture.model_file import spec_from_module
-from mcu_gen.firmware.builder import load_program, plan_check_inputs
+from mcu_gen.firmware.builder import load_program
+from mcu_gen.reference.inputs import plan_check_inputs
 from mcu_gen.firmware.host import run_on_host
 from mcu_gen.reference import run_reference
 from mcu_gen.reference.inputs import float_random_inputs, matched_inputs, random_inputs

@@ -15,6 +15,7 @@ from mcu_gen.firmware import builder, host, report
 from mcu_gen.plan import inplace_pass, placement, planner, regions
 from mcu_gen.program import pte
 from mcu_gen.reference import check_planned_execution
+from mcu_gen.reference import inputs as reference_inputs
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,7 @@ def test_small_fast_region_splits_the_plan_hottest_first(kws_int8):
         return {(v.mem_id, v.offset, v.nbytes) for v in q.values if hasattr(v, "mem_id") and not v.is_constant and v.nbytes}
     assert placed(back) == placed(p)
     # The host reference in two arenas at the planned offsets equals every tensor in its own buffer.
-    check_planned_execution(p, builder.plan_check_inputs(p))
+    check_planned_execution(p, reference_inputs.plan_check_inputs(p))
 
 
 def test_split_plan_runs_natively_with_two_exact_arenas(kws_int8):
@@ -107,7 +108,7 @@ def test_split_plan_runs_natively_with_two_exact_arenas(kws_int8):
     bytes as the one-arena program."""
     p = copy.deepcopy(kws_int8)
     regions.place_in_regions(p, _specs(4096))
-    x = builder.plan_check_inputs(kws_int8)
+    x = reference_inputs.plan_check_inputs(kws_int8)
     one = host.run_on_host(copy.deepcopy(kws_int8), x)
     two = host.run_on_host(p, x)
     assert all(a.tobytes() == b.tobytes() for a, b in zip(one, two))

@@ -21,6 +21,7 @@ from mcu_gen.firmware.report import build_report, memory_usage, write_reports
 from mcu_gen.firmware.stack_bound import stack_bound
 from mcu_gen.plan.views import read_program
 from mcu_gen.plan.generated_scratch import scratch_pass
+from mcu_gen.reference.inputs import example_check_inputs, plan_check_inputs
 
 
 @dataclass
@@ -190,51 +191,6 @@ def precheck_fits(board: Board, program: Program, data: bytes) -> None:
         check_fits(board, {"flash_bytes": len(data), "ram_bytes": sum(regions.values()), "ram_regions": regions})
     except FlashOverflow as e:  # the program alone: leaving generated layers out only makes it larger
         raise BuildError(str(e)) from None
-
-
-def plan_check_inputs(program: Program, seed: int = 0) -> list:
-    """Deterministic random inputs of the program's shapes and dtypes (for check_program_plan)."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    out = []
-    for i in program.inputs:
-        t = program.tensor(i)
-        if t.dtype in ("float32", "float64", "float16"):
-            out.append(rng.standard_normal(t.shape).astype(t.dtype))
-        elif t.dtype == "bool":
-            out.append(rng.integers(0, 2, t.shape).astype(bool))
-        elif t.dtype in ("int32", "int64"):
-            # token ids, positions, lengths, offsets: values any index, count or list of offsets accepts (an
-            # embedding of two rows; an EmbeddingBag's offsets rise from 0): 0s then 1s
-            flat = np.sort(rng.integers(0, 2, int(np.prod(t.shape, dtype=np.int64))))
-            flat[:1] = 0
-            out.append(flat.reshape(t.shape).astype(t.dtype))
-        else:  # int8/uint8/int16: quantized data, every value valid
-            info = np.iinfo(t.dtype)
-            out.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, t.shape).astype(t.dtype))
-    return out
-
-
-def example_check_inputs(program: Program, examples) -> list | None:
-    """The model's own example inputs as the program's inputs (for check_program_plan), when they are its tensors
-    one for one, of its shapes and dtypes (an int8-I/O program's inputs are not: None). Real values are valid
-    for every operator (offsets that start at 0, indices inside a table), where random ones may not be."""
-    import torch
-    import torch.utils._pytree as pytree
-
-    from mcu_gen.capture.export import torch_dtype_name
-
-    leaves = pytree.tree_leaves(tuple(examples or ()))
-    if len(leaves) != len(program.inputs) or not all(isinstance(x, torch.Tensor) for x in leaves):
-        return None
-    out = []
-    for x, i in zip(leaves, program.inputs):
-        t = program.tensor(i)
-        if tuple(x.shape) != tuple(t.shape) or torch_dtype_name(x.dtype) != t.dtype:
-            return None
-        out.append(x.detach().contiguous().numpy())
-    return out
 
 
 def check_program_plan(program: Program, available=None, examples=None) -> None:

@@ -1,5 +1,5 @@
-"""Input sets for the host and the device: seeded random inputs for a program, and the host-side
-quantization of fp32 inputs (and dequantization of int8 outputs) for programs with int8 I/O."""
+"""Input sets for the host and the device: seeded random inputs for a program (and the build's plan check's), and
+the host-side quantization of fp32 inputs (and dequantization of int8 outputs) for programs with int8 I/O."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,12 +29,57 @@ def random_inputs(program: Program, n: int, seed: int = 0) -> list:
     return sets
 
 
+def plan_check_inputs(program: Program, seed: int = 0) -> list:
+    """Deterministic random inputs of the program's shapes and dtypes (for the build's check_program_plan)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in program.inputs:
+        t = program.tensor(i)
+        if t.dtype in ("float32", "float64", "float16"):
+            out.append(rng.standard_normal(t.shape).astype(t.dtype))
+        elif t.dtype == "bool":
+            out.append(rng.integers(0, 2, t.shape).astype(bool))
+        elif t.dtype in ("int32", "int64"):
+            # token ids, positions, lengths, offsets: values any index, count or list of offsets accepts (an
+            # embedding of two rows; an EmbeddingBag's offsets rise from 0): 0s then 1s
+            flat = np.sort(rng.integers(0, 2, int(np.prod(t.shape, dtype=np.int64))))
+            flat[:1] = 0
+            out.append(flat.reshape(t.shape).astype(t.dtype))
+        else:  # int8/uint8/int16: quantized data, every value valid
+            info = np.iinfo(t.dtype)
+            out.append(rng.integers(max(info.min, -128), min(info.max, 127) + 1, t.shape).astype(t.dtype))
+    return out
+
+
+def example_check_inputs(program: Program, examples) -> list | None:
+    """The model's own example inputs as the program's inputs (for the build's check_program_plan), when they are
+    its tensors one for one, of its shapes and dtypes (an int8-I/O program's inputs are not: None). Real values are
+    valid for every operator (offsets that start at 0, indices inside a table), where random ones may not be."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    from mcu_gen.capture.export import torch_dtype_name
+
+    leaves = pytree.tree_leaves(tuple(examples or ()))
+    if len(leaves) != len(program.inputs) or not all(isinstance(x, torch.Tensor) for x in leaves):
+        return None
+    out = []
+    for x, i in zip(leaves, program.inputs):
+        t = program.tensor(i)
+        if tuple(x.shape) != tuple(t.shape) or torch_dtype_name(x.dtype) != t.dtype:
+            return None
+        out.append(x.detach().contiguous().numpy())
+    return out
+
+
 def float_random_inputs(program: Program, n: int) -> list:
     rng = np.random.RandomState(0)
     sets = []
     for _ in range(n):
         sets.append(tuple(np.asarray(rng.randn(*program.tensor(i).shape)).astype(np.float32) for i in program.inputs))
     return sets
+
+
 def quantize_inputs(program: Program, inputs: tuple) -> tuple:
     """fp32 inputs -> the int8 tensors an --io int8 program takes (host-side quantization)."""
     from mcu_gen.reference.integer import quantize_f32
