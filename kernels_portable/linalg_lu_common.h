@@ -75,6 +75,14 @@ inline bool is_pivots_of(const TensorRef& pivots, const TensorRef& a, const Matr
 inline bool is_info_of(const TensorRef& info, const TensorRef& a, const MatrixBatch& m) {
   return is_i32(info) && has_sizes(info, a, m.batch_dims, nullptr, 0);
 }
+// A float32 output of one value per matrix of `a` (...): det's result, slogdet's sign and logabsdet.
+inline bool is_f32_per_matrix(const TensorRef& t, const TensorRef& a, const MatrixBatch& m) {
+  return is_f32(t) && has_sizes(t, a, m.batch_dims, nullptr, 0);
+}
+// The outputs of a factorization of `a`: LU (a's shape, float32) and its pivots.
+inline bool is_factor_of(const TensorRef& lu_out, const TensorRef& pivots, const TensorRef& a, const MatrixBatch& m) {
+  return is_f32(lu_out) && lu_out.same_shape(a) && is_pivots_of(pivots, a, m);
+}
 
 // -- the factorization -------------------------------------------------------------------------
 
@@ -134,6 +142,15 @@ int32_t factor(float* a, int32_t rows, int32_t cols, Pivot* pivots) {
     }
   }
   return info;
+}
+
+// Matrix b of the square A transposed into matrix b of LU and factored there, its pivots into row b of pivots: what
+// det and slogdet factor, as ATen factors a contiguous A (det(A^T) = det(A); LU and pivots are those of A^T).
+inline void factor_transposed(const TensorRef& a, const TensorRef& lu_out, int32_t* pivots, const MatrixBatch& m,
+                              int32_t b) {
+  float* const lu = lu_out.f32() + b * m.size();
+  copy_transposed(a.f32() + b * m.size(), lu, m.rows);
+  factor(lu, m.rows, m.rows, pivots + b * m.rows);
 }
 
 // -- using a factor (lu: n x n, as factor() left it; pivots from factor()) -------------------------

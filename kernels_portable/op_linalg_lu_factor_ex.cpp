@@ -18,8 +18,8 @@ Error aten_linalg_lu_factor_ex_out(const KernelContext& ctx) {
   const TensorRef pivots = ctx.tensor(4);
   const TensorRef info = ctx.tensor(5);
   lu::MatrixBatch m;
-  if (!ctx.bool_arg(1) || !lu::is_f32(a) || !m.init(a) || !lu::is_f32(lu_out) || !lu_out.same_shape(a) ||
-      !lu::is_pivots_of(pivots, a, m) || !lu::is_info_of(info, a, m)) {
+  if (!ctx.bool_arg(1) || !lu::is_f32(a) || !m.init(a) || !lu::is_factor_of(lu_out, pivots, a, m) ||
+      !lu::is_info_of(info, a, m)) {
     return Error::KernelFailed;
   }
   const float* src = a.f32();

@@ -19,19 +19,14 @@ Error aten__linalg_slogdet_sign(const KernelContext& ctx) {
   const TensorRef lu_out = ctx.tensor(3);
   const TensorRef pivots = ctx.tensor(4);
   lu::MatrixBatch m;
-  if (!lu::is_f32(a) || !m.init(a) || !m.square() || !lu::is_f32(sign) ||
-      !lu::has_sizes(sign, a, m.batch_dims, nullptr, 0) || !lu::is_f32(logabsdet) ||
-      !lu::has_sizes(logabsdet, a, m.batch_dims, nullptr, 0) || !lu::is_f32(lu_out) || !lu_out.same_shape(a) ||
-      !lu::is_pivots_of(pivots, a, m)) {
+  if (!lu::is_f32(a) || !m.init(a) || !m.square() || !lu::is_f32_per_matrix(sign, a, m) ||
+      !lu::is_f32_per_matrix(logabsdet, a, m) || !lu::is_factor_of(lu_out, pivots, a, m)) {
     return Error::KernelFailed;
   }
-  const int32_t n = m.rows;
   for (int32_t b = 0; b < m.count; ++b) {
-    float* const lu = lu_out.f32() + b * m.size();
-    int32_t* const piv = pivots.i32() + b * n;
-    lu::copy_transposed(a.f32() + b * m.size(), lu, n);
-    lu::factor(lu, n, n, piv);
-    lu::sign_and_log_abs_determinant(lu, piv, n, sign.f32() + b, logabsdet.f32() + b);
+    lu::factor_transposed(a, lu_out, pivots.i32(), m, b);
+    lu::sign_and_log_abs_determinant(lu_out.f32() + b * m.size(), pivots.i32() + b * m.rows, m.rows, sign.f32() + b,
+                                     logabsdet.f32() + b);
   }
   return Error::Ok;
 }

@@ -76,8 +76,8 @@ Error aten__linalg_solve_ex_result(const KernelContext& ctx) {
   const TensorRef pivots = ctx.tensor(6);
   const TensorRef info = ctx.tensor(7);
   lu::MatrixBatch m;
-  if (!lu::is_f32(a) || !m.init(a) || !m.square() || !lu::is_f32(lu_out) || !lu_out.same_shape(a) ||
-      !lu::is_pivots_of(pivots, a, m) || !lu::is_info_of(info, a, m) || !lu::is_f32(rhs) || !lu::is_f32(result)) {
+  if (!lu::is_f32(a) || !m.init(a) || !m.square() || !lu::is_factor_of(lu_out, pivots, a, m) ||
+      !lu::is_info_of(info, a, m) || !lu::is_f32(rhs) || !lu::is_f32(result)) {
     return Error::KernelFailed;
   }
   const int32_t n = m.rows;
