@@ -106,8 +106,9 @@ class Board:
         return self.cflags if self.link_cpu_flags is None else self.link_cpu_flags
 
     def tool(self, name: str) -> str:
-        """The name of one of the board's cross tools: tool("gcc") -> "arm-none-eabi-gcc"."""
-        return f"{self.toolchain}-{name}"
+        """The name of one of the board's cross tools: tool("gcc") -> "arm-none-eabi-gcc"; the machine's own
+        (``size``, ``nm``) for the host board, whose firmware is a native executable."""
+        return name if self.is_native else f"{self.toolchain}-{name}"
 
     @property
     def frameworks(self) -> list[str]:
@@ -134,6 +135,16 @@ class Board:
     @property
     def is_qemu(self) -> bool:
         return self.emulator.kind == "qemu"
+
+    @property
+    def is_native(self) -> bool:
+        """The firmware is a process on the build machine (the host board), talking over stdin/stdout."""
+        return self.emulator.kind == "native"
+
+    @property
+    def runs_here(self) -> bool:
+        """`run` can run its firmware on this machine, without hardware: under QEMU or natively."""
+        return self.is_qemu or self.is_native
 
     @property
     def ticks_per_instruction(self) -> Fraction:

@@ -31,7 +31,10 @@ def cmd_boards(args) -> int:
         regions = b.ram_regions
         ram = (f"{b.ram.size // 1024} KiB" if len(regions) == 1 else
                " + ".join(f"{r.name} {r.size // 1024} KiB" for r in regions))
-        rows.append((b.name, f"{b.core} {feats}".strip(), f"{b.flash.size // 1024} KiB", ram, emu, b.flash_method,
+        flash = f"{b.flash.size // 1024} KiB"
+        if b.is_native:  # no flash and RAM of its own: the build machine's process
+            flash = ram = "this machine's"
+        rows.append((b.name, f"{b.core} {feats}".strip(), flash, ram, emu, b.flash_method,
                      [{"name": r.name, "base": r.base, "size": r.size, "speed": r.speed} for r in regions]))
     if args.json:
         keys = ("board", "core", "flash", "ram", "emulator", "flash_method", "ram_regions")
@@ -151,7 +154,7 @@ def cmd_run(args) -> int:
         print(f"  inputs: {r.inputs_used}")
         print_calibration(r.calibration)
         _print_state(r)
-        print(f"  instructions per inference: {r.instructions_per_inference:,}")
+        _print_count(r)
         _print_cycles(r)
         print(f"  arena {r.arena_bytes:,} B (lower bound without in-place {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
@@ -175,7 +178,7 @@ def cmd_run(args) -> int:
         if r.methods and r.reset_identical is not None:
             reset = "identical" if r.reset_identical else "DIFFERENT"
             print(f"  shared state {r.state_bytes:,} B: after RESET the same calls gave {reset} outputs")
-        print(f"  instructions per inference: {r.instructions_per_inference:,}")
+        _print_count(r)
         _print_cycles(r)
         print(f"  arena {r.arena_bytes:,} B (lower bound without in-place {r.arena_lower_bound_bytes:,} B), .pte {r.pte_bytes:,} B, "
               f"flash {r.flash_bytes:,} B, RAM {r.ram_bytes:,} B")
@@ -204,6 +207,14 @@ def int8_error_gate(r, limit):
 def _rms(r):
     rows = r.quant_output_errors or []
     return max((row["rms_error"] for row in rows), default=None)
+
+
+def _print_count(r) -> None:
+    if r.instructions_per_inference is not None:
+        print(f"  instructions per inference: {r.instructions_per_inference:,}")
+    elif r.native_ns_per_inference is not None:
+        print(f"  time per inference in the native process: {r.native_ns_per_inference / 1e3:,.1f} us (this "
+              "machine's wall clock, not a device figure)")
 
 
 def _print_cycles(r) -> None:

@@ -76,7 +76,7 @@ class Mcu:
         from mcu_gen.boards import get_board
 
         self.board = get_board(board)
-        if port is None and not self.board.is_qemu:
+        if port is None and not self.board.runs_here:
             raise pytest.UsageError(f"board {self.board.name} has no emulator: give the serial port of a flashed "
                                     f"board with --mcu-port (e.g. --mcu-port /dev/ttyACM0)")
         self.port = port

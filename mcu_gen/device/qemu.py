@@ -11,39 +11,33 @@ SysTick counts instructions deterministically. QEMU is always killed on exit.
 """
 from __future__ import annotations
 
-import collections
 import os
 import re
 import select
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 from mcu_gen.boards import Board
 from mcu_gen.device.link import Link, LinkError
+from mcu_gen.device.process import DeviceProcess
 from mcu_gen.firmware.toolchain import find_tool
 
 PTY_RE = re.compile(rb"char device redirected to (/dev/pts/\d+)")
 
 
-class QemuSession:
+class QemuSession(DeviceProcess):
     def __init__(self, board: Board, elf, icount: bool = True, timeout: float = 2.0,
                  run_timeout: float = 60.0, boot_timeout: float = 5.0, extra_args: tuple = ()):
         if not board.is_qemu:
             raise ValueError(f"board {board.name!r} has no QEMU emulator (emulator.kind = {board.emulator.kind!r})")
-        self.board = board
-        self.elf = Path(elf)
+        super().__init__(board, Path(elf), timeout, run_timeout)
         self.icount = icount
-        self.timeout = timeout
-        self.run_timeout = run_timeout
         self.boot_timeout = boot_timeout
         self.extra_args = tuple(extra_args)
-        self.proc: subprocess.Popen | None = None
-        self.port = None
-        self.link: Link | None = None
-        self.log = collections.deque(maxlen=200)  # semihosting output + QEMU messages
-        self._readers: list[threading.Thread] = []
+
+    def what(self) -> str:
+        return f"QEMU {self.board.emulator.machine}"
 
     def command(self) -> list[str]:
         cmd = [find_tool(self.board.emulator.binary), "-M", self.board.emulator.machine, "-display", "none",
@@ -54,12 +48,6 @@ class QemuSession:
         return cmd + list(self.board.emulator.extra_args) + list(self.extra_args)
 
     # --- lifecycle -------------------------------------------------------------
-    def __enter__(self) -> Link:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def start(self) -> Link:
         import serial  # pyserial
 
@@ -115,48 +103,3 @@ class QemuSession:
                 if time.monotonic() > end or self.proc.poll() is not None:
                     raise LinkError(f"cannot open QEMU's serial port {pty}: {e}\n{self.describe()}") from e
                 time.sleep(0.02)
-
-    def _drain(self, stream, prefix: str) -> None:
-        def pump():
-            for line in iter(stream.readline, b""):
-                text = line.decode(errors="replace").rstrip("\n")
-                self.log.append(f"{prefix}: {text}" if prefix else text)
-
-        t = threading.Thread(target=pump, daemon=True)
-        t.start()
-        self._readers.append(t)
-
-    def describe(self) -> str:
-        state = "running" if self.proc is not None and self.proc.poll() is None else \
-            f"exited with status {self.proc.returncode if self.proc else None}"
-        lines = list(self.log)[-10:]
-        log = "\n".join(f"  | {l}" for l in lines) if lines else "  | (no device log output)"
-        return f"board {self.board.name} (QEMU {self.board.emulator.machine}, {self.elf.name}) {state}; last log lines:\n{log}"
-
-    def exit(self, code: int = 0, timeout: float = 5.0) -> int:
-        """Sends EXIT(code) and returns QEMU's exit status."""
-        self.link.exit(code)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise LinkError(f"QEMU did not exit within {timeout:g} s after EXIT\n{self.describe()}") from None
-
-    @property
-    def returncode(self):
-        return None if self.proc is None else self.proc.poll()
-
-    def close(self) -> None:
-        if self.port is not None:
-            try:
-                self.port.close()
-            except Exception:
-                pass
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            for t in self._readers:
-                t.join(timeout=1.0)
-            for s in (self.proc.stdout, self.proc.stderr):
-                if s:
-                    s.close()

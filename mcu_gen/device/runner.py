@@ -29,7 +29,7 @@ class RunResult:
     pte_bytes: int
     flash_bytes: int
     ram_bytes: int
-    instructions_per_inference: int | None
+    instructions_per_inference: int | None  # None on the host board (no instruction count)
     n_inferences: int
     reference: str  # what the device was compared with
     out: str
@@ -73,6 +73,8 @@ class RunResult:
     # Programs with several methods: per method its name, calls, max abs error, tolerance, verified,
     # instructions per call (max) and the instructions SELECT_METHOD took to switch to it (max).
     methods: list = field(default_factory=list)
+    # The host board: the slowest inference's time in the native process (CLOCK_MONOTONIC ns), this machine's.
+    native_ns_per_inference: int | None = None
     # Which inputs were run: the model file's test inputs, held-out calibration samples, inputs drawn
     # like the calibration data (reference/inputs.py), or given ones.
     inputs_used: str = ""
@@ -193,7 +195,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
                    upload=upload, frame_bytes=frame_bytes, kernels=kernels, ram_regions=ram_regions,
                    arena_region=arena_region, calibration_method=calibration_method, bias_correction=bias_correction)
     b = result.board
-    if not b.is_qemu:
+    if not b.runs_here:
         raise RuntimeError(
             f"board {b.name} has no emulator: the firmware is built in {result.out}; flash it "
             f"(`mcu-gen flash --board {b.name} --build {result.out}`), then check it with "
@@ -221,7 +223,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         inputs, used = described_inputs(result, n_random, max_inputs)
     elif max_inputs is not None:
         inputs = inputs[:max_inputs]
-    first_stack, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
+    first_stack, c, classes, counter = _verify_here(b, result, inputs, timeout, progress, cycles)
     stack_used = first_stack
     bound = result.report["stack"].get("static_bound_bytes")
     if bound is not None and first_stack is not None:
@@ -239,7 +241,7 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         from mcu_gen.firmware.stack import stack_reserve
 
         relink(result, stack_reserve(first_stack), measured=first_stack)
-        stack_used, c, classes, counter = _verify_on_qemu(b, result, inputs, timeout, progress, cycles)
+        stack_used, c, classes, counter = _verify_here(b, result, inputs, timeout, progress, cycles)
         reserved = result.report["stack"]["reserved_bytes"]
         if stack_used is None or stack_used >= reserved:
             raise RuntimeError(f"the stack overflowed its {reserved:,} B (measured {first_stack:,} B before): "
@@ -258,9 +260,10 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
         board=b.name, verified=c.verified, max_abs_error=c.max_abs_error, tolerance=c.tolerance,
         arena_bytes=r["arena_bytes"], arena_lower_bound_bytes=r["arena_lower_bound_bytes"], pte_bytes=r["pte_bytes"],
         flash_bytes=r["flash_bytes"], ram_bytes=r["ram_bytes"],
-        instructions_per_inference=max(c.counts) if c.counts else None,
+        instructions_per_inference=max(c.counts) if c.counts and not b.is_native else None,
         n_inferences=len(c.counts),
-        reference=c.reference, out=str(result.out), outputs=c.outputs, instructions=c.counts,
+        reference=c.reference, out=str(result.out), outputs=c.outputs, instructions=[] if b.is_native else c.counts,
+        native_ns_per_inference=max(c.counts) if c.counts and b.is_native else None,
         quantize=quantize, io=io if quantize else "float32", bit_exact=c.bit_exact,
         quant_max_abs_error=c.quant_max_abs_error, top1_agreement=c.top1_agreement,
         stack_used_bytes=stack_used or None, stack_reserved_bytes=r["stack"]["reserved_bytes"],
@@ -273,21 +276,23 @@ def run(model=None, *, board: str = "mps2-an505", pte_path=None, out=None, input
     )
 
 
-def _verify_on_qemu(b, result: BuildResult, inputs, timeout: float, progress, cycles: bool):
-    """One QEMU session of check_link, with the cycle-counting plugin when it can be had:
-    (the device's stack high-water mark, LinkCheck, ClassCounts per inference (None where none),
-    CycleCounter). A QEMU that does not start with the plugin is started again without it (the
-    counter's reason then says why)."""
+def _verify_here(b, result: BuildResult, inputs, timeout: float, progress, cycles: bool):
+    """One QEMU session (a native process for the host board) of check_link, with the cycle-counting plugin
+    when it can be had: (the device's stack high-water mark (None where the board does not measure it),
+    LinkCheck, ClassCounts per inference (None where none), CycleCounter). A QEMU that does not start with
+    the plugin is started again without it (the counter's reason then says why)."""
     from mcu_gen.device.cycles import CycleCounter
     from mcu_gen.device.link import LinkError
-    from mcu_gen.device.qemu import QemuSession
+    from mcu_gen.device.session import local_session
 
-    if cycles:
+    if b.is_native:
+        counter = CycleCounter(b, result.elf, reason="the host board runs natively: there is no instruction count")
+    elif cycles:
         counter = CycleCounter.for_board(b, result.elf)
     else:
         counter = CycleCounter(b, result.elf, reason="not asked for (--no-cycles)")
     args = counter.qemu_args()
-    session = QemuSession(b, result.elf, run_timeout=timeout, extra_args=args)
+    session = local_session(b, result.elf, run_timeout=timeout, extra_args=args)
     try:
         link = session.start()
         if args:
@@ -299,11 +304,11 @@ def _verify_on_qemu(b, result: BuildResult, inputs, timeout: float, progress, cy
         said = [line for line in session.log if "plugin" in line.lower()]
         counter.disable("QEMU did not start with the cycle-counting plugin: "
                         + (said[-1] if said else str(e).splitlines()[0]))
-        session = QemuSession(b, result.elf, run_timeout=timeout)
+        session = local_session(b, result.elf, run_timeout=timeout)
         link = session.start()
     try:
         c = check_link(link, result, inputs, progress)
-        stack = link.hello().stack_used
+        stack = None if b.is_native else link.hello().stack_used  # a process's stack is the OS's
         link.exit(0)
     finally:
         session.close()

@@ -24,15 +24,13 @@ DEFAULT_RANDOM_INPUTS = 3
 @contextlib.contextmanager
 def open_device(board: Board, elf=None, port: str | None = None, baud: int | None = None, timeout: float = 2.0,
                 run_timeout: float = 60.0, qemu_args: tuple = ()):
-    """Yields a Link: a fresh QEMU session when `port` is None (emulated boards only; `qemu_args` added to
-    its command line), else the serial port."""
+    """Yields a Link: a fresh QEMU session (or native process, the host board) when `port` is None (boards
+    that run here only; `qemu_args` added to QEMU's command line), else the serial port."""
     if port is None:
-        if not board.is_qemu:
+        if not board.runs_here:
             raise RuntimeError(f"board {board.name} has no emulator: flash the firmware and give its serial port "
                                f"(--port /dev/ttyACM0 / --mcu-port)")
-        from mcu_gen.device.qemu import QemuSession
-
-        session = QemuSession(board, elf, timeout=timeout, run_timeout=run_timeout, extra_args=qemu_args)
+        session = local_session(board, elf, timeout=timeout, run_timeout=run_timeout, extra_args=qemu_args)
         with session as link:
             yield link
             if session.returncode is None:
@@ -48,6 +46,18 @@ def open_device(board: Board, elf=None, port: str | None = None, baud: int | Non
         yield Link(ser, timeout=timeout, run_timeout=run_timeout, describe=lambda: f"board {board.name} on {port}")
     finally:
         ser.close()
+
+
+def local_session(board: Board, elf, timeout: float = 2.0, run_timeout: float = 60.0, extra_args: tuple = ()):
+    """The firmware `elf` of a board that runs here, not yet started: a QemuSession, or a NativeSession for the
+    host board (whose firmware is an executable of this machine)."""
+    if board.is_native:
+        from mcu_gen.device.native import NativeSession
+
+        return NativeSession(board, elf, timeout=timeout, run_timeout=run_timeout, extra_args=extra_args)
+    from mcu_gen.device.qemu import QemuSession
+
+    return QemuSession(board, elf, timeout=timeout, run_timeout=run_timeout, extra_args=extra_args)
 
 
 def ensure_program(link: Link, result) -> None:

@@ -308,7 +308,7 @@ def arena_sections(board: Board, program: Program) -> list:
 def compile_project(project: Path, board: Board) -> Path:
     """Configure and build the CMake project; returns the ELF."""
     try:
-        return toolchain.cmake_build(project, project / "build", prefix=board.toolchain)
+        return toolchain.cmake_build(project, project / "build", prefix=None if board.is_native else board.toolchain)
     except toolchain.ToolchainError as e:
         raise BuildError(str(e)) from None
 

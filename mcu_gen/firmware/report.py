@@ -32,7 +32,14 @@ def elf_sections(elf: Path, size_tool: str = "arm-none-eabi-size") -> dict:
 
 
 def memory_usage(elf: Path, board) -> dict:
-    """flash_bytes and ram_bytes of a linked image, from its section addresses."""
+    """flash_bytes and ram_bytes of a linked image, from its section addresses (a native executable's, the host
+    board's, from its section names: its addresses are the process's)."""
+    if board.is_native:
+        sections = elf_sections(elf, board.tool("size"))
+        flash = sum(sections.get(n, (0, 0))[0] for n in FLASH_SECTIONS)
+        ram = sum(sections.get(n, (0, 0))[0] for n in (".data", ".bss"))
+        return {"flash_bytes": flash, "ram_bytes": ram, "ram_regions": {board.ram_name: ram},
+                "sections": {k: v[0] for k, v in sections.items()}}
     flash_lo, flash_hi = board.flash.base, board.flash.base + board.flash.size
     flash = ram = 0
     regions = {r.name: 0 for r in board.ram_regions}  # RAM bytes per region (ram_bytes: all of them)

@@ -115,14 +115,15 @@ def ccache_setup(project_dir: Path) -> tuple[dict, dict]:
 
 
 def cmake_build(project_dir: Path, build_dir: Path, target: str = "firmware.elf",
-                defines: dict | None = None, prefix: str = "arm-none-eabi") -> Path:
+                defines: dict | None = None, prefix: str | None = "arm-none-eabi") -> Path:
     """Configures (once) and builds a generated CMake firmware project; returns the ELF path.
 
     The project's CMakeLists.txt names its toolchain file itself (templates/cmake). With ccache installed the
     compiler runs through it (``ccache_setup``).
     """
     exe = cmake()
-    arm_toolchain(prefix=prefix)  # fail early with the package hint, not deep inside CMake
+    if prefix is not None:  # None: a native build (the host board), with the machine's compiler
+        arm_toolchain(prefix=prefix)  # fail early with the package hint, not deep inside CMake
     project_dir, build_dir = Path(project_dir).resolve(), Path(build_dir).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     launcher, env = ccache_setup(project_dir)

@@ -58,7 +58,7 @@ def _ray():
 def _mode(board, resources: dict | None) -> str:
     from mcu_gen.boards import get_board
 
-    if get_board(board).is_qemu:
+    if get_board(board).runs_here:
         return "run"
     return "hil" if resources and resources.get(RESOURCE_PREFIX + board, 0) >= 1 else "build"
 
