@@ -230,3 +230,22 @@ def test_number_as_first_operand_becomes_a_constant():
     assert "aten::sub.out" in program.operators
     for g, w in zip(run_on_host(program, [x.numpy()]), spec.module(x)):
         np.testing.assert_array_equal(g, w.numpy())
+
+
+def test_rnn_flat_weights_warning_is_not_passed_on():
+    """torch.export warns that an nn.GRU/LSTM's `_flat_weights` "were assigned during export" (harmless: the module
+    re-reads its parameters into that list): mcu-gen's export does not pass it on to the user."""
+    import warnings
+
+    from mcu_gen.capture.export import export_module
+
+    gru = torch.nn.LSTM(4, 8, num_layers=2, batch_first=True)
+    x = (torch.randn(1, 3, 4),)
+    with warnings.catch_warnings(record=True) as raw:
+        warnings.simplefilter("always")
+        torch.export.export(gru.eval(), x)
+    assert any("_flat_weights" in str(w.message) for w in raw)  # what torch itself says
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        export_module(gru, x)
+    assert not [str(w.message) for w in ours if "_flat_weights" in str(w.message)]

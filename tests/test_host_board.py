@@ -65,8 +65,17 @@ def test_a_crashing_native_firmware_is_named_not_hung(tmp_path):
     assert "boom: no program" in text
 
 
-def test_boards_lists_host_without_a_size():
+def test_boards_lists_host_without_a_size_and_survives_a_closed_pipe():
     text = subprocess.run([sys.executable, "-m", "mcu_gen", "boards"], capture_output=True, text=True,
                           check=True).stdout
     host = next(line for line in text.splitlines() if line.startswith("host "))
     assert "this machine's" in host and "native" in host and "0 KiB" not in host
+    # `mcu-gen boards | head -1`: the reader went away before mcu-gen wrote; no traceback, the shell's SIGPIPE status
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "mcu_gen", "boards"], stdout=w, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(w)
+    assert p.returncode == 141, p.stderr
+    assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr

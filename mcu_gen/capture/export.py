@@ -85,6 +85,20 @@ def without_error_checks(ep: torch.export.ExportedProgram) -> torch.export.Expor
     return ep
 
 
+# torch.export warns that nn.RNN/GRU/LSTM's `_flat_weights` "were assigned during export": the module re-reads
+# its own parameters into that list on every forward, which changes nothing the export captures.
+RNN_FLAT_WEIGHTS_WARNING = r"The tensor attributes (self\S*\._flat_weights\[\d+\](, )?)+ were assigned during export"
+
+
+def export_module(module: torch.nn.Module, example_inputs: tuple) -> torch.export.ExportedProgram:
+    """torch.export.export(module.eval(), example_inputs), without the warning above."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=RNN_FLAT_WEIGHTS_WARNING)
+        return torch.export.export(module.eval(), tuple(example_inputs))
+
+
 def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
     where = f"{spec.name} ({spec.path})" if spec.path else spec.name
     ep = spec.exported_program
@@ -92,7 +106,7 @@ def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
         if spec.module is None:
             raise ExportError(f"{where}: the model spec has neither a module nor an exported program")
         try:
-            ep = torch.export.export(spec.module.eval(), tuple(spec.example_inputs))
+            ep = export_module(spec.module, spec.example_inputs)
         except Exception as e:  # torch.export raises many exception types
             raise ExportError(
                 f"{where}: torch.export could not capture the model (mcu-gen needs static shapes and no "

@@ -502,6 +502,9 @@ def main(argv=None) -> int:
             return args.fn(args)  # --json: stdout is one JSON object and stderr carries no bars
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (`mcu-gen boards | head`): nothing is wrong here
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's last flush
+        return 141  # as a tool the shell ended with SIGPIPE
     except Exception as e:  # every failure ends in one clear line, not a traceback (with --verbose: both)
         if isinstance(e, (McuGenError, FileNotFoundError, RuntimeError, ValueError)):
             if verbose:

@@ -13,6 +13,7 @@ import torch
 import torch.fx
 
 from mcu_gen.quantize.quantizer import CONV_OPS, LINEAR_OPS
+from mcu_gen.capture.export import export_module
 
 aten = torch.ops.aten
 
@@ -309,7 +310,7 @@ def capture_for_quantization(module: torch.nn.Module, example_inputs: tuple, fol
     fold eval BatchNorm, drop eval dropout, split GRU / LSTM cells into linears and elementwise
     ops and attention into its matmuls and softmax (expand_attention). A model with state (buffers that forward writes) becomes a pure function of its inputs and
     states (see _functional_module; ``gm.meta["mcu_states"]``)."""
-    ep = torch.export.export(module.eval(), tuple(example_inputs))
+    ep = export_module(module, example_inputs)
     if _mutated_buffers(ep):
         gm = _functional_module(ep)
     else:
