@@ -226,3 +226,20 @@ def test_nhwc_forms_compute_what_the_plain_ones_do(op, weight_shape, extra):
         return out.transpose(0, 3, 1, 2) if nhwc else out
 
     assert np.array_equal(run(True), run(False))
+
+
+def test_lookup_table_outside_the_function_domain_clamps_without_a_warning():
+    """rsqrt over int8 codes that include 0 (a GCN's degree normalisation): inf is clamped to the top code, and
+    numpy's overflow warning (inf * 1/scale) is not shown to the user."""
+    import warnings
+
+    import torch
+
+    from mcu_gen.quantize.int8_common import activation_lut
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lut = activation_lut(torch.ops.aten.rsqrt.default, (), {}, 0.02, -128, 0.0028, -128)
+    assert lut[0] == 127  # code -128 is 0.0: rsqrt(0) = inf
+    assert lut[255] == int(np.clip(np.round(np.float32(1 / np.sqrt(np.float32(255 * 0.02))) / np.float32(0.0028)) - 128,
+                                   -128, 127))

@@ -153,7 +153,8 @@ def activation_lut(fn, args, kwargs, in_scale, in_zp, out_scale, out_zp, lo=INT8
     with torch.no_grad():
         y = fn(x, *args, **kwargs).to(torch.float32).numpy()
     y = np.nan_to_num(y, nan=0.0, posinf=np.finfo(np.float32).max, neginf=-np.finfo(np.float32).max)
-    return np.clip(quantize_f32(y, out_scale, out_zp), lo, hi).astype(np.int8)
+    with np.errstate(over="ignore"):  # codes outside fn's domain (rsqrt(0)): y * (1 / scale) is inf, then clamped
+        return np.clip(quantize_f32(y, out_scale, out_zp), lo, hi).astype(np.int8)
 
 
 ACTIVATIONS = {aten.relu.default, aten.relu_.default, aten.relu6.default, aten.hardtanh.default,
