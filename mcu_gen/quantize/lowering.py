@@ -99,10 +99,15 @@ class QuantLowering(Int8Layouts):
         return self.program.add_scalar(kind, value)
 
     def alias(self, src: int, shape, dim_order=None, name="") -> int:
+        """A view of src's bytes as `shape` in `dim_order`. A view of a constant (an index tensor torch.export
+        folded, such as nanoGPT's arange of positions) is a constant with the same bytes, which the program
+        stores once: the planner's views live in the arena."""
         t = self.program.tensor(src)
-        v = self.program.add(TensorValue(tuple(shape), t.dtype, dim_order=dim_order, name=name,
+        data = None if t.data is None else np.asarray(t.data, order="C").reshape(-1)
+        v = self.program.add(TensorValue(tuple(shape), t.dtype, dim_order=dim_order, name=name, data=data,
                                          scale=t.scale, zero_point=t.zero_point))
-        self.aliases[v] = src
+        if data is None:
+            self.aliases[v] = src
         return v
 
     def emit(self, op: str, args: list, out: int, node=None) -> None:

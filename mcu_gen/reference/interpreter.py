@@ -120,8 +120,10 @@ class Memory:
 
     def tensor(self, index: int) -> torch.Tensor:
         v = self.program.values[index]
-        if v.is_constant:
-            return torch.from_numpy(np.asarray(v.data, order="C")).reshape(v.shape)
+        if v.is_constant:  # its data in the stored layout (dim_order), as the device reads it
+            stored = torch.from_numpy(np.asarray(v.data, order="C")).reshape([v.shape[d] for d in v.dim_order])
+            inverse = [v.dim_order.index(i) for i in range(len(v.dim_order))]
+            return stored.permute(inverse) if inverse != list(range(len(inverse))) else stored
         return self._view(v, *self._storage(index))
 
     @staticmethod
