@@ -157,7 +157,11 @@ def choose_backend(requested: str, board, root: Path | None, how: str = "") -> B
         msg = f"CMSIS-NN not found ({how}); {HOW_TO_PROVIDE}. {GAIN[0].upper()}{GAIN[1:]}."
         if requested == "cmsis-nn":
             raise CmsisNnError("--backend cmsis-nn: " + msg)
-        return BackendChoice("portable", how=how, warning="int8 operators run on the portable kernels: " + msg)
+        # One line on every int8 build without CMSIS-NN: what it changes and how to give it (docs/cmsis_nn.md
+        # has the rest); the error of --backend cmsis-nn above says it all.
+        return BackendChoice("portable", how=how, warning=(
+            f"int8 operators run on the portable kernels where mcu-gen's generated kernels do not cover them: "
+            f"CMSIS-NN not found ({how}); give it with --cmsis-nn PATH or {ENV_VAR}=PATH (docs/cmsis_nn.md)"))
     return BackendChoice("cmsis-nn", root=root, how=how)
 
 
