@@ -113,6 +113,15 @@ def write_stack_file(project: Path, stack_bytes: int | None) -> None:
         path.write_text(text)
 
 
+def float_exact(program: Program) -> bool:
+    """An int8 program: its float kernels (fp32 islands) must compute what the host integer reference computes, bit
+    for bit, so they are compiled without fused multiply-adds (MCU_FLOAT_EXACT, runtime_core/include/mcu/kernel.h).
+    An fp32 program keeps them: the device is compared with PyTorch within a tolerance."""
+    from mcu_gen.reference.integer import is_int8_op
+
+    return any(is_int8_op(ins.op) for m in program.methods for ins in m.instructions)
+
+
 def render_project(dest: Path, board: Board, program: Program, data: bytes, kernels, opt_level="-O2",
                    upload_size: int | None = None, framework: str = "baremetal", cmsis_nn_root=None,
                    npu_build=None, value_cache: int = DEFAULT_VALUE_CACHE,
@@ -233,6 +242,7 @@ def render_project(dest: Path, board: Board, program: Program, data: bytes, kern
                  **({"MCU_KERNEL_PREPARE": 1} if any(k.prepare for k in kernels) else {}),
                  **({"MCU_EXTERNAL_CONSTANTS": external_owners} if external_owners else {}),
                  **({"MCU_PROGRAM_HAS_STATE": 1} if program.all_states else {}),
+                 **({"MCU_FLOAT_EXACT": 1} if float_exact(program) else {}),
                  **({"MCU_PROGRAM_METHODS": 1} if program.more_methods else {}),
                  **({"MCU_ARENA_REGIONS": 1 + len(extra_arenas)} if extra_arenas else {}),
                  **({"MCU_OPERATOR_ORDER": operator_order} if operator_order else {}),

@@ -14,6 +14,15 @@
 #include "mcu/error.h"
 #include "mcu/types.h"
 
+// An int8 program's float kernels run its fp32 islands, whose outputs must equal the host integer
+// reference's bit for bit; the reference computes without fused multiply-adds, and GCC would contract
+// a * b + c into one VFMA (one rounding, not two) on a core with an FPU. The build defines
+// MCU_FLOAT_EXACT for an int8 program (mcu_gen/firmware/project.py, float_exact): every function after
+// this point in a kernel's file is compiled without that contraction. fp32 programs keep it.
+#if defined(MCU_FLOAT_EXACT) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 // Planned buffers (memory ids) of a program: see program.h.
 #ifndef MCU_ARENA_REGIONS
 #define MCU_ARENA_REGIONS 1
