@@ -22,6 +22,10 @@ aten = torch.ops.aten
 
 # -- lowering -----------------------------------------------------------------------------------
 # What to write instead of an op whose output shape depends on the data (Fp32Lowering._check_static).
+# Floating-point dtypes a model may hold that no kernel computes in: a microcontroller's FPU, if it has one, is
+# single precision, and the kernels take float32, the integer types and bool.
+UNSUPPORTED_FLOATS = (torch.float64, torch.float16, torch.bfloat16)
+
 _SELECT_HINT = ("; x[mask] and torch.masked_select return one element per True position: keep x's shape with "
                 "torch.where(mask, x, 0) (or x * mask) and count with mask.sum()")
 _DATA_DEPENDENT_HINTS = {
@@ -84,13 +88,31 @@ class Fp32Lowering:
                 f"FFT kernel on (re, im) pairs){why}. Return view_as_real(z), z.abs() or z.angle(), not z"
                 f"{self._where(node)}")
 
+    def _check_precision(self, node, dtype, does: str = "") -> None:
+        """A value the kernels cannot hold: float64, float16, bfloat16 (what the capture folded into constants,
+        e.g. a positional table computed in float64 and cast to float32, never gets here)."""
+        if dtype not in UNSUPPORTED_FLOATS:
+            return
+        name = str(dtype).replace("torch.", "")
+        if node.op == "call_function":
+            what = f"{op_name(node.target)} {does or f'gives a {name} tensor'}"
+        else:
+            what = f"input {node.name} is a {name} tensor"
+        raise ExportError(f"{what.replace('torch.', '')}: mcu-gen's kernels compute in float32 (and on integer and "
+                          f"bool tensors), a microcontroller has no {name} arithmetic. Convert the model and its "
+                          f"inputs to float32 (model.float(), x.float()){self._where(node)}")
+
     def tensor_value(self, node, val) -> int:
         self._check_static(node, val)
         self._check_real(node, val)
+        self._check_precision(node, val.dtype)
         return self.program.add(TensorValue(tuple(val.shape), torch_dtype_name(val.dtype), name=node.name))
 
     def constant_value(self, tensor: torch.Tensor, name: str) -> int:
         t = tensor.detach().contiguous()
+        if t.dtype in UNSUPPORTED_FLOATS:
+            raise ExportError(f"constant {name} is {str(t.dtype).replace('torch.', '')}: mcu-gen's kernels compute "
+                              f"in float32; convert the model to float32 (model.float())")
         data = np.asarray(t.numpy(), order="C")
         return self.program.add(TensorValue(tuple(t.shape), torch_dtype_name(t.dtype), data=data, name=name))
 
@@ -166,7 +188,10 @@ class Fp32Lowering:
                 self.env[node] = self.tensor_value(node, node.meta["val"])
                 self.program.inputs.append(self.env[node])
             elif node.op == "get_attr":
-                self.env[node] = self.constant_value(self.cg.const(node), node.name)
+                const = self.cg.const(node)
+                if const.dtype in UNSUPPORTED_FLOATS and node.users:  # a float16 weight: name what reads it
+                    self._check_precision(next(iter(node.users)), const.dtype, f"reads a {const.dtype} constant")
+                self.env[node] = self.constant_value(const, node.name)
             elif node.op == "call_function":
                 self.lower_call(node)
         for node in user_outputs:

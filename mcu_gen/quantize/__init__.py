@@ -12,6 +12,7 @@ from typing import Callable, Optional
 import torch
 
 from mcu_gen.errors import McuGenError
+from mcu_gen.capture.schema import ExportError
 
 _QUANTIZER_NAMES = ("McuQuantizer", "capture_for_quantization", "is_quantized_graph")
 
@@ -59,6 +60,18 @@ def load_calibration(path, n_inputs: int) -> list:
     return out
 
 
+def _check_float32(spec, module) -> None:
+    """PT2E quantizes a float32 model: a float64/float16/bfloat16 parameter, buffer or example input is refused here,
+    by name, not by torchao's assertion deep inside."""
+    named = [(f"parameter {n}", t) for n, t in module.named_parameters()] + \
+            [(f"buffer {n}", t) for n, t in module.named_buffers()] + \
+            [(f"example input {k}", t) for k, t in enumerate(spec.example_inputs)]
+    for what, t in named:
+        if isinstance(t, torch.Tensor) and t.dtype in (torch.float64, torch.float16, torch.bfloat16):
+            raise QuantizeError(f"{spec.name}: {what} is {str(t.dtype).replace('torch.', '')}: int8 quantization "
+                                f"starts from a float32 model; convert it and its inputs with model.float(), x.float()")
+
+
 def quantized_module(spec, calibration=None, method: str | None = None,
                      bias_correction: bool = False, int8_inputs: bool = False) -> tuple[torch.fx.GraphModule, bool]:
     """(converted GraphModule, was it quantized already). A model that is already a converted
@@ -81,6 +94,7 @@ def quantized_module(spec, calibration=None, method: str | None = None,
         return module, True
     if module is None:
         raise QuantizeError(f"{spec.name}: nothing to quantize")
+    _check_float32(spec, module)
     if calibration is not None:
         data = load_calibration(calibration, len(spec.example_inputs))
     else:  # a stateful model: calibration_sequences() (state reset between them), else calibration_inputs()
@@ -103,7 +117,7 @@ def quantized_module(spec, calibration=None, method: str | None = None,
         return gm, False
     except QuantizeError:
         raise
-    except StatefulModelError as e:
+    except (StatefulModelError, ExportError) as e:  # said in full already (ExportError: the fp32 lowering's)
         raise QuantizeError(f"{spec.name}: {e}") from None
     except Exception as e:
         raise QuantizeError(f"{spec.name}: quantization failed: {type(e).__name__}: {e}") from e

@@ -45,6 +45,49 @@ def _set_attr(gm, before: torch.fx.Node, name: str, tensor: torch.Tensor) -> tor
         return gm.graph.get_attr(name)
 
 
+_WIDE_FLOATS = (torch.float64, torch.float16, torch.bfloat16)
+
+
+def fold_wide_float_constants(gm: torch.fx.GraphModule) -> int:
+    """Computations on constants that involve float64, float16 or bfloat16 (a positional table computed in
+    float64 in forward, then cast to float32) become one float32 (or integer) constant, as the fp32 capture's
+    constant folding makes them: PT2E quantizes float32 only, and no kernel computes in those dtypes. Only
+    such chains: a float32 constant computation (torch.zeros, a mask) stays what the quantizer sees today.
+    Returns the number of operators folded."""
+    folded = {}  # node -> its value
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or not isinstance(getattr(node.target, "_schema", None), torch._C.FunctionSchema):
+            continue
+        if node.target._schema.is_mutable or node.target._schema.name.startswith(("aten::rand", "aten::normal",
+                                                                                   "aten::bernoulli")):
+            continue
+        ins = node.all_input_nodes
+        if not all(n in folded or n.op == "get_attr" for n in ins):
+            continue
+        val = node.meta.get("val")
+        dtypes = [val.dtype if isinstance(val, torch.Tensor) else None] + [
+            v.dtype for n in ins if isinstance(v := n.meta.get("val"), torch.Tensor)]
+        if not any(d in _WIDE_FLOATS for d in dtypes):
+            continue
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: folded[n] if n in folded else _attr(gm, n))
+        with torch.no_grad():
+            folded[node] = node.target(*args, **kwargs)
+    count = 0
+    for node, value in folded.items():
+        if value is None and not node.users:  # a check of a folded value (_assert_tensor_metadata): done
+            gm.graph.erase_node(node)
+            continue
+        if not isinstance(value, torch.Tensor) or value.dtype in _WIDE_FLOATS or \
+                all(u in folded for u in node.users):
+            continue  # an intermediate of the chain: its users are folded (or it is left and refused later)
+        const = _set_attr(gm, node, f"_mcu_folded_{node.name}", value)
+        const.meta["val"] = node.meta.get("val")
+        node.replace_all_uses_with(const)
+        count += 1
+    gm.graph.eliminate_dead_code()
+    return count
+
+
 def fold_batch_norm(gm: torch.fx.GraphModule) -> None:
     """Fold eval BatchNorm into the conv2d / linear before it (weights are constants): aten.batch_norm,
     or its functionalized form (a stateful model's graph, _functional_module), the first result of
@@ -316,6 +359,7 @@ def capture_for_quantization(module: torch.nn.Module, example_inputs: tuple, fol
     else:
         gm = ep.module(check_guards=False)
     _remove_eval_noops(gm)
+    fold_wide_float_constants(gm)
     decompose_rnn_cells(gm)
     expand_attention(gm)
     if fold_bn:

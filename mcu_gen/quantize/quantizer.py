@@ -191,16 +191,16 @@ def _is_fusable_activation(node) -> bool:
 
 
 def _float_only(node: torch.fx.Node) -> bool:
-    """True unless node computes on or produces integer tensors (a step counter, indices): those
-    are never quantized."""
+    """True unless node computes on or produces integer tensors (a step counter, indices) or float64 ones (a
+    positional table computed in float64, folded later): only float32 is quantized."""
     vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes if a.op != "get_attr"]
-    return all(v.is_floating_point() for v in vals if isinstance(v, torch.Tensor))
+    return all(v.dtype == torch.float32 for v in vals if isinstance(v, torch.Tensor))
 
 
 def _float_activation(node) -> bool:
-    """node is a computed floating-point tensor (not a constant, not a number)."""
+    """node is a computed float32 tensor (not a constant, not a number)."""
     val = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return node.op != "get_attr" if isinstance(val, torch.Tensor) and val.is_floating_point() else False
+    return node.op != "get_attr" if isinstance(val, torch.Tensor) and val.dtype == torch.float32 else False
 
 
 def _is_constant(node) -> bool:
@@ -329,7 +329,7 @@ class McuQuantizer(Quantizer):
         if t in EMBEDDING_OPS:
             w = node.args[0]
             val = w.meta.get("val") if isinstance(w, torch.fx.Node) else None
-            if isinstance(w, torch.fx.Node) and w.op == "get_attr" and (val is None or val.is_floating_point()):
+            if isinstance(w, torch.fx.Node) and w.op == "get_attr" and (val is None or val.dtype == torch.float32):
                 _annotate(node, {w: self.table}, SharedQuantizationSpec((w, node)))
             return True
         if t in TENSOR_COMPARE_OPS or t in WHERE_OPS:
@@ -352,7 +352,7 @@ class McuQuantizer(Quantizer):
         if t in RANK_OPS or t in ARG_OPS or t in SCALAR_COMPARE_OPS:
             x = node.args[0]
             val = x.meta.get("val") if isinstance(x, torch.fx.Node) else None
-            if isinstance(val, torch.Tensor) and val.is_floating_point():
+            if isinstance(val, torch.Tensor) and val.dtype == torch.float32:
                 _annotate(node, {x: self.act}, None)
                 for u in node.users:
                     if u.op == "call_function" and u.target is operator.getitem and u.args[1] == 0:
