@@ -23,15 +23,20 @@ def _model(model, example_inputs=None, calibration=None, test_inputs=None, name=
     cal_list = None if cal_file is not None or calibration is None else list(calibration)
     if isinstance(model, (str, Path)) and example_inputs is None and cal_list is None and test_inputs is None:
         return model, cal_file
-    from mcu_gen.capture.model_file import ModelSpec, load_model_file, spec_from_module
+    from mcu_gen.capture.model_file import ModelSpec, StructuredModule, input_sets, load_model_file, spec_from_module
 
     if isinstance(model, (str, Path, ModelSpec)):  # a model file with inputs given here
         spec = load_model_file(model)
-        if example_inputs is not None or cal_list is not None or test_inputs is not None:
-            given = spec_from_module(spec.module, example_inputs or spec.example_inputs, cal_list, test_inputs)
-            spec.example_inputs = given.example_inputs
-            spec.calibration_inputs = given.calibration_inputs or spec.calibration_inputs
-            spec.test_inputs = given.test_inputs or spec.test_inputs
+        if example_inputs is not None:  # forward's arguments as given here (their nesting and numbers)
+            base = spec.module.module if isinstance(spec.module, StructuredModule) else spec.module
+            given = spec_from_module(base, example_inputs, cal_list, test_inputs)
+            spec.module, spec.example_inputs = given.module, given.example_inputs
+            cal, tests = given.calibration_inputs, given.test_inputs
+        else:  # nested like the model file's example inputs
+            cal = input_sets(spec, cal_list, "calibration") if cal_list is not None else None
+            tests = input_sets(spec, test_inputs, "test_inputs") if test_inputs is not None else None
+        spec.calibration_inputs = cal or spec.calibration_inputs
+        spec.test_inputs = tests or spec.test_inputs
         return spec, cal_file
     return spec_from_module(model, example_inputs, cal_list, test_inputs, name), cal_file
 

@@ -10,7 +10,7 @@ from typing import Optional
 import torch
 import torch.fx
 
-from mcu_gen.capture.model_file import ModelSpec
+from mcu_gen.capture.model_file import ModelSpec, StructuredModule
 from mcu_gen.errors import McuGenError
 from mcu_gen.program.ir import DTYPE_CODES
 
@@ -170,8 +170,9 @@ def user_file(spec: ModelSpec) -> Optional[str]:
     if spec.module is not None:
         import inspect
 
+        module = spec.module.module if isinstance(spec.module, StructuredModule) else spec.module
         try:
-            return inspect.getsourcefile(type(spec.module))
+            return inspect.getsourcefile(type(module))
         except TypeError:
             return None
     return None

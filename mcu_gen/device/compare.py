@@ -9,6 +9,7 @@ import numpy as np
 
 from mcu_gen.firmware.builder import BuildResult
 from mcu_gen.program.ir import Program, tensor_args
+from mcu_gen.capture.model_file import output_leaves
 from mcu_gen.reference.inputs import dequantize_outputs, to_numpy
 
 
@@ -21,8 +22,7 @@ def expected_outputs(result: BuildResult, inputs: tuple) -> tuple[list, str]:
         with torch.no_grad():
             module = spec.module if getattr(spec, "module", None) is not None else spec.exported_program.module()
             out = module(*[torch.from_numpy(np.asarray(x, order="C")) for x in inputs])
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        return [to_numpy(o) for o in outs], "pytorch"
+        return [to_numpy(o) for o in output_leaves(out)], "pytorch"
     from mcu_gen.reference import run_reference
 
     label = INT8_REFERENCE if is_int8_program(result.program) else "reference interpreter (torch ops)"

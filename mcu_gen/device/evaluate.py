@@ -23,6 +23,7 @@ from mcu_gen.device.compare import (check_device_quant_params, check_program_id,
                                     verify_outputs)
 from mcu_gen.device.session import count_from_ticks
 from mcu_gen.reference.dataset import DatasetError, classification_metrics, load_dataset
+from mcu_gen.capture.model_file import output_leaves
 from mcu_gen.reference.inputs import dequantize_outputs, quantize_inputs, to_numpy
 
 TOP_K = 5  # classifiers with more than TOP_K classes also get top-5 accuracy
@@ -68,7 +69,7 @@ def _fp32_outputs(module, one: tuple) -> list:
 
     with torch.no_grad():
         out = module(*[torch.from_numpy(np.asarray(x, order="C")) for x in one])
-    return [to_numpy(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
+    return [to_numpy(o) for o in output_leaves(out)]
 
 
 BATCH = 256  # samples PyTorch scores at once (fp32 on the host)
@@ -86,7 +87,7 @@ def fp32_scores(module, samples: list, n_classes: int) -> np.ndarray:
             with torch.no_grad():
                 y = module(*[torch.from_numpy(np.asarray(np.concatenate([one[k] for one in part]), order="C"))
                              for k in range(len(part[0]))])
-            y = to_numpy(y[0] if isinstance(y, (tuple, list)) else y).reshape(len(part), -1)
+            y = to_numpy(output_leaves(y)[0]).reshape(len(part), -1)
             if y.shape[1] != n_classes:
                 raise ValueError("another shape batched")
             out[lo:lo + len(part)] = y

@@ -9,6 +9,7 @@ from mcu_gen.firmware.builder import BuildResult
 from mcu_gen.device.compare import (LinkCheck, check_program_id, equal_values, identical_outputs, is_int8_program,
                                     verify_outputs)
 from mcu_gen.device.session import count_from_ticks
+from mcu_gen.capture.model_file import output_leaves
 from mcu_gen.reference.inputs import random_inputs, to_numpy
 
 
@@ -57,8 +58,7 @@ def _expected_method_calls(result: BuildResult, calls: list) -> tuple[list, str]
         with torch.no_grad():
             for name, x in calls:
                 out = fns[name](*[torch.from_numpy(np.asarray(a, order="C")) for a in x])
-                outs = [] if out is None else (list(out) if isinstance(out, (tuple, list)) else [out])
-                wants.append([to_numpy(o) for o in outs])
+                wants.append([to_numpy(o) for o in output_leaves(out)])
         return wants, "pytorch, method by method"
     from mcu_gen.reference import run_reference
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from mcu_gen.firmware.builder import BuildResult, build
 from mcu_gen.device.session import DEFAULT_RANDOM_INPUTS, count_from_ticks, default_inputs, described_inputs  # noqa: F401
+from mcu_gen.capture.model_file import output_leaves
 from mcu_gen.reference.inputs import dequantize_outputs, quantize_inputs, random_inputs, to_numpy  # noqa: F401 (API)
 
 from mcu_gen.device.compare import (  # noqa: F401 (API: mcu_gen.runner.<name>)
@@ -140,7 +141,7 @@ def _check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkC
                                         for x, i in zip(one, program.inputs)):  # (integer ids are model inputs)
                 with torch.no_grad():
                     fp = spec.module(*[torch.from_numpy(np.asarray(x, order="C")) for x in one])
-                fp = [to_numpy(o) for o in (fp if isinstance(fp, (tuple, list)) else [fp])]
+                fp = [to_numpy(o) for o in output_leaves(fp)]
                 err, hit = quant_error(program, got, fp)
                 c.max_abs_error, top1 = max(c.max_abs_error, err), top1 + hit
                 per_output.append(output_errors(program, dequantize_outputs(program, got), fp,

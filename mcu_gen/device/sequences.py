@@ -11,6 +11,7 @@ from mcu_gen.device.compare import (INT8_REFERENCE, LinkCheck, check_device_quan
                                     is_int8_program,
                                     max_abs_difference, quant_error, verify_outputs)
 from mcu_gen.device.session import count_from_ticks
+from mcu_gen.capture.model_file import output_leaves
 from mcu_gen.reference.inputs import quantize_inputs, sequence_steps, to_numpy
 
 
@@ -38,7 +39,7 @@ def _module_steps(module, seq: list) -> list:
     with torch.no_grad():
         for step in seq:
             out = m(*[torch.from_numpy(np.asarray(x, order="C")) for x in step])
-            outs.append([to_numpy(o) for o in (out if isinstance(out, (tuple, list)) else [out])])
+            outs.append([to_numpy(o) for o in output_leaves(out)])
     return outs
 
 

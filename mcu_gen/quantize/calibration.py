@@ -23,6 +23,7 @@ import torch
 import torch.fx
 
 from mcu_gen.quantize.observers import AUTO, CHOICES, DEFAULT_CHOICE, DEFAULT_METHOD, METHODS, check_method, set_method
+from mcu_gen.capture.model_file import output_leaves
 from mcu_gen.quantize.capture import capture_for_quantization, share_state_observers
 from mcu_gen.quantize.quantizer import CONV_OPS, LINEAR_OPS, McuQuantizer
 
@@ -46,7 +47,7 @@ def calibration_sequences(calibration: list) -> list:
 
 
 def _outputs(out) -> list:
-    return [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+    return output_leaves(out)
 
 
 def output_error(model, module, samples: list) -> dict:
