@@ -153,3 +153,32 @@ def test_bad_arguments_fail_cleanly(op, args, shape, dtype):
     bld.p.outputs.append(o)
     with pytest.raises(HostRunError, match="(?i)kernel|fail"):
         run_on_host(bld.p, bld.feeds)
+
+
+def test_float_means_and_products_in_an_int8_programs_island_are_the_kernels_floats():
+    """An int8 program's fp32 island that takes a mean or a product (x.mean() of a sigmoid's output, a 0-d result)
+    differed from the host integer reference in the last bit: the reference ran PyTorch's order, the kernels their
+    own (op_mean.cpp: four partial sums over a contiguous run then / n, else a sequential sum then * 1/n;
+    mean(dtype) and prod: sequential). The reference now emulates them (fp32_emulation): the host runner's
+    outputs equal it bit for bit, for every path of the kernels, and PyTorch's differ."""
+    from mcu_gen.reference.integer import run_int8_reference
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((3, 5, 301)) * np.logspace(0, 4, 301)).astype(np.float32)
+    p = (1.0 + 0.01 * rng.standard_normal((4, 300))).astype(np.float32)
+    bld = Builder()
+    xi, pi = bld.input(x), bld.input(p)
+    for dims, shape in (([2], (3, 5)), ([1], (3, 301)), ([0, 2], (5,)), ([-1, -2], (3,)), ([], ())):
+        args = [xi, bld.scalar("int_list", dims), bld.scalar("bool", False), bld.scalar("none")]
+        bld.p.outputs.append(bld.call("aten::mean.out", args, shape, "float32"))
+    bld.p.outputs.append(bld.call("aten::mean.dtype_out", [xi, bld.scalar("none")], (), "float32"))
+    bld.p.outputs.append(bld.call("aten::prod.out", [pi, bld.scalar("none")], (), "float32"))
+    bld.p.outputs.append(bld.call("aten::prod.int_out", [pi, bld.scalar("int", 1), bld.scalar("bool", False),
+                                                         bld.scalar("none")], (4,), "float32"))
+    device, host = run_on_host(bld.p, bld.feeds), run_int8_reference(bld.p, bld.feeds)
+    for k, (got, want) in enumerate(zip(device, host)):
+        assert got.dtype == want.dtype and np.array_equal(got, want), k
+    t = torch.from_numpy(x)
+    torch_means = [t.mean(2), t.mean(1), t.mean((0, 2)), t.mean((-1, -2)), t.mean(), t.mean()]
+    assert any(not np.array_equal(d, w.numpy()) for d, w in zip(device, torch_means))
+    assert not np.array_equal(device[-1], torch.from_numpy(p).prod(1).numpy())

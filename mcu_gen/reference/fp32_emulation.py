@@ -249,6 +249,58 @@ def _emulated_sum(mem: Memory, ins) -> None:
     mem.write(out, torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(out).shape), order="C")))
 
 
+def _emulated_mean_all(mem: Memory, ins) -> None:
+    """op_mean_dtype.cpp (reduce_common.h reduce_mean_f32): every element as float32, a sequential sum, s / n."""
+    x, out = mem.tensor(ins.args[0]).numpy(), ins.args[2]
+    if mem.program.tensor(out).dtype != "float32" or x.dtype == np.float64:
+        execute_portable(mem, ins)
+        return
+    rows = _reduced_rows(x.astype(np.float32), None)
+    with np.errstate(all="ignore"):
+        y = _seq_sum(rows) / np.float32(rows.shape[1])
+    mem.write(out, torch.from_numpy(np.asarray(y.reshape(()), order="C")))
+
+
+def _emulated_mean(mem: Memory, ins) -> None:
+    """op_mean.cpp in float32: reduced dims that are one adjacent block ending at the last dim, four partial sums
+    (s0 + s1) + (s2 + s3) over each contiguous run, then / count; otherwise a sequential sum in input order, then
+    * (1 / count)."""
+    x, out = mem.tensor(ins.args[0]).numpy(), ins.args[4]
+    dims = _scalar(mem, ins.args[1])
+    if x.dtype != np.float32 or mem.program.tensor(out).dtype != "float32" or x.ndim == 0:
+        execute_portable(mem, ins)
+        return
+    reduced = sorted({int(d) % x.ndim for d in dims}) if dims else list(range(x.ndim))
+    count = np.float32(np.prod([x.shape[d] for d in reduced], dtype=np.int64))
+    rows = _reduced_rows(x, reduced)
+    adjacent = reduced == list(range(reduced[0], reduced[-1] + 1))
+    with np.errstate(all="ignore"):
+        if adjacent and reduced[-1] == x.ndim - 1:  # inner == 1: sum_f32's four partial sums
+            n = rows.shape[1]
+            whole = n - n % 4
+            parts = [_seq_sum(rows[:, k:whole:4]) for k in range(4)]
+            parts[0] = _seq_sum(np.concatenate([parts[0][:, None], rows[:, whole:]], axis=1))
+            y = ((parts[0] + parts[1]) + (parts[2] + parts[3])) / count
+        else:
+            y = _seq_sum(rows) * (np.float32(1.0) / count)
+    mem.write(out, torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(out).shape), order="C")))
+
+
+def _emulated_prod(mem: Memory, ins) -> None:
+    """reduce_common.h reduce_prod in float32: a sequential product over the reduced elements (prod.out: all)."""
+    x, out = mem.tensor(ins.args[0]).numpy(), ins.args[-2]
+    if mem.program.tensor(out).dtype != "float32" or x.dtype == np.float64:
+        execute_portable(mem, ins)
+        return
+    dims = [int(_scalar(mem, ins.args[1]))] if ins.op == "aten::prod.int_out" else None
+    rows = _reduced_rows(x.astype(np.float32), dims)
+    y = np.ones(rows.shape[0], np.float32)
+    with np.errstate(all="ignore"):
+        for i in range(rows.shape[1]):
+            y = y * rows[:, i]
+    mem.write(out, torch.from_numpy(np.asarray(y.reshape(mem.program.tensor(out).shape), order="C")))
+
+
 def _running(step, first):
     """A scan kernel in float32 along dim (op_cumsum.cpp, op_cumprod.cpp, op_logcumsumexp.cpp): acc = step(acc, x)
     from `first`, element by element (ATen keeps cumprod's and logcumsumexp's running value in double)."""
@@ -421,6 +473,8 @@ EMULATED = {**{op: _emulated_libm_unary for op in LIBM_UNARY},
             "aten::linalg_vector_norm.out": _emulated_vector_norm, "aten::cumsum.out": _running(np.add, 0.0),
             "aten::cumprod.out": _running(np.multiply, 1.0), "aten::logcumsumexp.out": _running(_log_add_exp, -np.inf),
             "aten::sum.IntList_out": _emulated_sum, "aten::addmm.out": _emulated_addmm,
+            "aten::mean.out": _emulated_mean, "aten::mean.dtype_out": _emulated_mean_all,
+            "aten::prod.out": _emulated_prod, "aten::prod.int_out": _emulated_prod,
             "aten::mm.out": _emulated_matmul, "aten::bmm.out": _emulated_matmul,
             "aten::native_group_norm.out": _emulated_group_norm,
             "aten::logit.out": _emulated_logit, "mcu::rfft.out": _emulated_rfft,
