@@ -190,3 +190,32 @@ def test_what_a_model_file_function_raises_is_named(tmp_path):
                              "    return torch.load('missing.pt')\n")
     with pytest.raises(ModelFileError, match=r"raises.py: example_inputs\(\) raised FileNotFoundError: .*missing.pt"):
         load_model_file(path)
+
+
+PASSTHROUGH = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+        self.register_buffer("table", torch.arange(4.0))
+
+    def forward(self, x, unused):
+        y = self.fc(x)
+        return x, y, y, self.table
+
+
+def _inputs(seed, n):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(2, 8, generator=g), torch.randn(3, generator=g)) for _ in range(n)]
+"""
+
+
+@pytest.mark.parametrize("quantize,io", [(None, "float32"), ("int8", "float32"), ("int8", "int8")])
+def test_inputs_buffers_and_repeated_results_returned_as_they_are(tmp_path, quantize, io):
+    """forward returns its input, one result twice and a buffer unchanged, and ignores an input: int8 failed with
+    'output table: not produced by the program' (a buffer returned as it is), and --io int8 with 'input unused:
+    --io int8 needs the input to be quantized once (it feeds )' (nothing reads it: int8 with scale 1 now)."""
+    r = mcu_gen.run(str(_model(tmp_path, "passthrough", PASSTHROUGH)), board="host", quantize=quantize, io=io,
+                    out=tmp_path / "out")
+    assert r.verified and len(r.outputs[0]) == 4
+    assert list(r.outputs[0][3]) == [0.0, 1.0, 2.0, 3.0]

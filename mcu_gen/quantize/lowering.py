@@ -462,6 +462,8 @@ class QuantLowering(Int8Layouts):
             v = self.program.add(TensorValue(shape, torch_dtype_name(val.dtype), name=node.name))
             self.f[(node, True)] = self.f[(node, False)] = v
             self.fp.env[node] = v
+        elif self.io == "int8" and not users:  # an input forward ignores: int8 like the others, its values unread
+            v = self.int8_tensor(shape, 1.0, 0, NHWC if len(shape) == 4 else None, node.name)
         elif self.io == "int8":
             params = {self.qparams(u) for u in users} if quantized else set()
             if len(params) != 1:
@@ -558,6 +560,8 @@ class QuantLowering(Int8Layouts):
             v = self.fp32_of(node, contiguous=len(self.program.tensor(self.q[node]).shape) != 4)
         elif (node, True) in self.f:
             v = self.f[(node, True)]
+        elif isinstance(node, torch.fx.Node) and node.op == "get_attr":  # a buffer returned as it is
+            v = self.fp.constant_value(get_attr_value(self.gm, node), node.name)
         elif node in self.complex_pending:
             raise UnsupportedOperatorError(
                 f"{op_name(node.target)} (node {node.name}) gives a complex tensor that the model returns: complex "
