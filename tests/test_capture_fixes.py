@@ -249,3 +249,27 @@ def test_rnn_flat_weights_warning_is_not_passed_on():
         warnings.simplefilter("always")
         export_module(gru, x)
     assert not [str(w.message) for w in ours if "_flat_weights" in str(w.message)]
+
+
+def test_a_failed_export_is_said_in_short_with_the_users_call(tmp_path, capfd):
+    """nn.Transformer checks whether tgt_mask is causal with torch.equal (a data-dependent guard) unless given
+    tgt_is_causal: torch.export fails, and prints a partial graph of some hundred lines to stderr. mcu-gen's error
+    is torch's first paragraph, the user's call and a hint; the partial graph is not printed."""
+    from mcu_gen.capture.export import ExportError, capture
+
+    class T(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t = torch.nn.Transformer(8, 2, 1, 1, 16, dropout=0.0, batch_first=True)
+
+        def forward(self, src, tgt):
+            return self.t(src, tgt, tgt_mask=torch.nn.Transformer.generate_square_subsequent_mask(tgt.shape[1]))
+
+    spec = spec_from_module(T().eval(), (torch.randn(1, 5, 8), torch.randn(1, 3, 8)), name="t")
+    with pytest.raises(ExportError) as e:
+        capture(spec)
+    text = str(e.value)
+    assert "GuardOnDataDependentSymNode" in text and "raised at:" in text and "test_capture_fixes.py" in text
+    assert "tgt_is_causal=True" in text
+    assert len(text.splitlines()) <= 8, text
+    assert "def forward(self" not in capfd.readouterr().err

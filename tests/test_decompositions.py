@@ -138,3 +138,23 @@ def test_sort_and_topk_run_on_the_rv32_board_without_a_cxx_library(tmp_path, qem
         """))
     r = run(str(path), board="rv32-virt", out=tmp_path / "out")
     assert r.verified, r
+
+
+class _Bilinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b = nn.Bilinear(4, 5, 3)
+        self.nobias = nn.Bilinear(5, 5, 2, bias=False)
+
+    def forward(self, x1, x2, seq):
+        return self.b(x1, x2), self.nobias(seq, seq)  # seq (2, 6, 5): leading dims flattened by F.bilinear
+
+
+def test_bilinear_equals_pytorch_without_a_trilinear_kernel():
+    """nn.Bilinear calls aten._trilinear, which has no kernel here or in ExecuTorch's portable library: one mm and
+    a product summed over J (decompositions.trilinear)."""
+    g = torch.Generator().manual_seed(1)
+    x1, x2, seq = torch.randn(3, 4, generator=g), torch.randn(3, 5, generator=g), torch.randn(2, 6, 5, generator=g)
+    check(_Bilinear().eval(), x1, x2, seq)
+    ops = export_model(ModelSpec(_Bilinear().eval(), (x1, x2, seq))).operators
+    assert not [op for op in ops if "trilinear" in op], ops

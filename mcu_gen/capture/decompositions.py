@@ -14,6 +14,8 @@ library) but that a graph of operators with kernels computes exactly:
 - the older linear algebra calls, to the torch.linalg operators with kernels: ``cholesky`` (linalg_cholesky_ex's L),
   ``triangular_solve`` (linalg_solve_triangular of A or A^T, and A's copy), ``cholesky_solve`` (two triangular
   solves with the factor and its transpose) and ``cholesky_inverse`` (cholesky_solve of the identity).
+- ``_trilinear`` as F.bilinear calls it (nn.Bilinear: x1 W x2 + b): one mm of x1 by W laid out as (I, O * J), then the
+  product with x2 summed over J, with no B x O x I x J tensor between.
 - ``rrelu_with_noise_functional`` in eval (nn.RReLU, F.rrelu(training=False)): leaky_relu with the mean slope
   (lower + upper) / 2, as ATen computes it; its noise is left as it was.
 
@@ -120,6 +122,18 @@ def cholesky_inverse(factor, upper=False):
     return cholesky_solve(eye, factor, upper)
 
 
+def trilinear(i1, i2, i3, expand1, expand2, expand3, sumdim, unroll_dim=1):
+    """aten._trilinear in F.bilinear's pattern: i1 (B, I), i2 the weight (O, I, J), i3 (B, J); sum over I and J."""
+    if (list(expand1), list(expand2), list(expand3), list(sumdim)) != ([1, 3], [0], [1, 2], [2, 3]) or \
+            i1.dim() != 2 or i2.dim() != 3 or i3.dim() != 2:
+        return NotImplemented
+    b, i = i1.shape
+    o, _, j = i2.shape
+    w = aten.clone.default(aten.permute.default(i2, [1, 0, 2]), memory_format=torch.contiguous_format)
+    t = aten.view.default(aten.mm.default(i1, aten.view.default(w, [i, o * j])), [b, o, j])
+    return aten.sum.dim_IntList(aten.mul.Tensor(t, aten.unsqueeze.default(i3, 1)), [2])
+
+
 def table() -> dict:
     """The decompositions, keyed by the OpOverload they replace."""
     return {aten.adaptive_max_pool2d.default: adaptive_max_pool2d, aten.avg_pool3d.default: avg_pool3d,
@@ -132,4 +146,5 @@ def table() -> dict:
             aten.bitwise_right_shift.Scalar_Tensor: _tensor_op_of_scalar(aten.bitwise_right_shift.Tensor),
             aten.remainder.Scalar_Tensor: _tensor_op_of_scalar(aten.remainder.Tensor),
             aten.cholesky.default: cholesky, aten.triangular_solve.default: triangular_solve,
-            aten.cholesky_solve.default: cholesky_solve, aten.cholesky_inverse.default: cholesky_inverse}
+            aten.cholesky_solve.default: cholesky_solve, aten.cholesky_inverse.default: cholesky_inverse,
+            aten._trilinear.default: trilinear}

@@ -91,12 +91,45 @@ RNN_FLAT_WEIGHTS_WARNING = r"The tensor attributes (self\S*\._flat_weights\[\d+\
 
 
 def export_module(module: torch.nn.Module, example_inputs: tuple) -> torch.export.ExportedProgram:
-    """torch.export.export(module.eval(), example_inputs), without the warning above."""
+    """torch.export.export(module.eval(), example_inputs), without the warning above, and without the partial
+    graph torch prints to stderr when the export fails (some hundred lines of generated code; the error says
+    what failed and where)."""
+    import contextlib
+    import io
+    import sys
     import warnings
 
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=RNN_FLAT_WEIGHTS_WARNING)
-        return torch.export.export(module.eval(), tuple(example_inputs))
+    said = io.StringIO()
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(said):
+            warnings.filterwarnings("ignore", message=RNN_FLAT_WEIGHTS_WARNING)
+            return torch.export.export(module.eval(), tuple(example_inputs))
+    except Exception as e:
+        graph = getattr(e, "partial_fx_graph", None)
+        text = said.getvalue().replace(f"{graph}\n", "") if graph else said.getvalue()
+        said = io.StringIO(text)
+        raise
+    finally:
+        sys.stderr.write(said.getvalue())
+
+
+def export_failure(e: Exception) -> str:
+    """torch.export's error in short: its first paragraph and the user's call that raised it (its text goes on
+    with logging flags and links), and for a data-dependent guard what usually causes one."""
+    lines = str(e).splitlines()
+    head = []
+    for line in lines:
+        if not line.strip() and head:
+            break
+        head.append(line)
+    k = next((i for i, line in enumerate(lines) if line.startswith("The following call raised this error")), None)
+    where = [line for line in lines[k + 1:k + 3] if line.strip()] if k is not None else []
+    text = f"{type(e).__name__}: " + "\n".join(head + (["raised at:"] + where if where else []))
+    if "data-dependent" in text:
+        text += ("\n(a value read from tensor data decides a Python branch or a shape: torch.equal, .item(), "
+                 "bool(tensor). nn.Transformer and nn.TransformerDecoder check a mask that way unless given "
+                 "tgt_is_causal=True / src_is_causal=True)")
+    return text
 
 
 def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
@@ -110,7 +143,7 @@ def capture(spec: ModelSpec) -> torch.export.ExportedProgram:
         except Exception as e:  # torch.export raises many exception types
             raise ExportError(
                 f"{where}: torch.export could not capture the model (mcu-gen needs static shapes and no "
-                f"data-dependent control flow):\n{type(e).__name__}: {e}"
+                f"data-dependent control flow):\n{export_failure(e)}"
             ) from e
     try:
         return to_core_aten(ep)
