@@ -219,3 +219,38 @@ def test_inputs_buffers_and_repeated_results_returned_as_they_are(tmp_path, quan
                     out=tmp_path / "out")
     assert r.verified and len(r.outputs[0]) == 4
     assert list(r.outputs[0][3]) == [0.0, 1.0, 2.0, 3.0]
+
+
+MAX_NORM = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.e = nn.Embedding(20, 6, max_norm=1.0, padding_idx=0)
+        with torch.no_grad():
+            self.e.weight.mul_(3.0)  # most rows above max_norm
+        self.fc = nn.Linear(6, 2)
+
+    def forward(self, ids):
+        return self.fc(self.e(ids).mean(1))
+
+
+def _inputs(seed, n):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randint(0, 20, (2, 7), generator=g),) for _ in range(n)]
+"""
+
+
+@pytest.mark.parametrize("quantize", [None, "int8"])
+def test_embedding_with_max_norm(tmp_path, quantize):
+    """nn.Embedding(max_norm=1.0) renormalizes the rows it looks up, in place, at every call: the export refused
+    the parameter mutation ('the model mutates e.weight (PARAMETER_MUTATION)'). The table is renormalized once at
+    build time (capture.export.renorm_embedding_tables): the same lookups, and the model's own weight untouched."""
+    path = _model(tmp_path, "maxnorm", MAX_NORM)
+    spec = load_model_file(path)
+    before = spec.module.e.weight.detach().clone()
+    assert float(before.norm(dim=1).max()) > 2.0  # rows above max_norm
+    if quantize is None:  # (int8 calibration calls the model, which renormalizes the rows it looks up, as PyTorch does)
+        mcu_gen.build(spec, board="host", out=tmp_path / "b", compile=False)
+        assert spec.module.e.weight.equal(before)  # the build renormalized its own copy
+    r = mcu_gen.run(spec, board="host", quantize=quantize, out=tmp_path / "out")
+    assert r.verified and (quantize is None or r.bit_exact is True)

@@ -103,7 +103,7 @@ def export_module(module: torch.nn.Module, example_inputs: tuple) -> torch.expor
     try:
         with warnings.catch_warnings(), contextlib.redirect_stderr(said):
             warnings.filterwarnings("ignore", message=RNN_FLAT_WEIGHTS_WARNING)
-            return torch.export.export(module.eval(), tuple(example_inputs))
+            return renorm_embedding_tables(torch.export.export(module.eval(), tuple(example_inputs)))
     except Exception as e:
         graph = getattr(e, "partial_fx_graph", None)
         text = said.getvalue().replace(f"{graph}\n", "") if graph else said.getvalue()
@@ -111,6 +111,38 @@ def export_module(module: torch.nn.Module, example_inputs: tuple) -> torch.expor
         raise
     finally:
         sys.stderr.write(said.getvalue())
+
+
+def renorm_embedding_tables(ep: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """nn.Embedding(max_norm=...) renormalizes, in place, the rows each call looks up (embedding_renorm_ on its
+    weight: a parameter mutation, which a program in flash cannot do). A renormalized row has a norm under
+    max_norm and is not changed again, so the table with every row renormalized once, here, gives every lookup
+    of every sequence of calls; the export's copy of the weight is replaced, the model's own is left alone."""
+    aten = torch.ops.aten
+    specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
+    changed = False
+    for node in list(ep.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.embedding_renorm_.default or node.users:
+            continue
+        w = node.args[0]
+        while isinstance(w, torch.fx.Node) and w.op == "call_function" and w.target in (aten.detach.default,
+                                                                                      aten.alias.default):
+            w = w.args[0]
+        spec = specs.get(w.name) if isinstance(w, torch.fx.Node) and w.op == "placeholder" else None
+        if spec is None or spec.kind not in (InputKind.PARAMETER, InputKind.BUFFER) or spec.target not in ep.state_dict:
+            continue
+        old = ep.state_dict[spec.target]
+        table = old.detach().clone()
+        with torch.no_grad():
+            torch.embedding_renorm_(table, torch.arange(table.shape[0]), float(node.args[2]), float(node.args[3]))
+        ep.state_dict[spec.target] = torch.nn.Parameter(table, requires_grad=False) if \
+            isinstance(old, torch.nn.Parameter) else table
+        ep.graph.erase_node(node)
+        changed = True
+    if changed:
+        ep.graph.eliminate_dead_code()
+        ep.graph_module.recompile()
+    return ep
 
 
 def export_failure(e: Exception) -> str:
