@@ -6,7 +6,9 @@ lookup table's codes outside its function's domain overflowed in the GCN's rsqrt
 nanoGPT failed to plan ("value 8 is a view or slice of value 1, which is not an arena tensor": a view of the
 folded arange of positions), the GCN printed numpy overflow warnings, and a VAE's int8 program differed from
 the integer reference on the Cortex-M33 only (its cdist island's sum of squares became fused multiply-adds:
-the build now compiles an int8 program's float kernels without them). The same models run on QEMU with
+the build now compiles an int8 program's float kernels without them); a bidirectional RNN's int8 program
+MISMATCHED on its float hidden state, an fp32 island's linear summed in another order than PyTorch's (such
+outputs are now held to the fp32 tolerance, as libm outputs were). The same models run on QEMU with
 `mcu-gen run --board mps2-an505 --model tests/models_outside/M.py [--quantize int8]`."""
 import warnings
 from pathlib import Path
@@ -15,10 +17,10 @@ import pytest
 
 import mcu_gen
 
-MODELS = ["nanogpt", "llama", "stn", "segnet", "gcn"]
+MODELS = ["nanogpt", "llama", "stn", "segnet", "gcn", "birnn"]
 # int8 against fp32: a bound on the dequantized outputs, about 2.5x what they measured (2026-12-08: nanoGPT
 # 0.037, Llama 0.042 on logits; STN 0.0012, GCN 0.0027 on log-probabilities; SegNet 0.0027 on probabilities)
-INT8_ERROR = {"nanogpt": 0.1, "llama": 0.1, "stn": 0.005, "segnet": 0.01, "gcn": 0.01}
+INT8_ERROR = {"nanogpt": 0.1, "llama": 0.1, "stn": 0.005, "segnet": 0.01, "gcn": 0.01, "birnn": 0.005}
 
 
 @pytest.mark.parametrize("name", MODELS)

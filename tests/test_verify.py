@@ -143,6 +143,27 @@ def test_int8_verdict_exact_except_libm_island_outputs():
     want = [np.array([[-1.5, -2.0, -0.5, -3.0]], np.float32), np.array([[1, 2, 3, 4]], np.int8)]
     ulp = [np.nextafter(want[0], np.float32(0)), want[1].copy()]
     assert int8_program_outputs_match(p, ulp, want)  # one ulp on the libm island's output
+
+
+def test_int8_verdict_loose_for_float_island_outputs_the_reference_does_not_repeat():
+    """An fp32 island's linear (its float32 sum in the kernel's order; the reference runs PyTorch's) whose output
+    nothing quantizes is held to the fp32 tolerance; an island's cat, whose floats are copied, stays exact."""
+    import numpy as np
+
+    from mcu_gen.device.compare import int8_program_outputs_match, libm_island_outputs
+    from mcu_gen.program.ir import Instruction, Program
+
+    p = Program()
+    x = p.add_tensor((1, 4), "int8")
+    f, w, y, c = p.add_tensor((1, 4)), p.add_tensor((2, 4)), p.add_tensor((1, 2)), p.add_tensor((2, 4))
+    p.instructions += [Instruction("cortex_m::dequantize_per_tensor.out", [x, f, f]),
+                       Instruction("mcu::linear.out", [f, w, y, y]),
+                       Instruction("aten::cat.out", [f, c, c])]
+    p.inputs, p.outputs = [x], [y, c]
+    assert libm_island_outputs(p) == {0}
+    want = [np.array([[0.5, -1.5]], np.float32), np.ones((2, 4), np.float32)]
+    assert int8_program_outputs_match(p, [np.nextafter(want[0], np.float32(0)), want[1]], want)
+    assert not int8_program_outputs_match(p, [want[0], np.nextafter(want[1], np.float32(0))], want)
     far = [want[0] + np.float32(0.01), want[1].copy()]
     assert not int8_program_outputs_match(p, far, want)  # beyond the fp32 tolerance
     off = [want[0].copy(), want[1] + np.int8(1)]

@@ -49,13 +49,36 @@ def identical_outputs(got: list, want: list) -> bool:
 FLOATS = ("float32", "float64", "float16")
 
 
+# fp32-island operators whose float32 result PyTorch (the reference, where fp32_emulation does not repeat the kernel)
+# and the kernel compute alike whatever their internal order: data movement, and elementwise operations of one
+# correctly rounded IEEE operation per element. The reference equals the kernel there, bit for bit.
+EXACT_FLOAT_OPS = frozenset({
+    "aten::clone.out", "aten::cat.out", "aten::slice_copy.Tensor_out", "aten::select_copy.int_out",
+    "aten::permute_copy.out", "aten::view_copy.out", "aten::expand_copy.out", "aten::squeeze_copy.dims_out",
+    "aten::squeeze_copy.dim_out", "aten::squeeze_copy.out", "aten::unsqueeze_copy.out", "aten::transpose_copy.int_out",
+    "aten::t_copy.out", "aten::alias_copy.out", "aten::flip.out", "aten::roll.out", "aten::repeat.out",
+    "aten::index.Tensor_out", "aten::index_select.out", "aten::gather.out", "aten::constant_pad_nd.out",
+    "aten::split_copy.Tensor_out", "aten::split_with_sizes_copy.out", "aten::unbind_copy.int_out",
+    "aten::pixel_shuffle.out", "aten::pixel_unshuffle.out", "aten::where.self_out", "aten::masked_fill.Scalar_out",
+    "aten::full.out", "aten::full_like.out", "aten::zeros_like.out", "aten::ones_like.out", "aten::fill.Scalar_out",
+    "aten::add.out", "aten::sub.out", "aten::mul.out", "aten::div.out", "aten::neg.out", "aten::abs.out",
+    "aten::relu.out", "aten::clamp.out", "aten::clamp.Tensor_out", "aten::maximum.out", "aten::minimum.out",
+    "aten::sqrt.out", "aten::floor.out", "aten::ceil.out", "aten::round.out", "aten::trunc.out", "aten::sign.out",
+    "aten::hardtanh.out", "aten::amax.out", "aten::amin.out", "aten::max.dim_max", "aten::min.dim_min",
+    "aten::max_pool2d_with_indices.out", "aten::_to_copy.out", "cortex_m::dequantize_per_tensor.out",
+})
+
+
 def libm_island_outputs(program) -> set:
-    """Positions of the program's float outputs that depend on an fp32 island's call of the C library's
-    expf/logf/... (fp32_emulation.LIBM_OPS) with nothing quantizing in between (the island's own output, or
-    computed from it in float: an unrolled LSTM's projection of tanh(c)): the host's libm and the device's may
-    differ there in the last bit, so those outputs are held to the fp32 tolerance, the others exactly."""
+    """Positions of the program's float outputs that an fp32 island computes (nothing quantizing in between: the
+    island's own output, or computed from it in float) with arithmetic the host reference does not repeat bit for
+    bit: a call of the C library's expf/logf/... (fp32_emulation.LIBM_OPS: the host's glibc and the device's newlib
+    may differ in the last bit), or an operator whose float32 order the reference leaves to PyTorch (neither
+    fp32_emulation.EMULATED nor EXACT_FLOAT_OPS: a linear, an antialiased resize). Those outputs are held to the
+    fp32 tolerance, the others exactly."""
     from mcu_gen.plan.planner import alias_root, links
-    from mcu_gen.reference.fp32_emulation import LIBM_OPS
+    from mcu_gen.reference.fp32_emulation import EMULATED, LIBM_OPS
+    from mcu_gen.reference.integer import is_int8_op
 
     views = links(program)
     tainted = set()  # alias roots of float tensors computed from a libm call without a quantize in between
@@ -65,8 +88,8 @@ def libm_island_outputs(program) -> set:
         # an .out operator's last argument is what it returns: its out tensor, or the list of them (mcu::gru.out
         # returns output, h and its work tensor, mcu::lstm.out also c: each may be a graph output)
         outs = set(tensor_args(program, ins.args[-1:]))
-        if ins.op in LIBM_OPS or any(alias_root(views, a) in tainted
-                                     for a in tensor_args(program, ins.args) if a not in outs):
+        inexact = ins.op in LIBM_OPS or not (ins.op in EMULATED or ins.op in EXACT_FLOAT_OPS or is_int8_op(ins.op))
+        if inexact or any(alias_root(views, a) in tainted for a in tensor_args(program, ins.args) if a not in outs):
             tainted.update(alias_root(views, v) for v in outs if program.values[v].dtype in FLOATS)
     return {k for k, v in enumerate(program.outputs) if alias_root(views, v) in tainted}
 

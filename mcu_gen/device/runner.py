@@ -135,7 +135,8 @@ def _check_link(link, result: BuildResult, inputs: list, progress=None) -> LinkC
             c.verified = c.verified and exact
             c.bit_exact = c.verified
             c.reference = "host int8 reference (mcu_gen.quantize.reference), bit for bit" + (
-                "; outputs of fp32 islands that call libm (host glibc, device newlib): within the fp32 tolerance"
+                "; float outputs of fp32 islands whose arithmetic the reference does not repeat bit for bit (libm "
+                "calls, PyTorch's summation order): within the fp32 tolerance"
                 if libm_island_outputs(program) else "")
             if spec is not None and all(np.asarray(x).dtype.kind == "f" or program.tensor(i).dtype != "int8"
                                         for x, i in zip(one, program.inputs)):  # (integer ids are model inputs)
