@@ -79,3 +79,12 @@ def test_boards_lists_host_without_a_size_and_survives_a_closed_pipe():
         os.close(w)
     assert p.returncode == 141, p.stderr
     assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr
+
+
+def test_methods_on_host_say_time_not_instructions(tmp_path, capsys):
+    rc = cli_main(["run", "--board", "host", "--model", "tests/models/methods_encode_classify.py",
+                   "--out", str(tmp_path / "m")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "method encode: verified" in out and "ns (the native process's time) per call" in out
+    assert "instructions per call" not in out

@@ -171,9 +171,12 @@ def cmd_run(args) -> int:
               f"(tolerance {r.tolerance:.3g}, against {r.reference})")
         print(f"  inputs: {r.inputs_used}")
         _print_state(r)
+        from mcu_gen.boards import get_board
+
+        unit = "ns (the native process's time)" if get_board(r.board).is_native else "instructions"
         for m in r.methods:
             print(f"  method {m['name']}: {'verified' if m['verified'] else 'MISMATCH'}, {m['calls']} call(s), "
-                  f"max abs error {m['max_abs_error']:.3g}, {m['instructions'] or 0:,} instructions per call, "
+                  f"max abs error {m['max_abs_error']:.3g}, {m['instructions'] or 0:,} {unit} per call, "
                   f"{m['select_instructions'] or 0:,} to select it")
         if r.methods and r.reset_identical is not None:
             reset = "identical" if r.reset_identical else "DIFFERENT"
