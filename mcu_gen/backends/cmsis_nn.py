@@ -161,7 +161,8 @@ def choose_backend(requested: str, board, root: Path | None, how: str = "") -> B
         # has the rest); the error of --backend cmsis-nn above says it all.
         return BackendChoice("portable", how=how, warning=(
             f"int8 operators run on the portable kernels where mcu-gen's generated kernels do not cover them: "
-            f"CMSIS-NN not found ({how}); give it with --cmsis-nn PATH or {ENV_VAR}=PATH (docs/cmsis_nn.md)"))
+            f"CMSIS-NN not found ({how}); give it with --cmsis-nn PATH or {ENV_VAR}=PATH (docs/cmsis_nn.md; "
+            f"both builds' cycles: docs/cycles.md)"))
     return BackendChoice("cmsis-nn", root=root, how=how)
 
 

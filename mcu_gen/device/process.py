@@ -42,6 +42,14 @@ class DeviceProcess:
         self._readers.append(t)
 
     def describe(self) -> str:
+        if self.proc is not None and self.proc.poll() is None:
+            try:  # a process that closed its end of the link is usually exiting: let its status be known
+                self.proc.wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.proc is not None and self.proc.poll() is not None:
+            for t in self._readers:  # its last log lines: the readers end at the pipes' end of file
+                t.join(timeout=0.2)
         state = "running" if self.proc is not None and self.proc.poll() is None else \
             f"exited with status {self.proc.returncode if self.proc else None}"
         lines = list(self.log)[-10:]
