@@ -13,8 +13,9 @@ import torch.fx
 
 from mcu_gen.capture import ops as _ops  # noqa: F401  (registers torch.ops.mcu)
 from mcu_gen.capture.passes import FREE_VIEWS, ConstGraph
-from mcu_gen.capture.schema import (LAYOUTS, MEMORY_FORMATS, ExportError, Lifted, UnsupportedOperatorError, bind_args,
-                                    find_out_variant, is_number, is_out_arg, op_name, source_line, torch_dtype_name)
+from mcu_gen.capture.schema import (LAYOUTS, MEMORY_FORMATS, UNSUPPORTED_FLOATS, ExportError, Lifted,
+                                    UnsupportedOperatorError, bind_args, find_out_variant, is_number, is_out_arg,
+                                    op_name, source_line, torch_dtype_name)
 from mcu_gen.program.ir import DTYPE_CODES, Instruction, Program, ScalarValue, TensorValue
 
 aten = torch.ops.aten
@@ -22,10 +23,6 @@ aten = torch.ops.aten
 
 # -- lowering -----------------------------------------------------------------------------------
 # What to write instead of an op whose output shape depends on the data (Fp32Lowering._check_static).
-# Floating-point dtypes a model may hold that no kernel computes in: a microcontroller's FPU, if it has one, is
-# single precision, and the kernels take float32, the integer types and bool.
-UNSUPPORTED_FLOATS = (torch.float64, torch.float16, torch.bfloat16)
-
 _SELECT_HINT = ("; x[mask] and torch.masked_select return one element per True position: keep x's shape with "
                 "torch.where(mask, x, 0) (or x * mask) and count with mask.sum()")
 _DATA_DEPENDENT_HINTS = {
@@ -88,17 +85,18 @@ class Fp32Lowering:
                 f"FFT kernel on (re, im) pairs){why}. Return view_as_real(z), z.abs() or z.angle(), not z"
                 f"{self._where(node)}")
 
-    def _check_precision(self, node, dtype, does: str = "") -> None:
+    def _check_precision(self, node, dtype, reads_constant: bool = False) -> None:
         """A value the kernels cannot hold: float64, float16, bfloat16 (what the capture folded into constants,
         e.g. a positional table computed in float64 and cast to float32, never gets here)."""
         if dtype not in UNSUPPORTED_FLOATS:
             return
         name = str(dtype).replace("torch.", "")
         if node.op == "call_function":
-            what = f"{op_name(node.target)} {does or f'gives a {name} tensor'}"
+            what = f"{op_name(node.target)} {'reads' if reads_constant else 'gives'} a {name} " + \
+                ("constant" if reads_constant else "tensor")
         else:
             what = f"input {node.name} is a {name} tensor"
-        raise ExportError(f"{what.replace('torch.', '')}: mcu-gen's kernels compute in float32 (and on integer and "
+        raise ExportError(f"{what}: mcu-gen's kernels compute in float32 (and on integer and "
                           f"bool tensors), a microcontroller has no {name} arithmetic. Convert the model and its "
                           f"inputs to float32 (model.float(), x.float()){self._where(node)}")
 
@@ -190,7 +188,7 @@ class Fp32Lowering:
             elif node.op == "get_attr":
                 const = self.cg.const(node)
                 if const.dtype in UNSUPPORTED_FLOATS and node.users:  # a float16 weight: name what reads it
-                    self._check_precision(next(iter(node.users)), const.dtype, f"reads a {const.dtype} constant")
+                    self._check_precision(next(iter(node.users)), const.dtype, reads_constant=True)
                 self.env[node] = self.constant_value(const, node.name)
             elif node.op == "call_function":
                 self.lower_call(node)

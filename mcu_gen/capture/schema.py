@@ -28,6 +28,11 @@ MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.ch
 LAYOUTS = {torch.strided: 0}
 
 
+# Floating-point dtypes a model may hold that no kernel computes in: a microcontroller's FPU, if it has one, is
+# single precision, and the kernels take float32, the integer types and bool.
+UNSUPPORTED_FLOATS = (torch.float64, torch.float16, torch.bfloat16)
+
+
 def torch_dtype_name(dtype: torch.dtype) -> str:
     name = str(dtype).replace("torch.", "")
     if name not in DTYPE_CODES:

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 import torch
 
 from mcu_gen.errors import McuGenError
-from mcu_gen.capture.schema import ExportError
+from mcu_gen.capture.schema import UNSUPPORTED_FLOATS, ExportError
 
 _QUANTIZER_NAMES = ("McuQuantizer", "capture_for_quantization", "is_quantized_graph")
 
@@ -67,7 +67,7 @@ def _check_float32(spec, module) -> None:
             [(f"buffer {n}", t) for n, t in module.named_buffers()] + \
             [(f"example input {k}", t) for k, t in enumerate(spec.example_inputs)]
     for what, t in named:
-        if isinstance(t, torch.Tensor) and t.dtype in (torch.float64, torch.float16, torch.bfloat16):
+        if isinstance(t, torch.Tensor) and t.dtype in UNSUPPORTED_FLOATS:
             raise QuantizeError(f"{spec.name}: {what} is {str(t.dtype).replace('torch.', '')}: int8 quantization "
                                 f"starts from a float32 model; convert it and its inputs with model.float(), x.float()")
 

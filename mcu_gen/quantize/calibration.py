@@ -46,17 +46,13 @@ def calibration_sequences(calibration: list) -> list:
     return [list(calibration)]
 
 
-def _outputs(out) -> list:
-    return output_leaves(out)
-
-
 def output_error(model, module, samples: list) -> dict:
     """Mean over samples of each output's RMS error against fp32, relative to the fp32 output's RMS
     (summed over outputs), and the max abs error."""
     rel, worst = 0.0, 0.0
     with torch.no_grad():
         for x in samples:
-            got, want = _outputs(model(*x)), _outputs(module(*x))
+            got, want = output_leaves(model(*x)), output_leaves(module(*x))
             for g, w in zip(got, want):
                 d = (g.float() - w.float().reshape(g.shape)).double()
                 rms_w = float(w.double().pow(2).mean().sqrt()) if w.numel() else 0.0

@@ -14,6 +14,7 @@ import torch.fx
 
 from mcu_gen.quantize.quantizer import CONV_OPS, LINEAR_OPS
 from mcu_gen.capture.export import export_module
+from mcu_gen.capture.schema import UNSUPPORTED_FLOATS
 
 aten = torch.ops.aten
 
@@ -45,9 +46,6 @@ def _set_attr(gm, before: torch.fx.Node, name: str, tensor: torch.Tensor) -> tor
         return gm.graph.get_attr(name)
 
 
-_WIDE_FLOATS = (torch.float64, torch.float16, torch.bfloat16)
-
-
 def fold_wide_float_constants(gm: torch.fx.GraphModule) -> int:
     """Computations on constants that involve float64, float16 or bfloat16 (a positional table computed in
     float64 in forward, then cast to float32) become one float32 (or integer) constant, as the fp32 capture's
@@ -67,7 +65,7 @@ def fold_wide_float_constants(gm: torch.fx.GraphModule) -> int:
         val = node.meta.get("val")
         dtypes = [val.dtype if isinstance(val, torch.Tensor) else None] + [
             v.dtype for n in ins if isinstance(v := n.meta.get("val"), torch.Tensor)]
-        if not any(d in _WIDE_FLOATS for d in dtypes):
+        if not any(d in UNSUPPORTED_FLOATS for d in dtypes):
             continue
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: folded[n] if n in folded else _attr(gm, n))
         with torch.no_grad():
@@ -77,7 +75,7 @@ def fold_wide_float_constants(gm: torch.fx.GraphModule) -> int:
         if value is None and not node.users:  # a check of a folded value (_assert_tensor_metadata): done
             gm.graph.erase_node(node)
             continue
-        if not isinstance(value, torch.Tensor) or value.dtype in _WIDE_FLOATS or \
+        if not isinstance(value, torch.Tensor) or value.dtype in UNSUPPORTED_FLOATS or \
                 all(u in folded for u in node.users):
             continue  # an intermediate of the chain: its users are folded (or it is left and refused later)
         const = _set_attr(gm, node, f"_mcu_folded_{node.name}", value)
